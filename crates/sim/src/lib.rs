@@ -1,0 +1,24 @@
+//! swaplab's page-replacement simulator.
+//!
+//! Pure computation over a [`DenseTrace`](swaplab_trace::DenseTrace): no OS calls.
+//!
+//! * [`policy`]: the small [`Policy`](policy::Policy) trait every policy implements,
+//!   its parameters and the [`registry`](policies::REGISTRY).
+//! * [`engine`]: the memory model around a policy (minor/major faults, dirty
+//!   pages, swap-outs) and the simulation loop.
+//! * [`policies`]: one file per policy.
+//! * [`mrc`]: miss-ratio curves (exact one-pass LRU, SHARDS).
+//!
+//! The simulator is hand-written rather than built on a library because it
+//! is the product's hot path: every policy works on flat arrays indexed by
+//! dense page id, with intrusive lists ([`util::Lists`]), so that a reference
+//! costs a few nanoseconds.
+
+pub mod engine;
+pub mod mrc;
+pub mod policies;
+pub mod policy;
+pub mod util;
+
+pub use engine::{simulate, Counters, SimError, SimResult};
+pub use policy::{Access, Params, Policy, PolicyConfig, PolicyInfo, PolicySpec, Req};

@@ -1,0 +1,27 @@
+//! One file per policy; adding a policy means one new file and one line in
+//! [`REGISTRY`].
+use crate::engine::SimError;
+use crate::policy::PolicyInfo;
+
+pub mod lru;
+
+/// Every policy `swaplab sim` knows, in the order `all` lists them.
+pub static REGISTRY: &[&PolicyInfo] = &[&lru::INFO];
+
+/// Finds a policy by name.
+pub fn lookup(name: &str) -> Result<&'static PolicyInfo, SimError> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|i| i.name == name)
+        .ok_or_else(|| {
+            SimError::UnknownPolicy(
+                name.to_string(),
+                REGISTRY
+                    .iter()
+                    .map(|i| i.name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            )
+        })
+}

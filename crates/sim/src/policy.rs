@@ -1,0 +1,175 @@
+//! The policy interface.
+//!
+//! A policy manages which pages are resident in a memory of `capacity`
+//! pages. Pages are dense ids `0..config.pages`. On every reference the
+//! engine calls [`Policy::access`]; the policy answers hit, or miss and which
+//! resident page (if any) it evicted to make room. A policy must evict only
+//! when it is full, exactly one page per miss then, and never the page being
+//! referenced; `engine::simulate_checked` verifies this for every policy.
+use crate::engine::SimError;
+use std::collections::BTreeMap;
+
+/// The outcome of one reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Hit,
+    /// The page was not resident and now is; `victim` is the page evicted to
+    /// make room (None while memory is not full).
+    Miss {
+        victim: Option<u32>,
+    },
+}
+
+/// What the policy may know about the current reference.
+#[derive(Debug, Clone, Copy)]
+pub struct Req {
+    /// Position in the trace (0-based).
+    pub pos: u64,
+    pub write: bool,
+    /// Position of the next reference to this page, or `u32::MAX` if none.
+    /// Only filled for policies whose [`PolicyInfo::needs_future`] is set.
+    pub next_use: u32,
+}
+
+pub trait Policy: Send {
+    /// Simulates one reference to page `id`.
+    fn access(&mut self, id: u32, req: &Req) -> Access;
+    /// Bytes of metadata this policy keeps per distinct page (for the memory
+    /// report), not counting the engine's own byte per page.
+    fn bytes_per_page(&self) -> usize;
+}
+
+/// Settings for building a policy.
+pub struct PolicyConfig<'a> {
+    /// Memory size in pages (at least 1).
+    pub capacity: usize,
+    /// Number of distinct pages: ids are below this.
+    pub pages: usize,
+    pub params: &'a Params,
+    /// Seed for policies that draw random numbers (BRRIP, DRRIP).
+    pub seed: u64,
+}
+
+type Build = fn(&PolicyConfig) -> Result<Box<dyn Policy>, SimError>;
+
+/// A registry entry: one per policy file.
+pub struct PolicyInfo {
+    pub name: &'static str,
+    pub summary: &'static str,
+    /// Accepted parameters, e.g. "bits=N (default 1)"; empty if none.
+    pub params: &'static str,
+    /// The policy reads [`Req::next_use`] (OPT).
+    pub needs_future: bool,
+    pub build: Build,
+}
+
+/// `key=value` parameters of a policy spec.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Params(pub BTreeMap<String, String>);
+
+impl Params {
+    /// Fails if any key is not in `known`.
+    pub fn allow(&self, policy: &str, known: &[&str]) -> Result<(), SimError> {
+        for k in self.0.keys() {
+            if !known.contains(&k.as_str()) {
+                return Err(SimError::BadParam(format!(
+                    "policy '{policy}' has no parameter '{k}' (it takes: {})",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                )));
+            }
+        }
+        Ok(())
+    }
+    /// An integer parameter in `lo..=hi`, or `default`.
+    pub fn int(&self, key: &str, default: u64, lo: u64, hi: u64) -> Result<u64, SimError> {
+        match self.0.get(key) {
+            None => Ok(default),
+            Some(v) => match v.parse::<u64>() {
+                Ok(x) if (lo..=hi).contains(&x) => Ok(x),
+                _ => Err(SimError::BadParam(format!(
+                    "{key}={v}: expected a whole number from {lo} to {hi}"
+                ))),
+            },
+        }
+    }
+    /// A real parameter in `lo..=hi`, or `default`.
+    pub fn real(&self, key: &str, default: f64, lo: f64, hi: f64) -> Result<f64, SimError> {
+        match self.0.get(key) {
+            None => Ok(default),
+            Some(v) => match v.parse::<f64>() {
+                Ok(x) if x >= lo && x <= hi => Ok(x),
+                _ => Err(SimError::BadParam(format!(
+                    "{key}={v}: expected a number from {lo} to {hi}"
+                ))),
+            },
+        }
+    }
+}
+
+/// A policy name with parameters: `clock`, `clock:bits=2`, `srrip:m=3`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicySpec {
+    pub name: String,
+    pub params: Params,
+}
+
+impl PolicySpec {
+    /// Parses `name[:key=value[:key=value...]]` and checks the name exists.
+    pub fn parse(s: &str) -> Result<Self, SimError> {
+        let mut parts = s.trim().split(':');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        crate::policies::lookup(&name)?;
+        let mut params = BTreeMap::new();
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                SimError::BadParam(format!(
+                    "'{p}' in '{s}': parameters are written key=value, e.g. clock:bits=2"
+                ))
+            })?;
+            params.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+        Ok(PolicySpec {
+            name,
+            params: Params(params),
+        })
+    }
+
+    /// Parses a comma-separated list; `all` expands to every registered policy.
+    pub fn parse_list(s: &str) -> Result<Vec<Self>, SimError> {
+        let mut out = Vec::new();
+        for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+            if item == "all" {
+                out.extend(crate::policies::REGISTRY.iter().map(|i| PolicySpec {
+                    name: i.name.to_string(),
+                    params: Params::default(),
+                }));
+            } else {
+                out.push(Self::parse(item)?);
+            }
+        }
+        if out.is_empty() {
+            return Err(SimError::BadParam(
+                "no policy given (e.g. --policy lru,clock,arc or all)".into(),
+            ));
+        }
+        Ok(out)
+    }
+
+    pub fn info(&self) -> &'static PolicyInfo {
+        crate::policies::lookup(&self.name).expect("checked at parse")
+    }
+}
+
+impl std::fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name)?;
+        for (k, v) in &self.params.0 {
+            write!(f, ":{k}={v}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,26 @@
+//! swaplab's data model for page-reference traces.
+//!
+//! A trace is a stream of [`Ref`]s — `(page, op)` with optional `time_ns` and
+//! `tid` — plus [`TraceMeta`]. Everything here is pure: no OS calls beyond
+//! reading and writing files, so it is easy to test and fuzz.
+//!
+//! * [`native`]: the native Parquet format (streaming reader and writer).
+//! * [`gen`]: synthetic generators (sequential, strided, uniform, Zipf, loop, phases).
+//! * [`import`]: importers for other tools' formats; [`export`]: libCacheSim oracleGeneral.
+//! * [`dense`]: a trace loaded for simulation, pages renumbered densely.
+//! * [`stats`]: footprint, read/write mix, LRU stack-distance percentiles.
+//! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
+
+pub mod dense;
+pub mod error;
+pub mod export;
+pub mod gen;
+pub mod import;
+pub mod model;
+pub mod native;
+pub mod stats;
+pub mod units;
+
+pub use dense::DenseTrace;
+pub use error::{Error, Result};
+pub use model::{Op, Ref, RefBatch, RefSource, Source, TraceMeta};

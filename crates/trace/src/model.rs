@@ -1,0 +1,155 @@
+//! The page-reference model: references, batches, sources and metadata.
+use serde::{Deserialize, Serialize};
+
+/// Whether a reference reads or writes its page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read = 0,
+    Write = 1,
+}
+
+/// One page reference. `time_ns` and `tid` are optional (absent: `None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ref {
+    pub page: u64,
+    pub op: Op,
+    pub time_ns: Option<u64>,
+    pub tid: Option<u32>,
+}
+
+impl Ref {
+    pub fn read(page: u64) -> Self {
+        Ref {
+            page,
+            op: Op::Read,
+            time_ns: None,
+            tid: None,
+        }
+    }
+    pub fn write(page: u64) -> Self {
+        Ref {
+            page,
+            op: Op::Write,
+            time_ns: None,
+            tid: None,
+        }
+    }
+}
+
+/// A batch of references in columnar form: the unit every reader yields and
+/// every writer takes, so that no stage needs memory proportional to the trace.
+/// `time_ns` and `tid` are either empty (the trace has no such column) or as
+/// long as `page`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefBatch {
+    pub page: Vec<u64>,
+    /// 1 for a write, 0 for a read.
+    pub write: Vec<bool>,
+    pub time_ns: Vec<u64>,
+    pub tid: Vec<u32>,
+}
+
+impl RefBatch {
+    pub fn len(&self) -> usize {
+        self.page.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.page.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.page.clear();
+        self.write.clear();
+        self.time_ns.clear();
+        self.tid.clear();
+    }
+    pub fn push(&mut self, r: Ref) {
+        self.page.push(r.page);
+        self.write.push(r.op == Op::Write);
+        if let Some(t) = r.time_ns {
+            self.time_ns.push(t);
+        }
+        if let Some(t) = r.tid {
+            self.tid.push(t);
+        }
+    }
+    pub fn get(&self, i: usize) -> Ref {
+        Ref {
+            page: self.page[i],
+            op: if self.write[i] { Op::Write } else { Op::Read },
+            time_ns: self.time_ns.get(i).copied(),
+            tid: self.tid.get(i).copied(),
+        }
+    }
+    /// Checks the column-length invariant; readers call it before yielding.
+    pub fn check(&self) -> crate::Result<()> {
+        let n = self.page.len();
+        let ok = self.write.len() == n
+            && (self.time_ns.is_empty() || self.time_ns.len() == n)
+            && (self.tid.is_empty() || self.tid.len() == n);
+        if ok {
+            Ok(())
+        } else {
+            Err(crate::Error::Invalid(
+                "inconsistent batch: optional columns must be present for every reference or for none".into(),
+            ))
+        }
+    }
+}
+
+/// Anything that yields references batch by batch (native reader, importers,
+/// generators).
+pub trait RefSource {
+    /// Fills `batch` (cleared first) with up to `max` references. Returns
+    /// `Ok(false)` when the source is exhausted and the batch is empty.
+    fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> crate::Result<bool>;
+    /// What produced these references (recorded in the trace's metadata).
+    fn source(&self) -> Source;
+    /// Page size in bytes of the page numbers this source yields.
+    fn page_size(&self) -> u64 {
+        4096
+    }
+}
+
+/// Where a trace came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Source {
+    /// A synthetic generator and its parameters (`swaplab gen`).
+    Generated {
+        generator: String,
+        params: serde_json::Value,
+    },
+    /// An imported file (`swaplab import`).
+    Imported {
+        path: String,
+        format: String,
+        options: serde_json::Value,
+    },
+    /// A command whose references were captured (`swaplab trace --refs`).
+    Captured {
+        command: Vec<String>,
+    },
+    Unknown,
+}
+
+/// Metadata stored with every native trace (Parquet key `swaplab.trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// Version of this metadata layout.
+    pub format_version: u32,
+    /// Page size in bytes (4096 unless the source says otherwise).
+    pub page_size: u64,
+    pub source: Source,
+    /// Number of references.
+    pub count: u64,
+    /// Number of distinct pages (the footprint, in pages).
+    pub distinct_pages: u64,
+    pub writes: u64,
+    pub has_time: bool,
+    pub has_tid: bool,
+    /// swaplab version that wrote the file.
+    pub writer: String,
+}
+
+pub const FORMAT_VERSION: u32 = 1;

@@ -1,0 +1,143 @@
+//! Human-readable sizes: `4096`, `64K`, `16M`, `1.5G`, `25%`.
+use crate::{Error, Result};
+
+/// A memory size as the user gave it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum MemSize {
+    /// A plain number: pages.
+    Pages(u64),
+    /// A number with a unit suffix (K, M, G, T, optionally followed by "iB" or "B"): bytes.
+    Bytes(u64),
+    /// A share of the footprint (or of the measured peak), in percent.
+    Percent(f64),
+}
+
+impl MemSize {
+    /// Pages for a given page size and footprint (distinct pages). Rounds
+    /// down, but never below 1.
+    pub fn to_pages(self, page_size: u64, footprint: u64) -> u64 {
+        let p = match self {
+            MemSize::Pages(p) => p,
+            MemSize::Bytes(b) => b / page_size.max(1),
+            MemSize::Percent(pct) => ((footprint as f64) * pct / 100.0).floor() as u64,
+        };
+        p.max(1)
+    }
+}
+
+impl std::fmt::Display for MemSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MemSize::Pages(p) => write!(f, "{p}"),
+            MemSize::Bytes(b) => write!(f, "{}", format_bytes(*b)),
+            MemSize::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+/// Parses `1024` (pages), `16M`/`16MiB`/`16MB` (bytes, powers of 1024) or `25%`.
+pub fn parse_mem_size(s: &str) -> Result<MemSize> {
+    let t = s.trim();
+    let bad = |why: &str| {
+        Error::Invalid(format!(
+            "bad memory size '{s}': {why} (use pages like 1024, bytes like 16M or 1.5G, or a share like 25%)"
+        ))
+    };
+    if t.is_empty() {
+        return Err(bad("empty"));
+    }
+    if let Some(p) = t.strip_suffix('%') {
+        let v: f64 = p.trim().parse().map_err(|_| bad("not a number before %"))?;
+        if !(v > 0.0 && v.is_finite()) {
+            return Err(bad("the share must be above 0%"));
+        }
+        return Ok(MemSize::Percent(v));
+    }
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let suffix = suffix.trim();
+    if suffix.is_empty() {
+        let v: u64 = num
+            .parse()
+            .map_err(|_| bad("a page count must be a whole number"))?;
+        if v == 0 {
+            return Err(bad("must be at least one page"));
+        }
+        return Ok(MemSize::Pages(v));
+    }
+    Ok(MemSize::Bytes(
+        parse_bytes(t).map_err(|_| bad("unknown unit"))?,
+    ))
+}
+
+/// Parses a byte size: `4096`, `64K`, `16M`, `1.5G`, `2T`, with optional `B`/`iB`.
+pub fn parse_bytes(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let bad = || {
+        Error::Invalid(format!(
+            "bad size '{s}' (use bytes like 4096, 64K, 16M, 1.5G)"
+        ))
+    };
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let unit = suffix.trim().to_ascii_uppercase();
+    let unit = unit.trim_end_matches("IB").trim_end_matches('B');
+    let mul: u64 = match unit {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        "T" => 1 << 40,
+        _ => return Err(bad()),
+    };
+    let bytes = v * mul as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Formats bytes with a binary unit: `64.0M`, `1.5G`.
+pub fn format_bytes(b: u64) -> String {
+    const U: [&str; 5] = ["", "K", "M", "G", "T"];
+    let mut v = b as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < U.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{b}")
+    } else if (v - v.round()).abs() < 1e-9 {
+        format!("{}{}", v.round() as u64, U[i])
+    } else {
+        format!("{v:.1}{}", U[i])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_mem_size("1024").unwrap(), MemSize::Pages(1024));
+        assert_eq!(parse_mem_size("16M").unwrap(), MemSize::Bytes(16 << 20));
+        assert_eq!(parse_mem_size("16MiB").unwrap(), MemSize::Bytes(16 << 20));
+        assert_eq!(parse_mem_size("1.5G").unwrap(), MemSize::Bytes(3 << 29));
+        assert_eq!(parse_mem_size("25%").unwrap(), MemSize::Percent(25.0));
+        assert!(parse_mem_size("0").is_err());
+        assert!(parse_mem_size("-3").is_err());
+        assert!(parse_mem_size("12Q").is_err());
+        assert!(parse_mem_size("%").is_err());
+        assert_eq!(MemSize::Bytes(16 << 20).to_pages(4096, 0), 4096);
+        assert_eq!(MemSize::Percent(25.0).to_pages(4096, 1000), 250);
+        assert_eq!(MemSize::Percent(0.01).to_pages(4096, 10), 1);
+        assert_eq!(format_bytes(64 << 20), "64M");
+        assert_eq!(format_bytes(1536 << 20), "1.5G");
+    }
+}
