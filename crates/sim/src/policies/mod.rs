@@ -3,7 +3,19 @@
 use crate::engine::SimError;
 use crate::policy::PolicyInfo;
 
+pub mod arc;
+pub mod clock;
+pub mod fifo;
+pub mod lfu;
+pub mod linux;
+pub mod linux_rrip;
+pub mod lirs;
 pub mod lru;
+pub mod opt;
+pub mod rrip;
+pub mod s3fifo;
+pub mod sieve;
+pub mod twoq;
 
 /// Every policy `swaplab sim` knows, in the order `all` lists them.
 pub static REGISTRY: &[&PolicyInfo] = &[&lru::INFO];

@@ -1,0 +1,11 @@
+//! (not implemented yet)
+use crate::engine::SimError;
+use crate::policy::PolicyInfo;
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "fifo",
+    summary: "first in, first out",
+    params: "",
+    needs_future: false,
+    build: |_| Err(SimError::BadParam("policy 'fifo' is not implemented yet".into())),
+};
