@@ -18,7 +18,23 @@ pub mod sieve;
 pub mod twoq;
 
 /// Every policy `swaplab sim` knows, in the order `all` lists them.
-pub static REGISTRY: &[&PolicyInfo] = &[&lru::INFO];
+pub static REGISTRY: &[&PolicyInfo] = &[
+    &opt::INFO,
+    &fifo::INFO,
+    &lru::INFO,
+    &clock::INFO,
+    &linux::INFO,
+    &rrip::SRRIP,
+    &rrip::BRRIP,
+    &rrip::DRRIP,
+    &linux_rrip::INFO,
+    &arc::INFO,
+    &twoq::INFO,
+    &lirs::INFO,
+    &sieve::INFO,
+    &s3fifo::INFO,
+    &lfu::INFO,
+];
 
 /// Finds a policy by name.
 pub fn lookup(name: &str) -> Result<&'static PolicyInfo, SimError> {
