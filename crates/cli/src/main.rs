@@ -1,1 +1,84 @@
-fn main() {}
+//! `swaplab`: a workbench for studying programs under memory pressure.
+//! The binary only parses arguments and prints; the work lives in the
+//! library crates (swaplab-trace, swaplab-sim, …).
+use clap::{Args, Parser, Subcommand};
+
+mod cmd;
+mod out;
+mod trace_io;
+
+#[derive(Parser)]
+#[command(
+    name = "swaplab",
+    version,
+    about = "A workbench for studying programs under memory pressure on Linux",
+    long_about = "swaplab generates, imports and simulates page-reference traces (page-replacement \
+policies, miss-ratio curves), and runs real programs under memory limits with swap.\n\n\
+Start with `swaplab demo`. Every subcommand has --help."
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Args, Clone, Copy)]
+pub struct OutFlags {
+    /// Print JSON instead of a table.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+impl OutFlags {
+    pub fn format(&self) -> out::Format {
+        out::Format::from_flags(self.json, self.csv)
+    }
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The main job: generate a trace, simulate every policy at several memory sizes,
+    /// print the table and the LRU miss-ratio curve.
+    Demo(cmd::demo::DemoArgs),
+    /// Generate a synthetic page-reference trace.
+    Gen(cmd::gen::GenArgs),
+    /// Convert another tool's trace (libCacheSim oracleGeneral, CSV, text, valgrind lackey,
+    /// perf script) into swaplab's native format.
+    Import(cmd::import::ImportArgs),
+    /// Export a trace for another tool (libCacheSim oracleGeneral).
+    Export(cmd::import::ExportArgs),
+    /// Summarise a trace: references, footprint, read/write mix, LRU stack distances.
+    Info(cmd::info::InfoArgs),
+    /// Simulate page-replacement policies on a trace at one or more memory sizes.
+    Sim(cmd::sim::SimArgs),
+    /// Miss-ratio curves: exact LRU in one pass, SHARDS sampling, other policies by sweep.
+    Mrc(cmd::sim::MrcArgs),
+    /// Benchmarks that print their numbers (speed and memory targets).
+    Bench {
+        #[command(subcommand)]
+        what: cmd::bench::BenchCmd,
+    },
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Demo(a) => cmd::demo::run(a),
+        Cmd::Gen(a) => cmd::gen::run(a),
+        Cmd::Import(a) => cmd::import::run_import(a),
+        Cmd::Export(a) => cmd::import::run_export(a),
+        Cmd::Info(a) => cmd::info::run(a),
+        Cmd::Sim(a) => cmd::sim::run_sim(a),
+        Cmd::Mrc(a) => cmd::sim::run_mrc(a),
+        Cmd::Bench { what } => cmd::bench::run(what),
+    };
+    if let Err(e) = r {
+        eprintln!("swaplab: error: {e}");
+        for c in e.chain().skip(1) {
+            eprintln!("  caused by: {c}");
+        }
+        std::process::exit(1);
+    }
+}

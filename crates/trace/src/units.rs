@@ -141,3 +141,39 @@ mod tests {
         assert_eq!(format_bytes(1536 << 20), "1.5G");
     }
 }
+
+/// Parses a count with an optional decimal suffix: `5000`, `50M`, `10k`, `1.5G` (powers of 1000).
+pub fn parse_count(s: &str) -> Result<u64> {
+    let t = s.trim().replace('_', "");
+    let bad = || Error::Invalid(format!("bad count '{s}' (use e.g. 5000, 10k, 50M, 1G)"));
+    let (num, mul) = match t.chars().last() {
+        Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
+        Some('m' | 'M') => (&t[..t.len() - 1], 1e6),
+        Some('g' | 'G' | 'b' | 'B') => (&t[..t.len() - 1], 1e9),
+        _ => (&t[..], 1.0),
+    };
+    if mul == 1.0 {
+        return t.parse::<u64>().map_err(|_| bad());
+    }
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let r = v * mul;
+    if !(r >= 0.0 && r < u64::MAX as f64) || (r - r.round()).abs() > 1e-6 {
+        return Err(bad());
+    }
+    Ok(r.round() as u64)
+}
+
+#[cfg(test)]
+mod count_tests {
+    #[test]
+    fn counts() {
+        use super::parse_count;
+        assert_eq!(parse_count("5000").unwrap(), 5000);
+        assert_eq!(parse_count("10k").unwrap(), 10_000);
+        assert_eq!(parse_count("50M").unwrap(), 50_000_000);
+        assert_eq!(parse_count("1.5G").unwrap(), 1_500_000_000);
+        assert!(parse_count("x").is_err());
+        assert!(parse_count("-1").is_err());
+        assert!(parse_count("1.5").is_err());
+    }
+}

@@ -1,0 +1,273 @@
+use crate::out::{self, num, pct, Rows};
+use anyhow::{bail, Result};
+use clap::Args;
+use rayon::prelude::*;
+use serde::Serialize;
+use std::path::PathBuf;
+use swaplab_sim::mrc::{self, ShardsConfig};
+use swaplab_sim::{policies, simulate, PolicySpec, SimResult};
+use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
+use swaplab_trace::DenseTrace;
+
+#[derive(Args)]
+#[command(
+    after_help = "MEMORY SIZES\n  1024 (pages), 16M or 1.5G (bytes), 25% (of the trace's footprint)\n\n\
+EXAMPLES\n  swaplab sim trace.parquet --policy lru,clock,linux,arc --mem 10%,25%,50%\n  \
+swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies"
+)]
+pub struct SimArgs {
+    /// Trace file (native, or oracleGeneral .bin[.zst], or .txt).
+    #[arg(required_unless_present = "list_policies")]
+    trace: Option<PathBuf>,
+    /// Policies, comma-separated, with parameters as name:key=value (e.g. clock:bits=2); `all` for every one.
+    #[arg(short, long, default_value = "all")]
+    policy: String,
+    /// Memory sizes, comma-separated.
+    #[arg(short, long, default_value = "10%,25%,50%")]
+    mem: String,
+    /// Seed for randomised policies.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// List the policies and their parameters.
+    #[arg(long)]
+    list_policies: bool,
+    #[command(flatten)]
+    out: crate::OutFlags,
+}
+
+/// Parses a comma-separated list of sizes into pages of the trace.
+pub fn sizes(list: &str, t: &DenseTrace) -> Result<Vec<(String, u64)>> {
+    let mut v = Vec::new();
+    for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let m: MemSize = parse_mem_size(s)?;
+        v.push((s.to_string(), m.to_pages(t.page_size, t.distinct() as u64)));
+    }
+    if v.is_empty() {
+        bail!("no memory size given (e.g. --mem 1024,16M,25%)");
+    }
+    Ok(v)
+}
+
+/// Simulates every (policy, size) pair in parallel, with one progress bar.
+pub fn run_pairs(
+    t: &DenseTrace,
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    seed: u64,
+) -> Result<Vec<SimResult>> {
+    let needs_future = specs.iter().any(|s| s.info().needs_future);
+    let next = needs_future.then(|| t.next_use());
+    let pairs: Vec<(&PolicySpec, u64)> = specs
+        .iter()
+        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
+        .collect();
+    let pb = out::progress(t.len() as u64 * pairs.len() as u64, "simulating");
+    let res: Result<Vec<SimResult>, _> = pairs
+        .par_iter()
+        .map(|(s, c)| simulate(t, next.as_deref(), s, *c as usize, seed, &|n| pb.inc(n)))
+        .collect();
+    pb.finish_and_clear();
+    Ok(res?)
+}
+
+/// The rows of a simulation table.
+pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
+    let mut rows = Rows::new(&[
+        "policy",
+        "mem_pages",
+        "mem",
+        "refs",
+        "misses",
+        "miss_ratio",
+        "minor",
+        "major",
+        "swap_outs",
+    ]);
+    for r in res {
+        let c = &r.counters;
+        rows.push(vec![
+            r.policy.clone(),
+            num(r.capacity),
+            format_bytes(r.capacity * page_size),
+            num(c.references),
+            num(c.misses()),
+            pct(r.miss_ratio),
+            num(c.minor_faults),
+            num(c.major_faults),
+            num(c.swap_outs),
+        ]);
+    }
+    rows
+}
+
+pub fn run_sim(a: SimArgs) -> Result<()> {
+    if a.list_policies {
+        let mut rows = Rows::new(&["policy", "parameters", "description"]);
+        for i in policies::REGISTRY {
+            rows.push(vec![i.name.into(), i.params.into(), i.summary.into()]);
+        }
+        #[derive(Serialize)]
+        struct P {
+            name: &'static str,
+            params: &'static str,
+            summary: &'static str,
+        }
+        let j: Vec<P> = policies::REGISTRY
+            .iter()
+            .map(|i| P {
+                name: i.name,
+                params: i.params,
+                summary: i.summary,
+            })
+            .collect();
+        return out::print(a.out.format(), &rows, &j);
+    }
+    let specs = PolicySpec::parse_list(&a.policy)?;
+    let t = crate::trace_io::load(a.trace.as_ref().expect("required by clap"))?;
+    let sizes = sizes(&a.mem, &t)?;
+    let res = run_pairs(&t, &specs, &sizes, a.seed)?;
+    out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)
+}
+
+#[derive(Args)]
+#[command(
+    after_help = "EXAMPLES\n  swaplab mrc trace.parquet                       # exact LRU curve at 20 sizes\n  \
+swaplab mrc trace.parquet --full --csv          # every size where the curve changes\n  \
+swaplab mrc trace.parquet --shards 0.01 --shards-size 8192   # sampled curves and their error\n  \
+swaplab mrc trace.parquet --policy clock,arc    # non-stack policies by simulation at each size"
+)]
+pub struct MrcArgs {
+    /// Trace file.
+    trace: PathBuf,
+    /// Number of evenly spaced sizes (1 % … 100 % of the footprint).
+    #[arg(long, default_value_t = 20)]
+    points: usize,
+    /// Sizes to report instead (comma-separated: pages, bytes or %).
+    #[arg(short, long)]
+    mem: Option<String>,
+    /// Every size at which the exact LRU curve changes (ignores --points).
+    #[arg(long)]
+    full: bool,
+    /// Add a fixed-rate SHARDS curve at this sampling rate (e.g. 0.01).
+    #[arg(long)]
+    shards: Option<f64>,
+    /// Add a fixed-size SHARDS curve keeping at most this many sampled pages (e.g. 8192).
+    #[arg(long)]
+    shards_size: Option<usize>,
+    /// Also simulate these (non-stack) policies at each size.
+    #[arg(short, long)]
+    policy: Option<String>,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    #[command(flatten)]
+    out: crate::OutFlags,
+}
+
+#[derive(Serialize)]
+struct MrcOut {
+    sizes: Vec<u64>,
+    curves: Vec<Curve>,
+}
+
+#[derive(Serialize)]
+struct Curve {
+    name: String,
+    miss_ratio: Vec<f64>,
+    /// Mean absolute error against the exact LRU curve over 1 %..100 % of the footprint (sampled curves only).
+    mae: Option<f64>,
+}
+
+pub fn run_mrc(a: MrcArgs) -> Result<()> {
+    let t = crate::trace_io::load(&a.trace)?;
+    let d = t.distinct() as u64;
+    let pb = out::progress(t.len() as u64, "mrc");
+    let exact = mrc::stack_histogram_with(&t, &|n| pb.inc(n))?;
+    pb.finish_and_clear();
+    let sizes: Vec<u64> = if a.full {
+        // The curve steps where a distance has reuses: report those sizes.
+        let mut v: Vec<u64> = (1..exact.counts.len() as u64)
+            .filter(|&c| exact.counts[c as usize] > 0)
+            .collect();
+        if v.last() != Some(&d) {
+            v.push(d);
+        }
+        v
+    } else if let Some(m) = &a.mem {
+        sizes(m, &t)?.into_iter().map(|x| x.1).collect()
+    } else {
+        mrc::sweep_sizes(d, a.points.max(1))
+    };
+    let mae_at = mrc::mae_sizes(d);
+    let mut curves = vec![Curve {
+        name: "lru (exact)".into(),
+        miss_ratio: exact.curve(&sizes),
+        mae: None,
+    }];
+    let mut cfgs = Vec::new();
+    if let Some(r) = a.shards {
+        cfgs.push((format!("shards rate={r}"), ShardsConfig::fixed_rate(r)));
+    }
+    if let Some(s) = a.shards_size {
+        cfgs.push((format!("shards size={s}"), ShardsConfig::fixed_size(s)));
+    }
+    for (name, cfg) in cfgs {
+        let h = mrc::shards(&t, &cfg)?;
+        let e = mrc::mae(&exact, &h, &mae_at);
+        curves.push(Curve {
+            name,
+            miss_ratio: h.curve(&sizes),
+            mae: Some(e),
+        });
+    }
+    if let Some(p) = &a.policy {
+        let specs = PolicySpec::parse_list(p)?;
+        let sz: Vec<(String, u64)> = sizes.iter().map(|&c| (c.to_string(), c)).collect();
+        let res = run_pairs(&t, &specs, &sz, a.seed)?;
+        for s in &specs {
+            let name = s.to_string();
+            let mr = res
+                .iter()
+                .filter(|r| r.policy == name)
+                .map(|r| r.miss_ratio)
+                .collect();
+            curves.push(Curve {
+                name,
+                miss_ratio: mr,
+                mae: None,
+            });
+        }
+    }
+    let mut header = vec!["mem_pages".to_string(), "mem".to_string()];
+    header.extend(curves.iter().map(|c| c.name.clone()));
+    let mut rows = Rows {
+        header,
+        rows: Vec::new(),
+        left: false,
+    };
+    for (i, &c) in sizes.iter().enumerate() {
+        let mut r = vec![c.to_string(), format_bytes(c * t.page_size)];
+        r.extend(curves.iter().map(|cv| format!("{:.6}", cv.miss_ratio[i])));
+        rows.push(r);
+    }
+    out::print(
+        a.out.format(),
+        &rows,
+        &MrcOut {
+            sizes,
+            curves: curves
+                .iter()
+                .map(|c| Curve {
+                    name: c.name.clone(),
+                    miss_ratio: c.miss_ratio.clone(),
+                    mae: c.mae,
+                })
+                .collect(),
+        },
+    )?;
+    if a.out.format() == out::Format::Table {
+        for c in curves.iter().filter(|c| c.mae.is_some()) {
+            eprintln!("{}: mean absolute error {:.4} against the exact curve (1 %..100 % of the footprint)", c.name, c.mae.unwrap_or(0.0));
+        }
+    }
+    Ok(())
+}

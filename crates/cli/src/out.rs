@@ -1,0 +1,131 @@
+//! Output helpers: tables for people, JSON and CSV for scripts, progress
+//! bars on a terminal only.
+use anyhow::Result;
+use comfy_table::{presets::NOTHING, CellAlignment, Table};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::io::IsTerminal;
+
+/// How a command prints a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+}
+
+impl Format {
+    pub fn from_flags(json: bool, csv: bool) -> Self {
+        if json {
+            Format::Json
+        } else if csv {
+            Format::Csv
+        } else {
+            Format::Table
+        }
+    }
+}
+
+/// A table with a header, rows of strings, and the same rows as JSON values.
+pub struct Rows {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Left-align every column (key/value tables); otherwise numbers align right.
+    pub left: bool,
+}
+
+impl Rows {
+    pub fn new(header: &[&str]) -> Self {
+        Rows {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+            left: false,
+        }
+    }
+    pub fn push(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+    /// A plain, right-aligned text table.
+    pub fn render(&self) -> String {
+        let mut t = Table::new();
+        t.load_preset(NOTHING);
+        t.set_header(self.header.clone());
+        for r in &self.rows {
+            t.add_row(r.clone());
+        }
+        for (i, c) in t.column_iter_mut().enumerate() {
+            c.set_cell_alignment(if i == 0 || self.left {
+                CellAlignment::Left
+            } else {
+                CellAlignment::Right
+            });
+        }
+        t.to_string()
+    }
+    pub fn csv(&self) -> Result<String> {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(&self.header)?;
+        for r in &self.rows {
+            w.write_record(r)?;
+        }
+        Ok(String::from_utf8(w.into_inner()?)?)
+    }
+}
+
+/// Prints `rows` as a table or CSV, or `json` (the structured records) as JSON.
+pub fn print<T: Serialize + ?Sized>(fmt: Format, rows: &Rows, json: &T) -> Result<()> {
+    match fmt {
+        Format::Table => println!("{}", rows.render()),
+        Format::Csv => print!("{}", rows.csv()?),
+        Format::Json => println!("{}", serde_json::to_string_pretty(json)?),
+    }
+    Ok(())
+}
+
+/// A progress bar over `total` units with rate and ETA on a terminal;
+/// hidden when stderr is not a terminal (piped, CI).
+pub fn progress(total: u64, what: &str) -> ProgressBar {
+    if !std::io::stderr().is_terminal() || std::env::var_os("CI").is_some() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(total);
+    pb.set_style(
+        ProgressStyle::with_template("{msg:>10} [{bar:40}] {percent:>3}% {per_sec:>14} eta {eta}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    pb.set_message(what.to_string());
+    pb
+}
+
+/// `0.1234` → `12.34%`.
+pub fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// Thousands separators: 1234567 → 1,234,567.
+pub fn num(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A text chart of a miss-ratio curve: one bar per size.
+pub fn curve_chart(points: &[(u64, String, f64)]) -> String {
+    let mut s = String::new();
+    for (pages, label, mr) in points {
+        let w = (mr * 50.0).round() as usize;
+        s.push_str(&format!(
+            "{label:>9} {pages:>10} │{:<50}│ {}\n",
+            "█".repeat(w.min(50)),
+            pct(*mr)
+        ));
+    }
+    s
+}
