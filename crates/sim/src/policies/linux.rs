@@ -1,16 +1,412 @@
-//! (not implemented yet)
+//! Linux's classic active/inactive LRU lists for anonymous memory, as in
+//! Linux 6.1 (`mm/vmscan.c`, `mm/swap.c`, `mm/workingset.c`) with the
+//! multi-generational LRU (MGLRU) disabled.
+//!
+//! State per page: which list it is on (inactive or active), the folio flag
+//! `PG_referenced`, and the page-table "accessed" (young) bit. The simulator
+//! sees every reference, so a reference sets the young bit, exactly as the
+//! MMU does; for anonymous pages mapped in page tables the kernel does *not*
+//! call `folio_mark_accessed()` on access, so a reference moves nothing
+//! (lists only change during reclaim).
+//!
+//! * **Fault** (first touch or swap-in): the new folio goes to the head of
+//!   the inactive list (`folio_add_lru`; new anonymous pages go to the
+//!   inactive list since 5.9) with `PG_referenced` clear and the young bit
+//!   set (x86 `mk_pte()` with `vm_page_prot` makes the PTE young: "all mapped
+//!   folios start out with page table references from the instantiating
+//!   fault").
+//! * **Refault activation** (`refault=1`, the default, as the kernel does
+//!   for anonymous pages when swap is available): an evicted page leaves a
+//!   shadow entry holding the lruvec's `nonresident_age` read at eviction
+//!   time (`workingset_eviction`). `nonresident_age` grows by one for every
+//!   eviction and every activation (`move_folios_to_lru` ages it for each
+//!   folio put back as active, and `workingset_refault` for each refault
+//!   activation). When the page faults back in, it goes straight to the
+//!   head of the *active* list if `age_now − age_at_eviction ≤ active
+//!   pages` (the workingset size is `NR_ACTIVE_ANON` when there are no file
+//!   pages).
+//! * **Reclaim**, one page per miss once memory is full:
+//!   1. Deactivation: while `inactive_is_low()` — `inactive × ratio <
+//!      active` with `ratio = int_sqrt(10 × GB)` (1 below 1 GB), GB being
+//!      the size of both anon lists at 4 KiB per page, i.e. `capacity >>
+//!      18` — the folio at the active tail moves to the inactive head and
+//!      its young bit is cleared (`shrink_active_list`: for anonymous
+//!      folios, `folio_referenced()` clears the young bits but a referenced
+//!      anon folio is deactivated anyway; `PG_referenced` is left as is).
+//!   2. The folio at the inactive tail goes through
+//!      `folio_check_references()`: if its young bit is set, the bit is
+//!      cleared and `PG_referenced` is set; if `PG_referenced` was already
+//!      set the folio is **activated** (moved to the active head), else it is
+//!      **kept** (rotated to the inactive head) for "another trip around the
+//!      inactive list". If the young bit is clear the folio is **reclaimed**
+//!      (for anon folios `PG_referenced` alone does not save it) — that is
+//!      the victim. Steps 1–2 repeat until a victim is found; this always
+//!      terminates because every step either evicts or clears a young bit.
+//!
+//! So a page must be referenced in two separate trips through the inactive
+//! list (the fault counts as the first) to reach the active list, and a
+//! deactivated page that is referenced again before it reaches the
+//! inactive tail is reactivated at once (it still has `PG_referenced`):
+//! "recently deactivated but used folios are quickly recovered".
+//!
+//! Simplifications (documented, not modelled): one lruvec (no memcg
+//! hierarchy, no NUMA nodes); no file pages (so `swappiness` and the
+//! anon/file scan balance do not apply); one page reclaimed per miss, not
+//! batches of `SWAP_CLUSTER_MAX` (32) to a watermark, and deactivation keeps
+//! the lists exactly at the target ratio rather than scanning the active list
+//! in proportion to its size and the reclaim priority; deactivation is not
+//! forced by refaults (6.1 also sets `may_deactivate` when anon refaults
+//! activated pages since the last cycle); no per-CPU `folio_batch` delay
+//! before a new folio reaches its list; single-mapped pages only (so
+//! `referenced_ptes > 1` never activates); shadow entries are never dropped
+//! (the kernel's shadow-node shrinker may forget old ones) and
+//! `nonresident_age` is a wrapping 32-bit counter at full precision
+//! (no `bucket_order`). Param `ratio=N` overrides the inactive ratio.
 use crate::engine::SimError;
-use crate::policy::PolicyInfo;
+use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
+use crate::util::Lists;
 
-#[allow(dead_code)]
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "linux",
-    summary: "Linux active/inactive LRU lists",
-    params: "",
+    summary: "Linux 6.1 active/inactive anon LRU lists (PTE young bit, PG_referenced, refault activation)",
+    params: "ratio=N (inactive ratio, default int_sqrt(10*GB) or 1), refault=0|1 (default 1)",
     needs_future: false,
-    build: |_| {
-        Err(SimError::BadParam(
-            "policy 'linux' is not implemented yet".into(),
-        ))
+    build: |c| {
+        c.params.allow("linux", &["ratio", "refault"])?;
+        Ok(Box::new(TwoLists::<false>::new(c, 0)?))
     },
 };
+
+const INACTIVE: u8 = 0;
+const ACTIVE: u8 = 1;
+/// The page-table accessed bit.
+const YOUNG: u8 = 1;
+/// `PG_referenced`.
+const REFERENCED: u8 = 2;
+/// The page was evicted and its shadow entry holds its eviction age.
+const SHADOW: u8 = 4;
+/// On the inactive list (mirrors the list membership, so that a hit reads
+/// one byte per page instead of the lists' links).
+const ON_INACTIVE: u8 = 8;
+/// On the active list.
+const ON_ACTIVE: u8 = 16;
+const RESIDENT: u8 = ON_INACTIVE | ON_ACTIVE;
+
+/// `int_sqrt(10 × GB)` for `pages` 4 KiB pages, 1 below 1 GB (`inactive_is_low`).
+pub(crate) fn default_ratio(pages: usize) -> u64 {
+    let gb = (pages as u64) >> 18;
+    if gb == 0 {
+        1
+    } else {
+        (10 * gb).isqrt()
+    }
+}
+
+/// The two lists; with `RRIP` the active list is aged by re-reference
+/// prediction values instead (see `linux_rrip`).
+pub(crate) struct TwoLists<const RRIP: bool> {
+    lists: Lists,
+    flags: Vec<u8>,
+    /// RRPV of each active page (RRIP only; empty otherwise).
+    rrpv: Vec<u8>,
+    /// `nonresident_age` at eviction, valid where `SHADOW` is set (empty if refault=0).
+    shadow: Vec<u32>,
+    /// The lruvec's `nonresident_age`.
+    age: u32,
+    cap: usize,
+    ratio: u64,
+    /// The largest RRPV (2^m − 1); RRIP only.
+    rmax: u8,
+}
+
+impl<const RRIP: bool> TwoLists<RRIP> {
+    /// Reads `ratio` and `refault`; `m` is the RRPV width (RRIP only).
+    pub(crate) fn new(c: &PolicyConfig, m: u32) -> Result<Self, SimError> {
+        let ratio = c
+            .params
+            .int("ratio", default_ratio(c.capacity), 1, 1_000_000)?;
+        let refault = c.params.int("refault", 1, 0, 1)? == 1;
+        Ok(TwoLists {
+            lists: Lists::new(2, c.pages),
+            flags: vec![0; c.pages],
+            rrpv: if RRIP { vec![0; c.pages] } else { Vec::new() },
+            shadow: if refault {
+                vec![0; c.pages]
+            } else {
+                Vec::new()
+            },
+            age: 0,
+            cap: c.capacity.max(1),
+            ratio,
+            rmax: if RRIP { ((1u32 << m) - 1) as u8 } else { 0 },
+        })
+    }
+
+    #[inline]
+    fn inactive_is_low(&self) -> bool {
+        (self.lists.len(INACTIVE) as u64).saturating_mul(self.ratio) < self.lists.len(ACTIVE) as u64
+    }
+
+    /// Moves the active tail to the inactive head (`shrink_active_list`);
+    /// with RRIP, first ages the tail until one page reaches the max RRPV.
+    fn deactivate_one(&mut self) {
+        while let Some(t) = self.lists.back(ACTIVE) {
+            let i = t as usize;
+            if RRIP && self.rrpv[i] < self.rmax {
+                self.rrpv[i] += 1;
+                self.lists.move_front(ACTIVE, t);
+                continue;
+            }
+            self.flags[i] = (self.flags[i] & !(YOUNG | ON_ACTIVE)) | ON_INACTIVE;
+            self.lists.move_front(INACTIVE, t);
+            return;
+        }
+    }
+
+    /// Puts `id` (in either list or none) at the active head.
+    #[inline]
+    fn activate(&mut self, id: u32) {
+        let i = id as usize;
+        self.lists.move_front(ACTIVE, id);
+        self.flags[i] = (self.flags[i] & !ON_INACTIVE) | ON_ACTIVE;
+        if RRIP {
+            self.rrpv[i] = self.rmax.saturating_sub(1);
+        }
+        self.age = self.age.wrapping_add(1);
+    }
+
+    /// Finds and removes one victim. Memory is full, so the lists hold at least one page.
+    fn reclaim(&mut self) -> Option<u32> {
+        loop {
+            while self.inactive_is_low() {
+                self.deactivate_one();
+            }
+            let t = self.lists.back(INACTIVE)?;
+            let i = t as usize;
+            let f = self.flags[i];
+            if f & YOUNG != 0 {
+                // folio_check_references: referenced_ptes > 0.
+                self.flags[i] = (f & !YOUNG) | REFERENCED;
+                if f & REFERENCED != 0 {
+                    self.activate(t);
+                } else {
+                    self.lists.move_front(INACTIVE, t);
+                }
+                continue;
+            }
+            self.lists.remove(t);
+            self.flags[i] = SHADOW;
+            if let Some(s) = self.shadow.get_mut(i) {
+                *s = self.age;
+            }
+            self.age = self.age.wrapping_add(1);
+            return Some(t);
+        }
+    }
+}
+
+impl<const RRIP: bool> Policy for TwoLists<RRIP> {
+    #[inline]
+    fn access(&mut self, id: u32, _req: &Req) -> Access {
+        let i = id as usize;
+        let f = self.flags[i];
+        if f & RESIDENT != 0 {
+            self.flags[i] = f | YOUNG;
+            if RRIP && f & ON_ACTIVE != 0 {
+                self.rrpv[i] = 0;
+            }
+            return Access::Hit;
+        }
+        let victim = if self.lists.len(INACTIVE) + self.lists.len(ACTIVE) >= self.cap {
+            self.reclaim()
+        } else {
+            None
+        };
+        // workingset_refault: activate if the refault distance fits in the active list.
+        let refault_active = f & SHADOW != 0
+            && self
+                .shadow
+                .get(i)
+                .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.lists.len(ACTIVE));
+        if refault_active {
+            self.flags[i] = YOUNG;
+            self.activate(id);
+        } else {
+            self.flags[i] = YOUNG | ON_INACTIVE;
+            self.lists.push_front(INACTIVE, id);
+        }
+        Access::Miss { victim }
+    }
+
+    fn bytes_per_page(&self) -> usize {
+        Lists::BYTES_PER_PAGE
+            + 1
+            + if RRIP { 1 } else { 0 }
+            + if self.shadow.is_empty() { 0 } else { 4 }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::testutil::*;
+    use crate::policy::PolicySpec;
+
+    fn build(spec: &str) -> Result<usize, SimError> {
+        let s = PolicySpec::parse(spec)?;
+        let cfg = PolicyConfig {
+            capacity: 4,
+            pages: 10,
+            params: &s.params,
+            seed: 1,
+        };
+        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+    }
+
+    // Letters stand for pages; I = inactive list, A = active list, both
+    // written head (newest) first; Y = young bit, R = PG_referenced.
+    const A: u64 = 1;
+    const B: u64 = 2;
+    const C: u64 = 3;
+    const D: u64 = 4;
+    const E: u64 = 5;
+    const F: u64 = 6;
+    const G: u64 = 7;
+    const H: u64 = 8;
+
+    #[test]
+    fn hand_worked_two_trips_and_deactivation() {
+        // cap 3 (< 1 GB, so ratio 1), refault off.
+        // a b c   faults: I [c b a], all Y, no R.
+        // d       reclaim: a, b, c are young: each rotated with R set and Y
+        //         cleared (I [c b a] again); a reaches the tail with Y clear:
+        //         evicted. I [d c b].
+        // b c     hits: Y set on b and c (they have R from the first trip).
+        // e       reclaim: tail b has Y and R: activated, A [b]; 2*1 < 1 no.
+        //         tail c: activated, A [c b]; now I [d]: 1*1 < 2 is low, so
+        //         the active tail b is deactivated (Y cleared, R kept):
+        //         I [b d], A [c]. Tail d: Y, no R: rotated, I [d b]. Tail b:
+        //         Y clear: evicted. I [e d], A [c].
+        // c       hit (active).
+        // b       miss: deactivation sent it back and it was reclaimed.
+        let t = [A, B, C, D, B, C, E, C, B];
+        let m = false;
+        let h = true;
+        assert_eq!(
+            hits("linux:refault=0", 3, &t),
+            vec![m, m, m, m, h, h, m, h, m]
+        );
+        // LRU keeps b (the last reference hits), so the difference is real.
+        assert_eq!(hits("lru", 3, &t)[8], h);
+    }
+
+    #[test]
+    fn hand_worked_refault_activation() {
+        // cap 4, ratio 1. nonresident_age starts at 0.
+        //  1-4  a b c d: I [d c b a], all Y.
+        //  5-6  a b: hits; Y already set, nothing changes.
+        //  7 e: no list low (4*1 < 0 no). a, b, c, d rotated (R set, Y clear),
+        //       then a evicted: shadow(a) = 0, age 1. I [e d c b].
+        //  8-9  b c: hits, Y set again (R set): referenced on two trips.
+        // 10 f: tail b: Y+R -> activated (age 2), A [b]; 3 < 1 no. Tail c:
+        //       activated (age 3), A [c b]; 2 < 2 no. Tail d: Y clear ->
+        //       evicted (referenced once, by its fault): shadow(d) = 3,
+        //       age 4. I [f e].
+        // 11 d: reclaim first: e, f rotated (R set), e evicted: shadow 4,
+        //       age 5. Refault distance of d = 5 - 3 = 2 <= 2 active pages:
+        //       with refault=1, d goes to the active head (age 6):
+        //       A [d c b], I [f]. With refault=0: I [d f], A [c b].
+        // 12 g: refault=1: I 1*1 < 3 is low: b deactivated, I [b f], A [d c];
+        //       tail f: Y clear -> evicted. I [g b].
+        //       refault=0: 2 < 2 no; tail f evicted. I [g d].
+        // 13 h: refault=1: tail b: Y clear -> evicted. I [h g].
+        //       refault=0: tail d: Y, no R -> rotated; g rotated; d evicted.
+        // 14 d: refault=1: active, hit. refault=0: miss.
+        let t = [A, B, C, D, A, B, E, B, C, F, D, G, H, D];
+        let m = false;
+        let h = true;
+        let common = vec![m, m, m, m, h, h, m, h, h, m, m, m, m];
+        let mut on = common.clone();
+        on.push(h);
+        let mut off = common;
+        off.push(m);
+        assert_eq!(hits("linux", 4, &t), on);
+        assert_eq!(hits("linux:refault=0", 4, &t), off);
+    }
+
+    #[test]
+    fn inactive_ratio_follows_the_kernel_formula() {
+        // inactive_is_low: int_sqrt(10 * GB), 1 below 1 GB; 2^18 pages of 4 KiB = 1 GB.
+        assert_eq!(default_ratio(1000), 1);
+        assert_eq!(default_ratio((1 << 18) - 1), 1);
+        assert_eq!(default_ratio(1 << 18), 3); // int_sqrt(10) = 3
+        assert_eq!(default_ratio(1 << 20), 6); // 4 GB: int_sqrt(40) = 6
+        assert_eq!(default_ratio(1 << 28), 101); // 1 TB: int_sqrt(10240) = 101
+    }
+
+    #[test]
+    fn ratio_param_sets_the_list_balance() {
+        // cap 50, refault off. Pages 0..49 fault in (I [49 .. 0], all Y)
+        // and are touched again (nothing changes). Page 50: every page is
+        // young, so all 50 rotate (R set, Y cleared) and page 0 is evicted:
+        // I [50 49 .. 1]. Pages 1..49 are touched again (Y). Page 51: the
+        // tail pages 1, 2, ... have Y+R and are activated one by one; after
+        // k activations I = 50 - k, A = k. With ratio r the inactive list is
+        // low once (50 - k) * r < k:
+        //   r = 3: at k = 38 (12 * 3 < 38); from then on each activation
+        //     (pages 38..49) deactivates the active tail (pages 1..12, Y
+        //     clear): A = 37. Then tail 50 (Y, no R) rotates, tail 1 (Y
+        //     clear) is evicted, and 51 joins I: I = 13, A = 37.
+        //   r = 1: at k = 26 (24 < 26); pages 1..24 are deactivated, 1 is
+        //     evicted: I = 25, A = 25.
+        let mut t: Vec<u32> = (0..50).chain(0..50).collect();
+        t.push(50);
+        t.extend(1..50);
+        t.push(51);
+        for (ratio, inactive, active) in [(3, 13, 37), (1, 25, 25)] {
+            let spec = PolicySpec::parse(&format!("linux:refault=0:ratio={ratio}")).unwrap();
+            let cfg = PolicyConfig {
+                capacity: 50,
+                pages: 52,
+                params: &spec.params,
+                seed: 1,
+            };
+            let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+            let req = Req {
+                pos: 0,
+                write: false,
+                next_use: u32::MAX,
+            };
+            let mut victims = Vec::new();
+            for &id in &t {
+                if let Access::Miss { victim: Some(v) } = p.access(id, &req) {
+                    victims.push(v);
+                }
+            }
+            assert_eq!(victims, vec![0, 1]);
+            assert_eq!(
+                (p.lists.len(INACTIVE), p.lists.len(ACTIVE)),
+                (inactive, active),
+                "ratio {ratio}"
+            );
+            // The survivors of the active list are the most recently activated.
+            assert!(p.lists.contains(ACTIVE, 49) && !p.lists.contains(ACTIVE, 2));
+        }
+    }
+
+    #[test]
+    fn params_are_checked() {
+        assert_eq!(build("linux").unwrap(), 14);
+        assert_eq!(build("linux:refault=0").unwrap(), 10);
+        assert!(build("linux:ratio=0").is_err());
+        assert!(build("linux:refault=2").is_err());
+        assert!(build("linux:m=2").is_err());
+    }
+
+    #[test]
+    fn contract() {
+        contract_all("linux");
+        contract_all("linux:refault=0");
+        contract_all("linux:ratio=5");
+    }
+}

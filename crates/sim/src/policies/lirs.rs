@@ -1,16 +1,278 @@
-//! (not implemented yet)
-use crate::engine::SimError;
-use crate::policy::PolicyInfo;
+//! LIRS (Jiang & Zhang, "LIRS: An Efficient Low Inter-reference Recency
+//! Set Replacement Policy to Improve Buffer Cache Performance",
+//! SIGMETRICS 2002).
+//!
+//! Pages are LIR (low inter-reference recency, always resident) or HIR. The
+//! memory is split into `Llirs` frames for LIR pages and `Lhirs` for resident
+//! HIR pages; `Lhirs` is `hir=` percent of the capacity (default 1 %, the
+//! paper's choice), rounded down, at least 1 page (so `Llirs` = capacity −
+//! `Lhirs`, and with a capacity of 1 there are no LIR pages at all).
+//!
+//! * Stack S (LIRS stack): LIR pages, resident HIR pages and non-resident
+//!   HIR pages, most recent on top. **Stack pruning** removes HIR pages from
+//!   the bottom until the bottom is an LIR page, so S spans exactly the
+//!   recency of the least recent LIR page.
+//! * Queue Q: the resident HIR pages; the victim is always Q's front (its
+//!   oldest member).
+//! * A page can be in S and Q at once, so they are two separate [`Lists`].
+//!
+//! On a reference to X (the paper's three cases):
+//! 1. X is LIR: hit; move X to the top of S; prune if X was the bottom.
+//! 2. X is resident HIR: hit. If X is in S, it becomes LIR (top of S, out of
+//!    Q) and the bottom LIR page of S becomes HIR and goes to the end of Q;
+//!    prune. Otherwise X goes to the top of S and to the end of Q.
+//! 3. X is not resident: miss. If memory is full, Q's front is evicted (it
+//!    stays in S as a non-resident HIR page if it is there). While fewer than
+//!    `Llirs` pages are LIR (warm-up), X becomes LIR. Otherwise, if X is in
+//!    S it becomes LIR and the bottom LIR page is demoted to Q as in case 2;
+//!    else X becomes resident HIR at the top of S and the end of Q.
+//!
+//! Non-resident HIR entries in S are bounded only by pruning, as in the
+//! paper (no extra limit): pages are dense ids with per-page arrays, so a
+//! non-resident entry costs no memory beyond what every page already has.
+//! Memory: two intrusive lists (9 bytes each) and an LIR flag: 19 bytes per
+//! page.
+use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::Lists;
 
-#[allow(dead_code)]
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lirs",
     summary: "low inter-reference recency set",
-    params: "",
+    params: "hir=P (percent of memory for resident HIR pages, default 1, at least 1 page)",
     needs_future: false,
-    build: |_| {
-        Err(SimError::BadParam(
-            "policy 'lirs' is not implemented yet".into(),
-        ))
+    build: |c| {
+        c.params.allow("lirs", &["hir"])?;
+        let hir = c.params.real("hir", 1.0, 0.0, 100.0)?;
+        let cap = c.capacity.max(1);
+        let lhirs = ((cap as f64 * hir / 100.0) as usize).clamp(1, cap);
+        Ok(Box::new(Lirs {
+            s: Lists::new(1, c.pages),
+            q: Lists::new(1, c.pages),
+            lir: vec![false; c.pages],
+            nlir: 0,
+            llirs: cap - lhirs,
+            cap,
+        }))
     },
 };
+
+/// The only list of each `Lists`.
+const L: u8 = 0;
+
+struct Lirs {
+    /// Stack S: front = top (most recent), back = bottom.
+    s: Lists,
+    /// Queue Q of resident HIR pages: front = end (newest), back = front (next victim).
+    q: Lists,
+    lir: Vec<bool>,
+    nlir: usize,
+    llirs: usize,
+    cap: usize,
+}
+
+impl Lirs {
+    /// Removes HIR pages from the bottom of S until an LIR page is there.
+    #[inline]
+    fn prune(&mut self) {
+        while let Some(b) = self.s.back(L) {
+            if self.lir[b as usize] {
+                return;
+            }
+            self.s.remove(b);
+        }
+    }
+
+    /// Makes `x` (HIR, resident or not, in S or not) LIR at the top of S,
+    /// demoting bottom LIR pages to Q while there are more than `Llirs`.
+    fn promote(&mut self, x: u32) {
+        self.q.remove(x);
+        self.lir[x as usize] = true;
+        self.nlir += 1;
+        self.s.move_front(L, x);
+        while self.nlir > self.llirs {
+            self.prune();
+            let Some(b) = self.s.pop_back(L) else { break };
+            self.lir[b as usize] = false;
+            self.nlir -= 1;
+            self.q.push_front(L, b);
+        }
+        self.prune();
+    }
+
+    /// Frees one frame: Q's front, or (never needed while `Lhirs` >= 1) the bottom LIR page.
+    fn evict(&mut self) -> Option<u32> {
+        if let Some(v) = self.q.pop_back(L) {
+            return Some(v);
+        }
+        self.prune();
+        let v = self.s.pop_back(L)?;
+        self.lir[v as usize] = false;
+        self.nlir -= 1;
+        self.prune();
+        Some(v)
+    }
+}
+
+impl Policy for Lirs {
+    #[inline]
+    fn access(&mut self, x: u32, _req: &Req) -> Access {
+        let i = x as usize;
+        if self.lir[i] {
+            let bottom = self.s.back(L) == Some(x);
+            self.s.move_front(L, x);
+            if bottom {
+                self.prune();
+            }
+            return Access::Hit;
+        }
+        if self.q.contains(L, x) {
+            if self.s.contains(L, x) {
+                self.promote(x);
+            } else {
+                self.s.push_front(L, x);
+                self.q.move_front(L, x);
+                // Only when there is no LIR page can X be S's bottom.
+                self.prune();
+            }
+            return Access::Hit;
+        }
+        let victim = if self.nlir + self.q.len(L) >= self.cap {
+            self.evict()
+        } else {
+            None
+        };
+        if self.s.contains(L, x) || self.nlir < self.llirs {
+            self.promote(x);
+        } else {
+            self.s.push_front(L, x);
+            self.q.push_front(L, x);
+            self.prune();
+        }
+        Access::Miss { victim }
+    }
+
+    fn bytes_per_page(&self) -> usize {
+        2 * Lists::BYTES_PER_PAGE + 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::testutil::*;
+    use crate::engine::SimError;
+    use crate::policy::{PolicyConfig, PolicySpec};
+
+    const A: u64 = 1;
+    const B: u64 = 2;
+    const C: u64 = 3;
+    const D: u64 = 4;
+    const E: u64 = 5;
+
+    #[test]
+    fn hand_worked_paper_blocks() {
+        // The five blocks of the paper's Table 1 (A accessed at times 1, 6
+        // and 8; at time 10 IRRs A 1, B 1, C inf, D 3, E inf and recencies
+        // A 1, B 3, C 4, D 2, E 0), i.e. the trace A D B C B A D A E, with
+        // the paper's Llirs = 2, Lhirs = 1 (cap 3, hir=34 -> 1 page).
+        // S is written top first, Q front (next victim) first.
+        //  1 A miss: LIR (warm-up). S [A].
+        //  2 D miss: LIR. S [D A].
+        //  3 B miss: LIR set full: resident HIR. S [B D A], Q [B].
+        //  4 C miss: evict B (Q front; stays in S, non-resident). C not in
+        //    S: resident HIR. S [C B D A], Q [C].
+        //  5 B miss: evict C (stays in S). B is in S: B -> LIR, S [B C D A];
+        //    bottom LIR A -> HIR, Q [A]; prune removes A: S [B C D].
+        //  6 A hit (resident HIR, not in S): S [A B C D], Q [A].
+        //  7 D hit (LIR, at the bottom): S [D A B C]; prune removes C
+        //    (non-resident HIR): S [D A B].
+        //  8 A hit (resident HIR in S): A -> LIR, S [A D B]; bottom LIR B ->
+        //    HIR, Q [B]; prune: S [A D]. LIR = {A, D}.
+        //  9 E miss: evict B. E: resident HIR, S [E A D], Q [E].
+        // 10 B miss: evict E (stays in S). B not in S: S [B E A D], Q [B].
+        // 11 E miss: evict B (stays in S). E in S: E -> LIR, S [E B A D];
+        //    bottom LIR D -> HIR, Q [D]; prune: S [E B A].
+        // 12 D hit (resident HIR, not in S). S [D E B A], Q [D].
+        // 13 A hit (LIR at the bottom): S [A D E B]; prune removes B:
+        //    S [A D E].
+        let t = [A, D, B, C, B, A, D, A, E, B, E, D, A];
+        let (m, h) = (false, true);
+        assert_eq!(
+            hits("lirs:hir=34", 3, &t),
+            vec![m, m, m, m, m, h, h, h, m, m, m, h, h]
+        );
+        // LRU for comparison: it hits B at step 5 (still resident) and E at
+        // step 11, but loses A and D at 6-7 and D, A at 12-13.
+        assert_eq!(
+            hits("lru", 3, &t),
+            vec![m, m, m, m, h, m, m, h, m, m, h, m, m]
+        );
+    }
+
+    #[test]
+    fn hand_worked_loop() {
+        // A loop 1 2 3 4 in 3 frames (Llirs 2, Lhirs 1): LRU always misses.
+        // Round 1: 1, 2 LIR; 3 HIR (Q [3]); 4 evicts 3 (stays in S as a
+        // non-resident HIR page): S [4 3 2 1], Q [4].
+        // Round 2: 1 hit (LIR at the bottom): S [1 4 3 2]. 2 hit (bottom):
+        // S [2 1 4 3], pruning removes 3 and 4 (HIR): S [2 1]. 3 miss:
+        // evict 4 (not in S: forgotten); 3 not in S: resident HIR,
+        // S [3 2 1], Q [3]. 4 miss: evict 3: S [4 3 2 1], Q [4] as after
+        // round 1. So every later round: 1, 2 hit, 3, 4 miss.
+        let lp: Vec<u64> = (1..=4).cycle().take(40).collect();
+        assert_eq!(misses("lru", 3, &lp), 40);
+        let h = hits("lirs:hir=34", 3, &lp);
+        assert_eq!(&h[..4], &[false; 4]);
+        for round in h[4..].chunks(4) {
+            assert_eq!(round, &[true, true, false, false]);
+        }
+        // Default hir=1% of 3 pages rounds to 0, so Lhirs is 1: the same.
+        assert_eq!(hits("lirs", 3, &lp), h);
+    }
+
+    #[test]
+    fn hand_worked_no_lir_frames() {
+        // cap 1: Lhirs 1, Llirs 0. A page that is in S when it is referenced
+        // becomes LIR and is demoted at once (it is the only LIR page):
+        // the memory behaves as a single frame. 1 1 2 1: m h m m.
+        assert_eq!(
+            hits("lirs", 1, &[1, 1, 2, 1]),
+            vec![false, true, false, false]
+        );
+        // hir=100 on cap 4: Llirs 0, so S stays empty and every page is a
+        // resident HIR page in Q; a hit moves it to Q's end (case 2), so Q
+        // is in LRU order: 1 2 3 4, 1 hits (Q front..end: 2 3 4 1), 5 evicts
+        // 2, 1 and 3 hit, 2 misses (evicts 4).
+        let t = [1, 2, 3, 4, 1, 5, 1, 3, 2];
+        let (m, h) = (false, true);
+        assert_eq!(hits("lirs:hir=100", 4, &t), vec![m, m, m, m, h, m, h, h, m]);
+        assert_eq!(hits("lirs:hir=100", 4, &t), hits("lru", 4, &t));
+    }
+
+    fn build(spec: &str) -> Result<usize, SimError> {
+        let s = PolicySpec::parse(spec)?;
+        let cfg = PolicyConfig {
+            capacity: 100,
+            pages: 1000,
+            params: &s.params,
+            seed: 1,
+        };
+        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+    }
+
+    #[test]
+    fn params_are_checked() {
+        assert_eq!(build("lirs").unwrap(), 19);
+        assert!(build("lirs:hir=10").is_ok());
+        assert!(build("lirs:hir=-1").is_err());
+        assert!(build("lirs:hir=101").is_err());
+        assert!(build("lirs:hir=x").is_err());
+        assert!(build("lirs:m=2").is_err());
+    }
+
+    #[test]
+    fn contract() {
+        contract_all("lirs");
+        contract_all("lirs:hir=10");
+        contract_all("lirs:hir=100");
+    }
+}

@@ -1,0 +1,722 @@
+//! Swap areas scoped to an experiment: swap files, zram devices, zswap.
+//!
+//! [`SwapSpec`] is what a user writes (`file:1G,prio=5`, `zram:512M,algo=lz4`,
+//! `zswap:lzo`, `existing`). [`crate::journal::Session::add_swap`] sets one
+//! up and records how to undo it; the functions here are the raw,
+//! unrecorded steps (create a swap file, write a swap header, swapon(2),
+//! swapoff(2), find/reset zram devices) plus a /proc/swaps reader.
+//!
+//! zswap is a compressed cache *in front of* a swap area: with zswap on,
+//! pages on their way to swap are compressed into RAM, and only written to
+//! the backing area when the pool is full (or never, if the area is absent:
+//! without any active swap area the kernel never swaps anonymous memory
+//! out, so zswap stays empty). swaplab therefore refuses `zswap` unless a
+//! swap area is active: put `file:SIZE` (or `existing`) before it.
+
+use std::ffi::CString;
+use std::fmt;
+use std::fs;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::util::{self, format_size, parse_size};
+
+const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
+const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+/// The signature at the end of the first page of a version-1 swap area.
+pub const SWAP_MAGIC: &[u8; 10] = b"SWAPSPACE2";
+/// mkswap refuses areas smaller than this many pages; so do we.
+pub const MIN_SWAP_PAGES: u64 = 10;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// What swap an experiment wants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SwapSpec {
+    /// A swap file: `file:SIZE[,path=P][,prio=N]`. `path` may be a directory
+    /// (a fresh file is made inside) or a file that does not exist yet; by
+    /// default the file goes into swaplab's state directory.
+    File {
+        /// Size in bytes (rounded down to whole pages).
+        size: u64,
+        /// Where to put it.
+        path: Option<PathBuf>,
+        /// swapon priority 0..=32767 (higher is used first).
+        prio: Option<u16>,
+    },
+    /// A zram device: `zram:SIZE[,algo=lz4][,prio=N]`.
+    Zram {
+        /// Uncompressed capacity in bytes (`disksize`).
+        size: u64,
+        /// Compression algorithm (see the device's `comp_algorithm`).
+        algo: Option<String>,
+        /// swapon priority.
+        prio: Option<u16>,
+    },
+    /// zswap in front of the active swap area(s): `zswap[:COMPRESSOR]`.
+    Zswap {
+        /// Compressor (`lzo`, `lz4`, `zstd`, … as the kernel offers).
+        compressor: Option<String>,
+    },
+    /// Use whatever swap is configured; change nothing: `existing`.
+    Existing,
+}
+
+const SPEC_FORMS: &str =
+    "expected file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A][,prio=N], zswap[:COMPRESSOR] or existing";
+
+fn parse_prio(input: &str, v: &str) -> Result<u16> {
+    match v.parse::<u16>() {
+        Ok(p) if p <= 32767 => Ok(p),
+        _ => Err(Error::parse("swap spec", input, format!("prio {v:?} must be a whole number 0..=32767"))),
+    }
+}
+
+fn check_word(input: &str, what: &str, v: &str) -> Result<()> {
+    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        return Err(Error::parse("swap spec", input, format!("{what} {v:?} must be a name like lz4 or lzo-rle")));
+    }
+    Ok(())
+}
+
+impl FromStr for SwapSpec {
+    type Err = Error;
+
+    fn from_str(input: &str) -> Result<SwapSpec> {
+        let s = input.trim();
+        let (kind, rest) = match s.split_once(':') {
+            Some((k, r)) => (k, Some(r)),
+            None => (s, None),
+        };
+        let bad = |reason: String| Error::parse("swap spec", input, reason);
+        match kind {
+            "existing" => match rest {
+                None => Ok(SwapSpec::Existing),
+                Some(_) => Err(bad("`existing` takes no arguments".into())),
+            },
+            "zswap" => match rest {
+                None => Ok(SwapSpec::Zswap { compressor: None }),
+                Some(c) => {
+                    check_word(input, "compressor", c)?;
+                    Ok(SwapSpec::Zswap {
+                        compressor: Some(c.to_string()),
+                    })
+                }
+            },
+            "file" | "zram" => {
+                let rest = rest.ok_or_else(|| bad(format!("`{kind}` needs a size, e.g. {kind}:1G")))?;
+                let mut parts = rest.split(',');
+                let size_text = parts.next().unwrap_or("");
+                let size = parse_size(size_text).map_err(|e| bad(e.to_string()))?;
+                let min = MIN_SWAP_PAGES * util::page_size();
+                if size < min {
+                    return Err(bad(format!("size must be at least {} ({MIN_SWAP_PAGES} pages)", format_size(min))));
+                }
+                let (mut path, mut prio, mut algo) = (None, None, None);
+                for kv in parts {
+                    let (k, v) = kv
+                        .split_once('=')
+                        .ok_or_else(|| bad(format!("option {kv:?} is not KEY=VALUE")))?;
+                    match (kind, k) {
+                        (_, "prio") if prio.is_none() => prio = Some(parse_prio(input, v)?),
+                        ("file", "path") if path.is_none() => {
+                            if v.is_empty() {
+                                return Err(bad("empty path".into()));
+                            }
+                            path = Some(PathBuf::from(v));
+                        }
+                        ("zram", "algo") if algo.is_none() => {
+                            check_word(input, "algo", v)?;
+                            algo = Some(v.to_string());
+                        }
+                        _ => {
+                            let known = if kind == "file" { "path, prio" } else { "algo, prio" };
+                            return Err(bad(format!("unknown or repeated option {k:?} for {kind} (known: {known})")));
+                        }
+                    }
+                }
+                Ok(if kind == "file" {
+                    SwapSpec::File { size, path, prio }
+                } else {
+                    SwapSpec::Zram { size, algo, prio }
+                })
+            }
+            "" => Err(bad(format!("empty; {SPEC_FORMS}"))),
+            _ => Err(bad(format!("unknown kind {kind:?}; {SPEC_FORMS}"))),
+        }
+    }
+}
+
+impl fmt::Display for SwapSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SwapSpec::File { size, path, prio } => {
+                write!(f, "file:{}", format_size(*size))?;
+                if let Some(p) = path {
+                    write!(f, ",path={}", p.display())?;
+                }
+                if let Some(p) = prio {
+                    write!(f, ",prio={p}")?;
+                }
+                Ok(())
+            }
+            SwapSpec::Zram { size, algo, prio } => {
+                write!(f, "zram:{}", format_size(*size))?;
+                if let Some(a) = algo {
+                    write!(f, ",algo={a}")?;
+                }
+                if let Some(p) = prio {
+                    write!(f, ",prio={p}")?;
+                }
+                Ok(())
+            }
+            SwapSpec::Zswap { compressor: None } => f.write_str("zswap"),
+            SwapSpec::Zswap { compressor: Some(c) } => write!(f, "zswap:{c}"),
+            SwapSpec::Existing => f.write_str("existing"),
+        }
+    }
+}
+
+/// One line of /proc/swaps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SwapArea {
+    /// The file or device.
+    pub filename: PathBuf,
+    /// `file` or `partition`.
+    pub kind: String,
+    /// Usable size in bytes.
+    pub size_bytes: u64,
+    /// Bytes in use.
+    pub used_bytes: u64,
+    /// Priority (negative: assigned by the kernel).
+    pub priority: i32,
+}
+
+/// Reads /proc/swaps.
+pub fn read_swaps() -> Result<Vec<SwapArea>> {
+    parse_swaps(&util::read_string(Path::new("/proc/swaps"))?)
+}
+
+/// Parses the text of /proc/swaps (sizes there are KiB; spaces in names
+/// appear as `\040`).
+pub fn parse_swaps(text: &str) -> Result<Vec<SwapArea>> {
+    let mut out = Vec::new();
+    for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() != 5 {
+            return Err(Error::parse("/proc/swaps line", line, "expected 5 fields"));
+        }
+        let num = |s: &str| -> Result<i64> {
+            s.parse::<i64>()
+                .map_err(|_| Error::parse("/proc/swaps line", line, format!("{s:?} is not a number")))
+        };
+        out.push(SwapArea {
+            filename: PathBuf::from(unescape_octal(f[0])),
+            kind: f[1].to_string(),
+            size_bytes: num(f[2])?.max(0) as u64 * 1024,
+            used_bytes: num(f[3])?.max(0) as u64 * 1024,
+            priority: num(f[4])? as i32,
+        });
+    }
+    Ok(out)
+}
+
+fn unescape_octal(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
+            out.push(v);
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// True when `path` is an active swap area.
+pub fn is_active(path: &Path) -> Result<bool> {
+    let canon = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    Ok(read_swaps()?
+        .iter()
+        .any(|a| a.filename == path || a.filename == canon))
+}
+
+/// The fields of a swap header (as written by mkswap or [`write_swap_header`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwapHeader {
+    /// Header version (1).
+    pub version: u32,
+    /// Index of the last usable page.
+    pub last_page: u32,
+    /// Bad page count.
+    pub nr_badpages: u32,
+    /// Page size implied by the position of the magic.
+    pub page_size: u64,
+}
+
+/// Writes a version-1 swap header for an area of `size_bytes` into the
+/// first page of `f` (what `mkswap` does), and syncs it.
+pub fn write_swap_header(f: &mut fs::File, size_bytes: u64) -> Result<()> {
+    let ps = util::page_size();
+    let pages = size_bytes / ps;
+    if pages < MIN_SWAP_PAGES {
+        return Err(Error::parse("swap size", &size_bytes.to_string(), format!("needs at least {MIN_SWAP_PAGES} pages")));
+    }
+    let last_page = u32::try_from(pages - 1).map_err(|_| {
+        Error::parse("swap size", &format_size(size_bytes), "too large for one swap area (2^32 pages)")
+    })?;
+    let mut page = vec![0u8; ps as usize];
+    // struct swap_header.info: bootbits[1024], version, last_page, nr_badpages,
+    // sws_uuid[16], sws_volume[16], padding, badpages — native endian.
+    page[1024..1028].copy_from_slice(&1u32.to_ne_bytes());
+    page[1028..1032].copy_from_slice(&last_page.to_ne_bytes());
+    page[1032..1036].copy_from_slice(&0u32.to_ne_bytes());
+    page[1036..1052].copy_from_slice(&uuid_bytes());
+    page[1052..1059].copy_from_slice(b"swaplab");
+    let m = ps as usize - SWAP_MAGIC.len();
+    page[m..].copy_from_slice(SWAP_MAGIC);
+    let path = fd_path(f);
+    f.seek(SeekFrom::Start(0)).map_err(|e| Error::io("seeking", &path, e))?;
+    f.write_all(&page).map_err(|e| Error::io("writing swap header to", &path, e))?;
+    f.sync_all().map_err(|e| Error::io("syncing", &path, e))
+}
+
+fn fd_path(f: &fs::File) -> PathBuf {
+    fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap_or_else(|_| PathBuf::from("<swap area>"))
+}
+
+fn uuid_bytes() -> [u8; 16] {
+    let mut out = [0u8; 16];
+    if let Ok(s) = fs::read_to_string("/proc/sys/kernel/random/uuid") {
+        let hex: Vec<u8> = s.trim().bytes().filter(|b| b.is_ascii_hexdigit()).collect();
+        for (i, pair) in hex.chunks(2).take(16).enumerate() {
+            let h = std::str::from_utf8(pair).unwrap_or("0");
+            out[i] = u8::from_str_radix(h, 16).unwrap_or(0);
+        }
+    }
+    out
+}
+
+/// Reads the swap header of a file or device: `Ok(None)` when the first
+/// page carries no swap signature.
+pub fn read_swap_header(path: &Path) -> Result<Option<SwapHeader>> {
+    let mut f = fs::File::open(path).map_err(|e| Error::io("opening", path, e))?;
+    let mut buf = vec![0u8; 65536];
+    let mut n = 0;
+    while n < buf.len() {
+        let r = f.read(&mut buf[n..]).map_err(|e| Error::io("reading", path, e))?;
+        if r == 0 {
+            break;
+        }
+        n += r;
+    }
+    for ps in [4096usize, 8192, 16384, 65536] {
+        if n >= ps && &buf[ps - 10..ps] == SWAP_MAGIC {
+            let u = |o: usize| u32::from_ne_bytes([buf[o], buf[o + 1], buf[o + 2], buf[o + 3]]);
+            return Ok(Some(SwapHeader {
+                version: u(1024),
+                last_page: u(1028),
+                nr_badpages: u(1032),
+                page_size: ps as u64,
+            }));
+        }
+    }
+    Ok(None)
+}
+
+/// Creates a swap file: a new file (never an existing one), mode 0600,
+/// fully allocated with fallocate(2) — the kernel refuses files with holes —
+/// and a swap header. Does not enable it.
+pub fn create_swapfile(path: &Path, size_bytes: u64) -> Result<()> {
+    let ps = util::page_size();
+    let size = size_bytes / ps * ps;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        check_swap_fs(dir)?;
+    }
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .read(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                Error::Io {
+                    op: "creating swap file",
+                    path: path.to_path_buf(),
+                    source: e,
+                    hint: "swaplab never reuses an existing file: pick another path or remove it".into(),
+                }
+            } else {
+                Error::io("creating swap file", path, e)
+            }
+        })?;
+    // The umask may have cleared bits we did not want anyway; make it exactly 0600.
+    f.set_permissions(fs::Permissions::from_mode(0o600))
+        .map_err(|e| Error::io("chmod 600", path, e))?;
+    // SAFETY: fd is valid for the life of `f`.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, size as libc::off_t) };
+    if rc != 0 {
+        let e = std::io::Error::last_os_error();
+        let mut err = Error::sys("fallocate", path.display().to_string(), e);
+        if let Error::Sys { hint, source, .. } = &mut err {
+            if source.raw_os_error() == Some(libc::EOPNOTSUPP) {
+                *hint = "this file system cannot preallocate; put the swap file on ext4 or xfs (path=…)".into();
+            }
+        }
+        return Err(err);
+    }
+    write_swap_header(&mut f, size)
+}
+
+fn check_swap_fs(dir: &Path) -> Result<()> {
+    let c = CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| Error::parse("path", &dir.display().to_string(), "contains a NUL byte"))?;
+    // SAFETY: statfs writes into the zeroed struct we own.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(Error::last_sys("statfs", dir.display().to_string()));
+    }
+    if st.f_type as i64 == TMPFS_MAGIC {
+        return Err(Error::unsupported(
+            format!("cannot put a swap file in {}", dir.display()),
+            "it is on tmpfs, which the kernel cannot swap to",
+            "pass path= on a disk file system such as ext4 or xfs",
+        ));
+    }
+    Ok(())
+}
+
+/// Enables a swap area with swapon(2); `prio` None lets the kernel choose.
+pub fn swapon(path: &Path, prio: Option<u16>) -> Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::parse("path", &path.display().to_string(), "contains a NUL byte"))?;
+    let flags = match prio {
+        Some(p) => SWAP_FLAG_PREFER | (p as libc::c_int & SWAP_FLAG_PRIO_MASK),
+        None => 0,
+    };
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::swapon(c.as_ptr(), flags) } != 0 {
+        let e = std::io::Error::last_os_error();
+        let mut err = Error::sys("swapon", path.display().to_string(), e);
+        if let Error::Sys { hint, source, .. } = &mut err {
+            match source.raw_os_error() {
+                Some(libc::EINVAL) => {
+                    *hint = "not a valid swap area: the file may have holes, sit on a file system without swap support (tmpfs, overlayfs, NFS), or lack a swap header".into()
+                }
+                Some(libc::EBUSY) => *hint = "already in use as swap".into(),
+                _ => {}
+            }
+        }
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// Disables a swap area with swapoff(2) (which first reads every page in it
+/// back into memory).
+pub fn swapoff(path: &Path) -> Result<()> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| Error::parse("path", &path.display().to_string(), "contains a NUL byte"))?;
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::swapoff(c.as_ptr()) } != 0 {
+        let e = std::io::Error::last_os_error();
+        let mut err = Error::sys("swapoff", path.display().to_string(), e);
+        if let Error::Sys { hint, source, .. } = &mut err {
+            match source.raw_os_error() {
+                Some(libc::ENOMEM) => {
+                    *hint = "not enough free memory to bring the swapped pages back: stop the workload and retry `swaplab restore`".into()
+                }
+                Some(libc::EINVAL) => *hint = "not an active swap area".into(),
+                _ => {}
+            }
+        }
+        return Err(err);
+    }
+    Ok(())
+}
+
+/// One zram device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ZramDevice {
+    /// N in zramN.
+    pub id: u32,
+    /// Configured size (0: not initialised).
+    pub disksize: u64,
+    /// Current compression algorithm.
+    pub comp_algorithm: Option<String>,
+    /// Algorithms the device offers.
+    pub algorithms: Vec<String>,
+    /// True when /dev/zramN is an active swap area.
+    pub swap_active: bool,
+}
+
+/// Directory of zram device `id` in sysfs.
+pub fn zram_sysfs(id: u32) -> PathBuf {
+    PathBuf::from(format!("/sys/block/zram{id}"))
+}
+
+/// Device node of zram device `id`.
+pub fn zram_dev(id: u32) -> PathBuf {
+    PathBuf::from(format!("/dev/zram{id}"))
+}
+
+/// Every zram device in /sys/block.
+pub fn zram_devices() -> Vec<ZramDevice> {
+    let swaps = read_swaps().unwrap_or_default();
+    let mut out = Vec::new();
+    if let Ok(rd) = fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_prefix("zram").and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let k = crate::sysctl::Knob::zram_comp_algorithm(id);
+            out.push(ZramDevice {
+                id,
+                disksize: util::read_u64(&zram_sysfs(id).join("disksize")).unwrap_or(0),
+                comp_algorithm: k.read().ok(),
+                algorithms: k.choices().unwrap_or_default(),
+                swap_active: swaps.iter().any(|a| a.filename == zram_dev(id)),
+            });
+        }
+    }
+    out.sort_by_key(|d| d.id);
+    out
+}
+
+/// True when zram is available (a device exists or devices can be added).
+pub fn zram_available() -> bool {
+    Path::new("/sys/class/zram-control/hot_add").exists() || !zram_devices().is_empty()
+}
+
+/// The lowest-numbered zram device that is not initialised and not swap.
+pub fn find_free_zram() -> Option<u32> {
+    zram_devices()
+        .into_iter()
+        .find(|d| d.disksize == 0 && !d.swap_active)
+        .map(|d| d.id)
+}
+
+/// Adds a zram device (reading /sys/class/zram-control/hot_add) and returns its id.
+pub fn zram_hot_add() -> Result<u32> {
+    let p = Path::new("/sys/class/zram-control/hot_add");
+    if !p.exists() {
+        return Err(Error::unsupported(
+            "no free zram device and no /sys/class/zram-control/hot_add",
+            "the zram module is not loaded or too old",
+            "load it: modprobe zram num_devices=1",
+        ));
+    }
+    let t = util::read_trimmed(p)?;
+    t.parse()
+        .map_err(|_| Error::parse("zram hot_add answer", &t, "expected a device number"))
+}
+
+/// Removes a hot-added zram device.
+pub fn zram_hot_remove(id: u32) -> Result<()> {
+    util::write_str(Path::new("/sys/class/zram-control/hot_remove"), &id.to_string())
+}
+
+/// Resets a zram device (frees its memory; disksize back to 0).
+pub fn zram_reset(id: u32) -> Result<()> {
+    util::write_str(&zram_sysfs(id).join("reset"), "1")
+}
+
+/// Sets a free zram device's size, writes a swap header on it. The
+/// algorithm, if any, must be set before (see [`crate::sysctl::Knob::zram_comp_algorithm`]).
+pub fn zram_format(id: u32, size: u64) -> Result<PathBuf> {
+    util::write_str(&zram_sysfs(id).join("disksize"), &size.to_string())?;
+    let dev = zram_dev(id);
+    // devtmpfs creates the node asynchronously after hot_add.
+    util::poll(Duration::from_secs(2), Duration::from_millis(10), || Ok(dev.exists().then_some(())))?
+        .ok_or_else(|| {
+            Error::unsupported(
+                format!("{} does not exist", dev.display()),
+                "no device node was created (no devtmpfs or udev?)",
+                format!("create it: mknod {} b $(tr : ' ' < /sys/block/zram{id}/dev)", dev.display()),
+            )
+        })?;
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&dev)
+        .map_err(|e| Error::io("opening", &dev, e))?;
+    write_swap_header(&mut f, size / util::page_size() * util::page_size())?;
+    Ok(dev)
+}
+
+/// Compressors the kernel's crypto API offers (candidates for zswap), from /proc/crypto.
+pub fn crypto_compressors() -> Vec<String> {
+    use ::procfs::FromBufRead;
+    let Ok(text) = fs::read_to_string("/proc/crypto") else {
+        return Vec::new();
+    };
+    let Ok(table) = ::procfs::CryptoTable::from_buf_read(text.as_bytes()) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = table
+        .crypto_blocks
+        .values()
+        .flatten()
+        // The type enum is not nameable through procfs's re-exports; its
+        // variant names are stable.
+        .filter(|b| matches!(format!("{:?}", b.crypto_type).as_str(), "Compression" | "Scomp" | "Acomp"))
+        .map(|b| b.name.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// What [`crate::journal::Session::add_swap`] set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveSwap {
+    /// The request.
+    pub spec: SwapSpec,
+    /// The swap area as /proc/swaps names it (file and zram).
+    pub area: Option<PathBuf>,
+    /// The zram device number (zram).
+    pub zram_id: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_parsing() {
+        let s: SwapSpec = "file:1G".parse().unwrap();
+        assert_eq!(s, SwapSpec::File { size: 1 << 30, path: None, prio: None });
+        let s: SwapSpec = "file:64M,path=/var/tmp/x.swap,prio=7".parse().unwrap();
+        assert_eq!(
+            s,
+            SwapSpec::File { size: 64 << 20, path: Some("/var/tmp/x.swap".into()), prio: Some(7) }
+        );
+        let s: SwapSpec = "zram:512M,algo=lz4".parse().unwrap();
+        assert_eq!(s, SwapSpec::Zram { size: 512 << 20, algo: Some("lz4".into()), prio: None });
+        assert_eq!("zswap".parse::<SwapSpec>().unwrap(), SwapSpec::Zswap { compressor: None });
+        assert_eq!(
+            "zswap:lzo-rle".parse::<SwapSpec>().unwrap(),
+            SwapSpec::Zswap { compressor: Some("lzo-rle".into()) }
+        );
+        assert_eq!("existing".parse::<SwapSpec>().unwrap(), SwapSpec::Existing);
+        for (bad, needle) in [
+            ("", "empty"),
+            ("disk:1G", "unknown kind"),
+            ("file", "needs a size"),
+            ("file:", "size"),
+            ("file:1Q", "unit"),
+            ("file:4K", "at least"),
+            ("file:1G,prio=40000", "0..=32767"),
+            ("file:1G,prio=-1", "0..=32767"),
+            ("file:1G,algo=lz4", "unknown or repeated option"),
+            ("zram:1G,path=/x", "unknown or repeated option"),
+            ("file:1G,prio=1,prio=2", "repeated"),
+            ("file:1G,path", "KEY=VALUE"),
+            ("zswap:l z4", "compressor"),
+            ("zram:1G,algo=../x", "algo"),
+            ("existing:1", "no arguments"),
+        ] {
+            let e = bad.parse::<SwapSpec>().unwrap_err().to_string();
+            assert!(e.contains(needle), "{bad:?} → {e}");
+            assert!(e.contains("swap spec") || e.contains("size"), "{e}");
+        }
+    }
+
+    #[test]
+    fn spec_display_round_trips() {
+        for s in ["file:1G", "file:64M,path=/a b/c,prio=3", "zram:1536K,algo=lz4,prio=100", "zswap", "zswap:lzo", "existing"] {
+            let spec: SwapSpec = s.parse().unwrap();
+            assert_eq!(spec.to_string(), s);
+            assert_eq!(spec.to_string().parse::<SwapSpec>().unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn proc_swaps_parsing() {
+        let t = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n\
+                 /var/lib/swap\\040file\tfile\t\t1048572\t\t0\t\t5\n\
+                 /dev/zram0                              partition\t524284\t\t1024\t\t-2\n";
+        let v = parse_swaps(t).unwrap();
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[0].filename, PathBuf::from("/var/lib/swap file"));
+        assert_eq!(v[0].size_bytes, 1048572 * 1024);
+        assert_eq!(v[0].priority, 5);
+        assert_eq!(v[1].kind, "partition");
+        assert_eq!(v[1].used_bytes, 1024 * 1024);
+        assert_eq!(v[1].priority, -2);
+        assert!(parse_swaps("Filename\nbroken line\n").is_err());
+        assert!(parse_swaps("Filename Type Size Used Priority\n").unwrap().is_empty());
+        // The real file parses and has the same number of areas as lines.
+        let real = fs::read_to_string("/proc/swaps").unwrap();
+        assert_eq!(read_swaps().unwrap().len(), real.lines().count() - 1);
+    }
+
+    #[test]
+    fn header_matches_mkswap() {
+        let dir = tempfile::tempdir().unwrap();
+        let ours = dir.path().join("ours");
+        let size = 4u64 << 20;
+        let mut f = fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&ours).unwrap();
+        f.set_len(size).unwrap();
+        write_swap_header(&mut f, size).unwrap();
+        let h = read_swap_header(&ours).unwrap().unwrap();
+        let ps = util::page_size();
+        assert_eq!(h, SwapHeader { version: 1, last_page: (size / ps - 1) as u32, nr_badpages: 0, page_size: ps });
+        // Independent answer: util-linux mkswap on a file of the same size.
+        let theirs = dir.path().join("theirs");
+        fs::File::create(&theirs).unwrap().set_len(size).unwrap();
+        match std::process::Command::new("mkswap").arg(&theirs).output() {
+            Ok(o) if o.status.success() => {
+                let t = read_swap_header(&theirs).unwrap().unwrap();
+                assert_eq!(t, h, "mkswap wrote a different header");
+            }
+            _ => eprintln!("skipping mkswap comparison: mkswap not runnable here"),
+        }
+        let plain = dir.path().join("plain");
+        fs::write(&plain, vec![0u8; 8192]).unwrap();
+        assert_eq!(read_swap_header(&plain).unwrap(), None);
+        let mut small = fs::File::create(dir.path().join("small")).unwrap();
+        assert!(write_swap_header(&mut small, 4096).is_err());
+    }
+
+    #[test]
+    fn swapfile_is_allocated_and_private() {
+        let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+        let p = dir.path().join("s.swap");
+        create_swapfile(&p, (8 << 20) + 100).unwrap();
+        let md = fs::metadata(&p).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(md.mode() & 0o777, 0o600);
+        assert_eq!(md.len(), 8 << 20, "size is rounded down to whole pages");
+        assert!(md.blocks() * 512 >= md.len(), "file has holes: {} blocks", md.blocks());
+        assert!(read_swap_header(&p).unwrap().is_some());
+        let e = create_swapfile(&p, 8 << 20).unwrap_err().to_string();
+        assert!(e.contains("never reuses"), "{e}");
+        if Path::new("/dev/shm").exists() {
+            let e = create_swapfile(Path::new("/dev/shm/swaplab-test.swap"), 8 << 20).unwrap_err().to_string();
+            assert!(e.contains("tmpfs"), "{e}");
+        }
+    }
+
+    #[test]
+    fn octal_unescape() {
+        assert_eq!(unescape_octal("a\\040b"), "a b");
+        assert_eq!(unescape_octal("a\\04"), "a\\04");
+        assert_eq!(unescape_octal("\\134x"), "\\x");
+    }
+}

@@ -1,0 +1,478 @@
+//! What a run asks for: a memory limit, swap, kernel settings, a timeout;
+//! and the small parsers behind them (`64M`, `50%`, `250ms`, variant args).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use swaplab_host::swap::SwapSpec;
+use swaplab_host::util::{format_size, parse_size};
+
+use crate::error::{Error, Result};
+
+/// A memory limit as the user wrote it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+pub enum LimitSpec {
+    /// No limit.
+    None,
+    /// Bytes (`64M`, `1.5G`, `4096`).
+    Bytes(u64),
+    /// A share of the command's peak, measured by an unlimited run (`50%`).
+    Percent(f64),
+}
+
+impl FromStr for LimitSpec {
+    type Err = Error;
+
+    fn from_str(input: &str) -> Result<LimitSpec> {
+        let s = input.trim();
+        if s.eq_ignore_ascii_case("none") || s.eq_ignore_ascii_case("max") {
+            return Ok(LimitSpec::None);
+        }
+        if let Some(p) = s.strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| {
+                Error::Invalid(format!(
+                    "cannot parse memory limit {input:?}: no number before %; use a share like 50% or a size like 64M"
+                ))
+            })?;
+            if !(v > 0.0 && v.is_finite() && v <= 10_000.0) {
+                return Err(Error::Invalid(format!(
+                    "memory limit {input:?}: the share must be above 0% (and at most 10000%)"
+                )));
+            }
+            return Ok(LimitSpec::Percent(v));
+        }
+        let b = parse_size(s).map_err(|e| Error::Invalid(format!("cannot parse memory limit {input:?}: {e}; or use a share like 50%")))?;
+        if b < 4096 {
+            return Err(Error::Invalid(format!(
+                "memory limit {input:?} is below one page; use e.g. 64M or 50%"
+            )));
+        }
+        Ok(LimitSpec::Bytes(b))
+    }
+}
+
+impl fmt::Display for LimitSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LimitSpec::None => f.write_str("none"),
+            LimitSpec::Bytes(b) => f.write_str(&format_size(*b)),
+            LimitSpec::Percent(p) => write!(f, "{}%", fmt_pct(*p)),
+        }
+    }
+}
+
+fn fmt_pct(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p}")
+    }
+}
+
+impl LimitSpec {
+    /// Bytes for a command whose unlimited peak is `peak` (needed for `Percent`).
+    /// Rounded down to whole pages.
+    pub fn resolve(&self, peak: Option<u64>) -> Result<Option<u64>> {
+        let page = swaplab_host::util::page_size();
+        match *self {
+            LimitSpec::None => Ok(None),
+            LimitSpec::Bytes(b) => Ok(Some(b / page * page)),
+            LimitSpec::Percent(p) => {
+                let peak = peak.ok_or_else(|| {
+                    Error::Invalid(format!("limit {self} needs the command's peak, which was not measured"))
+                })?;
+                let b = (peak as f64 * p / 100.0) as u64 / page * page;
+                Ok(Some(b.max(page)))
+            }
+        }
+    }
+
+    /// True for a share of the peak.
+    pub fn needs_peak(&self) -> bool {
+        matches!(self, LimitSpec::Percent(_))
+    }
+}
+
+/// Parses `250ms`, `10s`, `1.5m`, `2h`, `500us`; a bare number is seconds.
+pub fn parse_duration(input: &str) -> Result<Duration> {
+    let s = input.trim();
+    let bad = |why: &str| {
+        Error::Invalid(format!(
+            "cannot parse duration {input:?}: {why}; use e.g. 250ms, 30s, 2m or 1h (a bare number is seconds)"
+        ))
+    };
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return Err(bad("no number"));
+    }
+    let v: f64 = num.parse().map_err(|_| bad("bad number"))?;
+    let secs = match unit.trim() {
+        "" | "s" | "sec" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        "ns" => v / 1e9,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(bad("unknown unit")),
+    };
+    if !secs.is_finite() || secs <= 0.0 || secs > 1e9 {
+        return Err(bad("must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Formats a duration the way [`parse_duration`] reads it, roughly.
+pub fn format_duration(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s >= 1.0 {
+        format!("{}s", trim_float(s))
+    } else {
+        format!("{}ms", trim_float(s * 1e3))
+    }
+}
+
+fn trim_float(v: f64) -> String {
+    let t = format!("{v:.3}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// THP modes.
+pub const THP_MODES: [&str; 3] = ["always", "madvise", "never"];
+
+/// How a run is set up. `None` fields leave the machine's setting alone.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunOptions {
+    /// The memory limit.
+    pub mem_limit: Option<LimitSpec>,
+    /// Cap on the group's memory in swap (`0` forbids swapping).
+    pub swap_limit: Option<u64>,
+    /// Swap areas set up for the run (empty: use what the machine has).
+    pub swap: Vec<SwapSpec>,
+    /// `vm.swappiness` (and the v1 group's memory.swappiness).
+    pub swappiness: Option<u32>,
+    /// `vm.page-cluster`.
+    pub page_cluster: Option<u32>,
+    /// THP mode: always, madvise or never.
+    pub thp: Option<String>,
+    /// Kill the whole group after this long.
+    #[serde(with = "opt_duration_ns")]
+    pub timeout: Option<Duration>,
+}
+
+mod opt_duration_ns {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        d.map(|d| d.as_nanos() as u64).serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        Ok(Option::<u64>::deserialize(d)?.map(Duration::from_nanos))
+    }
+}
+
+impl RunOptions {
+    /// Checks values the kernel would reject, with the accepted ranges.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(s) = self.swappiness {
+            if s > 200 {
+                return Err(Error::Invalid(format!("--swappiness {s}: must be 0..=200")));
+            }
+        }
+        if let Some(p) = self.page_cluster {
+            if p > 31 {
+                return Err(Error::Invalid(format!(
+                    "--page-cluster {p}: must be 0..=31 (log2 of the swap readahead pages; the default is 3)"
+                )));
+            }
+        }
+        if let Some(t) = &self.thp {
+            if !THP_MODES.contains(&t.as_str()) {
+                return Err(Error::Invalid(format!("--thp {t:?}: must be always, madvise or never")));
+            }
+        }
+        Ok(())
+    }
+
+    /// `self` with every setting `over` gives replacing ours (a variant on a base).
+    pub fn overridden_by(&self, over: &RunOptions) -> RunOptions {
+        RunOptions {
+            mem_limit: over.mem_limit.or(self.mem_limit),
+            swap_limit: over.swap_limit.or(self.swap_limit),
+            swap: if over.swap.is_empty() {
+                self.swap.clone()
+            } else {
+                over.swap.clone()
+            },
+            swappiness: over.swappiness.or(self.swappiness),
+            page_cluster: over.page_cluster.or(self.page_cluster),
+            thp: over.thp.clone().or_else(|| self.thp.clone()),
+            timeout: over.timeout.or(self.timeout),
+        }
+    }
+
+    /// A short description for tables: `pc=0 swappiness=100 swap=file:512M`.
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(s) = self.swappiness {
+            parts.push(format!("swappiness={s}"));
+        }
+        if let Some(p) = self.page_cluster {
+            parts.push(format!("page-cluster={p}"));
+        }
+        if let Some(t) = &self.thp {
+            parts.push(format!("thp={t}"));
+        }
+        for s in &self.swap {
+            parts.push(format!("swap={s}"));
+        }
+        if let Some(s) = self.swap_limit {
+            parts.push(format!("swap-limit={}", format_size(s)));
+        }
+        if let Some(t) = self.timeout {
+            parts.push(format!("timeout={}", format_duration(t)));
+        }
+        parts.join(" ")
+    }
+}
+
+/// One `--variant NAME=ARGS` of a sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Variant {
+    /// Its name in tables.
+    pub name: String,
+    /// Settings that replace the sweep's.
+    pub options: RunOptions,
+    /// A command that replaces the sweep's (`cmd=...`).
+    pub command: Option<Vec<String>>,
+}
+
+impl FromStr for Variant {
+    type Err = Error;
+
+    /// `NAME=ARGS` where ARGS are run options (`--page-cluster 0`,
+    /// `--swappiness N`, `--thp MODE`, `--swap SPEC`, `--swap-limit SIZE`,
+    /// `--timeout T`) and optionally, last, `cmd=PROGRAM ARGS...`.
+    fn from_str(input: &str) -> Result<Variant> {
+        let bad = |why: String| {
+            Error::Invalid(format!(
+                "cannot parse variant {input:?}: {why}; expected NAME=ARGS, e.g. pc0=\"--page-cluster 0\" or big=\"cmd=./prog --big\""
+            ))
+        };
+        let (name, args) = input.split_once('=').ok_or_else(|| bad("no '='".into()))?;
+        let name = name.trim();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c)) {
+            return Err(bad(format!("name {name:?} must be letters, digits, - _ . +")));
+        }
+        let words = split_words(args).map_err(bad)?;
+        let (options, command) = parse_option_words(&words).map_err(|e| bad(e.to_string()))?;
+        Ok(Variant {
+            name: name.to_string(),
+            options,
+            command,
+        })
+    }
+}
+
+/// Parses run-option words (as in a variant). Returns the options and the
+/// command given with `cmd=`.
+pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<String>>)> {
+    let mut o = RunOptions::default();
+    let mut i = 0;
+    let mut command = None;
+    while i < words.len() {
+        let w = words[i].as_str();
+        if let Some(first) = w.strip_prefix("cmd=") {
+            let mut c: Vec<String> = Vec::new();
+            if !first.is_empty() {
+                c.push(first.to_string());
+            }
+            c.extend(words[i + 1..].iter().cloned());
+            if c.is_empty() {
+                return Err(Error::Invalid("cmd= needs a program".into()));
+            }
+            command = Some(c);
+            break;
+        }
+        let (flag, inline) = match w.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (w, None),
+        };
+        let mut value = || -> Result<String> {
+            if let Some(v) = &inline {
+                return Ok(v.clone());
+            }
+            i += 1;
+            words
+                .get(i)
+                .cloned()
+                .ok_or_else(|| Error::Invalid(format!("{flag} needs a value")))
+        };
+        let num = |flag: &str, v: String| -> Result<u32> {
+            v.parse::<u32>()
+                .map_err(|_| Error::Invalid(format!("{flag} {v:?}: not a whole number")))
+        };
+        match flag {
+            "--page-cluster" => o.page_cluster = Some(num(flag, value()?)?),
+            "--swappiness" => o.swappiness = Some(num(flag, value()?)?),
+            "--thp" => o.thp = Some(value()?),
+            "--swap" => o.swap.push(value()?.parse()?),
+            "--swap-limit" => o.swap_limit = Some(parse_size(&value()?)?),
+            "--timeout" => o.timeout = Some(parse_duration(&value()?)?),
+            "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
+            other => {
+                return Err(Error::Invalid(format!(
+                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, cmd=...)"
+                )))
+            }
+        }
+        i += 1;
+    }
+    o.validate()?;
+    Ok((o, command))
+}
+
+/// Splits a string into words like a POSIX shell does for plain words,
+/// single quotes, double quotes and backslashes (no expansions).
+pub fn split_words(s: &str) -> std::result::Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated single quote".into()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(x) => cur.push(x),
+                            None => return Err("trailing backslash".into()),
+                        },
+                        Some(x) => cur.push(x),
+                        None => return Err("unterminated double quote".into()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(x) => cur.push(x),
+                    None => return Err("trailing backslash".into()),
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        out.push(cur);
+    }
+    Ok(out)
+}
+
+/// Parses `100%,75%,50%,25%` (or sizes, or `none`).
+pub fn parse_limits(s: &str) -> Result<Vec<LimitSpec>> {
+    let v: Vec<LimitSpec> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::parse)
+        .collect::<Result<_>>()?;
+    if v.is_empty() {
+        return Err(Error::Invalid(format!(
+            "--limits {s:?}: no limits given; use e.g. 100%,75%,50%,25%"
+        )));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_parse() {
+        assert_eq!("50%".parse::<LimitSpec>().unwrap(), LimitSpec::Percent(50.0));
+        assert_eq!("64M".parse::<LimitSpec>().unwrap(), LimitSpec::Bytes(64 << 20));
+        assert_eq!("none".parse::<LimitSpec>().unwrap(), LimitSpec::None);
+        for bad in ["", "%", "0%", "-5%", "x%", "12Q", "100"] {
+            assert!(bad.parse::<LimitSpec>().is_err(), "{bad}");
+        }
+        assert_eq!(LimitSpec::Percent(12.5).to_string(), "12.5%");
+        assert_eq!(LimitSpec::Percent(25.0).to_string(), "25%");
+        let page = swaplab_host::util::page_size();
+        assert_eq!(LimitSpec::Percent(50.0).resolve(Some(100 * page)).unwrap(), Some(50 * page));
+        assert_eq!(LimitSpec::Percent(25.0).resolve(Some(10 * page + 7)).unwrap(), Some(2 * page));
+        assert!(LimitSpec::Percent(25.0).resolve(None).is_err());
+        assert_eq!(parse_limits("100%, 50%,25%").unwrap().len(), 3);
+        assert!(parse_limits(",").is_err());
+    }
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("1.5m").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "s", "-1s", "0", "3 parsecs"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+        assert_eq!(format_duration(Duration::from_millis(250)), "250ms");
+        assert_eq!(format_duration(Duration::from_secs(90)), "90s");
+    }
+
+    #[test]
+    fn words_split_like_a_shell() {
+        assert_eq!(split_words(" a  b ").unwrap(), vec!["a", "b"]);
+        assert_eq!(split_words(r#"cmd='x y' "z \"q\"" w\ v"#).unwrap(), vec!["cmdx y", "z \"q\"", "w v"]);
+        assert_eq!(split_words("''").unwrap(), vec![""]);
+        assert!(split_words("'open").is_err());
+    }
+
+    #[test]
+    fn variants_parse() {
+        let v: Variant = "pc0=--page-cluster 0".parse().unwrap();
+        assert_eq!(v.name, "pc0");
+        assert_eq!(v.options.page_cluster, Some(0));
+        assert_eq!(v.command, None);
+        let v: Variant = "z=--swap zram:256M --swappiness=100 cmd=prog --flag 'a b'".parse().unwrap();
+        assert_eq!(v.options.swappiness, Some(100));
+        assert_eq!(v.options.swap.len(), 1);
+        assert_eq!(v.command.unwrap(), vec!["prog", "--flag", "a b"]);
+        let v: Variant = "g=cmd= prog x".parse().unwrap();
+        assert_eq!(v.command.unwrap(), vec!["prog", "x"]);
+        for bad in ["nameonly", "=--thp never", "a b=--thp never", "x=--thp sometimes", "x=--swappiness 500", "x=--bogus 1", "x=--page-cluster", "x=cmd="] {
+            let e = bad.parse::<Variant>().unwrap_err().to_string();
+            assert!(e.contains("variant"), "{bad}: {e}");
+        }
+        let base = RunOptions { page_cluster: Some(3), swappiness: Some(60), ..Default::default() };
+        let over = RunOptions { page_cluster: Some(0), ..Default::default() };
+        let m = base.overridden_by(&over);
+        assert_eq!((m.page_cluster, m.swappiness), (Some(0), Some(60)));
+    }
+}

@@ -1,0 +1,250 @@
+//! What a run produces: metrics with units and scopes, the outcome, and
+//! the record stored in the catalog and in `run.json`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use swaplab_host::cgroup::CgroupVersion;
+use swaplab_host::procfs::Environment;
+
+use crate::options::RunOptions;
+use crate::timeline::Scope;
+
+/// One measured number.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// The value (counts are exact up to 2^53).
+    pub value: f64,
+    /// Its unit: `ns`, `us`, `bytes`, `pages`, `count`, `ratio`.
+    pub unit: String,
+    /// Whose number it is.
+    pub scope: Scope,
+}
+
+/// Metrics by name.
+pub type Metrics = BTreeMap<String, Metric>;
+
+/// Every metric a run can have: name, unit, meaning. (docs/catalog.md
+/// lists the same; `swaplab show` prints them in this order.)
+pub const METRICS: &[(&str, &str, &str)] = &[
+    ("wall_ns", "ns", "wall-clock time from spawning the command to its exit (wait4 returned)"),
+    ("user_ns", "ns", "user CPU time of the command and the descendants it waited for (wait4 rusage)"),
+    ("sys_ns", "ns", "system CPU time of the command and the descendants it waited for (wait4 rusage)"),
+    ("max_rss_bytes", "bytes", "largest resident set of the command or one waited-for descendant (ru_maxrss)"),
+    ("minflt", "count", "minor page faults (rusage)"),
+    ("majflt", "count", "major page faults: faults that waited for I/O, e.g. a swap-in (rusage)"),
+    ("cg_pgfault", "count", "page faults in the memory cgroup (memory.stat pgfault; all tasks of the group)"),
+    ("cg_pgmajfault", "count", "major faults in the memory cgroup (memory.stat pgmajfault)"),
+    ("swapin_pages", "pages", "pages swapped in: per cgroup (v2 memory.stat pswpin) or /proc/vmstat pswpin delta (scope system)"),
+    ("swapout_pages", "pages", "pages swapped out: per cgroup (v2 memory.stat pswpout) or /proc/vmstat pswpout delta (scope system)"),
+    ("zswpin_pages", "pages", "pages loaded back from zswap (cgroup or system, like swapin_pages)"),
+    ("zswpout_pages", "pages", "pages stored into zswap (cgroup or system)"),
+    ("refault_anon_pages", "pages", "anonymous pages faulted back in after reclaim (memory.stat workingset_refault_anon)"),
+    ("peak_bytes", "bytes", "peak memory usage of the cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak)"),
+    ("swap_peak_bytes", "bytes", "most of the group's memory seen in swap (v2 memory.swap.peak, else the timeline's maximum)"),
+    ("limit_bytes", "bytes", "the memory limit in force (absent: unlimited)"),
+    ("limit_hits", "count", "times a charge hit the limit (v1 failcnt + memsw.failcnt, v2 memory.events max)"),
+    ("oom_kills", "count", "tasks of the group killed by the OOM killer (v1 memory.oom_control oom_kill, v2 memory.events oom_kill)"),
+    ("psi_some_us", "us", "memory pressure stall time, some tasks stalled (cgroup memory.pressure, else /proc/pressure/memory: scope system)"),
+    ("psi_full_us", "us", "memory pressure stall time, all non-idle tasks stalled"),
+    ("kswapd_cpu_ns", "ns", "CPU time of the kswapd threads during the run (machine-wide)"),
+    ("kswapd_cpu_share", "ratio", "kswapd_cpu_ns / wall_ns (1.0 = one CPU busy)"),
+    ("pgscan_pages", "pages", "pages scanned by reclaim during the run (/proc/vmstat pgscan_*, machine-wide)"),
+    ("pgsteal_pages", "pages", "pages reclaimed during the run (/proc/vmstat pgsteal_*, machine-wide)"),
+    ("leftover_tasks", "count", "tasks still in the group when the command exited (killed by swaplab)"),
+    ("samples", "count", "timeline samples taken"),
+    ("sampler_cpu_ns", "ns", "CPU time swaplab's sampling thread used during the run"),
+    ("sampler_cpu_share", "ratio", "sampler_cpu_ns / wall_ns"),
+];
+
+/// The unit of a known metric.
+pub fn metric_unit(name: &str) -> &'static str {
+    METRICS.iter().find(|m| m.0 == name).map(|m| m.1).unwrap_or("")
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Exited with status 0.
+    Ok,
+    /// Exited with a non-zero status.
+    Exit,
+    /// Killed by a signal (not by the OOM killer, not by swaplab).
+    Signal,
+    /// The OOM killer killed a task of the group: a result, not an error.
+    Oom,
+    /// swaplab killed the group at the timeout.
+    Timeout,
+    /// Ctrl-C / SIGTERM, or swaplab died (found on the next start).
+    Interrupted,
+    /// swaplab could not run it (setup failed, command not found).
+    Error,
+}
+
+impl Outcome {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::Exit => "exit",
+            Outcome::Signal => "signal",
+            Outcome::Oom => "oom",
+            Outcome::Timeout => "timeout",
+            Outcome::Interrupted => "interrupted",
+            Outcome::Error => "error",
+        }
+    }
+
+    /// Parses [`Outcome::as_str`].
+    pub fn parse(s: &str) -> Option<Outcome> {
+        Some(match s {
+            "ok" => Outcome::Ok,
+            "exit" => Outcome::Exit,
+            "signal" => Outcome::Signal,
+            "oom" => Outcome::Oom,
+            "timeout" => Outcome::Timeout,
+            "interrupted" => Outcome::Interrupted,
+            "error" => Outcome::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// A catalog row's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// In progress (or its swaplab died: recovered as interrupted on the next start).
+    Running,
+    /// Finished and recorded.
+    Done,
+    /// Stopped by a signal or by the death of swaplab.
+    Interrupted,
+    /// swaplab failed to run it.
+    Failed,
+}
+
+impl Status {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Done => "done",
+            Status::Interrupted => "interrupted",
+            Status::Failed => "failed",
+        }
+    }
+
+    /// Parses [`Status::as_str`].
+    pub fn parse(s: &str) -> Option<Status> {
+        Some(match s {
+            "running" => Status::Running,
+            "done" => Status::Done,
+            "interrupted" => Status::Interrupted,
+            "failed" => Status::Failed,
+            _ => return None,
+        })
+    }
+}
+
+/// Why a run was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A measurement the user asked for.
+    Measure,
+    /// An unlimited run that measured the command's peak for `%` limits.
+    Calibrate,
+}
+
+impl Role {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Measure => "measure",
+            Role::Calibrate => "calibrate",
+        }
+    }
+}
+
+/// The experiment's cgroup(s).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CgroupInfo {
+    /// The memory group's directory (removed after the run).
+    pub path: PathBuf,
+    /// Its version.
+    pub version: CgroupVersion,
+    /// The v2 PSI companion group, if any.
+    pub psi_companion: Option<PathBuf>,
+}
+
+/// Everything about one run (the catalog row, its metrics, and `run.json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Catalog id.
+    pub id: i64,
+    /// Run directory.
+    pub dir: PathBuf,
+    /// Sweep (or repeat group) it belongs to.
+    pub sweep_id: Option<i64>,
+    /// Variant name within the sweep.
+    pub variant: Option<String>,
+    /// Limit as the user wrote it (`50%`, `64M`, `none`).
+    pub limit_label: String,
+    /// Index of the repeat (0-based).
+    pub repeat_idx: u32,
+    /// Why it was made.
+    pub role: Role,
+    /// Row status.
+    pub status: Status,
+    /// How the command ended (None while running).
+    pub outcome: Option<Outcome>,
+    /// Exit status when it exited.
+    pub exit_code: Option<i32>,
+    /// Signal that ended it.
+    pub term_signal: Option<i32>,
+    /// The command as given.
+    pub command: Vec<String>,
+    /// The command as executed (built-in workload resolved to its file).
+    pub resolved_command: Vec<String>,
+    /// The options.
+    pub options: RunOptions,
+    /// The limit in bytes (None: unlimited).
+    pub limit_bytes: Option<u64>,
+    /// Unix time of the start, ns.
+    pub started_unix_ns: i64,
+    /// Unix time of the end, ns.
+    pub finished_unix_ns: Option<i64>,
+    /// The cgroup(s) used.
+    pub cgroup: Option<CgroupInfo>,
+    /// The machine during the run (host's environment snapshot, taken after setup).
+    pub env: Option<Environment>,
+    /// The measurements.
+    pub metrics: Metrics,
+    /// The command's last stdout line when it is JSON (the built-in workloads' result).
+    pub workload_output: Option<serde_json::Value>,
+    /// Remarks (e.g. which numbers are machine-wide).
+    pub notes: Vec<String>,
+    /// Why swaplab failed, when it did.
+    pub error: Option<String>,
+}
+
+impl RunRecord {
+    /// A metric's value.
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).map(|m| m.value)
+    }
+
+    /// "OOM", "timeout", "exit 3", "signal 9", "ok", …
+    pub fn outcome_text(&self) -> String {
+        match self.outcome {
+            Some(Outcome::Exit) => format!("exit {}", self.exit_code.unwrap_or(-1)),
+            Some(Outcome::Signal) => format!("signal {}", self.term_signal.unwrap_or(0)),
+            Some(Outcome::Oom) => "OOM".into(),
+            Some(o) => o.as_str().into(),
+            None => self.status.as_str().into(),
+        }
+    }
+}

@@ -1,0 +1,712 @@
+//! `swaplab run`: one command in a fresh memory cgroup, measured.
+//!
+//! Each run is a self-contained [`Session`]: swap areas and kernel
+//! settings are set up, the group is created, the command runs, the group
+//! is removed and everything is restored — before the next run starts. A
+//! swaplab killed with SIGKILL leaves a journal (undone by the next start)
+//! and a `running` catalog row (marked `interrupted` by the next start).
+//!
+//! While the command runs, the calling thread samples the group at about
+//! 20 Hz (see [`crate::timeline`]) and watches the timeout and Ctrl-C; a
+//! second thread blocks in wait4(2) for the command's exit status and
+//! resource usage.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use swaplab_host::cgroup::{CgroupMounts, CgroupOptions, CgroupVersion, MemStats, MemoryGroup, MemoryLimits, Pressure};
+use swaplab_host::doctor::{Doctor, Need};
+use swaplab_host::journal::{Session, SessionOptions};
+use swaplab_host::procfs::{self as hostproc, Environment, Kswapd, VmStat};
+use swaplab_host::signals::SignalGuard;
+use swaplab_host::sysctl::Knob;
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::options::{format_duration, LimitSpec, RunOptions};
+use crate::record::{metric_unit, CgroupInfo, Metric, Outcome, Role, RunRecord, Status};
+use crate::timeline::{self, Sample, Sampler, SamplerPaths, Scope, TimelineMeta};
+use crate::workload;
+
+/// Default sampling rate of the timeline.
+pub const SAMPLE_HZ: u32 = 20;
+/// At most this many samples are kept (about 14 hours at 20 Hz).
+pub const MAX_SAMPLES: usize = 1_000_000;
+const KILL_WAIT: Duration = Duration::from_secs(10);
+
+/// What happens to the command's stdout and stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Into `stdout.txt` and `stderr.txt` in the run directory.
+    Capture,
+    /// Shared with swaplab's own.
+    Inherit,
+}
+
+/// One run to make.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The command as the user gave it.
+    pub command: Vec<String>,
+    /// Settings.
+    pub options: RunOptions,
+    /// The limit as written (`50%`, `64M`, `none`).
+    pub limit_label: String,
+    /// The limit in bytes.
+    pub limit_bytes: Option<u64>,
+    /// Why it runs.
+    pub role: Role,
+    /// Sweep id, variant, repeat index.
+    pub sweep: Option<(i64, Option<String>, u32)>,
+}
+
+/// What the caller hears about progress.
+#[derive(Debug, Clone)]
+pub enum Progress<'a> {
+    /// Measuring a command's peak with an unlimited run.
+    Calibrating {
+        /// The command.
+        command: &'a [String],
+    },
+    /// A run starts (`index` of `total`, 0-based).
+    RunStarted {
+        /// Position.
+        index: usize,
+        /// Runs planned.
+        total: usize,
+        /// The plan.
+        plan: &'a RunPlan,
+    },
+    /// A run ended.
+    RunFinished {
+        /// Position.
+        index: usize,
+        /// Runs planned.
+        total: usize,
+        /// Its record.
+        record: &'a RunRecord,
+    },
+}
+
+/// A progress callback.
+pub type ProgressFn<'a> = dyn FnMut(Progress<'_>) + 'a;
+
+/// The experiment context: the catalog and the Ctrl-C / SIGTERM guard.
+#[derive(Debug)]
+pub struct Lab {
+    /// The catalog runs are recorded in.
+    pub catalog: Catalog,
+    signals: SignalGuard,
+    /// Options for each run's session (state directory for journals and swap files).
+    pub session: SessionOptions,
+    /// Timeline samples per second.
+    pub sample_hz: u32,
+    /// Where the command's output goes.
+    pub output: Output,
+}
+
+/// The runs of one `swaplab run` (one per repeat).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RunSet {
+    /// The repeat group's id in the sweeps table (with --repeat > 1).
+    pub group_id: Option<i64>,
+    /// The runs.
+    pub runs: Vec<RunRecord>,
+    /// The command's peak, if a `%` limit needed it.
+    pub peak_bytes: Option<u64>,
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn now_unix_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// The key of a command in the peak cache: the executed argv, the THP
+/// mode asked for, and the working directory (relative paths).
+pub fn peak_key(resolved: &[String], options: &RunOptions) -> String {
+    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+    serde_json::json!({
+        "argv": resolved,
+        "thp": options.thp,
+        "cwd": cwd,
+    })
+    .to_string()
+}
+
+impl Lab {
+    /// Opens the default catalog and installs the signal guard.
+    pub fn open() -> Result<Lab> {
+        Self::with_catalog(Catalog::open_default()?)
+    }
+
+    /// A lab over an opened catalog.
+    pub fn with_catalog(catalog: Catalog) -> Result<Lab> {
+        Ok(Lab {
+            catalog,
+            signals: SignalGuard::install()?,
+            session: SessionOptions::default(),
+            sample_hz: SAMPLE_HZ,
+            output: Output::Capture,
+        })
+    }
+
+    /// The signal guard (e.g. to share its flag).
+    pub fn signals(&self) -> &SignalGuard {
+        &self.signals
+    }
+
+    /// The signal that interrupted us, if any.
+    pub fn interrupted(&self) -> Option<i32> {
+        if self.signals.triggered() {
+            Some(self.signals.signal().unwrap_or(libc::SIGINT))
+        } else {
+            None
+        }
+    }
+
+    fn check_signal(&self) -> Result<()> {
+        match self.interrupted() {
+            Some(s) => Err(Error::Interrupted(s)),
+            None => Ok(()),
+        }
+    }
+
+    /// Fails in the doctor's words unless this machine can run experiments
+    /// (root, a memory cgroup controller).
+    pub fn require_runner() -> Result<()> {
+        if !swaplab_host::util::is_root() {
+            return Err(Error::failed(
+                "swaplab run needs root",
+                "it creates memory cgroups and may add swap areas and change vm.* sysctls",
+                "run with sudo",
+            ));
+        }
+        if CgroupMounts::detect()?.memory_fs().is_none() {
+            Doctor::require(&[Need::Root, Need::MemoryCgroup])?;
+        }
+        Ok(())
+    }
+
+    /// The command's peak memory (cgroup peak of an unlimited run), from
+    /// the catalog's cache or measured now.
+    pub fn peak_of(&self, command: &[String], options: &RunOptions, progress: &mut ProgressFn<'_>) -> Result<u64> {
+        let resolved = workload::resolve_command(command)?;
+        let key = peak_key(&resolved, options);
+        if let Some((p, _)) = self.catalog.peak(&key)? {
+            return Ok(p);
+        }
+        progress(Progress::Calibrating { command });
+        let plan = RunPlan {
+            command: command.to_vec(),
+            options: RunOptions {
+                mem_limit: Some(LimitSpec::None),
+                swap_limit: None,
+                swap: Vec::new(),
+                swappiness: None,
+                page_cluster: None,
+                thp: options.thp.clone(),
+                timeout: options.timeout,
+            },
+            limit_label: "none".into(),
+            limit_bytes: None,
+            role: Role::Calibrate,
+            sweep: None,
+        };
+        let rec = self.run_plan(&plan)?;
+        let peak = rec.get("peak_bytes").map(|p| p as u64);
+        match (rec.outcome, peak) {
+            (Some(Outcome::Ok), Some(p)) if p > 0 => {
+                self.catalog.set_peak(&key, p, Some(rec.id))?;
+                Ok(p)
+            }
+            _ => Err(Error::failed(
+                format!("cannot measure the peak memory of `{}`", command.join(" ")),
+                format!(
+                    "its unlimited run (run {}) ended with {}{}",
+                    rec.id,
+                    rec.outcome_text(),
+                    rec.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                ),
+                "make the command succeed on its own first, or give the limit in bytes (e.g. 64M)",
+            )),
+        }
+    }
+
+    /// Bytes for a limit spec (measuring the peak for `%`).
+    pub fn resolve_limit(
+        &self,
+        command: &[String],
+        options: &RunOptions,
+        spec: LimitSpec,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<(Option<u64>, Option<u64>)> {
+        let peak = if spec.needs_peak() {
+            Some(self.peak_of(command, options, progress)?)
+        } else {
+            None
+        };
+        Ok((spec.resolve(peak)?, peak))
+    }
+
+    /// `swaplab run`: `repeat` runs of `command` with `options`.
+    pub fn run(
+        &self,
+        command: &[String],
+        options: &RunOptions,
+        repeat: u32,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<RunSet> {
+        if command.is_empty() {
+            return Err(Error::Invalid("no command given: swaplab run [OPTIONS] -- CMD ARGS".into()));
+        }
+        options.validate()?;
+        Self::require_runner()?;
+        let repeat = repeat.max(1);
+        let spec = options.mem_limit.unwrap_or(LimitSpec::None);
+        let (limit_bytes, peak) = self.resolve_limit(command, options, spec, progress)?;
+        let group_id = if repeat > 1 {
+            Some(self.catalog.begin_sweep(
+                "repeat",
+                command,
+                &serde_json::json!({ "options": options, "repeat": repeat, "limits": [spec.to_string()] }),
+            )?)
+        } else {
+            None
+        };
+        let mut runs = Vec::new();
+        let mut failure = None;
+        for i in 0..repeat {
+            if let Err(e) = self.check_signal() {
+                failure = Some(e);
+                break;
+            }
+            let plan = RunPlan {
+                command: command.to_vec(),
+                options: options.clone(),
+                limit_label: spec.to_string(),
+                limit_bytes,
+                role: Role::Measure,
+                sweep: group_id.map(|g| (g, None, i)),
+            };
+            progress(Progress::RunStarted { index: i as usize, total: repeat as usize, plan: &plan });
+            match self.run_plan(&plan) {
+                Ok(rec) => {
+                    progress(Progress::RunFinished { index: i as usize, total: repeat as usize, record: &rec });
+                    let stop = rec.status == Status::Interrupted;
+                    runs.push(rec);
+                    if stop {
+                        failure = Some(Error::Interrupted(self.interrupted().unwrap_or(libc::SIGINT)));
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(g) = group_id {
+            let status = match &failure {
+                None => Status::Done,
+                Some(Error::Interrupted(_)) => Status::Interrupted,
+                Some(_) => Status::Failed,
+            };
+            self.catalog.finish_sweep(g, status, failure.as_ref().map(|e| e.to_string()).as_deref())?;
+        }
+        match failure {
+            Some(e) if runs.is_empty() || matches!(e, Error::Interrupted(_)) => Err(e),
+            Some(e) => Err(e),
+            None => Ok(RunSet { group_id, runs, peak_bytes: peak }),
+        }
+    }
+
+    /// Makes one run and records it. A command that fails, is OOM-killed
+    /// or times out is a recorded result (`Ok`); `Err` means swaplab could
+    /// not run it or restore the system (the row then says why).
+    pub fn run_plan(&self, plan: &RunPlan) -> Result<RunRecord> {
+        let resolved = workload::resolve_command(&plan.command)?;
+        let mut rec = self.catalog.begin_run(
+            &plan.command,
+            &resolved,
+            &plan.options,
+            &plan.limit_label,
+            plan.limit_bytes,
+            plan.role,
+            plan.sweep.clone(),
+        )?;
+        let result = self.execute(plan, &resolved, &mut rec);
+        if let Err(e) = &result {
+            if rec.status == Status::Running {
+                let interrupted = matches!(e, Error::Interrupted(_));
+                rec.status = if interrupted { Status::Interrupted } else { Status::Failed };
+                rec.outcome = Some(if interrupted { Outcome::Interrupted } else { Outcome::Error });
+                rec.error = Some(e.to_string());
+            } else {
+                // Measured fine, but restoring the system failed.
+                rec.notes.push(format!("restoring the system after the run failed: {e}"));
+            }
+        }
+        rec.finished_unix_ns = Some(now_unix_ns());
+        let fin = self.catalog.finish_run(&rec);
+        result?;
+        fin?;
+        Ok(rec)
+    }
+
+    fn execute(&self, plan: &RunPlan, resolved: &[String], rec: &mut RunRecord) -> Result<()> {
+        let opts = &plan.options;
+        let mut session = Session::begin_with(self.session.clone())?;
+        let setup = (|| -> Result<MemoryGroup> {
+            for spec in &opts.swap {
+                session.add_swap(spec)?;
+            }
+            if let Some(v) = opts.swappiness {
+                session.set_sysctl("vm.swappiness", &v.to_string())?;
+            }
+            if let Some(v) = opts.page_cluster {
+                session.set_sysctl("vm.page-cluster", &v.to_string())?;
+            }
+            if let Some(t) = &opts.thp {
+                session.set_knob(&Knob::thp_enabled(), t)?;
+            }
+            self.check_signal()?;
+            let v1 = CgroupMounts::detect()?.memory_fs().map(|f| f.version) == Some(CgroupVersion::V1);
+            let group = session.create_cgroup(&CgroupOptions {
+                limits: MemoryLimits { memory: plan.limit_bytes, swap: opts.swap_limit },
+                swappiness: if v1 { opts.swappiness } else { None },
+                ..Default::default()
+            })?;
+            Ok(group)
+        })();
+        let group = match setup {
+            Ok(g) => g,
+            Err(e) => {
+                // Dropping the session would restore too; do it here to report failures.
+                if let Err(r) = session.restore() {
+                    return Err(Error::failed(e.to_string(), format!("and restoring afterwards failed: {r}"), "run `swaplab restore`"));
+                }
+                return Err(e);
+            }
+        };
+        rec.cgroup = Some(CgroupInfo {
+            path: group.memory.path.clone(),
+            version: group.memory.version,
+            psi_companion: group.psi.as_ref().map(|c| c.path.clone()),
+        });
+        match Environment::capture() {
+            Ok(env) => rec.env = Some(env),
+            Err(e) => rec.notes.push(format!("environment snapshot failed: {e}")),
+        }
+        let measured = self.measure(plan, resolved, &group, rec);
+        if let Err(e) = group.remove(KILL_WAIT) {
+            rec.notes.push(format!("removing the cgroup failed (the session restore retries): {e}"));
+        }
+        let restored = session.restore();
+        measured?;
+        restored.map_err(Error::from)
+    }
+
+    fn measure(&self, plan: &RunPlan, resolved: &[String], group: &MemoryGroup, rec: &mut RunRecord) -> Result<()> {
+        let program = resolved
+            .first()
+            .ok_or_else(|| Error::Invalid("no command given".into()))?;
+        let mut cmd = Command::new(program);
+        cmd.args(&resolved[1..]).stdin(Stdio::null());
+        if self.output == Output::Capture {
+            for (name, is_out) in [("stdout.txt", true), ("stderr.txt", false)] {
+                let p = rec.dir.join(name);
+                let f = File::create(&p).map_err(|e| Error::io("creating", &p, e))?;
+                if is_out {
+                    cmd.stdout(f);
+                } else {
+                    cmd.stderr(f);
+                }
+            }
+        }
+        group.attach_on_spawn(&mut cmd)?;
+        let kswapd = Kswapd::find().ok();
+        let paths = SamplerPaths::for_group(group);
+        let stats0 = group.stats()?;
+        let psi_scope = paths.psi_scope;
+        let psi0 = read_psi(group, psi_scope);
+        let vm0 = VmStat::read()?;
+        let ksw0 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
+        self.check_signal()?;
+
+        let t0 = Instant::now();
+        let mut child = workload::spawn_retrying(&mut cmd).map_err(|e| {
+            Error::failed(
+                format!("cannot start `{program}`"),
+                e.to_string(),
+                "check the command and its path (a built-in workload is `swaplab-workload NAME --size SIZE`, see `swaplab workload list`)",
+            )
+        })?;
+        let pid = child.id();
+        self.signals.forward_to(Some(pid));
+        let (tx, rx) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("swaplab-wait4".into())
+            .spawn(move || {
+                let r = hostproc::wait_with_rusage(&mut child);
+                let end = Instant::now();
+                let _ = tx.send((r, end));
+            })
+            .map_err(|e| Error::failed("starting the waiter thread", e.to_string(), "the machine may be out of threads"))?;
+
+        let cpu0 = thread_cpu_ns();
+        let mut sampler = Sampler::new(&paths, t0);
+        let mut samples: Vec<Sample> = Vec::with_capacity(1024);
+        samples.push(sampler.sample());
+        let period = Duration::from_secs_f64(1.0 / f64::from(self.sample_hz.max(1)));
+        let mut next = t0 + period;
+        let mut killed_for: Option<Outcome> = None;
+        let mut killed_at: Option<Instant> = None;
+        let timeout = plan.options.timeout;
+        let (waited, end) = loop {
+            match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
+                Ok(v) => break v,
+                Err(RecvTimeoutError::Timeout) => {
+                    if samples.len() < MAX_SAMPLES {
+                        samples.push(sampler.sample());
+                    }
+                    next += period;
+                    let now = Instant::now();
+                    if next < now {
+                        next = now + period;
+                    }
+                    if killed_for.is_none() {
+                        let why = if self.signals.triggered() {
+                            Some(Outcome::Interrupted)
+                        } else if timeout.is_some_and(|t| t0.elapsed() >= t) {
+                            Some(Outcome::Timeout)
+                        } else {
+                            None
+                        };
+                        if let Some(why) = why {
+                            killed_for = Some(why);
+                            killed_at = Some(now);
+                            if let Err(e) = group.kill_all(KILL_WAIT) {
+                                rec.notes.push(format!("killing the group: {e}"));
+                            }
+                        }
+                    } else if killed_at.is_some_and(|k| k.elapsed() > KILL_WAIT * 3) {
+                        self.signals.forward_to(None);
+                        return Err(Error::failed(
+                            format!("the command (pid {pid}) did not end after SIGKILL"),
+                            "it may be stuck in uninterruptible sleep (state D)",
+                            "check `cat /proc/{pid}/stack`; the run is recorded as failed",
+                        ));
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    self.signals.forward_to(None);
+                    return Err(Error::failed("waiting for the command", "the waiter thread ended without an answer", "report this as a bug"));
+                }
+            }
+        };
+        self.signals.forward_to(None);
+        let sampler_cpu = thread_cpu_ns().saturating_sub(cpu0);
+        let (status, ru) = waited?;
+        let wall = end.saturating_duration_since(t0);
+        if samples.len() < MAX_SAMPLES {
+            samples.push(sampler.sample());
+        }
+        let stats1 = group.stats()?;
+        let psi1 = read_psi(group, psi_scope);
+        let vm = VmStat::read()?.delta_since(&vm0);
+        let ksw1 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
+        let mut leftover = 0usize;
+        for g in group.groups() {
+            leftover += g.pids().map(|p| p.len()).unwrap_or(0);
+        }
+        if leftover > 0 {
+            if let Err(e) = group.kill_all(KILL_WAIT) {
+                rec.notes.push(format!("killing leftover tasks: {e}"));
+            }
+        }
+        if killed_for.is_none() && self.signals.triggered() {
+            killed_for = Some(Outcome::Interrupted);
+        }
+
+        // Metrics.
+        let m = &mut rec.metrics;
+        let mut put = |name: &str, value: f64, scope: Scope| {
+            m.insert(name.to_string(), Metric { value, unit: metric_unit(name).to_string(), scope });
+        };
+        let wall_ns = wall.as_nanos() as f64;
+        put("wall_ns", wall_ns, Scope::Process);
+        put("user_ns", ru.utime_ns as f64, Scope::Process);
+        put("sys_ns", ru.stime_ns as f64, Scope::Process);
+        put("max_rss_bytes", ru.maxrss_bytes as f64, Scope::Process);
+        put("minflt", ru.minflt as f64, Scope::Process);
+        put("majflt", ru.majflt as f64, Scope::Process);
+        let d = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64),
+            (None, Some(b)) => Some(b as f64),
+            _ => None,
+        };
+        if let Some(v) = d(stats0.pgfault, stats1.pgfault) {
+            put("cg_pgfault", v, Scope::Cgroup);
+        }
+        if let Some(v) = d(stats0.pgmajfault, stats1.pgmajfault) {
+            put("cg_pgmajfault", v, Scope::Cgroup);
+        }
+        swap_metrics(&stats0, &stats1, &vm, &mut put, &mut rec.notes);
+        if let Some(v) = d(stats0.workingset_refault_anon, stats1.workingset_refault_anon) {
+            put("refault_anon_pages", v, Scope::Cgroup);
+        }
+        if let Some(p) = stats1.peak_bytes {
+            put("peak_bytes", p as f64, Scope::Cgroup);
+        }
+        let swap_peak = stats1
+            .swap_peak_bytes
+            .or_else(|| samples.iter().filter_map(|s| s.swap_bytes).max());
+        if let Some(p) = swap_peak {
+            put("swap_peak_bytes", p as f64, Scope::Cgroup);
+        }
+        if let Some(l) = plan.limit_bytes {
+            put("limit_bytes", l as f64, Scope::Cgroup);
+        }
+        if let Some(v) = d(stats0.limit_hits, stats1.limit_hits) {
+            put("limit_hits", v, Scope::Cgroup);
+        }
+        let oom_kills = d(stats0.oom_kill, stats1.oom_kill);
+        if let Some(v) = oom_kills {
+            put("oom_kills", v, Scope::Cgroup);
+        }
+        if let (Some(a), Some(b)) = (psi0, psi1) {
+            let scope = psi_scope.unwrap_or(Scope::System);
+            put("psi_some_us", b.some.total_us.saturating_sub(a.some.total_us) as f64, scope);
+            if let (Some(fa), Some(fb)) = (a.full, b.full) {
+                put("psi_full_us", fb.total_us.saturating_sub(fa.total_us) as f64, scope);
+            }
+            if scope == Scope::System {
+                rec.notes.push("memory PSI is machine-wide (/proc/pressure/memory): no per-cgroup memory.pressure here".into());
+            }
+        }
+        if let (Some(a), Some(b)) = (ksw0, ksw1) {
+            let k = b.saturating_sub(a) as f64;
+            put("kswapd_cpu_ns", k, Scope::System);
+            if wall_ns > 0.0 {
+                put("kswapd_cpu_share", k / wall_ns, Scope::System);
+            }
+        }
+        put("pgscan_pages", vm.pgscan.max(0) as f64, Scope::System);
+        put("pgsteal_pages", vm.pgsteal.max(0) as f64, Scope::System);
+        put("leftover_tasks", leftover as f64, Scope::Cgroup);
+        put("samples", samples.len() as f64, Scope::Swaplab);
+        put("sampler_cpu_ns", sampler_cpu as f64, Scope::Swaplab);
+        if wall_ns > 0.0 {
+            put("sampler_cpu_share", sampler_cpu as f64 / wall_ns, Scope::Swaplab);
+        }
+
+        // Outcome.
+        use std::os::unix::process::ExitStatusExt;
+        rec.exit_code = status.code();
+        rec.term_signal = status.signal();
+        rec.outcome = Some(match killed_for {
+            Some(o) => o,
+            None if oom_kills.unwrap_or(0.0) > 0.0 => Outcome::Oom,
+            None => match (status.code(), status.signal()) {
+                (Some(0), _) => Outcome::Ok,
+                (Some(_), _) => Outcome::Exit,
+                (None, Some(_)) => Outcome::Signal,
+                (None, None) => Outcome::Exit,
+            },
+        });
+        if killed_for == Some(Outcome::Timeout) {
+            if let Some(t) = timeout {
+                rec.notes.push(format!("killed at the timeout of {}", format_duration(t)));
+            }
+        }
+        rec.status = if killed_for == Some(Outcome::Interrupted) { Status::Interrupted } else { Status::Done };
+        if self.output == Output::Capture {
+            rec.workload_output = last_json_line(&rec.dir.join("stdout.txt"));
+        }
+        let meta = TimelineMeta {
+            sample_hz: self.sample_hz,
+            psi_scope,
+            cgroup_version: Some(group.memory.version),
+            writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
+        };
+        if let Err(e) = timeline::write_parquet(&rec.dir.join("timeline.parquet"), &samples, &meta) {
+            rec.notes.push(format!("the timeline was not saved: {e}"));
+        }
+        Ok(())
+    }
+}
+
+fn read_psi(group: &MemoryGroup, scope: Option<Scope>) -> Option<Pressure> {
+    match scope {
+        Some(Scope::Cgroup) => group.pressure().ok().flatten(),
+        Some(_) => hostproc::memory_pressure().ok().flatten(),
+        None => None,
+    }
+}
+
+fn swap_metrics(
+    s0: &MemStats,
+    s1: &MemStats,
+    vm: &hostproc::VmStatDelta,
+    put: &mut impl FnMut(&str, f64, Scope),
+    notes: &mut Vec<String>,
+) {
+    let d = |a: Option<u64>, b: Option<u64>| b.map(|b| b.saturating_sub(a.unwrap_or(0)) as f64);
+    match (d(s0.pswpin, s1.pswpin), d(s0.pswpout, s1.pswpout)) {
+        (Some(i), Some(o)) => {
+            put("swapin_pages", i, Scope::Cgroup);
+            put("swapout_pages", o, Scope::Cgroup);
+            if let Some(v) = d(s0.zswpin, s1.zswpin) {
+                put("zswpin_pages", v, Scope::Cgroup);
+            }
+            if let Some(v) = d(s0.zswpout, s1.zswpout) {
+                put("zswpout_pages", v, Scope::Cgroup);
+            }
+        }
+        _ => {
+            put("swapin_pages", vm.pswpin.max(0) as f64, Scope::System);
+            put("swapout_pages", vm.pswpout.max(0) as f64, Scope::System);
+            if vm.fields.contains_key("zswpin") {
+                put("zswpin_pages", vm.zswpin.max(0) as f64, Scope::System);
+                put("zswpout_pages", vm.zswpout.max(0) as f64, Scope::System);
+            }
+            notes.push(
+                "swap-ins/outs are machine-wide /proc/vmstat deltas (this cgroup version has no per-group pswpin/pswpout); \
+                 exact only when nothing else swaps"
+                    .into(),
+            );
+        }
+    }
+}
+
+fn last_json_line(path: &std::path::Path) -> Option<serde_json::Value> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let start = len.saturating_sub(64 << 10);
+    f.seek(SeekFrom::Start(start)).ok()?;
+    let mut text = String::new();
+    f.read_to_string(&mut text).ok()?;
+    let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
+    let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
+    v.is_object().then_some(v)
+}
+
+/// The directory with a run's files.
+pub fn run_dir(catalog: &Catalog, id: i64) -> PathBuf {
+    catalog.home().join("runs").join(id.to_string())
+}

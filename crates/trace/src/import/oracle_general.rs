@@ -1,0 +1,163 @@
+//! libCacheSim's `oracleGeneral` binary format.
+//!
+//! No header; packed little-endian 24-byte records
+//! `{u32 clock_time, u64 obj_id, u32 obj_size, i64 next_access_vtime}`
+//! (Python struct `<IQIq`). Each record becomes one reference:
+//!
+//! * `page = obj_id`: every object counts as one page, as in libCacheSim's
+//!   `--ignore-obj-size` mode; `obj_size` is not used.
+//! * `op = read`: the format has no operation.
+//! * `time_ns = clock_time * 1_000_000_000`: libCacheSim's clock_time is in
+//!   seconds.
+//! * `next_access_vtime` is not needed (it can be recomputed; see
+//!   [`crate::export`]).
+//!
+//! A file whose length is not a multiple of 24 ends in a truncated record,
+//! which is an error naming its byte offset.
+use super::{Format, ImportOptions};
+use crate::{Error, RefBatch, RefSource, Result, Source};
+use std::io::Read;
+
+/// Size of one record in bytes.
+pub const RECORD: usize = 24;
+
+/// Streams references from an oracleGeneral file.
+pub struct OracleGeneralReader<R> {
+    inner: R,
+    name: String,
+    opts: ImportOptions,
+    /// Byte offset of the next record.
+    offset: u64,
+    done: bool,
+}
+
+impl<R: Read> OracleGeneralReader<R> {
+    /// `name` is the path recorded in the metadata and shown in errors.
+    pub fn new(inner: R, name: &str, opts: &ImportOptions) -> Result<Self> {
+        opts.check()?;
+        Ok(OracleGeneralReader {
+            inner,
+            name: name.to_string(),
+            opts: opts.clone(),
+            offset: 0,
+            done: false,
+        })
+    }
+
+    /// Fills `buf` as far as the input allows; returns the number of bytes read.
+    fn read_full(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let mut n = 0;
+        while n < buf.len() {
+            match self.inner.read(&mut buf[n..]) {
+                Ok(0) => break,
+                Ok(k) => n += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::io(&self.name, e)),
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> RefSource for OracleGeneralReader<R> {
+    fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> Result<bool> {
+        batch.clear();
+        let mut rec = [0u8; RECORD];
+        while !self.done && batch.len() < max.max(1) {
+            let n = self.read_full(&mut rec)?;
+            if n == 0 {
+                self.done = true;
+                break;
+            }
+            if n < RECORD {
+                self.done = true;
+                return Err(Error::parse(
+                    "truncated record",
+                    format!("byte offset {}", self.offset),
+                    format!(
+                        "{n} of {RECORD} bytes; an oracleGeneral file is a sequence of 24-byte records"
+                    ),
+                ));
+            }
+            self.offset += RECORD as u64;
+            let clock = u32::from_le_bytes([rec[0], rec[1], rec[2], rec[3]]);
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&rec[4..12]);
+            batch.page.push(u64::from_le_bytes(id));
+            batch.write.push(false);
+            batch.time_ns.push(u64::from(clock) * 1_000_000_000);
+        }
+        batch.check()?;
+        Ok(!batch.is_empty())
+    }
+
+    fn source(&self) -> Source {
+        self.opts.source(&self.name, Format::OracleGeneral)
+    }
+
+    fn page_size(&self) -> u64 {
+        self.opts.page_size
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(clock: u32, id: u64, size: u32, next: i64) -> Vec<u8> {
+        let mut v = Vec::new();
+        v.extend_from_slice(&clock.to_le_bytes());
+        v.extend_from_slice(&id.to_le_bytes());
+        v.extend_from_slice(&size.to_le_bytes());
+        v.extend_from_slice(&next.to_le_bytes());
+        v
+    }
+
+    #[test]
+    fn reads_records_across_batches() {
+        let mut data = record(5, 0x1122_3344_5566_7788, 512, 3);
+        data.extend(record(6, 7, 4096, -1));
+        data.extend(record(7, 0x1122_3344_5566_7788, 512, -1));
+        let mut r =
+            OracleGeneralReader::new(&data[..], "t.bin", &ImportOptions::default()).unwrap();
+        let mut b = RefBatch::default();
+        assert!(r.next_batch(&mut b, 2).unwrap());
+        assert_eq!(b.page, vec![0x1122_3344_5566_7788, 7]);
+        assert_eq!(b.write, vec![false, false]);
+        assert_eq!(b.time_ns, vec![5_000_000_000, 6_000_000_000]);
+        assert!(b.tid.is_empty());
+        assert!(r.next_batch(&mut b, 2).unwrap());
+        assert_eq!(b.page, vec![0x1122_3344_5566_7788]);
+        assert!(!r.next_batch(&mut b, 2).unwrap());
+        assert!(b.is_empty());
+        match r.source() {
+            Source::Imported { path, format, .. } => {
+                assert_eq!(path, "t.bin");
+                assert_eq!(format, "oracleGeneral");
+            }
+            s => panic!("unexpected source {s:?}"),
+        }
+    }
+
+    #[test]
+    fn truncated_record_names_offset() {
+        let mut data = record(1, 1, 1, -1);
+        data.extend(record(2, 2, 1, -1));
+        data.extend_from_slice(&[0u8; 10]);
+        let mut r =
+            OracleGeneralReader::new(&data[..], "t.bin", &ImportOptions::default()).unwrap();
+        let mut b = RefBatch::default();
+        let e = r.next_batch(&mut b, 100).unwrap_err().to_string();
+        assert!(
+            e.contains("truncated record at byte offset 48: 10 of 24 bytes"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn empty_input_is_an_empty_trace() {
+        let mut r = OracleGeneralReader::new(&[][..], "t.bin", &ImportOptions::default()).unwrap();
+        let mut b = RefBatch::default();
+        assert!(!r.next_batch(&mut b, 10).unwrap());
+    }
+}
