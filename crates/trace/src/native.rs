@@ -407,56 +407,71 @@ impl<R: ChunkReader + 'static> RefSource for NativeReader<R> {
                 self.group += 1;
                 self.cols = None;
             }
-            if !self.open_group()? {
+            let opened =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.open_group()))
+                    .unwrap_or_else(|_| {
+                        Err(self.err("corrupt row group (the Parquet decoder gave up)"))
+                    });
+            if !opened? {
                 return Ok(false);
             }
         }
         let want = max.max(1).min(self.left_in_group);
-        let mut cols = self.cols.take().expect("group open");
-        let res = (|| -> std::result::Result<(), String> {
-            let s = &mut self.scratch_i64;
-            s.clear();
-            let (n, _, _) = cols
-                .page
-                .read_records(want, None, None, s)
-                .map_err(|e| e.to_string())?;
-            if n != want {
-                return Err(format!("column 'page' ended early ({n} of {want} values)"));
-            }
-            b.page.extend(s.iter().map(|&x| x as u64));
-            let (n, _, _) = cols
-                .write
-                .read_records(want, None, None, &mut b.write)
-                .map_err(|e| e.to_string())?;
-            if n != want {
-                return Err(format!("column 'write' ended early ({n} of {want} values)"));
-            }
-            if let Some(t) = cols.time.as_mut() {
+        let Some(mut cols) = self.cols.take() else {
+            return Err(self.err("reading after an error"));
+        };
+        // The parquet crate may panic on corrupt input (it documents this):
+        // turn that into an error naming the row group.
+        let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+            || -> std::result::Result<(), String> {
+                let s = &mut self.scratch_i64;
                 s.clear();
-                let (n, _, _) = t
+                let (n, _, _) = cols
+                    .page
                     .read_records(want, None, None, s)
                     .map_err(|e| e.to_string())?;
                 if n != want {
-                    return Err(format!(
-                        "column 'time_ns' ended early ({n} of {want} values)"
-                    ));
+                    return Err(format!("column 'page' ended early ({n} of {want} values)"));
                 }
-                b.time_ns.extend(s.iter().map(|&x| x as u64));
-            }
-            if let Some(t) = cols.tid.as_mut() {
-                let s = &mut self.scratch_i32;
-                s.clear();
-                let (n, _, _) = t
-                    .read_records(want, None, None, s)
+                b.page.extend(s.iter().map(|&x| x as u64));
+                let (n, _, _) = cols
+                    .write
+                    .read_records(want, None, None, &mut b.write)
                     .map_err(|e| e.to_string())?;
                 if n != want {
-                    return Err(format!("column 'tid' ended early ({n} of {want} values)"));
+                    return Err(format!("column 'write' ended early ({n} of {want} values)"));
                 }
-                b.tid.extend(s.iter().map(|&x| x as u32));
-            }
-            Ok(())
-        })();
+                if let Some(t) = cols.time.as_mut() {
+                    s.clear();
+                    let (n, _, _) = t
+                        .read_records(want, None, None, s)
+                        .map_err(|e| e.to_string())?;
+                    if n != want {
+                        return Err(format!(
+                            "column 'time_ns' ended early ({n} of {want} values)"
+                        ));
+                    }
+                    b.time_ns.extend(s.iter().map(|&x| x as u64));
+                }
+                if let Some(t) = cols.tid.as_mut() {
+                    let s = &mut self.scratch_i32;
+                    s.clear();
+                    let (n, _, _) = t
+                        .read_records(want, None, None, s)
+                        .map_err(|e| e.to_string())?;
+                    if n != want {
+                        return Err(format!("column 'tid' ended early ({n} of {want} values)"));
+                    }
+                    b.tid.extend(s.iter().map(|&x| x as u32));
+                }
+                Ok(())
+            },
+        ))
+        .unwrap_or_else(|_| Err("corrupt column data (the Parquet decoder gave up)".into()));
         if let Err(e) = res {
+            // Leave the reader exhausted: a damaged row group cannot be resumed.
+            self.left_in_group = 0;
+            self.group = self.file.num_row_groups();
             return Err(self.err(e));
         }
         self.cols = Some(cols);
@@ -572,6 +587,30 @@ mod tests {
         for cut in [data.len() - 1, data.len() / 2, 8] {
             assert!(NativeReader::from_bytes(data[..cut].to_vec()).is_err());
         }
+    }
+
+    #[test]
+    fn fuzz_regressions_are_errors_not_panics() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/regressions");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let data = std::fs::read(e.unwrap().path()).unwrap();
+            n += 1;
+            let Ok(mut r) = NativeReader::from_bytes(data) else {
+                continue;
+            };
+            let mut b = RefBatch::default();
+            let mut res = Ok(true);
+            for _ in 0..1000 {
+                res = r.next_batch(&mut b, 1000);
+                if !matches!(res, Ok(true)) {
+                    break;
+                }
+            }
+            assert!(res.is_err(), "a damaged file must give an error");
+            assert!(matches!(r.next_batch(&mut b, 10), Ok(false) | Err(_)));
+        }
+        assert!(n >= 2);
     }
 
     #[test]
