@@ -94,9 +94,10 @@ fn main() -> ExitCode {
             alloc(bytes, hold);
             Ok(ExitCode::SUCCESS)
         }
-        Some("signal-victim") if args.len() >= 3 => {
-            signal_victim(&args[2], args.get(3).and_then(|v| v.parse().ok()).unwrap_or(0))
-        }
+        Some("signal-victim") if args.len() >= 3 => signal_victim(
+            &args[2],
+            args.get(3).and_then(|v| v.parse().ok()).unwrap_or(0),
+        ),
         Some("guard-dropped") => {
             match SignalGuard::install() {
                 Ok(g) => drop(g),

@@ -68,8 +68,13 @@ impl CgroupMounts {
     /// Parses the text of a mountinfo file (see proc(5)).
     pub fn from_mountinfo(text: &str) -> Result<CgroupMounts> {
         use ::procfs::FromBufRead;
-        let infos = ::procfs::process::MountInfos::from_buf_read(text.as_bytes())
-            .map_err(|e| Error::parse("mountinfo", text.lines().next().unwrap_or(""), e.to_string()))?;
+        let infos = ::procfs::process::MountInfos::from_buf_read(text.as_bytes()).map_err(|e| {
+            Error::parse(
+                "mountinfo",
+                text.lines().next().unwrap_or(""),
+                e.to_string(),
+            )
+        })?;
         let mut out = CgroupMounts::default();
         for m in infos {
             match m.fs_type.as_str() {
@@ -99,7 +104,9 @@ impl CgroupMounts {
 
     /// The cgroup2 hierarchy, used for PSI even without its memory controller.
     pub fn v2_fs(&self) -> Option<CgroupFs> {
-        self.v2.as_ref().map(|p| CgroupFs::new(p, CgroupVersion::V2))
+        self.v2
+            .as_ref()
+            .map(|p| CgroupFs::new(p, CgroupVersion::V2))
     }
 }
 
@@ -159,7 +166,11 @@ impl CgroupFs {
     /// This is an unrecorded change: use [`crate::journal::Session::create_cgroup`].
     pub fn create(&self, name: &str, need_memory: bool) -> Result<Cgroup> {
         if name.is_empty() || name.contains('/') || name == "." || name == ".." {
-            return Err(Error::parse("cgroup name", name, "must be one path component"));
+            return Err(Error::parse(
+                "cgroup name",
+                name,
+                "must be one path component",
+            ));
         }
         if !self.root.is_dir() {
             return Err(Error::unsupported(
@@ -401,7 +412,11 @@ impl Cgroup {
         if p.exists() {
             Ok(p)
         } else {
-            Err(Error::unsupported(format!("this kernel has no {name}"), why, fix))
+            Err(Error::unsupported(
+                format!("this kernel has no {name}"),
+                why,
+                fix,
+            ))
         }
     }
 
@@ -414,7 +429,10 @@ impl Cgroup {
     pub fn pids(&self) -> Result<Vec<u32>> {
         let p = self.file("cgroup.procs");
         let text = util::read_string(&p)?;
-        Ok(text.split_whitespace().filter_map(|w| w.parse().ok()).collect())
+        Ok(text
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect())
     }
 
     /// Sets memory and swap limits (see [`MemoryLimits`]).
@@ -518,11 +536,13 @@ impl Cgroup {
     pub fn stats(&self) -> Result<MemStats> {
         let stat_path = self.file("memory.stat");
         let stat = parse_keyed(&util::read_string(&stat_path).map_err(|e| match e {
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => Error::unsupported(
-                format!("{} has no memory.stat", self.path.display()),
-                "the group has no memory controller",
-                "create it in a hierarchy with the memory controller (see `swaplab doctor`)",
-            ),
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                Error::unsupported(
+                    format!("{} has no memory.stat", self.path.display()),
+                    "the group has no memory controller",
+                    "create it in a hierarchy with the memory controller (see `swaplab doctor`)",
+                )
+            }
             other => other,
         })?);
         let get = |k: &str| stat.get(k).copied();
@@ -553,7 +573,10 @@ impl Cgroup {
                 s.swap_bytes = get("swap");
                 // A charge fails at the memory+swap counter or at the memory
                 // counter, never both: the sum counts every limit hit.
-                s.limit_hits = match (self.read_opt_u64("memory.failcnt"), self.read_opt_u64("memory.memsw.failcnt")) {
+                s.limit_hits = match (
+                    self.read_opt_u64("memory.failcnt"),
+                    self.read_opt_u64("memory.memsw.failcnt"),
+                ) {
                     (Some(a), Some(b)) => Some(a + b),
                     (a, b) => a.or(b),
                 };
@@ -646,7 +669,9 @@ impl Cgroup {
         }
         self.kill_all(timeout)?;
         let mut last = None;
-        let done = util::poll(timeout, Duration::from_millis(10), || match fs::remove_dir(&self.path) {
+        let done = util::poll(timeout, Duration::from_millis(10), || match fs::remove_dir(
+            &self.path,
+        ) {
             Ok(()) => Ok(Some(())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some(())),
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
@@ -814,14 +839,22 @@ pub fn parse_proc_cgroup(text: &str) -> Result<Vec<ProcCgroup>> {
         .map(|l| {
             let mut it = l.splitn(3, ':');
             let (Some(h), Some(c), Some(p)) = (it.next(), it.next(), it.next()) else {
-                return Err(Error::parse("/proc/PID/cgroup line", l, "expected ID:CONTROLLERS:PATH"));
+                return Err(Error::parse(
+                    "/proc/PID/cgroup line",
+                    l,
+                    "expected ID:CONTROLLERS:PATH",
+                ));
             };
             let hierarchy = h
                 .parse()
                 .map_err(|_| Error::parse("/proc/PID/cgroup line", l, "bad hierarchy id"))?;
             Ok(ProcCgroup {
                 hierarchy,
-                controllers: c.split(',').filter(|s| !s.is_empty()).map(str::to_string).collect(),
+                controllers: c
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect(),
                 path: p.to_string(),
             })
         })
@@ -847,7 +880,10 @@ mod tests {
     #[test]
     fn mountinfo_detection() {
         let m = CgroupMounts::from_mountinfo(HYBRID).unwrap();
-        assert_eq!(m.v1_memory.as_deref(), Some(Path::new("/sys/fs/cgroup/memory")));
+        assert_eq!(
+            m.v1_memory.as_deref(),
+            Some(Path::new("/sys/fs/cgroup/memory"))
+        );
         assert_eq!(m.v2.as_deref(), Some(Path::new("/sys/fs/cgroup/unified")));
         let m = CgroupMounts::from_mountinfo(V2_ONLY).unwrap();
         assert_eq!(m.v1_memory, None);
@@ -866,7 +902,10 @@ mod tests {
             assert!(v2.join("cgroup.controllers").exists());
         }
         let fs = m.memory_fs();
-        if let (true, Some(v2)) = (Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(), &m.v2) {
+        if let (true, Some(v2)) = (
+            Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists(),
+            &m.v2,
+        ) {
             let v2_mem = fs::read_to_string(v2.join("cgroup.controllers"))
                 .unwrap()
                 .split_whitespace()

@@ -148,7 +148,8 @@ impl Doctor {
         probes.push(probe_userfaultfd());
         probes.extend(probe_knobs());
         DoctorReport {
-            kernel_release: util::read_trimmed(Path::new("/proc/sys/kernel/osrelease")).unwrap_or_default(),
+            kernel_release: util::read_trimmed(Path::new("/proc/sys/kernel/osrelease"))
+                .unwrap_or_default(),
             probes,
         }
     }
@@ -215,7 +216,13 @@ impl fmt::Display for DoctorReport {
     }
 }
 
-fn probe(name: &str, status: Status, detail: impl Into<String>, disables: &[&str], fix: impl Into<String>) -> Probe {
+fn probe(
+    name: &str,
+    status: Status,
+    detail: impl Into<String>,
+    disables: &[&str],
+    fix: impl Into<String>,
+) -> Probe {
     Probe {
         name: name.into(),
         status,
@@ -253,13 +260,25 @@ fn probe_root() -> Probe {
         (CAP_SYS_NICE, "CAP_SYS_NICE"),
         (CAP_SYS_PTRACE, "CAP_SYS_PTRACE"),
     ];
-    let present: Vec<&str> = names.iter().filter(|(c, _)| has(*c)).map(|(_, n)| *n).collect();
-    let absent: Vec<&str> = names.iter().filter(|(c, _)| !has(*c)).map(|(_, n)| *n).collect();
+    let present: Vec<&str> = names
+        .iter()
+        .filter(|(c, _)| has(*c))
+        .map(|(_, n)| *n)
+        .collect();
+    let absent: Vec<&str> = names
+        .iter()
+        .filter(|(c, _)| !has(*c))
+        .map(|(_, n)| *n)
+        .collect();
     let mut detail = format!(
         "euid {}; capabilities: {}",
         // SAFETY: geteuid cannot fail.
         unsafe { libc::geteuid() },
-        if present.is_empty() { "none".into() } else { present.join(", ") }
+        if present.is_empty() {
+            "none".into()
+        } else {
+            present.join(", ")
+        }
     );
     if !absent.is_empty() {
         detail.push_str(&format!("; lacking {}", absent.join(", ")));
@@ -274,13 +293,26 @@ fn probe_root() -> Probe {
     if util::is_root() && has(CAP_SYS_ADMIN) {
         let mut p = probe("root", Status::Ok, detail, &[], "");
         if !has(CAP_SYS_RESOURCE) {
-            p.disables.push("raising limits beyond rlimits (CAP_SYS_RESOURCE)".into());
+            p.disables
+                .push("raising limits beyond rlimits (CAP_SYS_RESOURCE)".into());
         }
         p
     } else if util::is_root() {
-        probe("root", Status::Missing, detail, disables, "run in a context with CAP_SYS_ADMIN (e.g. a privileged container)")
+        probe(
+            "root",
+            Status::Missing,
+            detail,
+            disables,
+            "run in a context with CAP_SYS_ADMIN (e.g. a privileged container)",
+        )
     } else {
-        probe("root", Status::Missing, detail, disables, "needs root: run with sudo")
+        probe(
+            "root",
+            Status::Missing,
+            detail,
+            disables,
+            "needs root: run with sudo",
+        )
     }
 }
 
@@ -288,7 +320,11 @@ fn probe_root() -> Probe {
 /// groups get (the root lacks memory.max and friends).
 fn v2_sample_child(root: &Path) -> Option<PathBuf> {
     let rd = fs::read_dir(root).ok()?;
-    let mut dirs: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut dirs: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     dirs.into_iter().find(|d| d.join("memory.current").exists())
 }
@@ -299,11 +335,23 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
     let v2_note = match &mounts.v2 {
         Some(v2) => {
             let ctl = CgroupFs::new(v2, CgroupVersion::V2).root_controllers();
-            format!("; cgroup2 at {} (controllers: {})", v2.display(), if ctl.is_empty() { "none".into() } else { ctl.join(" ") })
+            format!(
+                "; cgroup2 at {} (controllers: {})",
+                v2.display(),
+                if ctl.is_empty() {
+                    "none".into()
+                } else {
+                    ctl.join(" ")
+                }
+            )
         }
         None => "; no cgroup2 mount".into(),
     };
-    let limit_disables = &["memory limits (swaplab run --limit)", "sweeps over limits", "per-cgroup stats"];
+    let limit_disables = &[
+        "memory limits (swaplab run --limit)",
+        "sweeps over limits",
+        "per-cgroup stats",
+    ];
     let Some(fs) = mem else {
         out.push(probe(
             "cgroup.memory",
@@ -312,8 +360,19 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
             limit_disables,
             "mount the v1 memory controller or enable `memory` in cgroup2",
         ));
-        for name in ["cgroup.swap_limit", "cgroup.peak", "cgroup.events", "cgroup.reclaim"] {
-            out.push(probe(name, Status::Missing, "no memory controller", &[], ""));
+        for name in [
+            "cgroup.swap_limit",
+            "cgroup.peak",
+            "cgroup.events",
+            "cgroup.reclaim",
+        ] {
+            out.push(probe(
+                name,
+                Status::Missing,
+                "no memory controller",
+                &[],
+                "",
+            ));
         }
         out.push(probe_cgroup_psi(mounts, None));
         return out;
@@ -321,7 +380,11 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
     let children_ok = fs.children_have_memory();
     out.push(probe(
         "cgroup.memory",
-        if children_ok { Status::Ok } else { Status::Missing },
+        if children_ok {
+            Status::Ok
+        } else {
+            Status::Missing
+        },
         format!(
             "{} at {}{}{}",
             match fs.version {
@@ -329,14 +392,21 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
                 CgroupVersion::V2 => "v2",
             },
             fs.root.display(),
-            if children_ok { "" } else { " (but `memory` is not in cgroup.subtree_control)" },
+            if children_ok {
+                ""
+            } else {
+                " (but `memory` is not in cgroup.subtree_control)"
+            },
             v2_note
         ),
         if children_ok { &[] } else { limit_disables },
         if children_ok {
             String::new()
         } else {
-            format!("echo +memory > {}/cgroup.subtree_control", fs.root.display())
+            format!(
+                "echo +memory > {}/cgroup.subtree_control",
+                fs.root.display()
+            )
         },
     ));
     // Where to look for per-group files.
@@ -363,7 +433,13 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
     match fs.version {
         CgroupVersion::V1 => {
             out.push(if has("memory.memsw.limit_in_bytes") {
-                probe("cgroup.swap_limit", Status::Ok, "memory.memsw.limit_in_bytes", &[], "")
+                probe(
+                    "cgroup.swap_limit",
+                    Status::Ok,
+                    "memory.memsw.limit_in_bytes",
+                    &[],
+                    "",
+                )
             } else {
                 probe(
                     "cgroup.swap_limit",
@@ -374,15 +450,40 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
                 )
             });
             out.push(if has("memory.max_usage_in_bytes") {
-                probe("cgroup.peak", Status::Ok, "memory.max_usage_in_bytes", &[], "")
+                probe(
+                    "cgroup.peak",
+                    Status::Ok,
+                    "memory.max_usage_in_bytes",
+                    &[],
+                    "",
+                )
             } else {
-                probe("cgroup.peak", Status::Missing, "no memory.max_usage_in_bytes", &["peak memory of a run (use VmHWM)"], "")
+                probe(
+                    "cgroup.peak",
+                    Status::Missing,
+                    "no memory.max_usage_in_bytes",
+                    &["peak memory of a run (use VmHWM)"],
+                    "",
+                )
             });
-            let ev: Vec<&str> = ["memory.oom_control", "memory.failcnt"].into_iter().filter(|f| has(f)).collect();
+            let ev: Vec<&str> = ["memory.oom_control", "memory.failcnt"]
+                .into_iter()
+                .filter(|f| has(f))
+                .collect();
             out.push(probe(
                 "cgroup.events",
-                if ev.len() == 2 { Status::Ok } else if ev.is_empty() { Status::Missing } else { Status::Partial },
-                if ev.is_empty() { "no memory.oom_control or memory.failcnt".into() } else { ev.join(", ") },
+                if ev.len() == 2 {
+                    Status::Ok
+                } else if ev.is_empty() {
+                    Status::Missing
+                } else {
+                    Status::Partial
+                },
+                if ev.is_empty() {
+                    "no memory.oom_control or memory.failcnt".into()
+                } else {
+                    ev.join(", ")
+                },
                 &["OOM-kill and limit-hit counts"],
                 "",
             ));
@@ -395,13 +496,24 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
             ));
         }
         CgroupVersion::V2 if dir.is_none() => {
-            for n in ["cgroup.swap_limit", "cgroup.peak", "cgroup.events", "cgroup.reclaim"] {
+            for n in [
+                "cgroup.swap_limit",
+                "cgroup.peak",
+                "cgroup.events",
+                "cgroup.reclaim",
+            ] {
                 out.push(unknown(n));
             }
         }
         CgroupVersion::V2 => {
             out.push(if has("memory.swap.max") {
-                probe("cgroup.swap_limit", Status::Ok, format!("memory.swap.max (seen in {where_})"), &[], "")
+                probe(
+                    "cgroup.swap_limit",
+                    Status::Ok,
+                    format!("memory.swap.max (seen in {where_})"),
+                    &[],
+                    "",
+                )
             } else {
                 probe(
                     "cgroup.swap_limit",
@@ -425,7 +537,13 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
             out.push(if has("memory.events") {
                 probe("cgroup.events", Status::Ok, "memory.events", &[], "")
             } else {
-                probe("cgroup.events", Status::Missing, "no memory.events", &["OOM-kill and limit-hit counts"], "")
+                probe(
+                    "cgroup.events",
+                    Status::Missing,
+                    "no memory.events",
+                    &["OOM-kill and limit-hit counts"],
+                    "",
+                )
             });
             out.push(if has("memory.reclaim") {
                 probe("cgroup.reclaim", Status::Ok, "memory.reclaim", &[], "")
@@ -448,14 +566,23 @@ fn probe_cgroup_psi(mounts: &CgroupMounts, mem: Option<&CgroupFs>) -> Probe {
     let disables = &["per-cgroup memory pressure in run records (system-wide PSI still works)"];
     if let Some(fs) = mem.filter(|f| f.version == CgroupVersion::V2) {
         if fs.root.join("memory.pressure").exists() || fs.root.join("cgroup.pressure").exists() {
-            return probe("psi.cgroup", Status::Ok, "memory.pressure in the memory group", &[], "");
+            return probe(
+                "psi.cgroup",
+                Status::Ok,
+                "memory.pressure in the memory group",
+                &[],
+                "",
+            );
         }
     }
     match &mounts.v2 {
         Some(v2) if v2.join("memory.pressure").exists() => probe(
             "psi.cgroup",
             Status::Ok,
-            format!("through a companion group in the cgroup2 hierarchy at {}", v2.display()),
+            format!(
+                "through a companion group in the cgroup2 hierarchy at {}",
+                v2.display()
+            ),
             &[],
             "",
         ),
@@ -466,7 +593,13 @@ fn probe_cgroup_psi(mounts: &CgroupMounts, mem: Option<&CgroupFs>) -> Probe {
             disables,
             "boot with psi=1 (CONFIG_PSI)",
         ),
-        None => probe("psi.cgroup", Status::Missing, "no cgroup2 hierarchy", disables, "mount cgroup2, e.g. at /sys/fs/cgroup/unified"),
+        None => probe(
+            "psi.cgroup",
+            Status::Missing,
+            "no cgroup2 hierarchy",
+            disables,
+            "mount cgroup2, e.g. at /sys/fs/cgroup/unified",
+        ),
     }
 }
 
@@ -495,7 +628,14 @@ fn probe_swap_areas() -> Probe {
         Ok(areas) if !areas.is_empty() => {
             let list: Vec<String> = areas
                 .iter()
-                .map(|a| format!("{} ({}, prio {})", a.filename.display(), util::format_size(a.size_bytes), a.priority))
+                .map(|a| {
+                    format!(
+                        "{} ({}, prio {})",
+                        a.filename.display(),
+                        util::format_size(a.size_bytes),
+                        a.priority
+                    )
+                })
                 .collect();
             probe("swap.areas", Status::Ok, list.join(", "), &[], "")
         }
@@ -506,7 +646,13 @@ fn probe_swap_areas() -> Probe {
             &["--swap existing", "zswap without a file: or zram: area"],
             "let swaplab add one for the run: --swap file:SIZE or --swap zram:SIZE",
         ),
-        Err(e) => probe("swap.areas", Status::Missing, format!("cannot read /proc/swaps: {e}"), &["all swap features"], ""),
+        Err(e) => probe(
+            "swap.areas",
+            Status::Missing,
+            format!("cannot read /proc/swaps: {e}"),
+            &["all swap features"],
+            "",
+        ),
     }
 }
 
@@ -522,8 +668,14 @@ fn probe_zram() -> Probe {
             "modprobe zram",
         );
     }
-    let algos = devs.first().map(|d| d.algorithms.join(" ")).unwrap_or_default();
-    let free = devs.iter().filter(|d| d.disksize == 0 && !d.swap_active).count();
+    let algos = devs
+        .first()
+        .map(|d| d.algorithms.join(" "))
+        .unwrap_or_default();
+    let free = devs
+        .iter()
+        .filter(|d| d.disksize == 0 && !d.swap_active)
+        .count();
     probe(
         "zram",
         Status::Ok,
@@ -531,7 +683,11 @@ fn probe_zram() -> Probe {
             "{} device(s), {free} free{}; algorithms: {}",
             devs.len(),
             if hot_add { ", hot_add available" } else { "" },
-            if algos.is_empty() { "unknown".into() } else { algos }
+            if algos.is_empty() {
+                "unknown".into()
+            } else {
+                algos
+            }
         ),
         &[],
         "",
@@ -550,14 +706,20 @@ fn probe_zswap() -> Probe {
         );
     }
     let enabled = en.read().unwrap_or_else(|_| "?".into());
-    let comp = Knob::zswap_compressor().read().unwrap_or_else(|_| "?".into());
+    let comp = Knob::zswap_compressor()
+        .read()
+        .unwrap_or_else(|_| "?".into());
     let offered = swap::crypto_compressors();
     probe(
         "zswap",
         Status::Ok,
         format!(
             "enabled {enabled}, compressor {comp}; compressors in /proc/crypto: {}",
-            if offered.is_empty() { "none listed".into() } else { offered.join(" ") }
+            if offered.is_empty() {
+                "none listed".into()
+            } else {
+                offered.join(" ")
+            }
         ),
         &[],
         "",
@@ -574,29 +736,88 @@ pub fn tracefs_root() -> Option<PathBuf> {
 
 fn probe_tracefs() -> Vec<Probe> {
     let Some(root) = tracefs_root() else {
-        let fix = if Path::new("/sys/kernel/tracing").is_dir() {
-            "mount -t tracefs nodev /sys/kernel/tracing"
+        let denied = fs::read_dir("/sys/kernel/tracing")
+            .err()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
+        let (why, fix) = if denied {
+            (
+                "tracefs is not readable by this user",
+                "needs root: run with sudo",
+            )
+        } else if Path::new("/sys/kernel/tracing").is_dir() {
+            (
+                "tracefs is not mounted",
+                "mount -t tracefs nodev /sys/kernel/tracing",
+            )
         } else {
-            "mount tracefs (CONFIG_TRACING)"
+            ("tracefs is not mounted", "mount tracefs (CONFIG_TRACING)")
         };
         return vec![
-            probe("tracefs", Status::Missing, "tracefs is not mounted", &["swaplab trace with tracepoints"], fix),
-            probe("trace.page_fault_user", Status::Missing, "no tracefs", &["fault tracing via tracefs (perf is the fallback)"], fix),
-            probe("trace.mm_vmscan_write_folio", Status::Missing, "no tracefs", &["swap-out events"], fix),
-            probe("trace.rss_stat", Status::Missing, "no tracefs", &["swap-entry counts over time"], fix),
+            probe(
+                "tracefs",
+                Status::Missing,
+                why,
+                &["swaplab trace with tracepoints"],
+                fix,
+            ),
+            probe(
+                "trace.page_fault_user",
+                Status::Missing,
+                "no tracefs",
+                &["fault tracing via tracefs (perf is the fallback)"],
+                fix,
+            ),
+            probe(
+                "trace.mm_vmscan_write_folio",
+                Status::Missing,
+                "no tracefs",
+                &["swap-out events"],
+                fix,
+            ),
+            probe(
+                "trace.rss_stat",
+                Status::Missing,
+                "no tracefs",
+                &["swap-entry counts over time"],
+                fix,
+            ),
         ];
     };
-    let mut out = vec![probe("tracefs", Status::Ok, format!("mounted at {}", root.display()), &[], "")];
+    let mut out = vec![probe(
+        "tracefs",
+        Status::Ok,
+        format!("mounted at {}", root.display()),
+        &[],
+        "",
+    )];
     for (name, event, disables) in [
-        ("trace.page_fault_user", "exceptions/page_fault_user", "fault tracing via tracefs (perf is the fallback)"),
-        ("trace.mm_vmscan_write_folio", "vmscan/mm_vmscan_write_folio", "swap-out events"),
-        ("trace.rss_stat", "kmem/rss_stat", "swap-entry counts over time"),
+        (
+            "trace.page_fault_user",
+            "exceptions/page_fault_user",
+            "fault tracing via tracefs (perf is the fallback)",
+        ),
+        (
+            "trace.mm_vmscan_write_folio",
+            "vmscan/mm_vmscan_write_folio",
+            "swap-out events",
+        ),
+        (
+            "trace.rss_stat",
+            "kmem/rss_stat",
+            "swap-entry counts over time",
+        ),
     ] {
         let p = root.join("events").join(event);
         out.push(if p.join("format").exists() {
             probe(name, Status::Ok, event.replace('/', ":"), &[], "")
         } else {
-            probe(name, Status::Missing, format!("no tracepoint {}", event.replace('/', ":")), &[disables], "")
+            probe(
+                name,
+                Status::Missing,
+                format!("no tracepoint {}", event.replace('/', ":")),
+                &[disables],
+                "",
+            )
         });
     }
     out
@@ -681,7 +902,10 @@ impl Mapping {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Mapping { ptr: ptr.cast(), len })
+        Ok(Mapping {
+            ptr: ptr.cast(),
+            len,
+        })
     }
 
     /// Writes one byte in every page (each write faults the page in).
@@ -722,7 +946,10 @@ fn probe_perf(sample: bool) -> Probe {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "?".into());
     let (name, disables): (&str, &[&str]) = if sample {
-        ("perf.sample_addr", &["fault tracing with data addresses via perf (tracefs is the alternative)"])
+        (
+            "perf.sample_addr",
+            &["fault tracing with data addresses via perf (tracefs is the alternative)"],
+        )
     } else {
         ("perf.page_faults", &["perf fault counts in run records"])
     };
@@ -738,9 +965,27 @@ fn probe_perf(sample: bool) -> Probe {
         };
     }
     match perf_count_page_faults(64) {
-        Ok(n) if n >= 64 => probe(name, Status::Ok, format!("counted {n} faults for 64 touched pages (perf_event_paranoid {paranoid})"), &[], ""),
-        Ok(n) => probe(name, Status::Partial, format!("counted only {n} faults for 64 touched pages"), disables, ""),
-        Err(e) => probe(name, Status::Missing, format!("perf_event_open failed: {e}"), disables, fix),
+        Ok(n) if n >= 64 => probe(
+            name,
+            Status::Ok,
+            format!("counted {n} faults for 64 touched pages (perf_event_paranoid {paranoid})"),
+            &[],
+            "",
+        ),
+        Ok(n) => probe(
+            name,
+            Status::Partial,
+            format!("counted only {n} faults for 64 touched pages"),
+            disables,
+            "",
+        ),
+        Err(e) => probe(
+            name,
+            Status::Missing,
+            format!("perf_event_open failed: {e}"),
+            disables,
+            fix,
+        ),
     }
 }
 
@@ -760,7 +1005,16 @@ fn probe_pagemap() -> (Probe, u64) {
         Ok(entry) if entry >> 63 == 1 => {
             let pfn = entry & ((1u64 << 55) - 1);
             if pfn != 0 {
-                (probe("pagemap", Status::Ok, "present bit and PFNs visible", &[], ""), pfn)
+                (
+                    probe(
+                        "pagemap",
+                        Status::Ok,
+                        "present bit and PFNs visible",
+                        &[],
+                        "",
+                    ),
+                    pfn,
+                )
             } else {
                 (
                     probe(
@@ -774,8 +1028,26 @@ fn probe_pagemap() -> (Probe, u64) {
                 )
             }
         }
-        Ok(_) => (probe("pagemap", Status::Partial, "a touched page was not reported present", disables, ""), 0),
-        Err(e) => (probe("pagemap", Status::Missing, format!("cannot read /proc/self/pagemap: {e}"), disables, "CONFIG_PROC_PAGE_MONITOR"), 0),
+        Ok(_) => (
+            probe(
+                "pagemap",
+                Status::Partial,
+                "a touched page was not reported present",
+                disables,
+                "",
+            ),
+            0,
+        ),
+        Err(e) => (
+            probe(
+                "pagemap",
+                Status::Missing,
+                format!("cannot read /proc/self/pagemap: {e}"),
+                disables,
+                "CONFIG_PROC_PAGE_MONITOR",
+            ),
+            0,
+        ),
     }
 }
 
@@ -790,19 +1062,30 @@ fn probe_kpageflags(pfn: u64) -> Probe {
     };
     match run() {
         Ok(_) if pfn != 0 => probe("kpageflags", Status::Ok, "readable", &[], ""),
-        Ok(_) => probe("kpageflags", Status::Partial, "readable, but no PFNs to look up (pagemap hides them)", disables, "run as root"),
+        Ok(_) => probe(
+            "kpageflags",
+            Status::Partial,
+            "readable, but no PFNs to look up (pagemap hides them)",
+            disables,
+            "run as root",
+        ),
         Err(e) => probe(
             "kpageflags",
             Status::Missing,
             format!("cannot read /proc/kpageflags: {e}"),
             disables,
-            if util::is_root() { "CONFIG_PROC_PAGE_MONITOR" } else { "needs root: run with sudo" },
+            if util::is_root() {
+                "CONFIG_PROC_PAGE_MONITOR"
+            } else {
+                "needs root: run with sudo"
+            },
         ),
     }
 }
 
 fn probe_process_madvise() -> Probe {
-    let disables = &["hints applied to another process (swaplab run --hints: cold/pageout/willneed)"];
+    let disables =
+        &["hints applied to another process (swaplab run --hints: cold/pageout/willneed)"];
     let run = || -> std::io::Result<isize> {
         // SAFETY: plain syscalls on our own pid and our own mapping.
         let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) };
@@ -817,14 +1100,29 @@ fn probe_process_madvise() -> Probe {
             iov_len: map.len,
         };
         use std::os::fd::AsRawFd;
-        let r = unsafe { libc::syscall(libc::SYS_process_madvise, pidfd.as_raw_fd(), &iov as *const libc::iovec, 1usize, libc::MADV_COLD, 0u32) };
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_process_madvise,
+                pidfd.as_raw_fd(),
+                &iov as *const libc::iovec,
+                1usize,
+                libc::MADV_COLD,
+                0u32,
+            )
+        };
         if r < 0 {
             return Err(std::io::Error::last_os_error());
         }
         Ok(r as isize)
     };
     match run() {
-        Ok(n) => probe("process_madvise", Status::Ok, format!("pidfd_open + process_madvise(MADV_COLD) advised {n} bytes"), &[], ""),
+        Ok(n) => probe(
+            "process_madvise",
+            Status::Ok,
+            format!("pidfd_open + process_madvise(MADV_COLD) advised {n} bytes"),
+            &[],
+            "",
+        ),
         Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => probe(
             "process_madvise",
             Status::Missing,
@@ -858,10 +1156,20 @@ fn probe_userfaultfd() -> Probe {
     };
     let base = libc::O_CLOEXEC | libc::O_NONBLOCK;
     match open(base) {
-        Ok(_) => probe("userfaultfd", Status::Ok, format!("available (vm.unprivileged_userfaultfd = {unpriv})"), &[], ""),
-        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-            probe("userfaultfd", Status::Missing, "not compiled in (CONFIG_USERFAULTFD)", disables, "")
-        }
+        Ok(_) => probe(
+            "userfaultfd",
+            Status::Ok,
+            format!("available (vm.unprivileged_userfaultfd = {unpriv})"),
+            &[],
+            "",
+        ),
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => probe(
+            "userfaultfd",
+            Status::Missing,
+            "not compiled in (CONFIG_USERFAULTFD)",
+            disables,
+            "",
+        ),
         Err(e) => match open(base | 1 /* UFFD_USER_MODE_ONLY */) {
             Ok(_) => probe(
                 "userfaultfd",
@@ -870,7 +1178,13 @@ fn probe_userfaultfd() -> Probe {
                 &["faults taken in kernel mode"],
                 "run as root",
             ),
-            Err(_) => probe("userfaultfd", Status::Missing, format!("userfaultfd failed: {e}"), disables, "run as root"),
+            Err(_) => probe(
+                "userfaultfd",
+                Status::Missing,
+                format!("userfaultfd failed: {e}"),
+                disables,
+                "run as root",
+            ),
         },
     }
 }

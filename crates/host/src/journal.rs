@@ -110,7 +110,11 @@ impl fmt::Display for Undo {
             Undo::ResetZram { id } => write!(f, "reset zram{id}"),
             Undo::HotRemoveZram { id } => write!(f, "hot-remove zram{id}"),
             Undo::ZramHotAddPending => f.write_str("check for an unused hot-added zram device"),
-            Undo::RemoveCgroup { path, .. } => write!(f, "kill the tasks of cgroup {} and remove it", path.display()),
+            Undo::RemoveCgroup { path, .. } => write!(
+                f,
+                "kill the tasks of cgroup {} and remove it",
+                path.display()
+            ),
         }
     }
 }
@@ -120,7 +124,12 @@ impl Undo {
     /// is already undone (or vanished with a reboot) succeeds.
     pub fn apply(&self) -> Result<()> {
         match self {
-            Undo::RestoreKnob { name, path, format, value } => {
+            Undo::RestoreKnob {
+                name,
+                path,
+                format,
+                value,
+            } => {
                 if !Knob::is_restorable_path(path) {
                     return Err(Error::unsupported(
                         format!("refusing to restore {name}"),
@@ -246,7 +255,8 @@ pub struct JournalFile {
 impl JournalFile {
     /// True when the process that wrote the journal is still running.
     pub fn owner_alive(&self) -> bool {
-        self.boot_id == util::boot_id() && util::process_start_time(self.pid) == Some(self.start_time)
+        self.boot_id == util::boot_id()
+            && util::process_start_time(self.pid) == Some(self.start_time)
     }
 }
 
@@ -392,7 +402,11 @@ pub fn recover_in(state_dir: &Path) -> Result<RecoveryReport> {
     if !dir.exists() {
         return Ok(report);
     }
-    let _lock = FileLock::acquire(&state_dir.join("recover.lock"), Duration::from_secs(120), "recovering journals")?;
+    let _lock = FileLock::acquire(
+        &state_dir.join("recover.lock"),
+        Duration::from_secs(120),
+        "recovering journals",
+    )?;
     let mut entries: Vec<PathBuf> = fs::read_dir(&dir)
         .map_err(|e| Error::io("listing", &dir, e))?
         .flatten()
@@ -411,9 +425,11 @@ pub fn recover_in(state_dir: &Path) -> Result<RecoveryReport> {
             Err(e) => {
                 let bad = path.with_extension("json.corrupt");
                 let _ = fs::rename(&path, &bad);
-                report
-                    .corrupt
-                    .push(format!("{}: {e} (moved to {})", path.display(), bad.display()));
+                report.corrupt.push(format!(
+                    "{}: {e} (moved to {})",
+                    path.display(),
+                    bad.display()
+                ));
                 continue;
             }
         };
@@ -485,7 +501,8 @@ impl FileLock {
             None => Err(Error::Timeout {
                 what: format!("{what} (waiting for {})", path.display()),
                 waited_ms: wait.as_millis() as u64,
-                hint: "another swaplab session is changing system settings; wait for it to finish".into(),
+                hint: "another swaplab session is changing system settings; wait for it to finish"
+                    .into(),
             }),
         }
     }
@@ -536,11 +553,15 @@ impl Session {
     pub fn begin_with(opts: SessionOptions) -> Result<Session> {
         let state_dir = opts.state_dir.unwrap_or_else(state_dir);
         make_private_dir(&state_dir).map_err(|e| match e {
-            Error::Io { op, path, source, .. } if !util::is_root() => Error::Io {
+            Error::Io {
+                op, path, source, ..
+            } if !util::is_root() => Error::Io {
                 op,
                 path,
                 source,
-                hint: format!("needs root: run with sudo (or set {STATE_DIR_ENV} to a writable directory)"),
+                hint: format!(
+                    "needs root: run with sudo (or set {STATE_DIR_ENV} to a writable directory)"
+                ),
             },
             other => other,
         })?;
@@ -651,7 +672,8 @@ impl Session {
                         "pick another path= or leave it out",
                     ));
                 }
-                self.journal.record(Undo::DeleteSwapFile { path: path.clone() })?;
+                self.journal
+                    .record(Undo::DeleteSwapFile { path: path.clone() })?;
                 if let Err(e) = swap::create_swapfile(&path, *size) {
                     if !path.exists() {
                         let _ = self.journal.forget_last();
@@ -760,7 +782,9 @@ impl Session {
     /// Creates the experiment's memory cgroup (and PSI companion), with the
     /// limits in `opts`. The groups are killed and removed on restore.
     pub fn create_cgroup(&mut self, opts: &CgroupOptions) -> Result<MemoryGroup> {
-        let mounts = if opts.memory_fs.is_some() && (opts.psi_fs.is_some() || opts.psi_companion == Some(false)) {
+        let mounts = if opts.memory_fs.is_some()
+            && (opts.psi_fs.is_some() || opts.psi_companion == Some(false))
+        {
             CgroupMounts::default()
         } else {
             CgroupMounts::detect()?
@@ -785,7 +809,9 @@ impl Session {
                         ))
                     }
                     (Some(true), Some(fs)) => Some(fs),
-                    (_, Some(fs)) if mem_fs.version == CgroupVersion::V1 && fs.root.exists() => Some(fs),
+                    (_, Some(fs)) if mem_fs.version == CgroupVersion::V1 && fs.root.exists() => {
+                        Some(fs)
+                    }
                     _ => None,
                 }
             }
@@ -810,7 +836,12 @@ impl Session {
         Ok(MemoryGroup { memory, psi })
     }
 
-    fn make_group(&mut self, fs: &crate::cgroup::CgroupFs, name: &str, need_memory: bool) -> Result<Cgroup> {
+    fn make_group(
+        &mut self,
+        fs: &crate::cgroup::CgroupFs,
+        name: &str,
+        need_memory: bool,
+    ) -> Result<Cgroup> {
         self.journal.record(Undo::RemoveCgroup {
             path: fs.root.join(name),
             version: fs.version,
@@ -840,7 +871,11 @@ impl Session {
                 failed.push(u);
             }
             // Keep the file in step, so a crash mid-restore redoes only the rest.
-            self.journal.data.actions = remaining.iter().chain(failed.iter().rev()).cloned().collect();
+            self.journal.data.actions = remaining
+                .iter()
+                .chain(failed.iter().rev())
+                .cloned()
+                .collect();
             let _ = self.journal.save();
         }
         self.finished = true;

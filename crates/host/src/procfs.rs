@@ -138,7 +138,8 @@ impl Kswapd {
     /// Scans /proc for kernel threads named `kswapd*`.
     pub fn find() -> Result<Kswapd> {
         let mut threads = Vec::new();
-        let rd = std::fs::read_dir("/proc").map_err(|e| Error::io("listing", Path::new("/proc"), e))?;
+        let rd =
+            std::fs::read_dir("/proc").map_err(|e| Error::io("listing", Path::new("/proc"), e))?;
         for e in rd.flatten() {
             let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;

@@ -82,7 +82,8 @@ impl SignalGuard {
             let err = |e: std::io::Error| Error::sys("sigaction", format!("signal {sig}"), e);
             // Registered first, so it sees the flag as it was *before* this
             // delivery: exits only on the second signal.
-            let id = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, flag.clone()).map_err(err)?;
+            let id = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, flag.clone())
+                .map_err(err)?;
             guard.ids.push(id);
             let (flag, last, forward) = (flag.clone(), last.clone(), forward.clone());
             // SAFETY: the action only touches atomics and calls kill(2), all

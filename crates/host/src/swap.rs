@@ -76,13 +76,25 @@ const SPEC_FORMS: &str =
 fn parse_prio(input: &str, v: &str) -> Result<u16> {
     match v.parse::<u16>() {
         Ok(p) if p <= 32767 => Ok(p),
-        _ => Err(Error::parse("swap spec", input, format!("prio {v:?} must be a whole number 0..=32767"))),
+        _ => Err(Error::parse(
+            "swap spec",
+            input,
+            format!("prio {v:?} must be a whole number 0..=32767"),
+        )),
     }
 }
 
 fn check_word(input: &str, what: &str, v: &str) -> Result<()> {
-    if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
-        return Err(Error::parse("swap spec", input, format!("{what} {v:?} must be a name like lz4 or lzo-rle")));
+    if v.is_empty()
+        || !v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(Error::parse(
+            "swap spec",
+            input,
+            format!("{what} {v:?} must be a name like lz4 or lzo-rle"),
+        ));
     }
     Ok(())
 }
@@ -112,13 +124,17 @@ impl FromStr for SwapSpec {
                 }
             },
             "file" | "zram" => {
-                let rest = rest.ok_or_else(|| bad(format!("`{kind}` needs a size, e.g. {kind}:1G")))?;
+                let rest =
+                    rest.ok_or_else(|| bad(format!("`{kind}` needs a size, e.g. {kind}:1G")))?;
                 let mut parts = rest.split(',');
                 let size_text = parts.next().unwrap_or("");
                 let size = parse_size(size_text).map_err(|e| bad(e.to_string()))?;
                 let min = MIN_SWAP_PAGES * util::page_size();
                 if size < min {
-                    return Err(bad(format!("size must be at least {} ({MIN_SWAP_PAGES} pages)", format_size(min))));
+                    return Err(bad(format!(
+                        "size must be at least {} ({MIN_SWAP_PAGES} pages)",
+                        format_size(min)
+                    )));
                 }
                 let (mut path, mut prio, mut algo) = (None, None, None);
                 for kv in parts {
@@ -138,8 +154,14 @@ impl FromStr for SwapSpec {
                             algo = Some(v.to_string());
                         }
                         _ => {
-                            let known = if kind == "file" { "path, prio" } else { "algo, prio" };
-                            return Err(bad(format!("unknown or repeated option {k:?} for {kind} (known: {known})")));
+                            let known = if kind == "file" {
+                                "path, prio"
+                            } else {
+                                "algo, prio"
+                            };
+                            return Err(bad(format!(
+                                "unknown or repeated option {k:?} for {kind} (known: {known})"
+                            )));
                         }
                     }
                 }
@@ -179,7 +201,9 @@ impl fmt::Display for SwapSpec {
                 Ok(())
             }
             SwapSpec::Zswap { compressor: None } => f.write_str("zswap"),
-            SwapSpec::Zswap { compressor: Some(c) } => write!(f, "zswap:{c}"),
+            SwapSpec::Zswap {
+                compressor: Some(c),
+            } => write!(f, "zswap:{c}"),
             SwapSpec::Existing => f.write_str("existing"),
         }
     }
@@ -215,8 +239,9 @@ pub fn parse_swaps(text: &str) -> Result<Vec<SwapArea>> {
             return Err(Error::parse("/proc/swaps line", line, "expected 5 fields"));
         }
         let num = |s: &str| -> Result<i64> {
-            s.parse::<i64>()
-                .map_err(|_| Error::parse("/proc/swaps line", line, format!("{s:?} is not a number")))
+            s.parse::<i64>().map_err(|_| {
+                Error::parse("/proc/swaps line", line, format!("{s:?} is not a number"))
+            })
         };
         out.push(SwapArea {
             filename: PathBuf::from(unescape_octal(f[0])),
@@ -234,7 +259,10 @@ fn unescape_octal(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
-        if b[i] == b'\\' && i + 4 <= b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+        if b[i] == b'\\'
+            && i + 4 <= b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
             let v = (b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0');
             out.push(v);
             i += 4;
@@ -273,10 +301,18 @@ pub fn write_swap_header(f: &mut fs::File, size_bytes: u64) -> Result<()> {
     let ps = util::page_size();
     let pages = size_bytes / ps;
     if pages < MIN_SWAP_PAGES {
-        return Err(Error::parse("swap size", &size_bytes.to_string(), format!("needs at least {MIN_SWAP_PAGES} pages")));
+        return Err(Error::parse(
+            "swap size",
+            &size_bytes.to_string(),
+            format!("needs at least {MIN_SWAP_PAGES} pages"),
+        ));
     }
     let last_page = u32::try_from(pages - 1).map_err(|_| {
-        Error::parse("swap size", &format_size(size_bytes), "too large for one swap area (2^32 pages)")
+        Error::parse(
+            "swap size",
+            &format_size(size_bytes),
+            "too large for one swap area (2^32 pages)",
+        )
     })?;
     let mut page = vec![0u8; ps as usize];
     // struct swap_header.info: bootbits[1024], version, last_page, nr_badpages,
@@ -289,13 +325,16 @@ pub fn write_swap_header(f: &mut fs::File, size_bytes: u64) -> Result<()> {
     let m = ps as usize - SWAP_MAGIC.len();
     page[m..].copy_from_slice(SWAP_MAGIC);
     let path = fd_path(f);
-    f.seek(SeekFrom::Start(0)).map_err(|e| Error::io("seeking", &path, e))?;
-    f.write_all(&page).map_err(|e| Error::io("writing swap header to", &path, e))?;
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| Error::io("seeking", &path, e))?;
+    f.write_all(&page)
+        .map_err(|e| Error::io("writing swap header to", &path, e))?;
     f.sync_all().map_err(|e| Error::io("syncing", &path, e))
 }
 
 fn fd_path(f: &fs::File) -> PathBuf {
-    fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd())).unwrap_or_else(|_| PathBuf::from("<swap area>"))
+    fs::read_link(format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .unwrap_or_else(|_| PathBuf::from("<swap area>"))
 }
 
 fn uuid_bytes() -> [u8; 16] {
@@ -317,7 +356,9 @@ pub fn read_swap_header(path: &Path) -> Result<Option<SwapHeader>> {
     let mut buf = vec![0u8; 65536];
     let mut n = 0;
     while n < buf.len() {
-        let r = f.read(&mut buf[n..]).map_err(|e| Error::io("reading", path, e))?;
+        let r = f
+            .read(&mut buf[n..])
+            .map_err(|e| Error::io("reading", path, e))?;
         if r == 0 {
             break;
         }
@@ -358,7 +399,8 @@ pub fn create_swapfile(path: &Path, size_bytes: u64) -> Result<()> {
                     op: "creating swap file",
                     path: path.to_path_buf(),
                     source: e,
-                    hint: "swaplab never reuses an existing file: pick another path or remove it".into(),
+                    hint: "swaplab never reuses an existing file: pick another path or remove it"
+                        .into(),
                 }
             } else {
                 Error::io("creating swap file", path, e)
@@ -481,7 +523,10 @@ pub fn zram_devices() -> Vec<ZramDevice> {
     if let Ok(rd) = fs::read_dir("/sys/block") {
         for e in rd.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            let Some(id) = name.strip_prefix("zram").and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(id) = name
+                .strip_prefix("zram")
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             let k = crate::sysctl::Knob::zram_comp_algorithm(id);
@@ -528,7 +573,10 @@ pub fn zram_hot_add() -> Result<u32> {
 
 /// Removes a hot-added zram device.
 pub fn zram_hot_remove(id: u32) -> Result<()> {
-    util::write_str(Path::new("/sys/class/zram-control/hot_remove"), &id.to_string())
+    util::write_str(
+        Path::new("/sys/class/zram-control/hot_remove"),
+        &id.to_string(),
+    )
 }
 
 /// Resets a zram device (frees its memory; disksize back to 0).
@@ -542,14 +590,19 @@ pub fn zram_format(id: u32, size: u64) -> Result<PathBuf> {
     util::write_str(&zram_sysfs(id).join("disksize"), &size.to_string())?;
     let dev = zram_dev(id);
     // devtmpfs creates the node asynchronously after hot_add.
-    util::poll(Duration::from_secs(2), Duration::from_millis(10), || Ok(dev.exists().then_some(())))?
-        .ok_or_else(|| {
-            Error::unsupported(
-                format!("{} does not exist", dev.display()),
-                "no device node was created (no devtmpfs or udev?)",
-                format!("create it: mknod {} b $(tr : ' ' < /sys/block/zram{id}/dev)", dev.display()),
-            )
-        })?;
+    util::poll(Duration::from_secs(2), Duration::from_millis(10), || {
+        Ok(dev.exists().then_some(()))
+    })?
+    .ok_or_else(|| {
+        Error::unsupported(
+            format!("{} does not exist", dev.display()),
+            "no device node was created (no devtmpfs or udev?)",
+            format!(
+                "create it: mknod {} b $(tr : ' ' < /sys/block/zram{id}/dev)",
+                dev.display()
+            ),
+        )
+    })?;
     let mut f = fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -561,22 +614,28 @@ pub fn zram_format(id: u32, size: u64) -> Result<PathBuf> {
 
 /// Compressors the kernel's crypto API offers (candidates for zswap), from /proc/crypto.
 pub fn crypto_compressors() -> Vec<String> {
-    use ::procfs::FromBufRead;
-    let Ok(text) = fs::read_to_string("/proc/crypto") else {
-        return Vec::new();
-    };
-    let Ok(table) = ::procfs::CryptoTable::from_buf_read(text.as_bytes()) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = table
-        .crypto_blocks
-        .values()
-        .flatten()
-        // The type enum is not nameable through procfs's re-exports; its
-        // variant names are stable.
-        .filter(|b| matches!(format!("{:?}", b.crypto_type).as_str(), "Compression" | "Scomp" | "Acomp"))
-        .map(|b| b.name.clone())
-        .collect();
+    fs::read_to_string("/proc/crypto")
+        .map(|t| parse_crypto_compressors(&t))
+        .unwrap_or_default()
+}
+
+/// Names of the `compression`, `scomp` and `acomp` entries of /proc/crypto
+/// text. (Hand-parsed: the procfs crate does not know the `acomp` type.)
+pub fn parse_crypto_compressors(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for block in text.split("\n\n") {
+        let field = |key: &str| {
+            block.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().to_string())
+            })
+        };
+        if let (Some(name), Some(ty)) = (field("name"), field("type")) {
+            if matches!(ty.as_str(), "compression" | "scomp" | "acomp") {
+                names.push(name);
+            }
+        }
+    }
     names.sort();
     names.dedup();
     names
@@ -600,18 +659,41 @@ mod tests {
     #[test]
     fn spec_parsing() {
         let s: SwapSpec = "file:1G".parse().unwrap();
-        assert_eq!(s, SwapSpec::File { size: 1 << 30, path: None, prio: None });
+        assert_eq!(
+            s,
+            SwapSpec::File {
+                size: 1 << 30,
+                path: None,
+                prio: None
+            }
+        );
         let s: SwapSpec = "file:64M,path=/var/tmp/x.swap,prio=7".parse().unwrap();
         assert_eq!(
             s,
-            SwapSpec::File { size: 64 << 20, path: Some("/var/tmp/x.swap".into()), prio: Some(7) }
+            SwapSpec::File {
+                size: 64 << 20,
+                path: Some("/var/tmp/x.swap".into()),
+                prio: Some(7)
+            }
         );
         let s: SwapSpec = "zram:512M,algo=lz4".parse().unwrap();
-        assert_eq!(s, SwapSpec::Zram { size: 512 << 20, algo: Some("lz4".into()), prio: None });
-        assert_eq!("zswap".parse::<SwapSpec>().unwrap(), SwapSpec::Zswap { compressor: None });
+        assert_eq!(
+            s,
+            SwapSpec::Zram {
+                size: 512 << 20,
+                algo: Some("lz4".into()),
+                prio: None
+            }
+        );
+        assert_eq!(
+            "zswap".parse::<SwapSpec>().unwrap(),
+            SwapSpec::Zswap { compressor: None }
+        );
         assert_eq!(
             "zswap:lzo-rle".parse::<SwapSpec>().unwrap(),
-            SwapSpec::Zswap { compressor: Some("lzo-rle".into()) }
+            SwapSpec::Zswap {
+                compressor: Some("lzo-rle".into())
+            }
         );
         assert_eq!("existing".parse::<SwapSpec>().unwrap(), SwapSpec::Existing);
         for (bad, needle) in [
@@ -639,7 +721,14 @@ mod tests {
 
     #[test]
     fn spec_display_round_trips() {
-        for s in ["file:1G", "file:64M,path=/a b/c,prio=3", "zram:1536K,algo=lz4,prio=100", "zswap", "zswap:lzo", "existing"] {
+        for s in [
+            "file:1G",
+            "file:64M,path=/a b/c,prio=3",
+            "zram:1536K,algo=lz4,prio=100",
+            "zswap",
+            "zswap:lzo",
+            "existing",
+        ] {
             let spec: SwapSpec = s.parse().unwrap();
             assert_eq!(spec.to_string(), s);
             assert_eq!(spec.to_string().parse::<SwapSpec>().unwrap(), spec);
@@ -660,7 +749,9 @@ mod tests {
         assert_eq!(v[1].used_bytes, 1024 * 1024);
         assert_eq!(v[1].priority, -2);
         assert!(parse_swaps("Filename\nbroken line\n").is_err());
-        assert!(parse_swaps("Filename Type Size Used Priority\n").unwrap().is_empty());
+        assert!(parse_swaps("Filename Type Size Used Priority\n")
+            .unwrap()
+            .is_empty());
         // The real file parses and has the same number of areas as lines.
         let real = fs::read_to_string("/proc/swaps").unwrap();
         assert_eq!(read_swaps().unwrap().len(), real.lines().count() - 1);
@@ -671,12 +762,26 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let ours = dir.path().join("ours");
         let size = 4u64 << 20;
-        let mut f = fs::OpenOptions::new().create(true).truncate(true).read(true).write(true).open(&ours).unwrap();
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&ours)
+            .unwrap();
         f.set_len(size).unwrap();
         write_swap_header(&mut f, size).unwrap();
         let h = read_swap_header(&ours).unwrap().unwrap();
         let ps = util::page_size();
-        assert_eq!(h, SwapHeader { version: 1, last_page: (size / ps - 1) as u32, nr_badpages: 0, page_size: ps });
+        assert_eq!(
+            h,
+            SwapHeader {
+                version: 1,
+                last_page: (size / ps - 1) as u32,
+                nr_badpages: 0,
+                page_size: ps
+            }
+        );
         // Independent answer: util-linux mkswap on a file of the same size.
         let theirs = dir.path().join("theirs");
         fs::File::create(&theirs).unwrap().set_len(size).unwrap();
@@ -703,13 +808,44 @@ mod tests {
         use std::os::unix::fs::MetadataExt;
         assert_eq!(md.mode() & 0o777, 0o600);
         assert_eq!(md.len(), 8 << 20, "size is rounded down to whole pages");
-        assert!(md.blocks() * 512 >= md.len(), "file has holes: {} blocks", md.blocks());
+        assert!(
+            md.blocks() * 512 >= md.len(),
+            "file has holes: {} blocks",
+            md.blocks()
+        );
         assert!(read_swap_header(&p).unwrap().is_some());
         let e = create_swapfile(&p, 8 << 20).unwrap_err().to_string();
         assert!(e.contains("never reuses"), "{e}");
         if Path::new("/dev/shm").exists() {
-            let e = create_swapfile(Path::new("/dev/shm/swaplab-test.swap"), 8 << 20).unwrap_err().to_string();
+            let e = create_swapfile(Path::new("/dev/shm/swaplab-test.swap"), 8 << 20)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("tmpfs"), "{e}");
+        }
+    }
+
+    #[test]
+    fn crypto_compressor_parsing() {
+        let t = "name         : lzo-rle\ndriver       : lzo-rle-scomp\ntype         : scomp\n\n\
+                 name         : crc32c\ntype         : shash\nblocksize    : 1\n\n\
+                 name         : deflate\ntype         : acomp\n\n\
+                 name         : lzo\ntype         : compression\n\n\
+                 name         : lzo\ntype         : scomp\n";
+        assert_eq!(
+            parse_crypto_compressors(t),
+            vec!["deflate", "lzo", "lzo-rle"]
+        );
+        // Every type line of the real file is seen (no block swallowed).
+        if let Ok(real) = fs::read_to_string("/proc/crypto") {
+            let n = real
+                .lines()
+                .filter(|l| {
+                    l.split_once(':').is_some_and(|(k, v)| {
+                        k.trim() == "type" && matches!(v.trim(), "compression" | "scomp" | "acomp")
+                    })
+                })
+                .count();
+            assert!(crypto_compressors().len() <= n && (n == 0) == crypto_compressors().is_empty());
         }
     }
 

@@ -84,9 +84,10 @@ impl Knob {
     /// Any zswap module parameter (`max_pool_percent`, `shrinker_enabled`, …).
     pub fn zswap_param(param: &str) -> Knob {
         let format = match param {
-            "enabled" | "shrinker_enabled" | "same_filled_pages_enabled" | "non_same_filled_pages_enabled" => {
-                Format::YesNo
-            }
+            "enabled"
+            | "shrinker_enabled"
+            | "same_filled_pages_enabled"
+            | "non_same_filled_pages_enabled" => Format::YesNo,
             _ => Format::Plain,
         };
         Knob {
@@ -161,8 +162,13 @@ impl Knob {
             ));
         }
         let raw = util::read_string(&self.path)?;
-        parse_value(self.format, &raw)
-            .map_err(|reason| Error::parse("knob value", raw.trim(), format!("{reason} (in {})", self.path.display())))
+        parse_value(self.format, &raw).map_err(|reason| {
+            Error::parse(
+                "knob value",
+                raw.trim(),
+                format!("{reason} (in {})", self.path.display()),
+            )
+        })
     }
 
     /// For a [`Format::Bracketed`] knob, the choices the kernel offers.
@@ -179,7 +185,11 @@ impl Knob {
     pub fn write(&self, value: &str) -> Result<()> {
         let value = value.trim();
         if value.is_empty() || value.contains('\n') {
-            return Err(Error::parse("knob value", value, "must be one non-empty word"));
+            return Err(Error::parse(
+                "knob value",
+                value,
+                "must be one non-empty word",
+            ));
         }
         if self.format == Format::Bracketed {
             if let Ok(choices) = self.choices() {
@@ -305,7 +315,9 @@ impl KnobSnapshot {
             zswap_enabled: Knob::zswap_enabled().read().ok(),
             zswap_compressor: Knob::zswap_compressor().read().ok(),
             zswap_max_pool_percent: Knob::zswap_param("max_pool_percent").read().ok(),
-            overcommit_memory: Knob::sysctl("vm.overcommit_memory").ok().and_then(|k| k.read().ok()),
+            overcommit_memory: Knob::sysctl("vm.overcommit_memory")
+                .ok()
+                .and_then(|k| k.read().ok()),
         }
     }
 }
@@ -316,8 +328,14 @@ mod tests {
 
     #[test]
     fn bracket_and_yes_no_parsing() {
-        assert_eq!(parse_value(Format::Bracketed, "always [madvise] never\n").unwrap(), "madvise");
-        assert_eq!(parse_value(Format::Bracketed, "[lzo-rle] lzo lz4 ").unwrap(), "lzo-rle");
+        assert_eq!(
+            parse_value(Format::Bracketed, "always [madvise] never\n").unwrap(),
+            "madvise"
+        );
+        assert_eq!(
+            parse_value(Format::Bracketed, "[lzo-rle] lzo lz4 ").unwrap(),
+            "lzo-rle"
+        );
         assert!(parse_value(Format::Bracketed, "always madvise never").is_err());
         assert!(parse_value(Format::Bracketed, "[] x").is_err());
         assert_eq!(parse_value(Format::YesNo, "N\n").unwrap(), "N");
@@ -328,19 +346,40 @@ mod tests {
 
     #[test]
     fn names_map_to_files() {
-        assert_eq!(Knob::swappiness().path, PathBuf::from("/proc/sys/vm/swappiness"));
-        assert_eq!(Knob::page_cluster().path, PathBuf::from("/proc/sys/vm/page-cluster"));
+        assert_eq!(
+            Knob::swappiness().path,
+            PathBuf::from("/proc/sys/vm/swappiness")
+        );
+        assert_eq!(
+            Knob::page_cluster().path,
+            PathBuf::from("/proc/sys/vm/page-cluster")
+        );
         let k: Knob = "vm.overcommit_memory".parse().unwrap();
         assert_eq!(k.path, PathBuf::from("/proc/sys/vm/overcommit_memory"));
         let k: Knob = "zswap.compressor".parse().unwrap();
-        assert_eq!(k.path, PathBuf::from("/sys/module/zswap/parameters/compressor"));
+        assert_eq!(
+            k.path,
+            PathBuf::from("/sys/module/zswap/parameters/compressor")
+        );
         assert_eq!("thp".parse::<Knob>().unwrap(), Knob::thp_enabled());
-        for bad in ["", "vm", "vm..x", "vm./etc/passwd", "fs.x/../y", "zswap.a/b", "net.ipv4.x"] {
+        for bad in [
+            "",
+            "vm",
+            "vm..x",
+            "vm./etc/passwd",
+            "fs.x/../y",
+            "zswap.a/b",
+            "net.ipv4.x",
+        ] {
             assert!(bad.parse::<Knob>().is_err(), "{bad} accepted");
         }
-        assert!(Knob::is_restorable_path(Path::new("/proc/sys/vm/swappiness")));
+        assert!(Knob::is_restorable_path(Path::new(
+            "/proc/sys/vm/swappiness"
+        )));
         assert!(!Knob::is_restorable_path(Path::new("/etc/passwd")));
-        assert!(!Knob::is_restorable_path(Path::new("/proc/sys/vm/../../../etc/passwd")));
+        assert!(!Knob::is_restorable_path(Path::new(
+            "/proc/sys/vm/../../../etc/passwd"
+        )));
     }
 
     #[test]

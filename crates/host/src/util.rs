@@ -175,7 +175,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             .truncate(true)
             .open(&tmp)
             .map_err(|e| Error::io("creating", &tmp, e))?;
-        f.write_all(bytes).map_err(|e| Error::io("writing", &tmp, e))?;
+        f.write_all(bytes)
+            .map_err(|e| Error::io("writing", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
     }
     fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
@@ -213,10 +214,14 @@ mod tests {
     #[test]
     fn starttime_field_matches_proc() {
         // A hand-written stat line whose comm holds spaces and a ')'.
-        let line = "123 (a b) c) S 1 123 123 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
+        let line =
+            "123 (a b) c) S 1 123 123 0 -1 4194560 100 0 0 0 5 6 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(parse_stat_starttime(line), Some(987654));
         // Our own start time from procfs (an independent parser) agrees.
-        let me = ::procfs::process::Process::myself().unwrap().stat().unwrap();
+        let me = ::procfs::process::Process::myself()
+            .unwrap()
+            .stat()
+            .unwrap();
         assert_eq!(process_start_time(std::process::id()), Some(me.starttime));
         assert_eq!(process_start_time(u32::MAX - 7), None);
     }

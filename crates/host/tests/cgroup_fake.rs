@@ -5,7 +5,9 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use swaplab_host::cgroup::{Cgroup, CgroupFs, CgroupOptions, CgroupVersion, MemoryGroup, MemoryLimits};
+use swaplab_host::cgroup::{
+    Cgroup, CgroupFs, CgroupOptions, CgroupVersion, MemoryGroup, MemoryLimits,
+};
 use swaplab_host::journal::{Session, SessionOptions, Undo};
 
 fn fake_v2_root(dir: &Path, controllers: &str, subtree: &str) -> CgroupFs {
@@ -33,7 +35,10 @@ fn populate_v2_group(g: &Cgroup, with_swap: bool) {
         "anon 1048576\nfile 262144\npgfault 1234\npgmajfault 56\nworkingset_refault_anon 7\n\
          zswpin 3\nzswpout 9\npswpin 11\npswpout 13\nthp_fault_alloc 0\n",
     );
-    w("memory.events", "low 0\nhigh 0\nmax 42\noom 2\noom_kill 1\noom_group_kill 0\n");
+    w(
+        "memory.events",
+        "low 0\nhigh 0\nmax 42\noom 2\noom_kill 1\noom_group_kill 0\n",
+    );
     w(
         "memory.pressure",
         "some avg10=12.50 avg60=3.25 avg300=0.75 total=987654\nfull avg10=1.00 avg60=0.50 avg300=0.10 total=4321\n",
@@ -46,19 +51,36 @@ fn v2_create_limits_stats_pressure() {
     let fs_ = fake_v2_root(dir.path(), "cpuset cpu io memory pids\n", "memory pids\n");
     assert!(fs_.children_have_memory());
     let name = fs_.unique_name();
-    assert!(name.starts_with(&format!("swaplab-{}-", std::process::id())), "{name}");
+    assert!(
+        name.starts_with(&format!("swaplab-{}-", std::process::id())),
+        "{name}"
+    );
     let g = fs_.create(&name, true).unwrap();
     assert!(dir.path().join(&name).is_dir());
     populate_v2_group(&g, true);
 
     // Limits: the exact strings the kernel expects.
-    g.set_limits(&MemoryLimits { memory: Some(256 << 20), swap: Some(0) }).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.max")).unwrap(), "268435456");
+    g.set_limits(&MemoryLimits {
+        memory: Some(256 << 20),
+        swap: Some(0),
+    })
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.max")).unwrap(),
+        "268435456"
+    );
     assert_eq!(fs::read_to_string(g.file("memory.swap.max")).unwrap(), "0");
     assert_eq!(g.memory_limit(), Some(256 << 20));
-    g.set_limits(&MemoryLimits { memory: None, swap: None }).unwrap();
+    g.set_limits(&MemoryLimits {
+        memory: None,
+        swap: None,
+    })
+    .unwrap();
     assert_eq!(fs::read_to_string(g.file("memory.max")).unwrap(), "max");
-    assert_eq!(fs::read_to_string(g.file("memory.swap.max")).unwrap(), "max");
+    assert_eq!(
+        fs::read_to_string(g.file("memory.swap.max")).unwrap(),
+        "max"
+    );
     assert_eq!(g.memory_limit(), None);
 
     // Stats: every field from the hand-written files.
@@ -72,7 +94,10 @@ fn v2_create_limits_stats_pressure() {
     assert_eq!((s.pswpin, s.pswpout), (Some(11), Some(13)));
     assert_eq!((s.zswpin, s.zswpout), (Some(3), Some(9)));
     assert_eq!(s.workingset_refault_anon, Some(7));
-    assert_eq!((s.oom, s.oom_kill, s.limit_hits), (Some(2), Some(1), Some(42)));
+    assert_eq!(
+        (s.oom, s.oom_kill, s.limit_hits),
+        (Some(2), Some(1), Some(42))
+    );
     assert_eq!(s.stat.get("anon"), Some(&1048576));
     assert_eq!(s.events.get("oom_group_kill"), Some(&0));
 
@@ -95,7 +120,10 @@ fn v2_create_limits_stats_pressure() {
     // Proactive reclaim.
     fs::write(g.file("memory.reclaim"), "").unwrap();
     g.reclaim(1 << 20).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.reclaim")).unwrap(), "1048576");
+    assert_eq!(
+        fs::read_to_string(g.file("memory.reclaim")).unwrap(),
+        "1048576"
+    );
 
     // v2 has no per-group swappiness: a clear error.
     let e = g.set_swappiness(10).unwrap_err().to_string();
@@ -110,9 +138,22 @@ fn v2_without_swap_accounting_says_so() {
     let g = fs_.create("swaplab-noswap", true).unwrap();
     populate_v2_group(&g, false);
     // A memory limit alone works.
-    g.set_limits(&MemoryLimits { memory: Some(1 << 30), swap: None }).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.max")).unwrap(), "1073741824");
-    let e = g.set_limits(&MemoryLimits { memory: Some(1 << 30), swap: Some(0) }).unwrap_err().to_string();
+    g.set_limits(&MemoryLimits {
+        memory: Some(1 << 30),
+        swap: None,
+    })
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.max")).unwrap(),
+        "1073741824"
+    );
+    let e = g
+        .set_limits(&MemoryLimits {
+            memory: Some(1 << 30),
+            swap: Some(0),
+        })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("this kernel has no memory.swap.max"), "{e}");
     let s = g.stats().unwrap();
     assert_eq!(s.swap_bytes, None);
@@ -120,7 +161,10 @@ fn v2_without_swap_accounting_says_so() {
     let bare = fs_.create("swaplab-bare", false).unwrap();
     let e = bare.stats().unwrap_err().to_string();
     assert!(e.contains("no memory.stat"), "{e}");
-    let e = bare.set_limits(&MemoryLimits::default()).unwrap_err().to_string();
+    let e = bare
+        .set_limits(&MemoryLimits::default())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("memory.max"), "{e}");
     assert_eq!(bare.pressure().unwrap(), None);
 }
@@ -131,7 +175,10 @@ fn v2_memory_controller_must_reach_children() {
     let fs_ = fake_v2_root(dir.path(), "cpu io memory\n", "cpu\n");
     let e = fs_.create("swaplab-x", true).unwrap_err().to_string();
     assert!(e.contains("echo +memory >"), "{e}");
-    assert!(!dir.path().join("swaplab-x").exists(), "nothing may be created on failure");
+    assert!(
+        !dir.path().join("swaplab-x").exists(),
+        "nothing may be created on failure"
+    );
     let fs2 = fake_v2_root(dir.path(), "cpu io\n", "\n");
     let e = fs2.create("swaplab-x", true).unwrap_err().to_string();
     assert!(e.contains("has no memory controller"), "{e}");
@@ -156,28 +203,73 @@ fn v1_limits_keep_memsw_above_limit_on_a_fake_tree() {
     w("memory.usage_in_bytes", "4096\n");
     w("memory.max_usage_in_bytes", "8192\n");
     w("memory.failcnt", "5\n");
-    w("memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n");
-    w("memory.stat", "cache 0\nrss 4096\nswap 12288\npgfault 77\npgmajfault 8\ntotal_swap 12288\n");
+    w(
+        "memory.oom_control",
+        "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n",
+    );
+    w(
+        "memory.stat",
+        "cache 0\nrss 4096\nswap 12288\npgfault 77\npgmajfault 8\ntotal_swap 12288\n",
+    );
     w("memory.swappiness", "60\n");
     assert_eq!(g.memory_limit(), None, "PAGE_COUNTER_MAX means unlimited");
-    g.set_limits(&MemoryLimits { memory: Some(64 << 20), swap: Some(32 << 20) }).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.limit_in_bytes")).unwrap(), (64u64 << 20).to_string());
-    assert_eq!(fs::read_to_string(g.file("memory.memsw.limit_in_bytes")).unwrap(), (96u64 << 20).to_string());
-    g.set_limits(&MemoryLimits { memory: Some(64 << 20), swap: None }).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.memsw.limit_in_bytes")).unwrap(), "-1");
-    let e = g.set_limits(&MemoryLimits { memory: None, swap: Some(0) }).unwrap_err().to_string();
+    g.set_limits(&MemoryLimits {
+        memory: Some(64 << 20),
+        swap: Some(32 << 20),
+    })
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.limit_in_bytes")).unwrap(),
+        (64u64 << 20).to_string()
+    );
+    assert_eq!(
+        fs::read_to_string(g.file("memory.memsw.limit_in_bytes")).unwrap(),
+        (96u64 << 20).to_string()
+    );
+    g.set_limits(&MemoryLimits {
+        memory: Some(64 << 20),
+        swap: None,
+    })
+    .unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.memsw.limit_in_bytes")).unwrap(),
+        "-1"
+    );
+    let e = g
+        .set_limits(&MemoryLimits {
+            memory: None,
+            swap: Some(0),
+        })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("without a memory limit"), "{e}");
     g.set_swappiness(0).unwrap();
-    assert_eq!(fs::read_to_string(g.file("memory.swappiness")).unwrap(), "0");
+    assert_eq!(
+        fs::read_to_string(g.file("memory.swappiness")).unwrap(),
+        "0"
+    );
     let s = g.stats().unwrap();
-    assert_eq!((s.usage_bytes, s.peak_bytes, s.swap_bytes), (Some(4096), Some(8192), Some(12288)));
+    assert_eq!(
+        (s.usage_bytes, s.peak_bytes, s.swap_bytes),
+        (Some(4096), Some(8192), Some(12288))
+    );
     assert_eq!((s.oom_kill, s.limit_hits, s.oom), (Some(3), Some(5), None));
     let e = g.reclaim(1).unwrap_err().to_string();
     assert!(e.contains("no memory.reclaim"), "{e}");
     // No memsw file (swap accounting off): memory limit works, swap limit explains.
     fs::remove_file(g.file("memory.memsw.limit_in_bytes")).unwrap();
-    g.set_limits(&MemoryLimits { memory: Some(32 << 20), swap: None }).unwrap();
-    let e = g.set_limits(&MemoryLimits { memory: Some(32 << 20), swap: Some(0) }).unwrap_err().to_string();
+    g.set_limits(&MemoryLimits {
+        memory: Some(32 << 20),
+        swap: None,
+    })
+    .unwrap();
+    let e = g
+        .set_limits(&MemoryLimits {
+            memory: Some(32 << 20),
+            swap: Some(0),
+        })
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("swapaccount=1"), "{e}");
 }
 
@@ -196,7 +288,10 @@ fn memory_group_prefers_own_pressure_then_companion() {
         "some avg10=0.00 avg60=0.00 avg300=0.00 total=55\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=44\n",
     )
     .unwrap();
-    let g = MemoryGroup { memory: mem, psi: Some(psi) };
+    let g = MemoryGroup {
+        memory: mem,
+        psi: Some(psi),
+    };
     assert_eq!(g.pressure().unwrap().unwrap().some.total_us, 55);
     for c in g.groups() {
         fs::write(c.file("cgroup.procs"), "").unwrap();
@@ -227,17 +322,30 @@ fn session_journals_fake_groups_and_removes_them() {
         })
         .unwrap();
     assert!(g.memory.exists() && g.psi.is_none());
-    let journal: serde_json::Value = serde_json::from_str(&fs::read_to_string(s.journal_path()).unwrap()).unwrap();
+    let journal: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(s.journal_path()).unwrap()).unwrap();
     assert_eq!(journal["actions"][0]["undo"], "remove_cgroup");
-    assert_eq!(journal["actions"][0]["path"], g.memory.path.to_str().unwrap());
-    assert_eq!(s.actions(), &[Undo::RemoveCgroup { path: g.memory.path.clone(), version: CgroupVersion::V2 }]);
+    assert_eq!(
+        journal["actions"][0]["path"],
+        g.memory.path.to_str().unwrap()
+    );
+    assert_eq!(
+        s.actions(),
+        &[Undo::RemoveCgroup {
+            path: g.memory.path.clone(),
+            version: CgroupVersion::V2
+        }]
+    );
     // Limits on a group without memory.max fail, but the group is still
     // journaled and removed by restore.
     let e = s
         .create_cgroup(&CgroupOptions {
             memory_fs: Some(fs_.clone()),
             psi_companion: Some(false),
-            limits: MemoryLimits { memory: Some(1 << 20), swap: None },
+            limits: MemoryLimits {
+                memory: Some(1 << 20),
+                swap: None,
+            },
             ..Default::default()
         })
         .unwrap_err()
@@ -245,6 +353,10 @@ fn session_journals_fake_groups_and_removes_them() {
     assert!(e.contains("memory.max"), "{e}");
     assert_eq!(fs_.list_swaplab().len(), 2);
     s.restore().unwrap();
-    assert!(fs_.list_swaplab().is_empty(), "groups left: {:?}", fs_.list_swaplab());
+    assert!(
+        fs_.list_swaplab().is_empty(),
+        "groups left: {:?}",
+        fs_.list_swaplab()
+    );
     assert!(!s.journal_path().exists());
 }

@@ -12,7 +12,9 @@ fn cap_eff() -> u64 {
 }
 
 fn status(r: &DoctorReport, name: &str) -> Status {
-    r.get(name).unwrap_or_else(|| panic!("no probe {name}")).status
+    r.get(name)
+        .unwrap_or_else(|| panic!("no probe {name}"))
+        .status
 }
 
 #[test]
@@ -26,10 +28,23 @@ fn report_matches_the_machine() {
     assert_eq!(names.len(), n, "probe names must be unique");
     // Every need has a probe.
     for need in [
-        Need::Root, Need::MemoryCgroup, Need::SwapLimit, Need::MemoryPeak, Need::CgroupReclaim,
-        Need::SystemPsi, Need::CgroupPsi, Need::SwapActive, Need::Zram, Need::Zswap,
-        Need::FaultTracepoint, Need::PerfPageFaults, Need::PerfSampleAddr, Need::Pagemap,
-        Need::Kpageflags, Need::ProcessMadvise, Need::Userfaultfd,
+        Need::Root,
+        Need::MemoryCgroup,
+        Need::SwapLimit,
+        Need::MemoryPeak,
+        Need::CgroupReclaim,
+        Need::SystemPsi,
+        Need::CgroupPsi,
+        Need::SwapActive,
+        Need::Zram,
+        Need::Zswap,
+        Need::FaultTracepoint,
+        Need::PerfPageFaults,
+        Need::PerfSampleAddr,
+        Need::Pagemap,
+        Need::Kpageflags,
+        Need::ProcessMadvise,
+        Need::Userfaultfd,
     ] {
         assert!(r.get(need.probe_name()).is_some(), "{need:?}");
     }
@@ -46,12 +61,23 @@ fn report_matches_the_machine() {
 
     // memory cgroup: the v1 mount or a v2 root offering memory.
     let v1 = Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists();
-    let v2 = ["/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"]
-        .iter()
-        .any(|f| fs::read_to_string(f).map(|s| s.split_whitespace().any(|c| c == "memory")).unwrap_or(false));
+    let v2 = [
+        "/sys/fs/cgroup/cgroup.controllers",
+        "/sys/fs/cgroup/unified/cgroup.controllers",
+    ]
+    .iter()
+    .any(|f| {
+        fs::read_to_string(f)
+            .map(|s| s.split_whitespace().any(|c| c == "memory"))
+            .unwrap_or(false)
+    });
     assert_eq!(status(&r, "cgroup.memory") == Status::Ok, v1 || v2);
     if v1 && !v2 {
-        assert!(r.get("cgroup.memory").unwrap().detail.starts_with("v1 at /sys/fs/cgroup/memory"));
+        assert!(r
+            .get("cgroup.memory")
+            .unwrap()
+            .detail
+            .starts_with("v1 at /sys/fs/cgroup/memory"));
         assert_eq!(
             status(&r, "cgroup.swap_limit") == Status::Ok,
             Path::new("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists()
@@ -64,30 +90,57 @@ fn report_matches_the_machine() {
     assert_eq!(status(&r, "swap.areas") == Status::Ok, swaps);
     // zram: the algorithms the device lists.
     if let Ok(algos) = fs::read_to_string("/sys/block/zram0/comp_algorithm") {
-        let want: Vec<String> = algos.split_whitespace().map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string()).collect();
+        let want: Vec<String> = algos
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string())
+            .collect();
         let d = &r.get("zram").unwrap().detail;
-        assert!(d.ends_with(&format!("algorithms: {}", want.join(" "))), "{d}");
+        assert!(
+            d.ends_with(&format!("algorithms: {}", want.join(" "))),
+            "{d}"
+        );
     }
     // zswap: its compressor appears.
     if let Ok(c) = fs::read_to_string("/sys/module/zswap/parameters/compressor") {
-        assert!(r.get("zswap").unwrap().detail.contains(&format!("compressor {}", c.trim())));
+        assert!(r
+            .get("zswap")
+            .unwrap()
+            .detail
+            .contains(&format!("compressor {}", c.trim())));
     }
     // tracepoints: present iff their format files exist.
     for (name, ev) in [
         ("trace.page_fault_user", "exceptions/page_fault_user"),
-        ("trace.mm_vmscan_write_folio", "vmscan/mm_vmscan_write_folio"),
+        (
+            "trace.mm_vmscan_write_folio",
+            "vmscan/mm_vmscan_write_folio",
+        ),
         ("trace.rss_stat", "kmem/rss_stat"),
     ] {
-        let present = Path::new("/sys/kernel/tracing/events").join(ev).join("format").exists()
-            || Path::new("/sys/kernel/debug/tracing/events").join(ev).join("format").exists();
+        let present = Path::new("/sys/kernel/tracing/events")
+            .join(ev)
+            .join("format")
+            .exists()
+            || Path::new("/sys/kernel/debug/tracing/events")
+                .join(ev)
+                .join("format")
+                .exists();
         assert_eq!(status(&r, name) == Status::Ok, present, "{name}");
     }
     // THP: the bracketed word.
     if let Ok(t) = fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled") {
         let w = t.split_whitespace().find(|w| w.starts_with('[')).unwrap();
-        assert_eq!(r.get("thp").unwrap().detail, w.trim_matches(|c| c == '[' || c == ']'));
+        assert_eq!(
+            r.get("thp").unwrap().detail,
+            w.trim_matches(|c| c == '[' || c == ']')
+        );
     }
-    assert_eq!(r.get("vm.swappiness").unwrap().detail, fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim());
+    assert_eq!(
+        r.get("vm.swappiness").unwrap().detail,
+        fs::read_to_string("/proc/sys/vm/swappiness")
+            .unwrap()
+            .trim()
+    );
     if root {
         assert_eq!(status(&r, "pagemap"), Status::Ok);
         assert_eq!(status(&r, "kpageflags"), Status::Ok);
@@ -101,7 +154,10 @@ fn report_matches_the_machine() {
 #[test]
 fn perf_counts_exactly_the_pages_touched() {
     match perf_count_page_faults(256) {
-        Ok(n) => assert!((256..=300).contains(&n), "touched 256 fresh pages, perf counted {n}"),
+        Ok(n) => assert!(
+            (256..=300).contains(&n),
+            "touched 256 fresh pages, perf counted {n}"
+        ),
         Err(e) => {
             let r = Doctor::probe();
             assert_eq!(status(&r, "perf.page_faults"), Status::Missing);
@@ -132,8 +188,14 @@ fn require_fails_with_the_doctors_words() {
         ],
     };
     assert!(fake.check(&[Need::Pagemap]).is_ok(), "partial is usable");
-    let e = fake.check(&[Need::CgroupReclaim, Need::Pagemap, Need::Zram]).unwrap_err().to_string();
-    assert!(e.contains("cgroup.reclaim: cgroup v1 has no memory.reclaim — needs cgroup v2"), "{e}");
+    let e = fake
+        .check(&[Need::CgroupReclaim, Need::Pagemap, Need::Zram])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("cgroup.reclaim: cgroup v1 has no memory.reclaim — needs cgroup v2"),
+        "{e}"
+    );
     assert!(e.contains("zram: not probed"), "{e}");
     assert!(!e.contains("pagemap"), "{e}");
 
@@ -141,13 +203,20 @@ fn require_fails_with_the_doctors_words() {
     let r = Doctor::probe();
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    assert_eq!(Doctor::require(&[Need::Root]).is_ok(), root && cap_eff() & (1 << 21) != 0);
+    assert_eq!(
+        Doctor::require(&[Need::Root]).is_ok(),
+        root && cap_eff() & (1 << 21) != 0
+    );
     let reclaim_ok = r.get("cgroup.reclaim").unwrap().status != Status::Missing;
     match Doctor::require(&[Need::CgroupReclaim]) {
         Ok(_) => assert!(reclaim_ok),
         Err(e) => {
             assert!(!reclaim_ok);
-            assert!(e.to_string().contains(&r.get("cgroup.reclaim").unwrap().detail), "{e}");
+            assert!(
+                e.to_string()
+                    .contains(&r.get("cgroup.reclaim").unwrap().detail),
+                "{e}"
+            );
         }
     }
 }

@@ -5,7 +5,9 @@ mod common;
 use std::fs;
 use std::path::Path;
 
-use swaplab_host::procfs::{memory_pressure, proc_mem, wait_with_rusage, Environment, Kswapd, VmStat};
+use swaplab_host::procfs::{
+    memory_pressure, proc_mem, wait_with_rusage, Environment, Kswapd, VmStat,
+};
 
 fn touch(bytes: usize) -> Vec<u8> {
     let mut v = vec![0u8; bytes];
@@ -36,7 +38,11 @@ fn vmstat_delta_counts_our_faults() {
     let b = VmStat::read().unwrap();
     drop(v);
     let d = b.delta_since(&a);
-    assert!(d.pgfault >= 16384, "touched 16384 pages, pgfault delta {}", d.pgfault);
+    assert!(
+        d.pgfault >= 16384,
+        "touched 16384 pages, pgfault delta {}",
+        d.pgfault
+    );
     assert_eq!(d.pgfault, b.get("pgfault") - a.get("pgfault"));
     assert_eq!(d.fields["pgfault"], d.pgfault);
     assert!(d.pswpin >= 0 && d.pgmajfault >= 0);
@@ -49,9 +55,15 @@ fn proc_mem_follows_rss() {
     let v = touch(64 << 20);
     let after = proc_mem(me).unwrap();
     let raw_rss = raw_status_kb("VmRSS:") * 1024;
-    assert!(after.rss_bytes >= before.rss_bytes + (60 << 20), "{before:?} → {after:?}");
+    assert!(
+        after.rss_bytes >= before.rss_bytes + (60 << 20),
+        "{before:?} → {after:?}"
+    );
     // Same file read twice: within a few MiB of each other.
-    assert!(after.rss_bytes.abs_diff(raw_rss) < 8 << 20, "{after:?} vs raw {raw_rss}");
+    assert!(
+        after.rss_bytes.abs_diff(raw_rss) < 8 << 20,
+        "{after:?} vs raw {raw_rss}"
+    );
     assert!(after.hwm_bytes >= after.rss_bytes);
     drop(v);
     let e = proc_mem(u32::MAX - 3).unwrap_err().to_string();
@@ -62,7 +74,11 @@ fn proc_mem_follows_rss() {
 fn kswapd_threads_and_cpu() {
     let k = Kswapd::find().unwrap();
     let nodes = fs::read_dir("/sys/devices/system/node")
-        .map(|rd| rd.flatten().filter(|e| e.file_name().to_string_lossy().starts_with("node")).count())
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .count()
+        })
         .unwrap_or(0);
     if nodes == 0 && k.threads.is_empty() {
         eprintln!("SKIP kswapd_threads_and_cpu: no NUMA node info and no kswapd");
@@ -75,9 +91,16 @@ fn kswapd_threads_and_cpu() {
             .iter()
             .map(|t| {
                 let s = fs::read_to_string(format!("/proc/{}/stat", t.pid)).unwrap();
-                assert!(fs::read_to_string(format!("/proc/{}/comm", t.pid)).unwrap().starts_with("kswapd"));
+                assert!(fs::read_to_string(format!("/proc/{}/comm", t.pid))
+                    .unwrap()
+                    .starts_with("kswapd"));
                 let rest = &s[s.rfind(')').unwrap() + 2..];
-                let f: Vec<u64> = rest.split_whitespace().skip(11).take(2).map(|x| x.parse().unwrap()).collect();
+                let f: Vec<u64> = rest
+                    .split_whitespace()
+                    .skip(11)
+                    .take(2)
+                    .map(|x| x.parse().unwrap())
+                    .collect();
                 (f[0] + f[1]) * 1_000_000_000 / tck
             })
             .sum()
@@ -95,7 +118,16 @@ fn global_pressure_reads_the_proc_file() {
         None => assert!(!p.exists()),
         Some(psi) => {
             let raw = fs::read_to_string(p).unwrap();
-            let total: u64 = raw.lines().next().unwrap().rsplit("total=").next().unwrap().trim().parse().unwrap();
+            let total: u64 = raw
+                .lines()
+                .next()
+                .unwrap()
+                .rsplit("total=")
+                .next()
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap();
             assert!(psi.some.total_us <= total);
             assert!(psi.full.is_some());
         }
@@ -104,7 +136,10 @@ fn global_pressure_reads_the_proc_file() {
 
 #[test]
 fn rusage_of_a_child() {
-    let mut c = std::process::Command::new(common::helper()).args(["alloc", "32M"]).spawn().unwrap();
+    let mut c = std::process::Command::new(common::helper())
+        .args(["alloc", "32M"])
+        .spawn()
+        .unwrap();
     let (st, ru) = wait_with_rusage(&mut c).unwrap();
     assert!(st.success());
     assert!(ru.maxrss_bytes >= 32 << 20, "{ru:?}");
@@ -117,18 +152,48 @@ fn environment_snapshot() {
     // SAFETY: uname writes into our zeroed struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
     assert_eq!(unsafe { libc::uname(&mut u) }, 0);
-    let rel = unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }.to_string_lossy().into_owned();
+    let rel = unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
     assert_eq!(env.kernel_release, rel);
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap();
-    assert_eq!(env.cpu_count, cpuinfo.lines().filter(|l| l.starts_with("processor")).count());
-    let model = cpuinfo.lines().find(|l| l.starts_with("model name")).map(|l| l.split_once(':').unwrap().1.trim().to_string());
+    assert_eq!(
+        env.cpu_count,
+        cpuinfo
+            .lines()
+            .filter(|l| l.starts_with("processor"))
+            .count()
+    );
+    let model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .map(|l| l.split_once(':').unwrap().1.trim().to_string());
     assert_eq!(env.cpu_model, model);
     let meminfo = fs::read_to_string("/proc/meminfo").unwrap();
-    let kb: u64 = meminfo.lines().next().unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let kb: u64 = meminfo
+        .lines()
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(env.mem_total_bytes, kb * 1024);
-    assert_eq!(env.page_size, unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64);
-    assert_eq!(env.swap_areas.len(), fs::read_to_string("/proc/swaps").unwrap().lines().count() - 1);
-    assert_eq!(env.knobs.swappiness.as_deref(), Some(fs::read_to_string("/proc/sys/vm/swappiness").unwrap().trim()));
+    assert_eq!(env.page_size, unsafe { libc::sysconf(libc::_SC_PAGESIZE) }
+        as u64);
+    assert_eq!(
+        env.swap_areas.len(),
+        fs::read_to_string("/proc/swaps").unwrap().lines().count() - 1
+    );
+    assert_eq!(
+        env.knobs.swappiness.as_deref(),
+        Some(
+            fs::read_to_string("/proc/sys/vm/swappiness")
+                .unwrap()
+                .trim()
+        )
+    );
     let json = serde_json::to_string_pretty(&env).unwrap();
     assert!(json.contains("kernel_release"));
 }

@@ -31,14 +31,18 @@ fn sigkilled_session_is_undone_by_recover_all() {
     if common::skip_unless_root("sigkilled_session_is_undone_by_recover_all") {
         return;
     }
-    let has_memcg = swaplab_host::cgroup::CgroupMounts::detect().ok().and_then(|m| m.memory_fs()).is_some();
+    let has_memcg = swaplab_host::cgroup::CgroupMounts::detect()
+        .ok()
+        .and_then(|m| m.memory_fs())
+        .is_some();
     if !has_memcg {
         eprintln!("SKIP sigkilled_session_is_undone_by_recover_all: no memory cgroup controller");
         return;
     }
-    let base = Baseline::take();
+    // Temp dirs outlive the baseline guard, which may need to clean inside them.
     let state = common::state_dir();
     let swapdir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let base = Baseline::take();
     let before = raw("/proc/sys/vm/swappiness");
     assert_ne!(before, "17", "the helper sets 17; pick another baseline");
 
@@ -50,7 +54,9 @@ fn sigkilled_session_is_undone_by_recover_all() {
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(victim.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(victim.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let f: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(f.first(), Some(&"READY"), "helper said {line:?}");
     let sleeper: u32 = f[1].parse().unwrap();
@@ -61,7 +67,10 @@ fn sigkilled_session_is_undone_by_recover_all() {
     let areas = swaps_in(swapdir.path());
     assert_eq!(areas.len(), 1, "{areas:?}");
     assert!(group.is_dir());
-    assert_eq!(raw(&group.join("cgroup.procs").to_string_lossy()), sleeper.to_string());
+    assert_eq!(
+        raw(&group.join("cgroup.procs").to_string_lossy()),
+        sleeper.to_string()
+    );
 
     victim.kill().unwrap(); // SIGKILL: no destructor, no restore
     assert_eq!(victim.wait().unwrap().signal(), Some(libc::SIGKILL));
@@ -93,7 +102,13 @@ fn sigkilled_session_is_undone_by_recover_all() {
     assert!(!Path::new(&areas[0]).exists(), "swap file deleted");
     assert!(!group.exists(), "cgroup removed");
     let st = fs::read_to_string(format!("/proc/{sleeper}/stat")).unwrap_or_default();
-    assert!(st.is_empty() || st.contains(") Z "), "the group's task survived: {st}");
-    assert!(fs::read_dir(state.path().join("journal")).unwrap().next().is_none());
+    assert!(
+        st.is_empty() || st.contains(") Z "),
+        "the group's task survived: {st}"
+    );
+    assert!(fs::read_dir(state.path().join("journal"))
+        .unwrap()
+        .next()
+        .is_none());
     base.assert_restored();
 }

@@ -37,7 +37,11 @@ fn guard_sets_flag_and_forwards_in_process() {
     assert!(g.triggered());
     assert_eq!(g.signal(), Some(libc::SIGTERM));
     let st = sleeper.wait().unwrap();
-    assert_eq!(st.signal(), Some(libc::SIGTERM), "forwarded to the workload");
+    assert_eq!(
+        st.signal(),
+        Some(libc::SIGTERM),
+        "forwarded to the workload"
+    );
     g.reset();
     assert!(!g.triggered() && g.signal().is_none());
     drop(g);
@@ -48,8 +52,8 @@ fn sigterm_lets_the_session_restore() {
     if common::skip_unless_root("sigterm_lets_the_session_restore") {
         return;
     }
-    let base = Baseline::take();
     let state = common::state_dir();
+    let base = Baseline::take();
     let before = raw("/proc/sys/vm/swappiness");
     let mut c = Command::new(common::helper())
         .arg("signal-victim")
@@ -67,7 +71,10 @@ fn sigterm_lets_the_session_restore() {
     assert_eq!(st.code(), Some(3), "{st:?} {rest}");
     assert!(rest.contains("RESTORED after signal 15"), "{rest}");
     assert_eq!(raw("/proc/sys/vm/swappiness"), before);
-    assert!(fs::read_dir(state.path().join("journal")).unwrap().next().is_none());
+    assert!(fs::read_dir(state.path().join("journal"))
+        .unwrap()
+        .next()
+        .is_none());
     base.assert_restored();
 }
 
@@ -76,8 +83,8 @@ fn second_signal_exits_at_once_and_recovery_cleans_up() {
     if common::skip_unless_root("second_signal_exits_at_once_and_recovery_cleans_up") {
         return;
     }
-    let base = Baseline::take();
     let state = common::state_dir();
+    let base = Baseline::take();
     let before = raw("/proc/sys/vm/swappiness");
     let mut c = Command::new(common::helper())
         .arg("signal-victim")
@@ -92,7 +99,11 @@ fn second_signal_exits_at_once_and_recovery_cleans_up() {
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     let st = c.wait().unwrap();
     assert_eq!(st.code(), Some(128 + libc::SIGINT), "{st:?}");
-    assert_eq!(raw("/proc/sys/vm/swappiness"), "23", "no restore on the second signal");
+    assert_eq!(
+        raw("/proc/sys/vm/swappiness"),
+        "23",
+        "no restore on the second signal"
+    );
     let r = swaplab_host::journal::recover_in(state.path()).unwrap();
     assert!(r.is_clean() && r.recovered.len() == 1, "{r:?}");
     assert_eq!(raw("/proc/sys/vm/swappiness"), before);

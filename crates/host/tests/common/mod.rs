@@ -41,7 +41,11 @@ const KNOB_FILES: &[&str] = &[
     "/sys/module/zswap/parameters/compressor",
 ];
 
-const CGROUP_ROOTS: &[&str] = &["/sys/fs/cgroup/memory", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"];
+const CGROUP_ROOTS: &[&str] = &[
+    "/sys/fs/cgroup/memory",
+    "/sys/fs/cgroup/unified",
+    "/sys/fs/cgroup",
+];
 
 /// The parts of the machine's state swaplab may change, read raw.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +61,9 @@ pub struct SystemState {
 }
 
 fn raw(path: &str) -> String {
-    fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|_| "<absent>".into())
+    fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "<absent>".into())
 }
 
 impl SystemState {
@@ -110,7 +116,10 @@ impl SystemState {
             d.push(format!("swap areas {:?} → {:?}", self.swaps, other.swaps));
         }
         if self.cgroups != other.cgroups {
-            d.push(format!("swaplab cgroups {:?} → {:?}", self.cgroups, other.cgroups));
+            d.push(format!(
+                "swaplab cgroups {:?} → {:?}",
+                self.cgroups, other.cgroups
+            ));
         }
         if self.zram != other.zram {
             d.push(format!("zram {:?} → {:?}", self.zram, other.zram));
@@ -144,7 +153,10 @@ pub fn force_restore(want: &SystemState) {
     for g in now.cgroups.iter().filter(|g| !want.cgroups.contains(g)) {
         for _ in 0..200 {
             let pids = fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
-            let pids: Vec<i32> = pids.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+            let pids: Vec<i32> = pids
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
             if pids.is_empty() {
                 break;
             }
@@ -211,7 +223,10 @@ impl Drop for Baseline {
     fn drop(&mut self) {
         let d = self.state.diff(&SystemState::capture());
         if !d.is_empty() {
-            eprintln!("test left system state changed, forcing it back:\n{}", d.join("\n"));
+            eprintln!(
+                "test left system state changed, forcing it back:\n{}",
+                d.join("\n")
+            );
             force_restore(&self.state);
             if !std::thread::panicking() {
                 panic!("test left system state changed:\n{}", d.join("\n"));
@@ -236,9 +251,21 @@ pub fn helper() -> PathBuf {
     let dir = exe.parent().and_then(Path::parent).expect("target dir");
     let p = dir.join("examples").join("host_helper");
     if !p.exists() {
+        // `cargo test --test X` does not build examples: build it into the
+        // same target directory.
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let target = dir.parent().expect("target root");
         let st = Command::new(cargo)
-            .args(["build", "-p", "swaplab-host", "--example", "host_helper"])
+            .args([
+                "build",
+                "-p",
+                "swaplab-host",
+                "--example",
+                "host_helper",
+                "--manifest-path",
+            ])
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+            .env("CARGO_TARGET_DIR", target)
             .status()
             .expect("running cargo build for host_helper");
         assert!(st.success(), "building host_helper failed");
