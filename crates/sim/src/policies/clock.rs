@@ -14,8 +14,9 @@
 //! the hand: moving the tail object to the head is the hand stepping over
 //! it), so a page hit k times survives min(k, 2^N − 1) passes of the hand.
 //!
-//! Memory: 2 bytes per page (the counter, or "not resident") and 4 bytes per
-//! frame.
+//! Memory: a residency bit per page, and the counter: one more bit per
+//! page for `bits=1`, a byte per page otherwise; 4 bytes per frame. (Bitmaps
+//! stay in cache on large traces, which is where the speed comes from.)
 use crate::policy::{Access, Policy, PolicyInfo, Req};
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -26,41 +27,147 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build: |c| {
         c.params.allow("clock", &["bits"])?;
         let bits = c.params.int("bits", 1, 1, 8)?;
-        Ok(Box::new(Clock {
-            state: vec![OUT; c.pages],
-            frames: Vec::with_capacity(c.capacity.min(c.pages)),
-            cap: c.capacity,
-            hand: 0,
-            max: (1u16 << bits) - 1,
-        }))
+        let frames = Vec::with_capacity(c.capacity.min(c.pages));
+        Ok(if bits == 1 {
+            Box::new(Clock {
+                // Residency and reference bits interleaved: words 2k and
+                // 2k + 1 cover pages 64k..64k + 63, in one cache line.
+                pages: RefBit(vec![0; 2 * c.pages.div_ceil(64)]),
+                frames,
+                cap: c.capacity,
+                hand: 0,
+                n: c.pages,
+            })
+        } else {
+            Box::new(Clock {
+                pages: Counter {
+                    resident: vec![0; c.pages.div_ceil(64)],
+                    count: vec![0; c.pages],
+                    max: ((1u16 << bits) - 1) as u8,
+                },
+                frames,
+                cap: c.capacity,
+                hand: 0,
+                n: c.pages,
+            }) as Box<dyn Policy>
+        })
     },
 };
 
-/// State of a page that is not resident.
-const OUT: u16 = u16::MAX;
+/// Per-page residency and reference counter.
+trait PageState: Send {
+    fn resident(&self, id: u32) -> bool;
+    /// Marks `id` resident with counter 0.
+    fn insert(&mut self, id: u32);
+    fn remove(&mut self, id: u32);
+    /// A hit: counter + 1, saturating.
+    fn touch(&mut self, id: u32);
+    /// The hand passes `id`: if its counter is 0 returns true, else
+    /// decrements it and returns false.
+    fn pass(&mut self, id: u32) -> bool;
+    fn bytes(&self) -> usize;
+}
 
-struct Clock {
-    /// Per page: its counter if resident, else `OUT`.
-    state: Vec<u16>,
+/// `bits=1`: interleaved residency and reference bitmaps.
+struct RefBit(Vec<u64>);
+
+impl PageState for RefBit {
+    #[inline]
+    fn resident(&self, id: u32) -> bool {
+        self.0[(id >> 6) as usize * 2] & (1 << (id & 63)) != 0
+    }
+    #[inline]
+    fn insert(&mut self, id: u32) {
+        let w = (id >> 6) as usize * 2;
+        self.0[w] |= 1 << (id & 63);
+        self.0[w + 1] &= !(1 << (id & 63));
+    }
+    #[inline]
+    fn remove(&mut self, id: u32) {
+        self.0[(id >> 6) as usize * 2] &= !(1 << (id & 63));
+    }
+    #[inline]
+    fn touch(&mut self, id: u32) {
+        let (w, b) = ((id >> 6) as usize * 2 + 1, 1u64 << (id & 63));
+        if self.0[w] & b == 0 {
+            self.0[w] |= b;
+        }
+    }
+    #[inline]
+    fn pass(&mut self, id: u32) -> bool {
+        let (w, b) = ((id >> 6) as usize * 2 + 1, 1u64 << (id & 63));
+        if self.0[w] & b == 0 {
+            return true;
+        }
+        self.0[w] &= !b;
+        false
+    }
+    fn bytes(&self) -> usize {
+        8 * self.0.len()
+    }
+}
+
+/// `bits=N > 1`: residency bitmap and a byte counter per page.
+struct Counter {
+    resident: Vec<u64>,
+    count: Vec<u8>,
+    /// 2^bits − 1.
+    max: u8,
+}
+
+impl PageState for Counter {
+    #[inline]
+    fn resident(&self, id: u32) -> bool {
+        self.resident[(id >> 6) as usize] & (1 << (id & 63)) != 0
+    }
+    #[inline]
+    fn insert(&mut self, id: u32) {
+        self.resident[(id >> 6) as usize] |= 1 << (id & 63);
+        self.count[id as usize] = 0;
+    }
+    #[inline]
+    fn remove(&mut self, id: u32) {
+        self.resident[(id >> 6) as usize] &= !(1 << (id & 63));
+    }
+    #[inline]
+    fn touch(&mut self, id: u32) {
+        let c = &mut self.count[id as usize];
+        if *c < self.max {
+            *c += 1;
+        }
+    }
+    #[inline]
+    fn pass(&mut self, id: u32) -> bool {
+        let c = &mut self.count[id as usize];
+        if *c == 0 {
+            return true;
+        }
+        *c -= 1;
+        false
+    }
+    fn bytes(&self) -> usize {
+        8 * self.resident.len() + self.count.len()
+    }
+}
+
+struct Clock<S> {
+    pages: S,
     /// Page in each frame.
     frames: Vec<u32>,
     cap: usize,
     hand: usize,
-    /// Counter saturation value, 2^bits − 1.
-    max: u16,
+    /// Number of distinct pages.
+    n: usize,
 }
 
-impl Policy for Clock {
+impl<S: PageState> Policy for Clock<S> {
     #[inline]
     fn access(&mut self, id: u32, _req: &Req) -> Access {
-        let s = &mut self.state[id as usize];
-        if *s != OUT {
-            if *s < self.max {
-                *s += 1;
-            }
+        if self.pages.resident(id) {
+            self.pages.touch(id);
             return Access::Hit;
         }
-        *s = 0;
+        self.pages.insert(id);
         if self.frames.len() < self.cap {
             self.frames.push(id);
             return Access::Miss { victim: None };
@@ -71,17 +178,15 @@ impl Policy for Clock {
         let mut h = self.hand;
         let victim = loop {
             let v = self.frames[h];
-            let c = &mut self.state[v as usize];
-            if *c == 0 {
+            if self.pages.pass(v) {
                 break v;
             }
-            *c -= 1;
             h += 1;
             if h == n {
                 h = 0;
             }
         };
-        self.state[victim as usize] = OUT;
+        self.pages.remove(victim);
         self.frames[h] = id;
         h += 1;
         self.hand = if h == n { 0 } else { h };
@@ -90,8 +195,8 @@ impl Policy for Clock {
         }
     }
     fn bytes_per_page(&self) -> usize {
-        let pages = self.state.len().max(1);
-        2 + (4 * self.frames.capacity()).div_ceil(pages)
+        let pages = self.n.max(1);
+        (self.pages.bytes() + 4 * self.frames.capacity()).div_ceil(pages)
     }
 }
 

@@ -30,8 +30,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build: |c| {
         c.params.allow("lfu", &[])?;
         Ok(Box::new(Lfu {
-            bucket: vec![NIL; c.pages],
-            links: vec![[NIL; 2]; c.pages],
+            nodes: vec![[NIL; 3]; c.pages],
             buckets: Vec::new(),
             free: NIL,
             first: NIL,
@@ -41,10 +40,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
     },
 };
 
-/// Index in `links`: the neighbour toward the bucket's head.
+/// Index in a node: the neighbour toward the bucket's head.
 const PREV: usize = 0;
-/// Index in `links`: the neighbour toward the bucket's tail.
+/// Index in a node: the neighbour toward the bucket's tail.
 const NEXT: usize = 1;
+/// Index in a node: the page's bucket, or `NIL` if not resident.
+const BUCKET: usize = 2;
 
 #[derive(Clone, Copy)]
 struct Bucket {
@@ -59,10 +60,9 @@ struct Bucket {
 }
 
 struct Lfu {
-    /// Per page: its bucket, or `NIL` if not resident.
-    bucket: Vec<u32>,
-    /// Per page: [toward head, toward tail] neighbours in its bucket.
-    links: Vec<[u32; 2]>,
+    /// Per page: neighbours in its bucket and the bucket, together so that
+    /// a hit touches one cache line per page involved.
+    nodes: Vec<[u32; 3]>,
     buckets: Vec<Bucket>,
     /// Free list of buckets.
     free: u32,
@@ -125,15 +125,15 @@ impl Lfu {
     /// Takes page `id` out of bucket `b` (which may become empty).
     #[inline]
     fn unlink(&mut self, id: u32, b: u32) {
-        let [p, n] = self.links[id as usize];
+        let [p, n, _] = self.nodes[id as usize];
         let bk = &mut self.buckets[b as usize];
         if p != NIL {
-            self.links[p as usize][NEXT] = n;
+            self.nodes[p as usize][NEXT] = n;
         } else {
             bk.head = n;
         }
         if n != NIL {
-            self.links[n as usize][PREV] = p;
+            self.nodes[n as usize][PREV] = p;
         } else {
             bk.tail = p;
         }
@@ -146,12 +146,11 @@ impl Lfu {
         let h = bk.head;
         bk.head = id;
         if h != NIL {
-            self.links[h as usize][PREV] = id;
+            self.nodes[h as usize][PREV] = id;
         } else {
             bk.tail = id;
         }
-        self.links[id as usize] = [NIL, h];
-        self.bucket[id as usize] = b;
+        self.nodes[id as usize] = [NIL, h, b];
     }
 
     fn hit(&mut self, id: u32, b: u32) {
@@ -187,7 +186,7 @@ impl Lfu {
             return None;
         }
         self.unlink(v, b);
-        self.bucket[v as usize] = NIL;
+        self.nodes[v as usize][BUCKET] = NIL;
         if self.buckets[b as usize].head == NIL {
             self.drop_bucket(b);
         }
@@ -199,7 +198,7 @@ impl Lfu {
 impl Policy for Lfu {
     #[inline]
     fn access(&mut self, id: u32, _req: &Req) -> Access {
-        let b = self.bucket[id as usize];
+        let b = self.nodes[id as usize][BUCKET];
         if b != NIL {
             self.hit(id, b);
             return Access::Hit;
@@ -220,7 +219,7 @@ impl Policy for Lfu {
         Access::Miss { victim }
     }
     fn bytes_per_page(&self) -> usize {
-        let pages = self.bucket.len().max(1);
+        let pages = self.nodes.len().max(1);
         12 + (std::mem::size_of::<Bucket>() * self.buckets.capacity()).div_ceil(pages)
     }
 }

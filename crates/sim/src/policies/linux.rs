@@ -62,9 +62,13 @@
 //! (the kernel's shadow-node shrinker may forget old ones) and
 //! `nonresident_age` is a wrapping 32-bit counter at full precision
 //! (no `bucket_order`). Param `ratio=N` overrides the inactive ratio.
+//!
+//! Memory: 8 bytes of list links, 1 state byte (list, young,
+//! `PG_referenced`, shadow) and, with `refault=1`, a 4-byte eviction age:
+//! 13 bytes per page (9 with `refault=0`). A hit reads one byte.
+use super::lists2::Links;
 use crate::engine::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
-use crate::util::Lists;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "linux",
@@ -77,16 +81,16 @@ pub const INFO: PolicyInfo = PolicyInfo {
     },
 };
 
-const INACTIVE: u8 = 0;
-const ACTIVE: u8 = 1;
+const INACTIVE: usize = 0;
+const ACTIVE: usize = 1;
 /// The page-table accessed bit.
 const YOUNG: u8 = 1;
 /// `PG_referenced`.
 const REFERENCED: u8 = 2;
 /// The page was evicted and its shadow entry holds its eviction age.
 const SHADOW: u8 = 4;
-/// On the inactive list (mirrors the list membership, so that a hit reads
-/// one byte per page instead of the lists' links).
+/// On the inactive list (the lists' membership lives here, so that a hit
+/// reads one byte per page).
 const ON_INACTIVE: u8 = 8;
 /// On the active list.
 const ON_ACTIVE: u8 = 16;
@@ -105,7 +109,7 @@ pub(crate) fn default_ratio(pages: usize) -> u64 {
 /// The two lists; with `RRIP` the active list is aged by re-reference
 /// prediction values instead (see `linux_rrip`).
 pub(crate) struct TwoLists<const RRIP: bool> {
-    lists: Lists,
+    lists: Links,
     flags: Vec<u8>,
     /// RRPV of each active page (RRIP only; empty otherwise).
     rrpv: Vec<u8>,
@@ -127,7 +131,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             .int("ratio", default_ratio(c.capacity), 1, 1_000_000)?;
         let refault = c.params.int("refault", 1, 0, 1)? == 1;
         Ok(TwoLists {
-            lists: Lists::new(2, c.pages),
+            lists: Links::new(2, c.pages),
             flags: vec![0; c.pages],
             rrpv: if RRIP { vec![0; c.pages] } else { Vec::new() },
             shadow: if refault {
@@ -154,20 +158,19 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             let i = t as usize;
             if RRIP && self.rrpv[i] < self.rmax {
                 self.rrpv[i] += 1;
-                self.lists.move_front(ACTIVE, t);
+                self.lists.move_front(ACTIVE, ACTIVE, t);
                 continue;
             }
             self.flags[i] = (self.flags[i] & !(YOUNG | ON_ACTIVE)) | ON_INACTIVE;
-            self.lists.move_front(INACTIVE, t);
+            self.lists.move_front(ACTIVE, INACTIVE, t);
             return;
         }
     }
 
-    /// Puts `id` (in either list or none) at the active head.
+    /// Marks `id` active (the caller puts it at the active head).
     #[inline]
-    fn activate(&mut self, id: u32) {
+    fn mark_active(&mut self, id: u32) {
         let i = id as usize;
-        self.lists.move_front(ACTIVE, id);
         self.flags[i] = (self.flags[i] & !ON_INACTIVE) | ON_ACTIVE;
         if RRIP {
             self.rrpv[i] = self.rmax.saturating_sub(1);
@@ -188,13 +191,14 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 // folio_check_references: referenced_ptes > 0.
                 self.flags[i] = (f & !YOUNG) | REFERENCED;
                 if f & REFERENCED != 0 {
-                    self.activate(t);
+                    self.mark_active(t);
+                    self.lists.move_front(INACTIVE, ACTIVE, t);
                 } else {
-                    self.lists.move_front(INACTIVE, t);
+                    self.lists.move_front(INACTIVE, INACTIVE, t);
                 }
                 continue;
             }
-            self.lists.remove(t);
+            self.lists.remove(INACTIVE, t);
             self.flags[i] = SHADOW;
             if let Some(s) = self.shadow.get_mut(i) {
                 *s = self.age;
@@ -230,7 +234,8 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
                 .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.lists.len(ACTIVE));
         if refault_active {
             self.flags[i] = YOUNG;
-            self.activate(id);
+            self.mark_active(id);
+            self.lists.push_front(ACTIVE, id);
         } else {
             self.flags[i] = YOUNG | ON_INACTIVE;
             self.lists.push_front(INACTIVE, id);
@@ -239,7 +244,7 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
     }
 
     fn bytes_per_page(&self) -> usize {
-        Lists::BYTES_PER_PAGE
+        Links::BYTES_PER_PAGE
             + 1
             + if RRIP { 1 } else { 0 }
             + if self.shadow.is_empty() { 0 } else { 4 }
@@ -390,14 +395,15 @@ mod tests {
                 "ratio {ratio}"
             );
             // The survivors of the active list are the most recently activated.
-            assert!(p.lists.contains(ACTIVE, 49) && !p.lists.contains(ACTIVE, 2));
+            assert!(p.flags[49] & ON_ACTIVE != 0 && p.flags[2] & ON_ACTIVE == 0);
         }
     }
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("linux").unwrap(), 14);
-        assert_eq!(build("linux:refault=0").unwrap(), 10);
+        // Links 8 + flags 1 + shadow age 4.
+        assert_eq!(build("linux").unwrap(), 13);
+        assert_eq!(build("linux:refault=0").unwrap(), 9);
         assert!(build("linux:ratio=0").is_err());
         assert!(build("linux:refault=2").is_err());
         assert!(build("linux:m=2").is_err());

@@ -104,7 +104,7 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("linux-rrip").unwrap(), 15);
+        assert_eq!(build("linux-rrip").unwrap(), 14);
         assert!(build("linux-rrip:m=8").is_ok());
         assert!(build("linux-rrip:m=0").is_err());
         assert!(build("linux-rrip:m=9").is_err());

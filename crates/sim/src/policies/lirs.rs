@@ -12,9 +12,10 @@
 //!   HIR pages, most recent on top. **Stack pruning** removes HIR pages from
 //!   the bottom until the bottom is an LIR page, so S spans exactly the
 //!   recency of the least recent LIR page.
-//! * Queue Q: the resident HIR pages; the victim is always Q's front (its
-//!   oldest member).
-//! * A page can be in S and Q at once, so they are two separate [`Lists`].
+//! * Queue Q: the resident HIR pages; the victim is always Q's front (the
+//!   one least recently referenced, since a hit moves a page to Q's end).
+//! * A page can be in S and Q at once, so they are two separate sets of
+//!   links, with a per-page state byte (LIR, in S, in Q).
 //!
 //! On a reference to X (the paper's three cases):
 //! 1. X is LIR: hit; move X to the top of S; prune if X was the bottom.
@@ -30,10 +31,10 @@
 //! Non-resident HIR entries in S are bounded only by pruning, as in the
 //! paper (no extra limit): pages are dense ids with per-page arrays, so a
 //! non-resident entry costs no memory beyond what every page already has.
-//! Memory: two intrusive lists (9 bytes each) and an LIR flag: 19 bytes per
-//! page.
+//! Memory: two sets of intrusive links (8 bytes each) and the state byte:
+//! 17 bytes per page.
+use super::lists2::Links;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::Lists;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lirs",
@@ -46,9 +47,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
         let cap = c.capacity.max(1);
         let lhirs = ((cap as f64 * hir / 100.0) as usize).clamp(1, cap);
         Ok(Box::new(Lirs {
-            s: Lists::new(1, c.pages),
-            q: Lists::new(1, c.pages),
-            lir: vec![false; c.pages],
+            s: Links::new(1, c.pages),
+            q: Links::new(1, c.pages),
+            st: vec![0; c.pages],
             nlir: 0,
             llirs: cap - lhirs,
             cap,
@@ -56,15 +57,20 @@ pub const INFO: PolicyInfo = PolicyInfo {
     },
 };
 
-/// The only list of each `Lists`.
-const L: u8 = 0;
+/// The only list of each `Links`.
+const L: usize = 0;
+/// Per-page state bits: LIR status, and membership of S and of Q (a
+/// resident HIR page is exactly one in Q).
+const LIR: u8 = 1;
+const IN_S: u8 = 2;
+const IN_Q: u8 = 4;
 
 struct Lirs {
     /// Stack S: front = top (most recent), back = bottom.
-    s: Lists,
+    s: Links,
     /// Queue Q of resident HIR pages: front = end (newest), back = front (next victim).
-    q: Lists,
-    lir: Vec<bool>,
+    q: Links,
+    st: Vec<u8>,
     nlir: usize,
     llirs: usize,
     cap: usize,
@@ -75,26 +81,55 @@ impl Lirs {
     #[inline]
     fn prune(&mut self) {
         while let Some(b) = self.s.back(L) {
-            if self.lir[b as usize] {
+            let st = &mut self.st[b as usize];
+            if *st & LIR != 0 {
                 return;
             }
-            self.s.remove(b);
+            *st &= !IN_S;
+            self.s.remove(L, b);
+        }
+    }
+
+    /// Puts `x` at the top of S.
+    #[inline]
+    fn move_to_top(&mut self, x: u32) {
+        let st = &mut self.st[x as usize];
+        if *st & IN_S != 0 {
+            self.s.move_front(L, L, x);
+        } else {
+            *st |= IN_S;
+            self.s.push_front(L, x);
+        }
+    }
+
+    /// Puts `x` (in Q or not) at the end of Q.
+    #[inline]
+    fn move_to_queue_end(&mut self, x: u32) {
+        let st = &mut self.st[x as usize];
+        if *st & IN_Q != 0 {
+            self.q.move_front(L, L, x);
+        } else {
+            *st |= IN_Q;
+            self.q.push_front(L, x);
         }
     }
 
     /// Makes `x` (HIR, resident or not, in S or not) LIR at the top of S,
     /// demoting bottom LIR pages to Q while there are more than `Llirs`.
     fn promote(&mut self, x: u32) {
-        self.q.remove(x);
-        self.lir[x as usize] = true;
+        let i = x as usize;
+        if self.st[i] & IN_Q != 0 {
+            self.q.remove(L, x);
+        }
+        self.st[i] = (self.st[i] & !IN_Q) | LIR;
         self.nlir += 1;
-        self.s.move_front(L, x);
+        self.move_to_top(x);
         while self.nlir > self.llirs {
             self.prune();
             let Some(b) = self.s.pop_back(L) else { break };
-            self.lir[b as usize] = false;
-            self.nlir -= 1;
+            self.st[b as usize] = IN_Q;
             self.q.push_front(L, b);
+            self.nlir -= 1;
         }
         self.prune();
     }
@@ -102,11 +137,12 @@ impl Lirs {
     /// Frees one frame: Q's front, or (never needed while `Lhirs` >= 1) the bottom LIR page.
     fn evict(&mut self) -> Option<u32> {
         if let Some(v) = self.q.pop_back(L) {
+            self.st[v as usize] &= !IN_Q;
             return Some(v);
         }
         self.prune();
         let v = self.s.pop_back(L)?;
-        self.lir[v as usize] = false;
+        self.st[v as usize] = 0;
         self.nlir -= 1;
         self.prune();
         Some(v)
@@ -116,21 +152,21 @@ impl Lirs {
 impl Policy for Lirs {
     #[inline]
     fn access(&mut self, x: u32, _req: &Req) -> Access {
-        let i = x as usize;
-        if self.lir[i] {
+        let st = self.st[x as usize];
+        if st & LIR != 0 {
             let bottom = self.s.back(L) == Some(x);
-            self.s.move_front(L, x);
+            self.s.move_front(L, L, x);
             if bottom {
                 self.prune();
             }
             return Access::Hit;
         }
-        if self.q.contains(L, x) {
-            if self.s.contains(L, x) {
+        if st & IN_Q != 0 {
+            if st & IN_S != 0 {
                 self.promote(x);
             } else {
-                self.s.push_front(L, x);
-                self.q.move_front(L, x);
+                self.move_to_top(x);
+                self.move_to_queue_end(x);
                 // Only when there is no LIR page can X be S's bottom.
                 self.prune();
             }
@@ -141,18 +177,19 @@ impl Policy for Lirs {
         } else {
             None
         };
-        if self.s.contains(L, x) || self.nlir < self.llirs {
+        // The victim may have been x's neighbour, never x: re-read its state.
+        if self.st[x as usize] & IN_S != 0 || self.nlir < self.llirs {
             self.promote(x);
         } else {
-            self.s.push_front(L, x);
-            self.q.push_front(L, x);
+            self.move_to_top(x);
+            self.move_to_queue_end(x);
             self.prune();
         }
         Access::Miss { victim }
     }
 
     fn bytes_per_page(&self) -> usize {
-        2 * Lists::BYTES_PER_PAGE + 1
+        2 * Links::BYTES_PER_PAGE + 1
     }
 }
 
@@ -261,7 +298,7 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("lirs").unwrap(), 19);
+        assert_eq!(build("lirs").unwrap(), 17);
         assert!(build("lirs:hir=10").is_ok());
         assert!(build("lirs:hir=-1").is_err());
         assert!(build("lirs:hir=101").is_err());

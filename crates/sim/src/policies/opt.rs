@@ -33,7 +33,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         let limit = frames.saturating_mul(2).saturating_add(64);
         Ok(Box::new(Opt {
             key: vec![OUT; c.pages],
-            heap: BinaryHeap::with_capacity(limit.min(1 << 20)),
+            heap: BinaryHeap::with_capacity(limit + 1),
             never: Vec::new(),
             heap_limit: limit,
             never_limit: limit,

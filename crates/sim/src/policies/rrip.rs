@@ -4,7 +4,7 @@
 //! priority, applied to memory as one fully-associative set whose ways are
 //! the `capacity` page frames.
 //!
-//! Each resident page has an M-bit RRPV (param `m=`, 1..=8, default 2;
+//! Each resident page has an M-bit RRPV (param `m=`, 1..=7, default 2;
 //! max = 2^M − 1). A hit sets the RRPV to 0. On a miss with memory full, the
 //! victim is found exactly as in the paper's single-set algorithm: search
 //! the frames **from frame 0 upwards** for the first page whose RRPV is
@@ -36,18 +36,24 @@
 //!   SRRIP (the paper does not fix an initial value). (Leader pages that
 //!   always used one policy *inside* the shared memory would not measure the
 //!   policies: an SRRIP-inserted page among BRRIP-inserted ones is favoured
-//!   just for being inserted with a nearer prediction, and vice versa, so
-//!   PSEL would drift to SRRIP on every workload.)
+//!   just for being inserted with a nearer prediction, while a
+//!   BRRIP-inserted page among SRRIP-inserted ones is handicapped for the
+//!   same reason, so PSEL would lean towards SRRIP whatever the workload.)
 //!
 //! Ageing is O(1): the simulator keeps a global age offset and stores each
 //! page's RRPV minus that offset (modulo 2^M), so "increment every RRPV by
 //! d" is one addition. Pages are bucketed by stored value in hierarchical
 //! bitmaps over frames, so "lowest frame with RRPV max" is a handful of
-//! word operations. Memory: 4 bytes per page (its frame) plus per frame 4
-//! bytes (its page), 1 byte (its stored RRPV) and 2^M bits of bitmap
-//! (+1/63 for the summary levels); `bytes_per_page` counts the per-frame
-//! part as if every page had a frame (an upper bound). DRRIP adds 4 bytes
-//! per page (the shadow memories' dense ids) and the shadows' frames.
+//! word operations. Each page has one byte holding "resident" and its
+//! stored value (hence at most 7 bits; the paper's main configurations use
+//! 2 or 3); a hit
+//! only rewrites that byte, and a frame whose page was hit is refiled
+//! lazily when the victim search finds it under its old value (which gives
+//! exactly the same victims, see `Core::victim_frame`). Memory: per page 4
+//! bytes (its frame) and that byte; per frame 4 bytes (its page) and 2^M
+//! bits of bitmap (+1/63 for the summary levels); `bytes_per_page` counts
+//! the per-frame part as if every page had a frame (an upper bound). DRRIP
+//! adds 4 bytes per page (the shadow memories' dense ids) and the shadows.
 use crate::engine::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
 use crate::util::{hash64, Rng, NIL};
@@ -55,7 +61,7 @@ use crate::util::{hash64, Rng, NIL};
 pub const SRRIP: PolicyInfo = PolicyInfo {
     name: "srrip",
     summary: "static re-reference interval prediction",
-    params: "m=N (RRPV bits 1-8, default 2)",
+    params: "m=N (RRPV bits 1-7, default 2)",
     needs_future: false,
     build: |c| {
         c.params.allow("srrip", &["m"])?;
@@ -65,7 +71,7 @@ pub const SRRIP: PolicyInfo = PolicyInfo {
 pub const BRRIP: PolicyInfo = PolicyInfo {
     name: "brrip",
     summary: "bimodal RRIP",
-    params: "m=N (RRPV bits 1-8, default 2), eps=P (chance of a long insertion, default 1/32)",
+    params: "m=N (RRPV bits 1-7, default 2), eps=P (chance of a long insertion, default 1/32)",
     needs_future: false,
     build: |c| {
         c.params.allow("brrip", &["m", "eps"])?;
@@ -75,7 +81,7 @@ pub const BRRIP: PolicyInfo = PolicyInfo {
 pub const DRRIP: PolicyInfo = PolicyInfo {
     name: "drrip",
     summary: "dynamic RRIP (set dueling SRRIP/BRRIP)",
-    params: "m=N (RRPV bits 1-8, default 2), eps=P (BRRIP's chance, default 1/32)",
+    params: "m=N (RRPV bits 1-7, default 2), eps=P (BRRIP's chance, default 1/32)",
     needs_future: false,
     build: |c| {
         c.params.allow("drrip", &["m", "eps"])?;
@@ -166,13 +172,14 @@ impl Bits {
 
 /// One fully-associative RRIP memory: frames, RRPVs, victim search.
 struct Core {
-    /// Frame of each page, or NIL.
+    /// Frame of each resident page (stale for others).
     frame_of: Vec<u32>,
+    /// Per page: `RESIDENT | stored value` (RRPV − age, mod 2^M), or 0:
+    /// the truth about each page's RRPV.
+    pk: Vec<u8>,
     /// Page in each frame.
     page: Vec<u32>,
-    /// Stored value (RRPV − age, mod 2^M) of each frame's page.
-    key: Vec<u8>,
-    /// Frames by stored value.
+    /// Frames by stored value, possibly stale (see `hit`).
     bits: Vec<Bits>,
     count: Vec<u32>,
     /// Frames in use (filled in order 0, 1, 2, …).
@@ -182,13 +189,15 @@ struct Core {
     age: u32,
 }
 
+const RESIDENT: u8 = 0x80;
+
 impl Core {
     fn new(pages: usize, frames: usize, max: u32) -> Self {
         let frames = frames.min(pages).max(1);
         Core {
             frame_of: vec![NIL; pages],
+            pk: vec![0; pages],
             page: vec![0; frames],
-            key: vec![0; frames],
             bits: (0..=max).map(|_| Bits::new(frames)).collect(),
             count: vec![0; max as usize + 1],
             used: 0,
@@ -203,46 +212,64 @@ impl Core {
         (rrpv.wrapping_sub(self.age) & self.max) as usize
     }
 
+    /// Files frame `f` (holding `id`) under `rrpv`.
     #[inline]
-    fn place(&mut self, f: usize, rrpv: u32) {
+    fn place(&mut self, f: usize, id: u32, rrpv: u32) {
         let k = self.key_of(rrpv);
-        self.key[f] = k as u8;
+        self.pk[id as usize] = RESIDENT | k as u8;
         self.bits[k].insert(f);
         self.count[k] += 1;
     }
 
     #[inline]
-    fn unplace(&mut self, f: usize) {
-        let k = self.key[f] as usize;
+    fn unplace(&mut self, f: usize, k: usize) {
         self.bits[k].remove(f);
         self.count[k] -= 1;
     }
 
-    /// If `id` is resident, sets its RRPV to 0 (hit priority) and returns true.
+    /// If `id` is resident, sets its RRPV to 0 (hit priority) and returns
+    /// true. Only the page's byte changes: its frame stays filed under the
+    /// old value (which overstates its RRPV) until the victim search meets
+    /// it, so a hit reads and writes one byte.
     #[inline]
     fn hit(&mut self, id: u32) -> bool {
-        let f = self.frame_of[id as usize];
-        if f == NIL {
+        let p = self.pk[id as usize];
+        if p & RESIDENT == 0 {
             return false;
         }
-        let f = f as usize;
-        if self.key[f] as usize != self.key_of(0) {
-            self.unplace(f);
-            self.place(f, 0);
+        let k0 = RESIDENT | self.key_of(0) as u8;
+        if p != k0 {
+            self.pk[id as usize] = k0;
         }
         true
     }
 
     /// The lowest frame whose page has RRPV max, ageing everyone as needed.
+    /// Frames filed under a stale (higher) value are refiled on the way. A
+    /// stale filing only overstates an RRPV, so every page truly at max is
+    /// filed under max, and ageing by "max − the highest filed value" never
+    /// ages further than the true highest RRPV allows: the result is the
+    /// same as with eager refiling on every hit.
     fn victim_frame(&mut self) -> Option<usize> {
-        if self.count[self.key_of(self.max)] == 0 {
-            // Increment all RRPVs by the distance from the largest present to max.
-            let top = (0..self.max)
-                .rev()
-                .find(|&r| self.count[self.key_of(r)] > 0)?;
-            self.age = self.age.wrapping_add(self.max - top);
+        loop {
+            let km = self.key_of(self.max);
+            if self.count[km] == 0 {
+                // Increment all RRPVs by the distance from the largest filed to max.
+                let top = (0..self.max)
+                    .rev()
+                    .find(|&r| self.count[self.key_of(r)] > 0)?;
+                self.age = self.age.wrapping_add(self.max - top);
+                continue;
+            }
+            let f = self.bits[km].first()?;
+            let k = (self.pk[self.page[f] as usize] & !RESIDENT) as usize;
+            if k == km {
+                return Some(f);
+            }
+            self.unplace(f, km);
+            self.bits[k].insert(f);
+            self.count[k] += 1;
         }
-        self.bits[self.key_of(self.max)].first()
     }
 
     /// Brings in non-resident `id` at `rrpv`; returns the evicted page, if any.
@@ -254,20 +281,20 @@ impl Core {
             // A full memory always has a page at some RRPV, so this finds one.
             let f = self.victim_frame()?;
             let v = self.page[f];
-            self.unplace(f);
-            self.frame_of[v as usize] = NIL;
+            self.unplace(f, self.key_of(self.max));
+            self.pk[v as usize] = 0;
             (f, Some(v))
         };
         self.page[f] = id;
         self.frame_of[id as usize] = f as u32;
-        self.place(f, rrpv);
+        self.place(f, id, rrpv);
         victim
     }
 
-    /// Metadata bytes per frame (page, key, bitmaps), rounded up.
+    /// Metadata bytes per frame (page, bitmaps), rounded up.
     fn bytes_per_frame(&self) -> usize {
         let bitmaps: usize = self.bits.iter().map(Bits::bytes).sum();
-        4 + 1 + bitmaps.div_ceil(self.page.len())
+        4 + bitmaps.div_ceil(self.page.len())
     }
 }
 
@@ -321,7 +348,7 @@ struct Rrip {
 
 impl Rrip {
     fn new(c: &PolicyConfig, mode: Mode) -> Result<Self, SimError> {
-        let m = c.params.int("m", 2, 1, 8)? as u32;
+        let m = c.params.int("m", 2, 1, 7)? as u32;
         let eps = if mode == Mode::Srrip {
             0.0
         } else {
@@ -395,10 +422,10 @@ impl Policy for Rrip {
 
     fn bytes_per_page(&self) -> usize {
         // frame_of, plus the per-frame part counted as if every page had a frame.
-        let mut b = 4 + self.core.bytes_per_frame();
+        let mut b = 4 + 1 + self.core.bytes_per_frame();
         if let Some(d) = &self.duel {
             let pages = d.shadow_id.len().max(1);
-            let shadows = d.srrip.frame_of.len() * 8
+            let shadows = d.srrip.frame_of.len() * 10
                 + d.srrip.page.len() * (d.srrip.bytes_per_frame() + d.brrip.bytes_per_frame());
             b += 4 + shadows.div_ceil(pages);
         }
@@ -447,6 +474,77 @@ mod tests {
         assert_eq!(b.first(), Some(299_999));
         b.remove(299_999);
         assert_eq!(b.first(), None);
+    }
+
+    /// The paper's algorithm on one set of `cap` ways, literally: explicit
+    /// RRPVs, search from way 0 for max, else increment all by one and
+    /// search again. `brrip` draws like `bimodal` (one draw per miss).
+    fn oracle(trace: &[u32], cap: usize, m: u32, brrip: Option<(f64, u64)>) -> Vec<bool> {
+        let max = (1u32 << m) - 1;
+        let mut ways: Vec<(u32, u32)> = Vec::new();
+        let mut rng = brrip.map(|(_, seed)| Rng::new(seed));
+        let eps53 = brrip.map_or(0, |(e, _)| (e * (1u64 << 53) as f64) as u64);
+        let mut out = Vec::new();
+        for &id in trace {
+            if let Some(w) = ways.iter_mut().find(|w| w.0 == id) {
+                w.1 = 0;
+                out.push(true);
+                continue;
+            }
+            out.push(false);
+            let long = rng.as_mut().is_some_and(|r| (r.next_u64() >> 11) < eps53);
+            let ins = if rng.is_some() && !long { max } else { max - 1 };
+            if ways.len() < cap {
+                ways.push((id, ins));
+                continue;
+            }
+            loop {
+                if let Some(w) = ways.iter_mut().find(|w| w.1 == max) {
+                    *w = (id, ins);
+                    break;
+                }
+                for w in ways.iter_mut() {
+                    w.1 += 1;
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_the_literal_algorithm() {
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(4000, 300, seed)
+                .iter()
+                .map(|&x| x as u32)
+                .collect();
+            for (spec, mode, brrip) in [
+                ("srrip", Mode::Srrip, None),
+                ("srrip:m=1", Mode::Srrip, None),
+                ("srrip:m=3", Mode::Srrip, None),
+                ("srrip:m=7", Mode::Srrip, None),
+                ("brrip", Mode::Brrip, Some((1.0 / 32.0, seed))),
+                ("brrip:eps=0:m=3", Mode::Brrip, Some((0.0, seed))),
+                ("brrip:eps=0.5", Mode::Brrip, Some((0.5, seed))),
+            ] {
+                let s = PolicySpec::parse(spec).unwrap();
+                let m = s.params.int("m", 2, 1, 7).unwrap() as u32;
+                for cap in [1, 2, 5, 40, 150] {
+                    let cfg = PolicyConfig {
+                        capacity: cap,
+                        pages: 300,
+                        params: &s.params,
+                        seed,
+                    };
+                    let mut p = Rrip::new(&cfg, mode).unwrap();
+                    let got: Vec<bool> = t
+                        .iter()
+                        .map(|&id| p.access(id, &REQ) == Access::Hit)
+                        .collect();
+                    assert_eq!(got, oracle(&t, cap, m, brrip), "{spec} cap {cap}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -521,7 +619,9 @@ mod tests {
         let mut long = 0;
         for id in 0..32_000 {
             p.access(id, &REQ);
-            long += usize::from(p.core.key[0] as usize == p.core.key_of(2));
+            long += usize::from(
+                p.core.pk[id as usize] as usize == RESIDENT as usize | p.core.key_of(2),
+            );
         }
         assert!((845..=1155).contains(&long), "{long}");
     }
@@ -557,8 +657,8 @@ mod tests {
         assert_eq!(seen, vec![511, 511, 511, 511, 512, 512]);
         // MSB set: the follower is inserted with BRRIP, at RRPV 3.
         p.access(follower, &REQ);
-        let f = p.core.frame_of[follower as usize] as usize;
-        assert_eq!(p.core.key[f] as usize, p.core.key_of(3));
+        let k = p.core.pk[follower as usize];
+        assert_eq!(k as usize, RESIDENT as usize | p.core.key_of(3));
     }
 
     #[test]
@@ -626,9 +726,9 @@ mod tests {
         // 64 000 frames: 4 bitmaps of 1000 + 16 + 1 words: 4136 words
         // = 33 088 bytes over 64 000 frames -> 1 byte.
         assert_eq!(build("srrip", 64_000).unwrap(), 10);
-        assert!(build("srrip:m=8", 10).is_ok());
+        assert!(build("srrip:m=7", 10).is_ok());
         assert!(build("srrip:m=0", 10).is_err());
-        assert!(build("srrip:m=9", 10).is_err());
+        assert!(build("srrip:m=8", 10).is_err());
         assert!(build("srrip:eps=0.5", 10).is_err());
         assert!(build("brrip:eps=1.5", 10).is_err());
         assert!(build("brrip:eps=x", 10).is_err());
@@ -642,7 +742,7 @@ mod tests {
             "brrip",
             "drrip",
             "srrip:m=1",
-            "brrip:m=8",
+            "brrip:m=7",
             "drrip:m=3",
         ] {
             contract_all(p);

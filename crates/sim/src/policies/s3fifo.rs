@@ -29,11 +29,11 @@
 //! * G drops its oldest ids beyond M's capacity.
 //!
 //! Not modelled: libCacheSim's newer `S3FIFO.c` variant that inserts into M
-//! while S is full before the first eviction. Memory: one intrusive list
-//! set holding S, M and G (a page is in at most one) and the frequency
-//! byte: 10 bytes per page.
+//! while S is full before the first eviction. Memory: one set of intrusive
+//! links holding S, M and G (a page is in at most one) and a state byte
+//! (queue and frequency): 9 bytes per page.
+use super::lists2::Links;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::Lists;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "s3fifo",
@@ -47,7 +47,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         let cap = c.capacity.max(1);
         let small_cap = ((cap as f64 * small) as usize).clamp(1, cap);
         Ok(Box::new(S3Fifo {
-            q: Lists::new(3, c.pages),
+            q: Links::new(3, c.pages),
             st: vec![0; c.pages],
             cap,
             small_cap,
@@ -57,13 +57,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
     },
 };
 
-const S: u8 = 0;
-const M: u8 = 1;
-const G: u8 = 2;
+const S: usize = 0;
+const M: usize = 1;
+const G: usize = 2;
 
 /// Per-page state byte: the frequency in bits 0-1 and, in bits 2-3, the
-/// queue (`IN_S`, `IN_M`, `IN_G` or 0), mirroring the lists so that a hit
-/// reads one byte instead of the lists' links.
+/// queue (`IN_S`, `IN_M`, `IN_G` or 0), so that a hit reads one byte.
 const FREQ: u8 = 3;
 const IN_S: u8 = 4;
 const IN_M: u8 = 8;
@@ -71,7 +70,7 @@ const IN_G: u8 = 12;
 const QUEUE: u8 = 12;
 
 struct S3Fifo {
-    q: Lists,
+    q: Links,
     st: Vec<u8>,
     cap: usize,
     small_cap: usize,
@@ -86,10 +85,10 @@ impl S3Fifo {
             let s = &mut self.st[t as usize];
             if *s & FREQ > 0 {
                 *s -= 1;
-                self.q.move_front(M, t);
+                self.q.move_front(M, M, t);
             } else {
                 *s = 0;
-                self.q.remove(t);
+                self.q.remove(M, t);
                 return Some(t);
             }
         }
@@ -102,10 +101,10 @@ impl S3Fifo {
                 let s = &mut self.st[t as usize];
                 if *s & FREQ >= self.mv {
                     *s = IN_M;
-                    self.q.move_front(M, t);
+                    self.q.move_front(S, M, t);
                 } else {
                     *s = IN_G;
-                    self.q.move_front(G, t);
+                    self.q.move_front(S, G, t);
                     while self.q.len(G) > self.ghost_cap {
                         if let Some(g) = self.q.pop_back(G) {
                             self.st[g as usize] = 0;
@@ -138,7 +137,7 @@ impl Policy for S3Fifo {
         }
         let ghost = queue == IN_G;
         if ghost {
-            self.q.remove(id);
+            self.q.remove(G, id);
             self.st[id as usize] = 0;
         }
         let victim = if self.q.len(S) + self.q.len(M) >= self.cap {
@@ -157,7 +156,7 @@ impl Policy for S3Fifo {
     }
 
     fn bytes_per_page(&self) -> usize {
-        Lists::BYTES_PER_PAGE + 1
+        Links::BYTES_PER_PAGE + 1
     }
 }
 
@@ -262,7 +261,7 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("s3fifo").unwrap(), 10);
+        assert_eq!(build("s3fifo").unwrap(), 9);
         assert!(build("s3fifo:small=0.2:move=1").is_ok());
         assert!(build("s3fifo:small=1.5").is_err());
         assert!(build("s3fifo:small=-0.1").is_err());

@@ -10,9 +10,16 @@
 //! page keeps its place in the queue, and pages inserted behind the hand
 //! (nearer the head) are not examined until the hand gets there.
 //!
-//! Memory: 8 bytes of queue links and 1 byte of state per page.
+//! The queue is a ring log of page ids in insertion order: a new page is
+//! appended at the head end, an evicted page leaves a hole (tombstone) that
+//! the hand skips, holes at the tail end are trimmed, and when the ring
+//! fills up the holes are squeezed out in one pass (amortised O(1), since
+//! the ring is at least twice the memory size). So the hand walks memory
+//! sequentially instead of chasing links, and a hit touches only two bits.
+//!
+//! Memory: 2 bits per page (resident, visited) and 4 bytes per ring slot
+//! (2 to 4 slots per frame).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::NIL;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "sieve",
@@ -21,104 +28,154 @@ pub const INFO: PolicyInfo = PolicyInfo {
     needs_future: false,
     build: |c| {
         c.params.allow("sieve", &[])?;
+        let frames = c.capacity.min(c.pages).max(1);
+        let ring = frames.saturating_mul(2).next_power_of_two();
         Ok(Box::new(Sieve {
-            state: vec![OUT; c.pages],
-            links: vec![[NIL; 2]; c.pages],
-            head: NIL,
-            tail: NIL,
-            hand: NIL,
-            len: 0,
+            bits: vec![0; 2 * c.pages.div_ceil(64)],
+            ring: vec![HOLE; ring],
+            mask: ring as u64 - 1,
+            tail: 0,
+            head: 0,
+            hand: 0,
+            live: 0,
             cap: c.capacity,
+            pages: c.pages,
         }))
     },
 };
 
-const OUT: u8 = 0;
-const RESIDENT: u8 = 1;
-const VISITED: u8 = 2;
-/// Index in `links`: the neighbour toward the head (newer).
-const NEWER: usize = 0;
-/// Index in `links`: the neighbour toward the tail (older).
-const OLDER: usize = 1;
+/// A ring slot whose page was evicted.
+const HOLE: u32 = u32::MAX;
 
 struct Sieve {
-    /// Per page: `OUT`, `RESIDENT` or `VISITED` (resident and visited).
-    state: Vec<u8>,
-    /// Per page: [newer, older] neighbours in the queue.
-    links: Vec<[u32; 2]>,
-    /// Newest page.
-    head: u32,
-    /// Oldest page.
-    tail: u32,
-    /// Where the next eviction starts; `NIL` = at the tail.
-    hand: u32,
-    len: usize,
+    /// Words 2k and 2k + 1: resident and visited bits of pages 64k..64k + 63.
+    bits: Vec<u64>,
+    /// Pages in insertion order at positions `tail..head` (mod the ring
+    /// size), with holes.
+    ring: Vec<u32>,
+    mask: u64,
+    /// Oldest position (never a hole after trimming, unless empty).
+    tail: u64,
+    /// Next free position.
+    head: u64,
+    /// Next position the hand examines, in `tail..=head`; the hand wraps to
+    /// the tail when it reaches the head.
+    hand: u64,
+    /// Resident pages.
+    live: usize,
     cap: usize,
+    pages: usize,
+}
+
+#[inline]
+fn at(id: u32) -> (usize, u64) {
+    ((id >> 6) as usize * 2, 1u64 << (id & 63))
 }
 
 impl Sieve {
+    #[inline]
+    fn slot(&mut self, pos: u64) -> &mut u32 {
+        &mut self.ring[(pos & self.mask) as usize]
+    }
+
+    /// Finds the victim, leaves a hole in its place and returns it.
     fn evict(&mut self) -> Option<u32> {
-        let mut o = if self.hand != NIL {
-            self.hand
-        } else {
-            self.tail
-        };
-        if o == NIL {
+        if self.live == 0 {
             return None;
         }
-        // One full pass clears every bit, so this ends within len + 1 steps.
-        while self.state[o as usize] == VISITED {
-            self.state[o as usize] = RESIDENT;
-            o = self.links[o as usize][NEWER];
-            if o == NIL {
-                o = self.tail;
+        // One full pass clears every bit, so this ends within two passes.
+        loop {
+            if self.hand >= self.head {
+                self.hand = self.tail;
+            }
+            let p = *self.slot(self.hand);
+            if p != HOLE {
+                let (w, b) = at(p);
+                if self.bits[w + 1] & b == 0 {
+                    break;
+                }
+                self.bits[w + 1] &= !b;
+            }
+            self.hand += 1;
+        }
+        let pos = self.hand;
+        let victim = std::mem::replace(self.slot(pos), HOLE);
+        self.live -= 1;
+        // The hand rests on the next page after the victim, or wraps to the
+        // tail if the victim was the newest.
+        self.hand += 1;
+        while self.hand < self.head && *self.slot(self.hand) == HOLE {
+            self.hand += 1;
+        }
+        if self.hand >= self.head {
+            self.hand = self.tail;
+        }
+        while self.tail < self.head && *self.slot(self.tail) == HOLE {
+            self.tail += 1;
+        }
+        if self.hand < self.tail {
+            self.hand = self.tail;
+        }
+        Some(victim)
+    }
+
+    /// Squeezes the holes out of `tail..head`, keeping order and the hand.
+    fn compact(&mut self) {
+        let mut w = self.tail;
+        let mut hand = None;
+        for r in self.tail..self.head {
+            if r == self.hand {
+                hand = Some(w);
+            }
+            let p = *self.slot(r);
+            if p != HOLE {
+                *self.slot(w) = p;
+                w += 1;
             }
         }
-        let [newer, older] = self.links[o as usize];
-        self.hand = newer;
-        if newer != NIL {
-            self.links[newer as usize][OLDER] = older;
-        } else {
-            self.head = older;
+        for r in w..self.head {
+            *self.slot(r) = HOLE;
         }
-        if older != NIL {
-            self.links[older as usize][NEWER] = newer;
-        } else {
-            self.tail = newer;
-        }
-        self.state[o as usize] = OUT;
-        self.len -= 1;
-        Some(o)
+        self.head = w;
+        self.hand = hand.unwrap_or(w);
     }
 }
 
 impl Policy for Sieve {
     #[inline]
     fn access(&mut self, id: u32, _req: &Req) -> Access {
-        let s = &mut self.state[id as usize];
-        if *s != OUT {
-            *s = VISITED;
+        let (w, b) = at(id);
+        if self.bits[w] & b != 0 {
+            if self.bits[w + 1] & b == 0 {
+                self.bits[w + 1] |= b;
+            }
             return Access::Hit;
         }
-        let victim = if self.len >= self.cap {
-            self.evict()
+        let victim = if self.live >= self.cap {
+            let v = self.evict();
+            if let Some(v) = v {
+                let (vw, vb) = at(v);
+                self.bits[vw] &= !vb;
+            }
+            v
         } else {
             None
         };
-        // Insert at the head, unvisited.
-        self.state[id as usize] = RESIDENT;
-        self.links[id as usize] = [NIL, self.head];
-        if self.head != NIL {
-            self.links[self.head as usize][NEWER] = id;
-        } else {
-            self.tail = id;
+        if self.head - self.tail > self.mask {
+            self.compact();
         }
-        self.head = id;
-        self.len += 1;
+        // Append at the head: resident, not visited.
+        let head = self.head;
+        *self.slot(head) = id;
+        self.head += 1;
+        self.live += 1;
+        self.bits[w] |= b;
+        self.bits[w + 1] &= !b;
         Access::Miss { victim }
     }
     fn bytes_per_page(&self) -> usize {
-        9
+        let pages = self.pages.max(1);
+        (8 * self.bits.len() + 4 * self.ring.len()).div_ceil(pages)
     }
 }
 
@@ -159,6 +216,49 @@ mod tests {
         assert_eq!(replay("sieve", 3, &ids), replay("fifo", 3, &ids));
         // Through the engine.
         assert_eq!(misses("sieve", 3, &[1, 2, 3, 1, 4, 3, 5, 1, 6, 3, 1]), 7);
+    }
+
+    /// SIEVE straight from the paper's pseudocode: a Vec as the queue
+    /// (index 0 = tail), O(n) removal, the hand an index or None.
+    fn reference(cap: usize, t: &[u32]) -> Vec<crate::policy::Access> {
+        use crate::policy::Access;
+        let mut q: Vec<(u32, bool)> = Vec::new();
+        let mut hand: Option<usize> = None;
+        let mut out = Vec::new();
+        for &x in t {
+            if let Some(e) = q.iter_mut().find(|e| e.0 == x) {
+                e.1 = true;
+                out.push(Access::Hit);
+                continue;
+            }
+            let mut victim = None;
+            if q.len() == cap {
+                let mut o = hand.unwrap_or(0);
+                while q[o].1 {
+                    q[o].1 = false;
+                    o = if o + 1 < q.len() { o + 1 } else { 0 };
+                }
+                victim = Some(q.remove(o).0);
+                // The newer neighbour now sits at index o.
+                hand = (o < q.len()).then_some(o);
+            }
+            q.push((x, false));
+            out.push(Access::Miss { victim });
+        }
+        out
+    }
+
+    #[test]
+    fn matches_the_paper_pseudocode() {
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(4000, 90, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for cap in [1, 2, 3, 5, 16, 40, 89, 90, 200] {
+                assert_eq!(replay("sieve", cap, &t), reference(cap, &t), "cap {cap}");
+            }
+        }
     }
 
     #[test]

@@ -21,9 +21,10 @@
 //! empty the reclaim takes A1in's tail even when |A1in| ≤ Kin (possible only
 //! with kin=100), so there is always a victim.
 //!
-//! Memory: one [`Lists`] (9 bytes per page) for all three queues.
+//! Memory: the three queues are ARC's [`LazyLists`]: 4 bytes per page plus
+//! 8 per queue entry (at most about 3 × (capacity + Kout) + 192 entries).
+use super::arc::LazyLists;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::Lists;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "2q",
@@ -39,7 +40,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             usize::try_from(c.capacity as u128 * u128::from(p) / 100).unwrap_or(usize::MAX)
         };
         Ok(Box::new(TwoQ {
-            lists: Lists::new(3, c.pages),
+            lists: LazyLists::new(3, c.pages),
             cap: c.capacity,
             kin: pct(kin),
             kout: pct(kout),
@@ -52,7 +53,7 @@ const AM: u8 = 1;
 const A1OUT: u8 = 2;
 
 struct TwoQ {
-    lists: Lists,
+    lists: LazyLists,
     cap: usize,
     kin: usize,
     kout: usize,
@@ -101,7 +102,7 @@ impl Policy for TwoQ {
         }
     }
     fn bytes_per_page(&self) -> usize {
-        Lists::BYTES_PER_PAGE
+        self.lists.bytes_per_page()
     }
 }
 
