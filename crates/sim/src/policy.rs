@@ -37,6 +37,12 @@ pub trait Policy: Send {
     /// Bytes of metadata this policy keeps per distinct page (for the memory
     /// report), not counting the engine's own byte per page.
     fn bytes_per_page(&self) -> usize;
+    /// A hint that page `id` will be referenced soon: the engine calls it a
+    /// few references ahead so the policy can prefetch its per-page state
+    /// (with [`util::prefetch`](crate::util::prefetch)). Must not change
+    /// any state. Default: nothing.
+    #[inline]
+    fn prefetch(&self, _id: u32) {}
 }
 
 /// Settings for building a policy.

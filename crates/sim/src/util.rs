@@ -167,8 +167,22 @@ impl Rng {
     /// True with probability 1/n.
     #[inline]
     pub fn one_in(&mut self, n: u64) -> bool {
-        self.next_u64() % n == 0
+        self.next_u64().is_multiple_of(n)
     }
+}
+
+/// A hint to the CPU to bring `p`'s cache line in (no-op off x86-64).
+/// Never faults, whatever the address.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86-64 baseline, and a prefetch is only a
+    // hint: it never faults and reads nothing the program can observe.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// A 64-bit mixing hash of a page id (for sampling: SHARDS, DRRIP's leader sets).

@@ -14,12 +14,21 @@ const FIFO: [u64; 6] = [100831, 95505, 91581, 79210, 72229, 49142];
 const OPT: [u64; 6] = [93495, 86881, 71311, 61843, 51843, 48974];
 
 fn data(name: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name);
     if p.exists() {
         return Some(p);
     }
-    assert!(std::env::var_os("CI").is_none(), "CI must have the shared data: {} is missing", p.display());
-    eprintln!("skipped: {} not found (the shared data sits beside the checkout on dev and CI machines)", p.display());
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have the shared data: {} is missing",
+        p.display()
+    );
+    eprintln!(
+        "skipped: {} not found (the shared data sits beside the checkout on dev and CI machines)",
+        p.display()
+    );
     None
 }
 
@@ -30,7 +39,11 @@ fn traces() -> Vec<(&'static str, DenseTrace)> {
         v.push(("oracleGeneral", DenseTrace::load(src.as_mut()).unwrap()));
     }
     if let Some(p) = data("cloudPhysicsIO.csv.zst") {
-        let opts = ImportOptions { id_column: Column::Name("lbn".into()), has_header: true, ..Default::default() };
+        let opts = ImportOptions {
+            id_column: Column::Name("lbn".into()),
+            has_header: true,
+            ..Default::default()
+        };
         let mut src = import::open(&p, Format::Csv, &opts).unwrap();
         v.push(("csv", DenseTrace::load(src.as_mut()).unwrap()));
     }
@@ -53,14 +66,18 @@ fn lru_fifo_opt_match_libcachesim_exactly() {
 
 #[test]
 fn one_pass_lru_curve_equals_simulation_at_each_size() {
-    let Some((_, t)) = traces().into_iter().next() else { return };
+    let Some((_, t)) = traces().into_iter().next() else {
+        return;
+    };
     let h = stack_histogram(&t).unwrap();
     for (i, &c) in SIZES.iter().enumerate() {
         assert_eq!(h.misses_at(c as u64), LRU[i], "curve at {c}");
     }
     // And at sizes between, against the simulator itself.
     let spec = PolicySpec::parse("lru").unwrap();
-    for c in [1usize, 2, 3, 50, 777, 2500, 7500, 15000, 30000, 45000, 48974, 60000] {
+    for c in [
+        1usize, 2, 3, 50, 777, 2500, 7500, 15000, 30000, 45000, 48974, 60000,
+    ] {
         let sim = simulate_checked(&t, &spec, c, 0).unwrap().counters.misses();
         assert_eq!(h.misses_at(c as u64), sim, "size {c}");
     }

@@ -46,19 +46,7 @@ pub(crate) struct StackTracker {
     scratch: Vec<u32>,
 }
 
-/// A hint to the CPU to bring `p`'s cache line in (no-op off x86-64).
-/// Never faults, whatever the address.
-#[inline(always)]
-pub(crate) fn prefetch<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE is part of the x86-64 baseline, and a prefetch is only a
-    // hint: it never faults and reads nothing the program can observe.
-    unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-    };
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
+pub(crate) use crate::util::prefetch;
 
 fn round_cap(n: u64) -> u32 {
     (n.div_ceil(64) * 64).clamp(64, MAX_CAP) as u32

@@ -20,9 +20,10 @@
 //!   |T1| = p), evict T1's LRU page to B1's MRU end; else evict T2's LRU
 //!   page to B2's MRU end.
 //!
-//! p and the δs are whole numbers (integer division), as in libCacheSim's
-//! ARC; the paper does not say (some implementations use reals, which
-//! differ only when |B2|/|B1| is not whole). A defensive fallback, never
+//! p and the δs are whole numbers (integer division). The paper does not
+//! say; libCacheSim's ARC used integers at first and later switched to
+//! reals (following the trauzti/cache Python ARC), so miss counts can
+//! differ slightly from a current libCacheSim when |B2|/|B1| is not whole. A defensive fallback, never
 //! reached when the paper's invariants hold: if REPLACE's chosen list is
 //! empty, it takes the other.
 //!
@@ -472,6 +473,133 @@ mod tests {
                 (10, ev(7), &[10, 9], &[8], &[], &[7, 6, 3], 3),
             ],
         );
+    }
+
+    #[test]
+    fn hand_worked_c5_delta2() {
+        // c = 5: a B2 hit while |B1| = 2|B2|, so δ2 = ⌊|B1|/|B2|⌋ = 2 moves
+        // p from 2 to 0 (δ2 = 1 would leave 1).
+        check(
+            5,
+            &[
+                (8, M, &[8], &[], &[], &[], 0),
+                (1, M, &[1, 8], &[], &[], &[], 0),
+                (8, H, &[1], &[8], &[], &[], 0),
+                (10, M, &[10, 1], &[8], &[], &[], 0),
+                (6, M, &[6, 10, 1], &[8], &[], &[], 0),
+                (5, M, &[5, 6, 10, 1], &[8], &[], &[], 0),
+                // IV.B, lists hold 5 = c: REPLACE: |T1|=4 > 0 -> 1 to B1.
+                (2, ev(1), &[2, 5, 6, 10], &[8], &[1], &[], 0),
+                // II: |B1|=1 ≥ 0, p=1; REPLACE: |T1|=4 > 1 -> 10 to B1.
+                (1, ev(10), &[2, 5, 6], &[1, 8], &[10], &[], 1),
+                // IV.B (|T1|+|B1| = 4), hold 6: REPLACE: |T1|=3 > 1 -> 6 to B1.
+                (4, ev(6), &[4, 2, 5], &[1, 8], &[6, 10], &[], 1),
+                // II: |B1|=2 ≥ 0, p=2; REPLACE: |T1|=3 > 2 -> 5 to B1.
+                (6, ev(5), &[4, 2], &[6, 1, 8], &[5, 10], &[], 2),
+                // IV.B, hold 7: REPLACE: |T1|=2 not > 2, x ∉ B2 -> T2's 8 to B2.
+                (9, ev(8), &[9, 4, 2], &[6, 1], &[5, 10], &[8], 2),
+                // IV.A (|T1|+|B1| = 5), |T1| < c: drop B1's 10; REPLACE:
+                // |T1|=3 > 2 -> 2 to B1.
+                (7, ev(2), &[7, 9, 4], &[6, 1], &[2, 5], &[8], 2),
+                // III: |B2|=1 < |B1|=2: δ2 = 2, p = 0; REPLACE: |T1|=3 > 0 -> 4.
+                (8, ev(4), &[7, 9], &[8, 6, 1], &[4, 2, 5], &[], 0),
+            ],
+        );
+    }
+
+    /// Fig. 4 transcribed with plain Vecs (index 0 = MRU) and linear
+    /// searches, as a reference for the real thing on random traces.
+    fn reference(c: usize, trace: &[u32]) -> Vec<Access> {
+        let (mut t1, mut t2, mut b1, mut b2) = (vec![], vec![], vec![], vec![]);
+        let mut p = 0usize;
+        let mut out = vec![];
+        fn take(l: &mut Vec<u32>, x: u32) -> bool {
+            match l.iter().position(|&y| y == x) {
+                Some(i) => {
+                    l.remove(i);
+                    true
+                }
+                None => false,
+            }
+        }
+        let replace = |t1: &mut Vec<u32>,
+                       t2: &mut Vec<u32>,
+                       b1: &mut Vec<u32>,
+                       b2: &mut Vec<u32>,
+                       p: usize,
+                       in_b2: bool| {
+            if !t1.is_empty() && (t1.len() > p || (in_b2 && t1.len() == p)) {
+                let v = t1.pop().unwrap();
+                b1.insert(0, v);
+                v
+            } else {
+                let v = t2.pop().unwrap();
+                b2.insert(0, v);
+                v
+            }
+        };
+        for &x in trace {
+            if take(&mut t1, x) || take(&mut t2, x) {
+                t2.insert(0, x);
+                out.push(Access::Hit);
+            } else if b1.contains(&x) {
+                let d = if b1.len() >= b2.len() {
+                    1
+                } else {
+                    b2.len() / b1.len()
+                };
+                p = (p + d).min(c);
+                let v = replace(&mut t1, &mut t2, &mut b1, &mut b2, p, false);
+                take(&mut b1, x);
+                t2.insert(0, x);
+                out.push(ev(v));
+            } else if b2.contains(&x) {
+                let d = if b2.len() >= b1.len() {
+                    1
+                } else {
+                    b1.len() / b2.len()
+                };
+                p = p.saturating_sub(d);
+                let v = replace(&mut t1, &mut t2, &mut b1, &mut b2, p, true);
+                take(&mut b2, x);
+                t2.insert(0, x);
+                out.push(ev(v));
+            } else {
+                let mut v = None;
+                if t1.len() + b1.len() == c {
+                    if t1.len() < c {
+                        b1.pop();
+                        v = Some(replace(&mut t1, &mut t2, &mut b1, &mut b2, p, false));
+                    } else {
+                        v = t1.pop();
+                    }
+                } else {
+                    let total = t1.len() + t2.len() + b1.len() + b2.len();
+                    if total >= c {
+                        if total == 2 * c {
+                            b2.pop();
+                        }
+                        v = Some(replace(&mut t1, &mut t2, &mut b1, &mut b2, p, false));
+                    }
+                }
+                t1.insert(0, x);
+                out.push(Access::Miss { victim: v });
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn matches_fig4_transcription() {
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(4000, 90, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for cap in [1, 2, 3, 5, 16, 40, 89, 90, 200] {
+                assert_eq!(replay("arc", cap, &t), reference(cap, &t), "cap {cap}");
+            }
+        }
     }
 
     #[test]

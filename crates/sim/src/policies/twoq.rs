@@ -172,6 +172,72 @@ mod tests {
         assert_eq!(&r[21..], &[H, H, ev(9)]);
     }
 
+    /// The paper's pseudocode with plain Vecs (index 0 = front) and linear
+    /// searches, as a reference on random traces.
+    fn reference(cap: usize, kin: usize, kout: usize, t: &[u32]) -> Vec<crate::policy::Access> {
+        use crate::policy::Access;
+        let (mut a1in, mut am, mut a1out): (Vec<u32>, Vec<u32>, Vec<u32>) =
+            (vec![], vec![], vec![]);
+        let mut out = vec![];
+        for &x in t {
+            if let Some(i) = am.iter().position(|&y| y == x) {
+                am.remove(i);
+                am.insert(0, x);
+                out.push(Access::Hit);
+                continue;
+            }
+            if a1in.contains(&x) {
+                out.push(Access::Hit);
+                continue;
+            }
+            // "if X is in A1out then reclaimfor(X); add X to the head of Am":
+            // the test comes first; reclaiming may trim X from A1out.
+            let was_out = a1out.contains(&x);
+            let mut victim = None;
+            if a1in.len() + am.len() == cap {
+                if a1in.len() > kin || am.is_empty() {
+                    let y = a1in.pop().unwrap();
+                    a1out.insert(0, y);
+                    if a1out.len() > kout {
+                        a1out.pop();
+                    }
+                    victim = Some(y);
+                } else {
+                    victim = am.pop();
+                }
+            }
+            if was_out {
+                a1out.retain(|&y| y != x);
+                am.insert(0, x);
+            } else {
+                a1in.insert(0, x);
+            }
+            out.push(Access::Miss { victim });
+        }
+        out
+    }
+
+    #[test]
+    fn matches_pseudocode_transcription() {
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(4000, 90, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for cap in [1, 2, 3, 5, 16, 40, 89, 90, 200] {
+                for (spec, kin, kout) in [
+                    ("2q", cap / 4, cap / 2),
+                    ("2q:kin=60:kout=150", cap * 60 / 100, cap * 150 / 100),
+                ] {
+                    let (got, want) = (replay(spec, cap, &t), reference(cap, kin, kout, &t));
+                    let first = got.iter().zip(&want).position(|(a, b)| a != b);
+                    let ctx = first.map(|i| (i, &t[i.saturating_sub(12)..=i], got[i], want[i]));
+                    assert_eq!(first, None, "{spec} cap {cap}: {ctx:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn scan_resistance() {
         // cap 4 (Kin 1, Kout 2). 1 2 5 6 fill A1in; 7 and 8 push 1 and 2 out
