@@ -27,9 +27,10 @@
 //! reached when the paper's invariants hold: if REPLACE's chosen list is
 //! empty, it takes the other.
 //!
-//! Memory: the four lists are [`LazyLists`]: 4 bytes per page plus 8 per
+//! Memory: the four lists are `LazyLists` (below): 4 bytes per page plus 8 per
 //! queue entry (at most about 3 × (2c) + 256 entries).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
 use std::collections::VecDeque;
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -133,6 +134,10 @@ impl Policy for Arc {
                 Access::Miss { victim }
             }
         }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        self.lists.prefetch(id);
     }
     fn bytes_per_page(&self) -> usize {
         self.lists.bytes_per_page()
@@ -248,8 +253,13 @@ impl LazyLists {
         if self.len[list as usize] == 0 {
             return None;
         }
-        while let Some(e) = self.queues[list as usize].pop_front() {
+        let q = &mut self.queues[list as usize];
+        while let Some(e) = q.pop_front() {
             if Self::valid(&self.meta, e) {
+                // The next candidate is known now: start fetching its entry.
+                if let Some(&n) = q.front() {
+                    prefetch(self.meta.as_ptr().wrapping_add((n >> 32) as usize));
+                }
                 let id = (e >> 32) as u32;
                 self.remove(id);
                 return Some(id);
@@ -281,6 +291,11 @@ impl LazyLists {
             next = next.max(q.len() as u32);
         }
         self.clock = next;
+    }
+    /// Brings `id`'s entry into cache (see [`Policy::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, id: u32) {
+        prefetch(self.meta.as_ptr().wrapping_add(id as usize));
     }
     /// Heap bytes per page, averaged over the pages.
     pub fn bytes_per_page(&self) -> usize {

@@ -18,6 +18,7 @@
 //! page for `bits=1`, a byte per page otherwise; 4 bytes per frame. (Bitmaps
 //! stay in cache on large traces, which is where the speed comes from.)
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "clock",
@@ -66,6 +67,8 @@ trait PageState: Send {
     /// decrements it and returns false.
     fn pass(&mut self, id: u32) -> bool;
     fn bytes(&self) -> usize;
+    /// Brings `id`'s state into cache (see [`Policy::prefetch`]).
+    fn prefetch(&self, id: u32);
 }
 
 /// `bits=1`: interleaved residency and reference bitmaps.
@@ -104,6 +107,10 @@ impl PageState for RefBit {
     }
     fn bytes(&self) -> usize {
         8 * self.0.len()
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.0.as_ptr().wrapping_add((id >> 6) as usize * 2));
     }
 }
 
@@ -147,6 +154,11 @@ impl PageState for Counter {
     }
     fn bytes(&self) -> usize {
         8 * self.resident.len() + self.count.len()
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.resident.as_ptr().wrapping_add((id >> 6) as usize));
+        prefetch(self.count.as_ptr().wrapping_add(id as usize));
     }
 }
 
@@ -193,6 +205,10 @@ impl<S: PageState> Policy for Clock<S> {
         Access::Miss {
             victim: Some(victim),
         }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        self.pages.prefetch(id);
     }
     fn bytes_per_page(&self) -> usize {
         let pages = self.n.max(1);

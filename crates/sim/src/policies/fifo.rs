@@ -10,6 +10,7 @@
 //! FIFO is the policy of Belady's anomaly: on `1 2 3 4 1 2 5 1 2 3 4 5` it
 //! faults 9 times with 3 frames and 10 times with 4 (tested below).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "fifo",
@@ -61,6 +62,10 @@ impl Policy for Fifo {
         Access::Miss {
             victim: Some(victim),
         }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.resident.as_ptr().wrapping_add((id >> 6) as usize));
     }
     fn bytes_per_page(&self) -> usize {
         // 1 bit of residency per page, plus 4 bytes per frame, spread over

@@ -22,7 +22,7 @@
 //! (at most one per resident page). Speed: about that of LRU, since a hit
 //! moves the page between linked lists much as LRU's does.
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::NIL;
+use crate::util::{prefetch, NIL};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lfu",
@@ -219,6 +219,10 @@ impl Policy for Lfu {
         self.push(id, target);
         self.len += 1;
         Access::Miss { victim }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.nodes.as_ptr().wrapping_add(id as usize));
     }
     fn bytes_per_page(&self) -> usize {
         let pages = self.nodes.len().max(1);

@@ -20,6 +20,7 @@
 //! Memory: 4 bytes per page (key) plus 8 bytes per heap entry (at most
 //! ~2 × capacity + 64) and 4 per stack entry.
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
 use std::collections::BinaryHeap;
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -125,6 +126,10 @@ impl Policy for Opt {
         }
         self.push(id, next);
         Access::Miss { victim }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.key.as_ptr().wrapping_add(id as usize));
     }
     fn bytes_per_page(&self) -> usize {
         let pages = self.key.len().max(1);

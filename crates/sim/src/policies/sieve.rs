@@ -20,6 +20,7 @@
 //! Memory: 2 bits per page (resident, visited) and 4 bytes per ring slot
 //! (2 to 4 slots per frame).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "sieve",
@@ -172,6 +173,10 @@ impl Policy for Sieve {
         self.bits[w] |= b;
         self.bits[w + 1] &= !b;
         Access::Miss { victim }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.bits.as_ptr().wrapping_add(at(id).0));
     }
     fn bytes_per_page(&self) -> usize {
         let pages = self.pages.max(1);

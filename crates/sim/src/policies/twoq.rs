@@ -21,7 +21,7 @@
 //! empty the reclaim takes A1in's tail even when |A1in| ≤ Kin (possible only
 //! with kin=100), so there is always a victim.
 //!
-//! Memory: the three queues are ARC's [`LazyLists`]: 4 bytes per page plus
+//! Memory: the three queues are ARC's `LazyLists`: 4 bytes per page plus
 //! 8 per queue entry (at most about 3 × (capacity + Kout) + 192 entries).
 use super::arc::LazyLists;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
@@ -100,6 +100,10 @@ impl Policy for TwoQ {
                 Access::Miss { victim }
             }
         }
+    }
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        self.lists.prefetch(id);
     }
     fn bytes_per_page(&self) -> usize {
         self.lists.bytes_per_page()
