@@ -66,10 +66,23 @@ impl Rows {
         let mut w = csv::Writer::from_writer(Vec::new());
         w.write_record(&self.header)?;
         for r in &self.rows {
-            w.write_record(r)?;
+            w.write_record(r.iter().map(|c| plain(c)))?;
         }
         Ok(String::from_utf8(w.into_inner()?)?)
     }
+}
+
+/// A cell as a plain number for CSV: `1,234` → `1234`, `12.50%` → `0.125`;
+/// anything else unchanged.
+fn plain(c: &str) -> String {
+    let digits = c.replace(',', "");
+    if !digits.is_empty() && digits.chars().all(|ch| ch.is_ascii_digit()) {
+        return digits;
+    }
+    if let Some(p) = c.strip_suffix('%').and_then(|x| x.parse::<f64>().ok()) {
+        return format!("{}", p / 100.0);
+    }
+    c.to_string()
 }
 
 /// Prints `rows` as a table or CSV, or `json` (the structured records) as JSON.
@@ -96,6 +109,19 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
     );
     pb.set_message(what.to_string());
     pb
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn csv_cells_are_plain_numbers() {
+        assert_eq!(super::plain("1,234,567"), "1234567");
+        assert_eq!(super::plain("12.5%"), "0.125");
+        assert_eq!(super::plain("lru"), "lru");
+        assert_eq!(super::plain("1.5G"), "1.5G");
+        assert_eq!(super::num(1234567), "1,234,567");
+        assert_eq!(super::num(12), "12");
+    }
 }
 
 /// `0.1234` → `12.34%`.
