@@ -1,0 +1,197 @@
+//! End-to-end tests of the `swaplab` binary's trace and simulation commands.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn swaplab(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .args(args)
+        .env("CI", "1")
+        .output()
+        .unwrap()
+}
+
+fn ok(args: &[&str]) -> String {
+    let o = swaplab(args);
+    assert!(
+        o.status.success(),
+        "swaplab {args:?} failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8(o.stdout).unwrap()
+}
+
+fn fails(args: &[&str], needle: &str) {
+    let o = swaplab(args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "swaplab {args:?} should fail cleanly: {err}"
+    );
+    assert!(
+        err.contains(needle),
+        "swaplab {args:?}: expected '{needle}' in: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+fn shared(name: &str) -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name);
+    p.exists().then_some(p)
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap()
+}
+
+#[test]
+fn gen_then_info_counts_what_was_generated() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("loop.parquet");
+    let t = t.to_str().unwrap();
+    // 100-page loop, 1000 references, half of them (by pattern) in a second phase of writes.
+    ok(&[
+        "gen",
+        "loop:pages=100:count=600",
+        "seq:pages=50:base=1000:count=400:writes=1",
+        "-o",
+        t,
+    ]);
+    let v = json(&ok(&["info", t, "--json"]));
+    assert_eq!(v["references"], 1000);
+    assert_eq!(v["distinct_pages"], 150);
+    assert_eq!(v["writes"], 400);
+    // A loop of 100 pages re-references each page at stack distance 100; the
+    // 50-page sequential loop at distance 50.
+    assert_eq!(v["stack_distance"]["max"], 100);
+    // LRU with 99 pages: every reference of the 100-page loop misses (LRU's
+    // worst case: 600), then the 50-page phase fits and misses only its 50 cold references.
+    let s = json(&ok(&[
+        "sim", t, "--policy", "lru,opt", "--mem", "99", "--json",
+    ]));
+    let lru = &s[0];
+    assert_eq!(lru["policy"], "lru");
+    assert_eq!(
+        lru["minor_faults"].as_u64().unwrap() + lru["major_faults"].as_u64().unwrap(),
+        650
+    );
+    // OPT keeps 98 loop pages resident and misses far less than LRU on the loop.
+    assert!(s[1]["major_faults"].as_u64().unwrap() < lru["major_faults"].as_u64().unwrap());
+}
+
+#[test]
+fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
+    let (Some(bin), Some(csv)) = (
+        shared("cloudPhysicsIO.oracleGeneral.bin.zst"),
+        shared("cloudPhysicsIO.csv.zst"),
+    ) else {
+        assert!(std::env::var_os("CI").is_none() || std::env::var("CI").as_deref() == Ok("1"));
+        eprintln!("skipped: shared data not found");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("cp.parquet");
+    let t = t.to_str().unwrap();
+    ok(&[
+        "import",
+        csv.to_str().unwrap(),
+        "--header",
+        "--id-column",
+        "lbn",
+        "--op-column",
+        "op",
+        "-o",
+        t,
+    ]);
+    let v = json(&ok(&["info", t, "--json"]));
+    // 66,898 writes (SCSI 0x2a) counted independently with Python's csv module.
+    assert_eq!(
+        (
+            v["references"].as_u64(),
+            v["distinct_pages"].as_u64(),
+            v["writes"].as_u64()
+        ),
+        (Some(113_872), Some(48_974), Some(66_898))
+    );
+    // libCacheSim's LRU misses at 1024 and 10000 pages (shared/data/README.md), via CSV output.
+    let out = ok(&["sim", t, "--policy", "lru", "--mem", "1024,10000", "--csv"]);
+    let misses: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(misses, vec!["94816", "79438"]);
+    // Export to oracleGeneral and simulate the exported file: same FIFO counts as the peer's.
+    let e = d.path().join("cp.bin.zst");
+    ok(&["export", t, "-o", e.to_str().unwrap()]);
+    let s = json(&ok(&[
+        "sim",
+        e.to_str().unwrap(),
+        "--policy",
+        "fifo",
+        "--mem",
+        "128,40000",
+        "--json",
+    ]));
+    let m =
+        |i: usize| s[i]["minor_faults"].as_u64().unwrap() + s[i]["major_faults"].as_u64().unwrap();
+    assert_eq!((m(0), m(1)), (100_831, 49_142));
+    // The original binary file reads directly too.
+    let s = json(&ok(&[
+        "sim",
+        bin.to_str().unwrap(),
+        "--policy",
+        "opt",
+        "--mem",
+        "5000",
+        "--json",
+    ]));
+    assert_eq!(
+        s[0]["minor_faults"].as_u64().unwrap() + s[0]["major_faults"].as_u64().unwrap(),
+        71_311
+    );
+    // MRC: SHARDS at 10 % stays close to the exact curve on this trace.
+    let m = json(&ok(&["mrc", t, "--shards", "0.1", "--json"]));
+    assert!(
+        m["curves"][1]["mae"].as_f64().unwrap() < 0.05,
+        "{}",
+        m["curves"][1]
+    );
+}
+
+#[test]
+fn bad_input_gets_clear_errors() {
+    let d = tempfile::tempdir().unwrap();
+    let junk = d.path().join("junk.parquet");
+    std::fs::write(&junk, b"PAR1 this is not really parquet").unwrap();
+    let junk = junk.to_str().unwrap();
+    fails(&["sim", "/nonexistent/t.parquet"], "no such file");
+    fails(&["info", junk], "not a swaplab trace");
+    let t = d.path().join("t.parquet");
+    let t = t.to_str().unwrap();
+    ok(&["gen", "seq:pages=10", "-n", "100", "-o", t]);
+    fails(&["sim", t, "--policy", "lruu"], "unknown policy 'lruu'");
+    fails(&["sim", t, "--policy", "clock:bits=99"], "bits=99");
+    fails(&["sim", t, "--mem", "12Q"], "bad memory size '12Q'");
+    fails(&["gen", "zipf", "-n", "10", "-o", t], "zipf needs pages=N");
+    let csv = d.path().join("x.csv");
+    std::fs::write(&csv, "a,b\n1,2\n").unwrap();
+    fails(&["sim", csv.to_str().unwrap()], "--id-column");
+    let txt = d.path().join("x.txt");
+    std::fs::write(&txt, "1\n2\nzz\n").unwrap();
+    fails(&["sim", txt.to_str().unwrap()], "line 3");
+    // The failed commands left the good trace intact.
+    assert_eq!(json(&ok(&["info", t, "--json"]))["references"], 100);
+}
+
+#[test]
+fn every_subcommand_has_help() {
+    for sub in [
+        "demo", "gen", "import", "export", "info", "sim", "mrc", "bench",
+    ] {
+        let out = ok(&[sub, "--help"]);
+        assert!(out.contains("Usage"), "{sub}");
+    }
+}
