@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
-    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let manifest =
+        PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let src_dir = manifest.join("../../native/workloads");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let exe = out_dir.join("swaplab-workload");
@@ -44,7 +45,11 @@ fn main() {
         .flag("-pthread")
         .get_compiler();
     let mut cmd: Command = compiler.to_command();
-    cmd.arg("-o").arg(&exe).args(&sources).arg("-I").arg(&src_dir);
+    cmd.arg("-o")
+        .arg(&exe)
+        .args(&sources)
+        .arg("-I")
+        .arg(&src_dir);
     cmd.args(["-pthread", "-lm", "-lpthread"]);
     let out = cmd.output().unwrap_or_else(|e| {
         panic!(
@@ -65,7 +70,10 @@ fn main() {
         println!("cargo:warning={line}");
     }
     let bytes = std::fs::read(&exe).expect("the compiler wrote the executable");
-    println!("cargo:rustc-env=SWAPLAB_WORKLOAD_HASH={:016x}", hash(&bytes));
+    println!(
+        "cargo:rustc-env=SWAPLAB_WORKLOAD_HASH={:016x}",
+        hash(&bytes)
+    );
     println!("cargo:rustc-env=SWAPLAB_WORKLOAD_EXE={}", exe.display());
 }
 

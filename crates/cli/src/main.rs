@@ -39,8 +39,9 @@ impl OutFlags {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// The main job: generate a trace, simulate every policy at several memory sizes,
-    /// print the table and the LRU miss-ratio curve.
+    /// The main job. As root: sweep qsort and genome (64 MiB) under memory limits
+    /// 100/75/50/25 % with a temporary swapfile and print the slowdowns; then (and
+    /// without root) simulate every policy on a generated trace and print the LRU curve.
     Demo(cmd::demo::DemoArgs),
     /// Generate a synthetic page-reference trace.
     Gen(cmd::gen::GenArgs),
@@ -58,7 +59,26 @@ enum Cmd {
     /// Benchmarks that print their numbers (speed and memory targets).
     Bench {
         #[command(subcommand)]
-        what: cmd::bench::BenchCmd,
+        what: cmd::bench_runner::BenchAny,
+    },
+    /// Run a command in a fresh memory cgroup with a limit and swap, measure it, record it.
+    Run(cmd::run::RunArgs),
+    /// Run a command under several memory limits (× variants × repeats), interleaved.
+    Sweep(cmd::run::SweepArgs),
+    /// List recorded runs (or sweeps) from the catalog.
+    Runs(cmd::catalog::RunsArgs),
+    /// Show one recorded run (12) or sweep (s3).
+    Show(cmd::catalog::ShowArgs),
+    /// Compare two runs or two sweeps, cell by cell, with a significance test.
+    Compare(cmd::catalog::CompareArgs),
+    /// What this machine offers (cgroups, swap, PSI, tracing, …) and what each gap disables.
+    Doctor(cmd::doctor::DoctorArgs),
+    /// Undo what killed swaplab processes left behind (swap areas, sysctls, cgroups).
+    Restore(cmd::doctor::RestoreArgs),
+    /// The built-in C workloads (qsort, genome, traverse, chase, kv).
+    Workload {
+        #[command(subcommand)]
+        what: cmd::workload::WorkloadCmd,
     },
 }
 
@@ -72,7 +92,15 @@ fn main() {
         Cmd::Info(a) => cmd::info::run(a),
         Cmd::Sim(a) => cmd::sim::run_sim(a),
         Cmd::Mrc(a) => cmd::sim::run_mrc(a),
-        Cmd::Bench { what } => cmd::bench::run(what),
+        Cmd::Bench { what } => cmd::bench_runner::run(what),
+        Cmd::Run(a) => cmd::run::run(a),
+        Cmd::Sweep(a) => cmd::run::sweep(a),
+        Cmd::Runs(a) => cmd::catalog::runs(a),
+        Cmd::Show(a) => cmd::catalog::show(a),
+        Cmd::Compare(a) => cmd::catalog::compare_cmd(a),
+        Cmd::Doctor(a) => cmd::doctor::doctor(a),
+        Cmd::Restore(a) => cmd::doctor::restore(a),
+        Cmd::Workload { what } => cmd::workload::run(what),
     };
     if let Err(e) = r {
         eprintln!("swaplab: error: {e}");

@@ -111,19 +111,6 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
     pb
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn csv_cells_are_plain_numbers() {
-        assert_eq!(super::plain("1,234,567"), "1234567");
-        assert_eq!(super::plain("12.5%"), "0.125");
-        assert_eq!(super::plain("lru"), "lru");
-        assert_eq!(super::plain("1.5G"), "1.5G");
-        assert_eq!(super::num(1234567), "1,234,567");
-        assert_eq!(super::num(12), "12");
-    }
-}
-
 /// `0.1234` → `12.34%`.
 pub fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
@@ -134,7 +121,7 @@ pub fn num(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -154,4 +141,17 @@ pub fn curve_chart(points: &[(u64, String, f64)]) -> String {
         ));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn csv_cells_are_plain_numbers() {
+        assert_eq!(super::plain("1,234,567"), "1234567");
+        assert_eq!(super::plain("12.5%"), "0.125");
+        assert_eq!(super::plain("lru"), "lru");
+        assert_eq!(super::plain("1.5G"), "1.5G");
+        assert_eq!(super::num(1234567), "1,234,567");
+        assert_eq!(super::num(12), "12");
+    }
 }

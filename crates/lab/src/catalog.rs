@@ -142,6 +142,7 @@ pub struct Catalog {
     conn: Connection,
     home: PathBuf,
     db: PathBuf,
+    recovered: (Vec<i64>, Vec<i64>),
 }
 
 fn now_ns() -> i64 {
@@ -182,7 +183,8 @@ impl Catalog {
     /// Opens (creating if needed) the catalog in `home`, and marks rows
     /// left `running` by dead swaplab processes as `interrupted`.
     pub fn open(home: &Path) -> Result<Catalog> {
-        std::fs::create_dir_all(home.join("runs")).map_err(|e| Error::io("creating catalog directory", home, e))?;
+        std::fs::create_dir_all(home.join("runs"))
+            .map_err(|e| Error::io("creating catalog directory", home, e))?;
         let db = home.join("catalog.db");
         let conn = Connection::open(&db).map_err(|e| Error::sql(&db, "opening", e))?;
         conn.busy_timeout(Duration::from_secs(30))
@@ -203,15 +205,23 @@ impl Catalog {
                 "use a newer swaplab, or set SWAPLAB_HOME to another directory",
             ));
         }
-        conn.execute_batch(&format!("BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"))
-            .map_err(|e| Error::sql(&db, "creating tables", e))?;
-        let c = Catalog {
+        conn.execute_batch(&format!(
+            "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+        ))
+        .map_err(|e| Error::sql(&db, "creating tables", e))?;
+        let mut c = Catalog {
             conn,
             home: home.to_path_buf(),
             db,
+            recovered: (Vec::new(), Vec::new()),
         };
-        c.recover_stale()?;
+        c.recovered = c.recover_stale()?;
         Ok(c)
+    }
+
+    /// The run ids and sweep ids that [`Catalog::open`] marked interrupted.
+    pub fn recovered_on_open(&self) -> &(Vec<i64>, Vec<i64>) {
+        &self.recovered
     }
 
     /// The catalog directory.
@@ -237,10 +247,19 @@ impl Catalog {
         for (table, out) in [("runs", &mut runs), ("sweeps", &mut sweeps)] {
             let mut st = self
                 .conn
-                .prepare(&format!("SELECT id, pid, pid_start, boot_id FROM {table} WHERE status = 'running'"))
+                .prepare(&format!(
+                    "SELECT id, pid, pid_start, boot_id FROM {table} WHERE status = 'running'"
+                ))
                 .map_err(self.err("listing running rows"))?;
             let rows = st
-                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?)))
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
                 .map_err(self.err("listing running rows"))?
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(self.err("listing running rows"))?;
@@ -253,7 +272,10 @@ impl Catalog {
         if runs.is_empty() && sweeps.is_empty() {
             return Ok((runs, sweeps));
         }
-        let tx = self.conn.unchecked_transaction().map_err(self.err("starting recovery"))?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(self.err("starting recovery"))?;
         let why = "swaplab stopped before finishing (killed, crashed or the machine rebooted); recovered on the next start";
         for id in &runs {
             tx.execute(
@@ -274,7 +296,12 @@ impl Catalog {
     }
 
     /// Inserts a sweep row (status `running`) and returns its id.
-    pub fn begin_sweep(&self, kind: &str, command: &[String], spec: &serde_json::Value) -> Result<i64> {
+    pub fn begin_sweep(
+        &self,
+        kind: &str,
+        command: &[String],
+        spec: &serde_json::Value,
+    ) -> Result<i64> {
         let (pid, start, boot) = me();
         self.conn
             .execute(
@@ -316,7 +343,10 @@ impl Catalog {
             Some((s, v, r)) => (Some(*s), v.clone(), *r),
             None => (None, None, 0),
         };
-        let tx = self.conn.unchecked_transaction().map_err(self.err("starting a run"))?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(self.err("starting a run"))?;
         tx.execute(
             "INSERT INTO runs (sweep_id, variant, limit_label, repeat_idx, role, status, pid, pid_start, boot_id, \
              started_ns, command, resolved_command, options, limit_bytes, dir) \
@@ -340,8 +370,11 @@ impl Catalog {
         .map_err(self.err("inserting a run"))?;
         let id = tx.last_insert_rowid();
         let dir = self.home.join("runs").join(id.to_string());
-        tx.execute("UPDATE runs SET dir = ?2 WHERE id = ?1", params![id, dir.to_string_lossy()])
-            .map_err(self.err("inserting a run"))?;
+        tx.execute(
+            "UPDATE runs SET dir = ?2 WHERE id = ?1",
+            params![id, dir.to_string_lossy()],
+        )
+        .map_err(self.err("inserting a run"))?;
         tx.commit().map_err(self.err("inserting a run"))?;
         // A directory left by an older catalog at this id is moved aside, never mixed in.
         if dir.exists() {
@@ -376,19 +409,26 @@ impl Catalog {
         })
     }
 
-    /// Writes `run.json` (atomically) and finalises the row and its
-    /// metrics in one transaction.
+    /// Finalises the row and its metrics in one transaction, then writes
+    /// `run.json` (atomically).
     pub fn finish_run(&self, rec: &RunRecord) -> Result<()> {
-        let bytes = serde_json::to_vec_pretty(rec)
-            .map_err(|e| Error::failed("serialising run.json", e.to_string(), "report this as a bug"))?;
-        swaplab_host::util::write_atomic(&rec.dir.join("run.json"), &bytes)?;
+        let bytes = serde_json::to_vec_pretty(rec).map_err(|e| {
+            Error::failed(
+                "serialising run.json",
+                e.to_string(),
+                "report this as a bug",
+            )
+        })?;
         let details = Details {
             cgroup: rec.cgroup.clone(),
             env: rec.env.clone(),
             workload_output: rec.workload_output.clone(),
             notes: rec.notes.clone(),
         };
-        let tx = self.conn.unchecked_transaction().map_err(self.err("finishing a run"))?;
+        let tx = self
+            .conn
+            .unchecked_transaction()
+            .map_err(self.err("finishing a run"))?;
         tx.execute(
             "UPDATE runs SET status = ?2, outcome = ?3, exit_code = ?4, term_signal = ?5, finished_ns = ?6, \
              details = ?7, error = ?8, limit_bytes = ?9 WHERE id = ?1",
@@ -417,6 +457,10 @@ impl Catalog {
             }
         }
         tx.commit().map_err(self.err("finishing a run"))?;
+        // After the commit: the database is the record of truth, so a crash
+        // in between leaves a finished row and at worst no run.json, never
+        // a run.json that contradicts the row.
+        swaplab_host::util::write_atomic(&rec.dir.join("run.json"), &bytes)?;
         Ok(())
     }
 
@@ -439,7 +483,9 @@ impl Catalog {
                 Role::Measure
             },
             status: Status::parse(&r.get::<_, String>("status")?).unwrap_or(Status::Failed),
-            outcome: r.get::<_, Option<String>>("outcome")?.and_then(|o| Outcome::parse(&o)),
+            outcome: r
+                .get::<_, Option<String>>("outcome")?
+                .and_then(|o| Outcome::parse(&o)),
             exit_code: r.get("exit_code")?,
             term_signal: r.get("term_signal")?,
             command: parse_vec(r.get("command")?),
@@ -464,7 +510,12 @@ impl Catalog {
             .map_err(self.err("reading metrics"))?;
         let rows = st
             .query_map(params![rec.id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
             })
             .map_err(self.err("reading metrics"))?;
         for row in rows {
@@ -497,17 +548,28 @@ impl Catalog {
     pub fn run(&self, id: i64) -> Result<RunRecord> {
         self.query_runs("SELECT * FROM runs WHERE id = ?1", params![id])?
             .pop()
-            .ok_or_else(|| Error::Invalid(format!("no run {id} in the catalog {} (see `swaplab runs`)", self.db.display())))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "no run {id} in the catalog {} (see `swaplab runs`)",
+                    self.db.display()
+                ))
+            })
     }
 
     /// The newest runs first, at most `limit`.
     pub fn recent_runs(&self, limit: usize) -> Result<Vec<RunRecord>> {
-        self.query_runs("SELECT * FROM runs ORDER BY id DESC LIMIT ?1", params![limit as i64])
+        self.query_runs(
+            "SELECT * FROM runs ORDER BY id DESC LIMIT ?1",
+            params![limit as i64],
+        )
     }
 
     /// The runs of a sweep, in the order they ran.
     pub fn sweep_runs(&self, sweep_id: i64) -> Result<Vec<RunRecord>> {
-        self.query_runs("SELECT * FROM runs WHERE sweep_id = ?1 ORDER BY id", params![sweep_id])
+        self.query_runs(
+            "SELECT * FROM runs WHERE sweep_id = ?1 ORDER BY id",
+            params![sweep_id],
+        )
     }
 
     fn row_to_sweep(r: &rusqlite::Row<'_>) -> rusqlite::Result<SweepRow> {
@@ -518,7 +580,8 @@ impl Catalog {
             started_unix_ns: r.get("started_ns")?,
             finished_unix_ns: r.get("finished_ns")?,
             command: serde_json::from_str(&r.get::<_, String>("command")?).unwrap_or_default(),
-            spec: serde_json::from_str(&r.get::<_, String>("spec")?).unwrap_or(serde_json::Value::Null),
+            spec: serde_json::from_str(&r.get::<_, String>("spec")?)
+                .unwrap_or(serde_json::Value::Null),
             error: r.get("error")?,
         })
     }
@@ -526,10 +589,19 @@ impl Catalog {
     /// One sweep.
     pub fn sweep(&self, id: i64) -> Result<SweepRow> {
         self.conn
-            .query_row("SELECT * FROM sweeps WHERE id = ?1", params![id], Self::row_to_sweep)
+            .query_row(
+                "SELECT * FROM sweeps WHERE id = ?1",
+                params![id],
+                Self::row_to_sweep,
+            )
             .optional()
             .map_err(self.err("reading a sweep"))?
-            .ok_or_else(|| Error::Invalid(format!("no sweep s{id} in the catalog {} (see `swaplab runs --sweeps`)", self.db.display())))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "no sweep s{id} in the catalog {} (see `swaplab runs --sweeps`)",
+                    self.db.display()
+                ))
+            })
     }
 
     /// The newest sweeps first.
@@ -594,14 +666,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let c = Catalog::open(dir.path()).unwrap();
         let rec = c
-            .begin_run(&["true".into()], &["true".into()], &RunOptions::default(), "none", None, Role::Measure, None)
+            .begin_run(
+                &["true".into()],
+                &["true".into()],
+                &RunOptions::default(),
+                "none",
+                None,
+                Role::Measure,
+                None,
+            )
             .unwrap();
-        let sweep = c.begin_sweep("sweep", &["true".into()], &serde_json::json!({})).unwrap();
+        let sweep = c
+            .begin_sweep("sweep", &["true".into()], &serde_json::json!({}))
+            .unwrap();
         // Ours (alive): left alone.
         assert_eq!(c.recover_stale().unwrap(), (vec![], vec![]));
         // Pretend a dead process wrote them.
-        c.conn.execute("UPDATE runs SET pid = 999999999", []).unwrap();
-        c.conn.execute("UPDATE sweeps SET pid_start = 1", []).unwrap();
+        c.conn
+            .execute("UPDATE runs SET pid = 999999999", [])
+            .unwrap();
+        c.conn
+            .execute("UPDATE sweeps SET pid_start = 1", [])
+            .unwrap();
         drop(c);
         let c = Catalog::open(dir.path()).unwrap();
         let r = c.run(rec.id).unwrap();
@@ -620,7 +706,10 @@ mod tests {
             .begin_run(
                 &["a".into(), "b c".into()],
                 &["/x/a".into(), "b c".into()],
-                &RunOptions { page_cluster: Some(0), ..Default::default() },
+                &RunOptions {
+                    page_cluster: Some(0),
+                    ..Default::default()
+                },
                 "50%",
                 Some(1 << 20),
                 Role::Measure,
@@ -631,14 +720,26 @@ mod tests {
         rec.outcome = Some(Outcome::Oom);
         rec.term_signal = Some(9);
         rec.notes.push("a note".into());
-        rec.metrics.insert("majflt".into(), Metric { value: 1234.0, unit: "count".into(), scope: Scope::Process });
+        rec.metrics.insert(
+            "majflt".into(),
+            Metric {
+                value: 1234.0,
+                unit: "count".into(),
+                scope: Scope::Process,
+            },
+        );
         rec.finished_unix_ns = Some(rec.started_unix_ns + 5);
         c.finish_run(&rec).unwrap();
         let back = c.run(rec.id).unwrap();
         assert_eq!(back, rec);
-        let on_disk: RunRecord = serde_json::from_slice(&std::fs::read(rec.dir.join("run.json")).unwrap()).unwrap();
+        let on_disk: RunRecord =
+            serde_json::from_slice(&std::fs::read(rec.dir.join("run.json")).unwrap()).unwrap();
         assert_eq!(on_disk, rec);
-        assert!(c.run(rec.id + 100).unwrap_err().to_string().contains("swaplab runs"));
+        assert!(c
+            .run(rec.id + 100)
+            .unwrap_err()
+            .to_string()
+            .contains("swaplab runs"));
         c.set_peak("k", 42, Some(rec.id)).unwrap();
         assert_eq!(c.peak("k").unwrap(), Some((42, Some(rec.id))));
         c.forget_peak("k").unwrap();

@@ -20,7 +20,7 @@ pub enum Error {
         /// What we were doing.
         what: String,
         /// SQLite's answer.
-        source: rusqlite::Error,
+        source: Box<rusqlite::Error>,
         /// What to do.
         hint: String,
     },
@@ -74,7 +74,8 @@ impl Error {
     pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         let hint = match source.raw_os_error() {
             Some(libc::EACCES) | Some(libc::EPERM) => {
-                "permission denied: run with sudo, or set SWAPLAB_HOME to a directory you can write".into()
+                "permission denied: run with sudo, or set SWAPLAB_HOME to a directory you can write"
+                    .into()
             }
             Some(libc::ENOSPC) => "no space left on the device: free some disk".into(),
             _ => String::new(),
@@ -96,7 +97,8 @@ impl Error {
                 "the catalog is read-only here: run with sudo, or set SWAPLAB_HOME".into()
             }
             rusqlite::Error::SqliteFailure(e, _)
-                if e.code == rusqlite::ErrorCode::NotADatabase || e.code == rusqlite::ErrorCode::DatabaseCorrupt =>
+                if e.code == rusqlite::ErrorCode::NotADatabase
+                    || e.code == rusqlite::ErrorCode::DatabaseCorrupt =>
             {
                 "the file is not a swaplab catalog: move it away or set SWAPLAB_HOME".into()
             }
@@ -105,12 +107,16 @@ impl Error {
         Error::Catalog {
             path: path.to_path_buf(),
             what: what.into(),
-            source,
+            source: Box::new(source),
             hint,
         }
     }
 
-    pub(crate) fn failed(what: impl Into<String>, why: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub(crate) fn failed(
+        what: impl Into<String>,
+        why: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Error::Failed {
             what: what.into(),
             why: why.into(),

@@ -44,7 +44,11 @@ impl FromStr for LimitSpec {
             }
             return Ok(LimitSpec::Percent(v));
         }
-        let b = parse_size(s).map_err(|e| Error::Invalid(format!("cannot parse memory limit {input:?}: {e}; or use a share like 50%")))?;
+        let b = parse_size(s).map_err(|e| {
+            Error::Invalid(format!(
+                "cannot parse memory limit {input:?}: {e}; or use a share like 50%"
+            ))
+        })?;
         if b < 4096 {
             return Err(Error::Invalid(format!(
                 "memory limit {input:?} is below one page; use e.g. 64M or 50%"
@@ -82,7 +86,9 @@ impl LimitSpec {
             LimitSpec::Bytes(b) => Ok(Some(b / page * page)),
             LimitSpec::Percent(p) => {
                 let peak = peak.ok_or_else(|| {
-                    Error::Invalid(format!("limit {self} needs the command's peak, which was not measured"))
+                    Error::Invalid(format!(
+                        "limit {self} needs the command's peak, which was not measured"
+                    ))
                 })?;
                 let b = (peak as f64 * p / 100.0) as u64 / page * page;
                 Ok(Some(b.max(page)))
@@ -104,7 +110,9 @@ pub fn parse_duration(input: &str) -> Result<Duration> {
             "cannot parse duration {input:?}: {why}; use e.g. 250ms, 30s, 2m or 1h (a bare number is seconds)"
         ))
     };
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     if num.is_empty() {
         return Err(bad("no number"));
@@ -193,7 +201,9 @@ impl RunOptions {
         }
         if let Some(t) = &self.thp {
             if !THP_MODES.contains(&t.as_str()) {
-                return Err(Error::Invalid(format!("--thp {t:?}: must be always, madvise or never")));
+                return Err(Error::Invalid(format!(
+                    "--thp {t:?}: must be always, madvise or never"
+                )));
             }
         }
         Ok(())
@@ -266,8 +276,14 @@ impl FromStr for Variant {
         };
         let (name, args) = input.split_once('=').ok_or_else(|| bad("no '='".into()))?;
         let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c)) {
-            return Err(bad(format!("name {name:?} must be letters, digits, - _ . +")));
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.+".contains(c))
+        {
+            return Err(bad(format!(
+                "name {name:?} must be letters, digits, - _ . +"
+            )));
         }
         let words = split_words(args).map_err(bad)?;
         let (options, command) = parse_option_words(&words).map_err(|e| bad(e.to_string()))?;
@@ -417,8 +433,14 @@ mod tests {
 
     #[test]
     fn limits_parse() {
-        assert_eq!("50%".parse::<LimitSpec>().unwrap(), LimitSpec::Percent(50.0));
-        assert_eq!("64M".parse::<LimitSpec>().unwrap(), LimitSpec::Bytes(64 << 20));
+        assert_eq!(
+            "50%".parse::<LimitSpec>().unwrap(),
+            LimitSpec::Percent(50.0)
+        );
+        assert_eq!(
+            "64M".parse::<LimitSpec>().unwrap(),
+            LimitSpec::Bytes(64 << 20)
+        );
         assert_eq!("none".parse::<LimitSpec>().unwrap(), LimitSpec::None);
         for bad in ["", "%", "0%", "-5%", "x%", "12Q", "100"] {
             assert!(bad.parse::<LimitSpec>().is_err(), "{bad}");
@@ -426,8 +448,16 @@ mod tests {
         assert_eq!(LimitSpec::Percent(12.5).to_string(), "12.5%");
         assert_eq!(LimitSpec::Percent(25.0).to_string(), "25%");
         let page = swaplab_host::util::page_size();
-        assert_eq!(LimitSpec::Percent(50.0).resolve(Some(100 * page)).unwrap(), Some(50 * page));
-        assert_eq!(LimitSpec::Percent(25.0).resolve(Some(10 * page + 7)).unwrap(), Some(2 * page));
+        assert_eq!(
+            LimitSpec::Percent(50.0).resolve(Some(100 * page)).unwrap(),
+            Some(50 * page)
+        );
+        assert_eq!(
+            LimitSpec::Percent(25.0)
+                .resolve(Some(10 * page + 7))
+                .unwrap(),
+            Some(2 * page)
+        );
         assert!(LimitSpec::Percent(25.0).resolve(None).is_err());
         assert_eq!(parse_limits("100%, 50%,25%").unwrap().len(), 3);
         assert!(parse_limits(",").is_err());
@@ -449,7 +479,10 @@ mod tests {
     #[test]
     fn words_split_like_a_shell() {
         assert_eq!(split_words(" a  b ").unwrap(), vec!["a", "b"]);
-        assert_eq!(split_words(r#"cmd='x y' "z \"q\"" w\ v"#).unwrap(), vec!["cmdx y", "z \"q\"", "w v"]);
+        assert_eq!(
+            split_words(r#"cmd='x y' "z \"q\"" w\ v"#).unwrap(),
+            vec!["cmd=x y", "z \"q\"", "w v"]
+        );
         assert_eq!(split_words("''").unwrap(), vec![""]);
         assert!(split_words("'open").is_err());
     }
@@ -460,18 +493,36 @@ mod tests {
         assert_eq!(v.name, "pc0");
         assert_eq!(v.options.page_cluster, Some(0));
         assert_eq!(v.command, None);
-        let v: Variant = "z=--swap zram:256M --swappiness=100 cmd=prog --flag 'a b'".parse().unwrap();
+        let v: Variant = "z=--swap zram:256M --swappiness=100 cmd=prog --flag 'a b'"
+            .parse()
+            .unwrap();
         assert_eq!(v.options.swappiness, Some(100));
         assert_eq!(v.options.swap.len(), 1);
         assert_eq!(v.command.unwrap(), vec!["prog", "--flag", "a b"]);
         let v: Variant = "g=cmd= prog x".parse().unwrap();
         assert_eq!(v.command.unwrap(), vec!["prog", "x"]);
-        for bad in ["nameonly", "=--thp never", "a b=--thp never", "x=--thp sometimes", "x=--swappiness 500", "x=--bogus 1", "x=--page-cluster", "x=cmd="] {
+        for bad in [
+            "nameonly",
+            "=--thp never",
+            "a b=--thp never",
+            "x=--thp sometimes",
+            "x=--swappiness 500",
+            "x=--bogus 1",
+            "x=--page-cluster",
+            "x=cmd=",
+        ] {
             let e = bad.parse::<Variant>().unwrap_err().to_string();
             assert!(e.contains("variant"), "{bad}: {e}");
         }
-        let base = RunOptions { page_cluster: Some(3), swappiness: Some(60), ..Default::default() };
-        let over = RunOptions { page_cluster: Some(0), ..Default::default() };
+        let base = RunOptions {
+            page_cluster: Some(3),
+            swappiness: Some(60),
+            ..Default::default()
+        };
+        let over = RunOptions {
+            page_cluster: Some(0),
+            ..Default::default()
+        };
         let m = base.overridden_by(&over);
         assert_eq!((m.page_cluster, m.swappiness), (Some(0), Some(60)));
     }

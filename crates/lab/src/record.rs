@@ -60,7 +60,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
 
 /// The unit of a known metric.
 pub fn metric_unit(name: &str) -> &'static str {
-    METRICS.iter().find(|m| m.0 == name).map(|m| m.1).unwrap_or("")
+    METRICS
+        .iter()
+        .find(|m| m.0 == name)
+        .map(|m| m.1)
+        .unwrap_or("")
 }
 
 /// How the command ended.

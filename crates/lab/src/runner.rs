@@ -17,7 +17,9 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use swaplab_host::cgroup::{CgroupMounts, CgroupOptions, CgroupVersion, MemStats, MemoryGroup, MemoryLimits, Pressure};
+use swaplab_host::cgroup::{
+    CgroupMounts, CgroupOptions, CgroupVersion, MemStats, MemoryGroup, MemoryLimits, Pressure,
+};
 use swaplab_host::doctor::{Doctor, Need};
 use swaplab_host::journal::{Session, SessionOptions};
 use swaplab_host::procfs::{self as hostproc, Environment, Kswapd, VmStat};
@@ -120,7 +122,10 @@ pub struct RunSet {
 }
 
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
         return 0;
@@ -138,7 +143,9 @@ fn now_unix_ns() -> i64 {
 /// The key of a command in the peak cache: the executed argv, the THP
 /// mode asked for, and the working directory (relative paths).
 pub fn peak_key(resolved: &[String], options: &RunOptions) -> String {
-    let cwd = std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default();
+    let cwd = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     serde_json::json!({
         "argv": resolved,
         "thp": options.thp,
@@ -203,7 +210,12 @@ impl Lab {
 
     /// The command's peak memory (cgroup peak of an unlimited run), from
     /// the catalog's cache or measured now.
-    pub fn peak_of(&self, command: &[String], options: &RunOptions, progress: &mut ProgressFn<'_>) -> Result<u64> {
+    pub fn peak_of(
+        &self,
+        command: &[String],
+        options: &RunOptions,
+        progress: &mut ProgressFn<'_>,
+    ) -> Result<u64> {
         let resolved = workload::resolve_command(command)?;
         let key = peak_key(&resolved, options);
         if let Some((p, _)) = self.catalog.peak(&key)? {
@@ -239,7 +251,10 @@ impl Lab {
                     "its unlimited run (run {}) ended with {}{}",
                     rec.id,
                     rec.outcome_text(),
-                    rec.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default()
+                    rec.error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
                 ),
                 "make the command succeed on its own first, or give the limit in bytes (e.g. 64M)",
             )),
@@ -271,7 +286,9 @@ impl Lab {
         progress: &mut ProgressFn<'_>,
     ) -> Result<RunSet> {
         if command.is_empty() {
-            return Err(Error::Invalid("no command given: swaplab run [OPTIONS] -- CMD ARGS".into()));
+            return Err(Error::Invalid(
+                "no command given: swaplab run [OPTIONS] -- CMD ARGS".into(),
+            ));
         }
         options.validate()?;
         Self::require_runner()?;
@@ -302,14 +319,24 @@ impl Lab {
                 role: Role::Measure,
                 sweep: group_id.map(|g| (g, None, i)),
             };
-            progress(Progress::RunStarted { index: i as usize, total: repeat as usize, plan: &plan });
+            progress(Progress::RunStarted {
+                index: i as usize,
+                total: repeat as usize,
+                plan: &plan,
+            });
             match self.run_plan(&plan) {
                 Ok(rec) => {
-                    progress(Progress::RunFinished { index: i as usize, total: repeat as usize, record: &rec });
+                    progress(Progress::RunFinished {
+                        index: i as usize,
+                        total: repeat as usize,
+                        record: &rec,
+                    });
                     let stop = rec.status == Status::Interrupted;
                     runs.push(rec);
                     if stop {
-                        failure = Some(Error::Interrupted(self.interrupted().unwrap_or(libc::SIGINT)));
+                        failure = Some(Error::Interrupted(
+                            self.interrupted().unwrap_or(libc::SIGINT),
+                        ));
                         break;
                     }
                 }
@@ -325,12 +352,20 @@ impl Lab {
                 Some(Error::Interrupted(_)) => Status::Interrupted,
                 Some(_) => Status::Failed,
             };
-            self.catalog.finish_sweep(g, status, failure.as_ref().map(|e| e.to_string()).as_deref())?;
+            self.catalog.finish_sweep(
+                g,
+                status,
+                failure.as_ref().map(|e| e.to_string()).as_deref(),
+            )?;
         }
         match failure {
             Some(e) if runs.is_empty() || matches!(e, Error::Interrupted(_)) => Err(e),
             Some(e) => Err(e),
-            None => Ok(RunSet { group_id, runs, peak_bytes: peak }),
+            None => Ok(RunSet {
+                group_id,
+                runs,
+                peak_bytes: peak,
+            }),
         }
     }
 
@@ -352,12 +387,21 @@ impl Lab {
         if let Err(e) = &result {
             if rec.status == Status::Running {
                 let interrupted = matches!(e, Error::Interrupted(_));
-                rec.status = if interrupted { Status::Interrupted } else { Status::Failed };
-                rec.outcome = Some(if interrupted { Outcome::Interrupted } else { Outcome::Error });
+                rec.status = if interrupted {
+                    Status::Interrupted
+                } else {
+                    Status::Failed
+                };
+                rec.outcome = Some(if interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Error
+                });
                 rec.error = Some(e.to_string());
             } else {
                 // Measured fine, but restoring the system failed.
-                rec.notes.push(format!("restoring the system after the run failed: {e}"));
+                rec.notes
+                    .push(format!("restoring the system after the run failed: {e}"));
             }
         }
         rec.finished_unix_ns = Some(now_unix_ns());
@@ -384,9 +428,13 @@ impl Lab {
                 session.set_knob(&Knob::thp_enabled(), t)?;
             }
             self.check_signal()?;
-            let v1 = CgroupMounts::detect()?.memory_fs().map(|f| f.version) == Some(CgroupVersion::V1);
+            let v1 =
+                CgroupMounts::detect()?.memory_fs().map(|f| f.version) == Some(CgroupVersion::V1);
             let group = session.create_cgroup(&CgroupOptions {
-                limits: MemoryLimits { memory: plan.limit_bytes, swap: opts.swap_limit },
+                limits: MemoryLimits {
+                    memory: plan.limit_bytes,
+                    swap: opts.swap_limit,
+                },
                 swappiness: if v1 { opts.swappiness } else { None },
                 ..Default::default()
             })?;
@@ -397,7 +445,11 @@ impl Lab {
             Err(e) => {
                 // Dropping the session would restore too; do it here to report failures.
                 if let Err(r) = session.restore() {
-                    return Err(Error::failed(e.to_string(), format!("and restoring afterwards failed: {r}"), "run `swaplab restore`"));
+                    return Err(Error::failed(
+                        e.to_string(),
+                        format!("and restoring afterwards failed: {r}"),
+                        "run `swaplab restore`",
+                    ));
                 }
                 return Err(e);
             }
@@ -413,14 +465,22 @@ impl Lab {
         }
         let measured = self.measure(plan, resolved, &group, rec);
         if let Err(e) = group.remove(KILL_WAIT) {
-            rec.notes.push(format!("removing the cgroup failed (the session restore retries): {e}"));
+            rec.notes.push(format!(
+                "removing the cgroup failed (the session restore retries): {e}"
+            ));
         }
         let restored = session.restore();
         measured?;
         restored.map_err(Error::from)
     }
 
-    fn measure(&self, plan: &RunPlan, resolved: &[String], group: &MemoryGroup, rec: &mut RunRecord) -> Result<()> {
+    fn measure(
+        &self,
+        plan: &RunPlan,
+        resolved: &[String],
+        group: &MemoryGroup,
+        rec: &mut RunRecord,
+    ) -> Result<()> {
         let program = resolved
             .first()
             .ok_or_else(|| Error::Invalid("no command given".into()))?;
@@ -465,7 +525,13 @@ impl Lab {
                 let end = Instant::now();
                 let _ = tx.send((r, end));
             })
-            .map_err(|e| Error::failed("starting the waiter thread", e.to_string(), "the machine may be out of threads"))?;
+            .map_err(|e| {
+                Error::failed(
+                    "starting the waiter thread",
+                    e.to_string(),
+                    "the machine may be out of threads",
+                )
+            })?;
 
         let cpu0 = thread_cpu_ns();
         let mut sampler = Sampler::new(&paths, t0);
@@ -514,7 +580,11 @@ impl Lab {
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     self.signals.forward_to(None);
-                    return Err(Error::failed("waiting for the command", "the waiter thread ended without an answer", "report this as a bug"));
+                    return Err(Error::failed(
+                        "waiting for the command",
+                        "the waiter thread ended without an answer",
+                        "report this as a bug",
+                    ));
                 }
             }
         };
@@ -529,10 +599,11 @@ impl Lab {
         let psi1 = read_psi(group, psi_scope);
         let vm = VmStat::read()?.delta_since(&vm0);
         let ksw1 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
-        let mut leftover = 0usize;
+        let mut left = std::collections::BTreeSet::new();
         for g in group.groups() {
-            leftover += g.pids().map(|p| p.len()).unwrap_or(0);
+            left.extend(g.pids().unwrap_or_default());
         }
+        let leftover = left.len();
         if leftover > 0 {
             if let Err(e) = group.kill_all(KILL_WAIT) {
                 rec.notes.push(format!("killing leftover tasks: {e}"));
@@ -545,7 +616,14 @@ impl Lab {
         // Metrics.
         let m = &mut rec.metrics;
         let mut put = |name: &str, value: f64, scope: Scope| {
-            m.insert(name.to_string(), Metric { value, unit: metric_unit(name).to_string(), scope });
+            m.insert(
+                name.to_string(),
+                Metric {
+                    value,
+                    unit: metric_unit(name).to_string(),
+                    scope,
+                },
+            );
         };
         let wall_ns = wall.as_nanos() as f64;
         put("wall_ns", wall_ns, Scope::Process);
@@ -566,7 +644,10 @@ impl Lab {
             put("cg_pgmajfault", v, Scope::Cgroup);
         }
         swap_metrics(&stats0, &stats1, &vm, &mut put, &mut rec.notes);
-        if let Some(v) = d(stats0.workingset_refault_anon, stats1.workingset_refault_anon) {
+        if let Some(v) = d(
+            stats0.workingset_refault_anon,
+            stats1.workingset_refault_anon,
+        ) {
             put("refault_anon_pages", v, Scope::Cgroup);
         }
         if let Some(p) = stats1.peak_bytes {
@@ -590,9 +671,17 @@ impl Lab {
         }
         if let (Some(a), Some(b)) = (psi0, psi1) {
             let scope = psi_scope.unwrap_or(Scope::System);
-            put("psi_some_us", b.some.total_us.saturating_sub(a.some.total_us) as f64, scope);
+            put(
+                "psi_some_us",
+                b.some.total_us.saturating_sub(a.some.total_us) as f64,
+                scope,
+            );
             if let (Some(fa), Some(fb)) = (a.full, b.full) {
-                put("psi_full_us", fb.total_us.saturating_sub(fa.total_us) as f64, scope);
+                put(
+                    "psi_full_us",
+                    fb.total_us.saturating_sub(fa.total_us) as f64,
+                    scope,
+                );
             }
             if scope == Scope::System {
                 rec.notes.push("memory PSI is machine-wide (/proc/pressure/memory): no per-cgroup memory.pressure here".into());
@@ -611,7 +700,11 @@ impl Lab {
         put("samples", samples.len() as f64, Scope::Swaplab);
         put("sampler_cpu_ns", sampler_cpu as f64, Scope::Swaplab);
         if wall_ns > 0.0 {
-            put("sampler_cpu_share", sampler_cpu as f64 / wall_ns, Scope::Swaplab);
+            put(
+                "sampler_cpu_share",
+                sampler_cpu as f64 / wall_ns,
+                Scope::Swaplab,
+            );
         }
 
         // Outcome.
@@ -630,10 +723,15 @@ impl Lab {
         });
         if killed_for == Some(Outcome::Timeout) {
             if let Some(t) = timeout {
-                rec.notes.push(format!("killed at the timeout of {}", format_duration(t)));
+                rec.notes
+                    .push(format!("killed at the timeout of {}", format_duration(t)));
             }
         }
-        rec.status = if killed_for == Some(Outcome::Interrupted) { Status::Interrupted } else { Status::Done };
+        rec.status = if killed_for == Some(Outcome::Interrupted) {
+            Status::Interrupted
+        } else {
+            Status::Done
+        };
         if self.output == Output::Capture {
             rec.workload_output = last_json_line(&rec.dir.join("stdout.txt"));
         }
@@ -643,7 +741,8 @@ impl Lab {
             cgroup_version: Some(group.memory.version),
             writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
         };
-        if let Err(e) = timeline::write_parquet(&rec.dir.join("timeline.parquet"), &samples, &meta) {
+        if let Err(e) = timeline::write_parquet(&rec.dir.join("timeline.parquet"), &samples, &meta)
+        {
             rec.notes.push(format!("the timeline was not saved: {e}"));
         }
         Ok(())
@@ -709,4 +808,76 @@ fn last_json_line(path: &std::path::Path) -> Option<serde_json::Value> {
 /// The directory with a run's files.
 pub fn run_dir(catalog: &Catalog, id: i64) -> PathBuf {
     catalog.home().join("runs").join(id.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn stats(version: CgroupVersion, pswpin: Option<u64>, pswpout: Option<u64>) -> MemStats {
+        MemStats {
+            version,
+            usage_bytes: None,
+            peak_bytes: None,
+            swap_bytes: None,
+            swap_peak_bytes: None,
+            memory_limit: None,
+            pgfault: None,
+            pgmajfault: None,
+            pswpin,
+            pswpout,
+            zswpin: pswpin.map(|_| 0),
+            zswpout: pswpout.map(|_| 0),
+            workingset_refault_anon: None,
+            oom: None,
+            oom_kill: None,
+            limit_hits: None,
+            stat: BTreeMap::new(),
+            events: BTreeMap::new(),
+        }
+    }
+
+    /// v2 groups count their own swap traffic; v1 falls back to /proc/vmstat, marked.
+    #[test]
+    fn swap_counters_come_from_the_group_when_the_kernel_has_them() {
+        let vm = hostproc::VmStatDelta {
+            pswpin: 500,
+            pswpout: 900,
+            ..Default::default()
+        };
+        let mut got = Vec::new();
+        let mut notes = Vec::new();
+        swap_metrics(
+            &stats(CgroupVersion::V2, Some(10), Some(20)),
+            &stats(CgroupVersion::V2, Some(110), Some(70)),
+            &vm,
+            &mut |n: &str, v: f64, s: Scope| got.push((n.to_string(), v, s)),
+            &mut notes,
+        );
+        assert!(got.contains(&("swapin_pages".into(), 100.0, Scope::Cgroup)));
+        assert!(got.contains(&("swapout_pages".into(), 50.0, Scope::Cgroup)));
+        assert!(notes.is_empty());
+        got.clear();
+        swap_metrics(
+            &stats(CgroupVersion::V1, None, None),
+            &stats(CgroupVersion::V1, None, None),
+            &vm,
+            &mut |n: &str, v: f64, s: Scope| got.push((n.to_string(), v, s)),
+            &mut notes,
+        );
+        assert!(got.contains(&("swapin_pages".into(), 500.0, Scope::System)));
+        assert!(got.contains(&("swapout_pages".into(), 900.0, Scope::System)));
+        assert!(notes[0].contains("machine-wide"));
+    }
+
+    #[test]
+    fn last_json_line_is_the_workload_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("stdout.txt");
+        std::fs::write(&p, "hello\n{\"work\": 5}\n\n").unwrap();
+        assert_eq!(last_json_line(&p).unwrap()["work"], 5);
+        std::fs::write(&p, "not json\n").unwrap();
+        assert!(last_json_line(&p).is_none());
+    }
 }

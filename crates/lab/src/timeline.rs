@@ -115,7 +115,10 @@ impl SamplerPaths {
         let m = &group.memory;
         let (usage, swap) = match m.version {
             CgroupVersion::V1 => (m.file("memory.usage_in_bytes"), None),
-            CgroupVersion::V2 => (m.file("memory.current"), Some(m.file("memory.swap.current"))),
+            CgroupVersion::V2 => (
+                m.file("memory.current"),
+                Some(m.file("memory.swap.current")),
+            ),
         };
         let mut psi_candidates = vec![(m.file("memory.pressure"), Scope::Cgroup)];
         if let Some(c) = &group.psi {
@@ -267,7 +270,9 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
     let schema = Arc::new(parse_message_type(schema).map_err(|e| pq(path, e))?);
     let props = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_2_0)
-        .set_compression(Compression::ZSTD(ZstdLevel::try_new(3).map_err(|e| pq(path, e))?))
+        .set_compression(Compression::ZSTD(
+            ZstdLevel::try_new(3).map_err(|e| pq(path, e))?,
+        ))
         .set_dictionary_enabled(false)
         .set_encoding(Encoding::DELTA_BINARY_PACKED)
         .build();
@@ -276,7 +281,8 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
     let tmp = PathBuf::from(tmp);
     let file = File::create(&tmp).map_err(|e| Error::io("creating", &tmp, e))?;
     let result = (|| -> Result<()> {
-        let mut w = SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(|e| pq(path, e))?;
+        let mut w =
+            SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(|e| pq(path, e))?;
         let mut rg = w.next_row_group().map_err(|e| pq(path, e))?;
         let getters: [fn(&Sample) -> Option<u64>; 7] = [
             |s| Some(s.t_ns),
@@ -288,17 +294,26 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
             |s| s.psi_full_us,
         ];
         for (i, get) in getters.iter().enumerate() {
-            let mut col = rg
-                .next_column()
-                .map_err(|e| pq(path, e))?
-                .ok_or_else(|| pq(path, format!("column {} missing from the schema", COLUMNS[i])))?;
-            let vals: Vec<i64> = samples.iter().filter_map(|s| get(s).map(|v| v as i64)).collect();
+            let mut col = rg.next_column().map_err(|e| pq(path, e))?.ok_or_else(|| {
+                pq(
+                    path,
+                    format!("column {} missing from the schema", COLUMNS[i]),
+                )
+            })?;
+            let vals: Vec<i64> = samples
+                .iter()
+                .filter_map(|s| get(s).map(|v| v as i64))
+                .collect();
             let w = col.typed::<Int64Type>();
             if i == 0 {
                 w.write_batch(&vals, None, None).map_err(|e| pq(path, e))?;
             } else {
-                let def: Vec<i16> = samples.iter().map(|s| i16::from(get(s).is_some())).collect();
-                w.write_batch(&vals, Some(&def), None).map_err(|e| pq(path, e))?;
+                let def: Vec<i16> = samples
+                    .iter()
+                    .map(|s| i16::from(get(s).is_some()))
+                    .collect();
+                w.write_batch(&vals, Some(&def), None)
+                    .map_err(|e| pq(path, e))?;
             }
             col.close().map_err(|e| pq(path, e))?;
         }
@@ -369,14 +384,21 @@ mod tests {
         std::fs::create_dir(&g).unwrap();
         std::fs::write(g.join("memory.current"), "1048576\n").unwrap();
         std::fs::write(g.join("memory.swap.current"), "8192\n").unwrap();
-        std::fs::write(g.join("memory.stat"), "anon 4096\nfile 0\npgfault 120\npgmajfault 7\nswap 999\n").unwrap();
+        std::fs::write(
+            g.join("memory.stat"),
+            "anon 4096\nfile 0\npgfault 120\npgmajfault 7\nswap 999\n",
+        )
+        .unwrap();
         std::fs::write(
             g.join("memory.pressure"),
             "some avg10=0.00 avg60=0.00 avg300=0.00 total=1500\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=900\n",
         )
         .unwrap();
         let group = MemoryGroup {
-            memory: swaplab_host::cgroup::Cgroup { path: g.clone(), version: CgroupVersion::V2 },
+            memory: swaplab_host::cgroup::Cgroup {
+                path: g.clone(),
+                version: CgroupVersion::V2,
+            },
             psi: None,
         };
         let paths = SamplerPaths::for_group(&group);
@@ -384,15 +406,26 @@ mod tests {
         let mut s = Sampler::new(&paths, Instant::now());
         let a = s.sample();
         assert_eq!(a.usage_bytes, Some(1 << 20));
-        assert_eq!(a.swap_bytes, Some(8192), "v2 swap comes from memory.swap.current, not memory.stat");
+        assert_eq!(
+            a.swap_bytes,
+            Some(8192),
+            "v2 swap comes from memory.swap.current, not memory.stat"
+        );
         assert_eq!((a.pgfault, a.pgmajfault), (Some(120), Some(7)));
         assert_eq!((a.psi_some_us, a.psi_full_us), (Some(1500), Some(900)));
         // Files change in place (same descriptor re-read at offset 0), and a longer text is read whole.
         let long: String = (0..2000).map(|i| format!("x{i} {i}\n")).collect();
-        std::fs::write(g.join("memory.stat"), format!("{long}pgfault 130\npgmajfault 9\n")).unwrap();
+        std::fs::write(
+            g.join("memory.stat"),
+            format!("{long}pgfault 130\npgmajfault 9\n"),
+        )
+        .unwrap();
         std::fs::write(g.join("memory.current"), "2097152\n").unwrap();
         let b = s.sample();
-        assert_eq!((b.usage_bytes, b.pgfault, b.pgmajfault), (Some(2 << 20), Some(130), Some(9)));
+        assert_eq!(
+            (b.usage_bytes, b.pgfault, b.pgmajfault),
+            (Some(2 << 20), Some(130), Some(9))
+        );
         assert!(b.t_ns >= a.t_ns);
     }
 
@@ -402,9 +435,16 @@ mod tests {
         let g = dir.path().join("swaplab-1-1");
         std::fs::create_dir(&g).unwrap();
         std::fs::write(g.join("memory.usage_in_bytes"), "4096\n").unwrap();
-        std::fs::write(g.join("memory.stat"), "cache 0\nswap 65536\npgfault 3\npgmajfault 1\ntotal_swap 65536\n").unwrap();
+        std::fs::write(
+            g.join("memory.stat"),
+            "cache 0\nswap 65536\npgfault 3\npgmajfault 1\ntotal_swap 65536\n",
+        )
+        .unwrap();
         let group = MemoryGroup {
-            memory: swaplab_host::cgroup::Cgroup { path: g, version: CgroupVersion::V1 },
+            memory: swaplab_host::cgroup::Cgroup {
+                path: g,
+                version: CgroupVersion::V1,
+            },
             psi: None,
         };
         let paths = SamplerPaths::for_group(&group);

@@ -7,9 +7,9 @@
 //! root, else `$XDG_CACHE_HOME/swaplab` or `~/.cache/swaplab`.
 
 use std::io::Write;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
@@ -71,7 +71,10 @@ fn extract_into(dir: &Path) -> Result<PathBuf> {
             return Ok(path);
         }
     }
-    let tmp = dir.join(format!(".swaplab-workload-{WORKLOAD_HASH}.{}.tmp", std::process::id()));
+    let tmp = dir.join(format!(
+        ".swaplab-workload-{WORKLOAD_HASH}.{}.tmp",
+        std::process::id()
+    ));
     {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
@@ -80,7 +83,8 @@ fn extract_into(dir: &Path) -> Result<PathBuf> {
             .mode(0o755)
             .open(&tmp)
             .map_err(|e| Error::io("creating", &tmp, e))?;
-        f.write_all(WORKLOAD_EXE).map_err(|e| Error::io("writing", &tmp, e))?;
+        f.write_all(WORKLOAD_EXE)
+            .map_err(|e| Error::io("writing", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
     }
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
@@ -100,7 +104,12 @@ pub fn resolve_command(argv: &[String]) -> Result<Vec<String>> {
 
 /// The argv that runs workload `name` with `--size size` and extra args.
 pub fn command(name: &str, size: &str, seed: Option<u64>, extra: &[String]) -> Vec<String> {
-    let mut v = vec![WORKLOAD_PROGRAM.to_string(), name.to_string(), "--size".into(), size.to_string()];
+    let mut v = vec![
+        WORKLOAD_PROGRAM.to_string(),
+        name.to_string(),
+        "--size".into(),
+        size.to_string(),
+    ];
     if let Some(s) = seed {
         v.push("--seed".into());
         v.push(s.to_string());
@@ -127,13 +136,22 @@ pub struct WorkloadInfo {
 /// The built-in workloads.
 pub fn list() -> Result<Vec<WorkloadInfo>> {
     let exe = executable()?;
-    let out = spawn_retrying(Command::new(&exe).args(["list", "--json"]))
-        .and_then(|c| c.wait_with_output())
-        .map_err(|e| Error::io("running", &exe, e))?;
+    let out = spawn_retrying(
+        Command::new(&exe)
+            .args(["list", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .and_then(|c| c.wait_with_output())
+    .map_err(|e| Error::io("running", &exe, e))?;
     if !out.status.success() {
         return Err(Error::failed(
             format!("{} list --json", exe.display()),
-            format!("exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()),
+            format!(
+                "exited with {}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
             "rebuild swaplab (cargo build) so the embedded workloads match",
         ));
     }

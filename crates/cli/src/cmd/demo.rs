@@ -17,6 +17,9 @@ pub struct DemoArgs {
     /// Also write the generated trace here (native format).
     #[arg(long)]
     save: Option<std::path::PathBuf>,
+    /// Only the simulation demo (skip the real-workload sweep, which needs root and ~4 minutes).
+    #[arg(long)]
+    sim_only: bool,
 }
 
 /// The demo workload: a Zipf-popular hot set with 30 % writes, interleaved
@@ -29,6 +32,9 @@ pub const DEMO_PATTERNS: [&str; 3] = [
 ];
 
 pub fn run(a: DemoArgs) -> Result<()> {
+    if !a.sim_only {
+        crate::cmd::run::demo_real_part();
+    }
     println!("swaplab demo: page-replacement policies on a generated trace (no root needed)\n");
     let pats = DEMO_PATTERNS
         .iter()

@@ -1,6 +1,11 @@
 pub mod bench;
+pub mod bench_runner;
+pub mod catalog;
 pub mod demo;
+pub mod doctor;
 pub mod gen;
 pub mod import;
 pub mod info;
+pub mod run;
 pub mod sim;
+pub mod workload;

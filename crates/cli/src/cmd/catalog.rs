@@ -1,0 +1,443 @@
+//! `swaplab runs`, `swaplab show`, `swaplab compare`: the catalog.
+use crate::out::{num, Rows};
+use anyhow::Result;
+use clap::Args;
+use swaplab_host::util::format_size;
+use swaplab_lab::catalog::Catalog;
+use swaplab_lab::compare::{compare, Target};
+use swaplab_lab::record::{RunRecord, METRICS};
+use swaplab_lab::sweep::{limit_text, report_from_catalog};
+
+#[derive(Args)]
+pub struct RunsArgs {
+    /// How many of the newest runs to list.
+    #[arg(long, default_value_t = 30)]
+    pub limit: usize,
+    /// List sweeps (and repeat groups) instead of runs.
+    #[arg(long)]
+    pub sweeps: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ShowArgs {
+    /// A run id (12, r12) or a sweep id (s3).
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    /// First run (12) or sweep (s3).
+    pub a: String,
+    /// Second run or sweep.
+    pub b: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn open() -> Result<Catalog> {
+    let home = swaplab_lab::catalog::default_home();
+    if !home.join("catalog.db").exists() {
+        let mut msg = format!(
+            "no catalog at {} yet: make a run first (swaplab run -- CMD)",
+            home.display()
+        );
+        if !swaplab_host::util::is_root()
+            && std::path::Path::new("/var/lib/swaplab/catalog.db").exists()
+        {
+            msg.push_str("; runs made with sudo are in /var/lib/swaplab: use sudo, or SWAPLAB_HOME=/var/lib/swaplab");
+        }
+        anyhow::bail!(msg);
+    }
+    Ok(Catalog::open(&home)?)
+}
+
+fn secs(ns: Option<f64>) -> String {
+    ns.map(|v| format!("{:.3} s", v / 1e9))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn bytes(v: Option<f64>) -> String {
+    v.map(|b| format!("{:.1} MiB", b / (1u64 << 20) as f64))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn count(v: Option<f64>) -> String {
+    v.map(|c| num(c as u64)).unwrap_or_else(|| "-".into())
+}
+
+fn when(ns: i64) -> String {
+    // UTC wall clock without a date crate.
+    let secs = ns / 1_000_000_000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil from days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// A run for people (used by `run` and `show`).
+pub fn render_run(r: &RunRecord, peak: Option<u64>) -> String {
+    let mut s = String::new();
+    let g = |n: &str| r.get(n);
+    let scope = |n: &str| r.metrics.get(n).map(|m| m.scope.as_str()).unwrap_or("");
+    let mut limit = limit_text(&r.limit_label, r.limit_bytes);
+    if let (Some(p), true) = (peak, r.limit_label.ends_with('%')) {
+        limit.push_str(&format!(" of peak {}", bytes(Some(p as f64))));
+    }
+    s.push_str(&format!("run {}  {}\n", r.id, r.command.join(" ")));
+    let mut kv = |k: &str, v: String| s.push_str(&format!("  {k:<12} {v}\n"));
+    kv("limit", limit);
+    let settings = r.options.summary();
+    if !settings.is_empty() {
+        kv("settings", settings);
+    }
+    let exit = match (r.exit_code, r.term_signal) {
+        (Some(c), _) => format!("exit status {c}"),
+        (None, Some(sig)) => format!("killed by signal {sig}"),
+        _ => String::new(),
+    };
+    kv(
+        "outcome",
+        format!("{}  {}", r.outcome_text(), exit)
+            .trim_end()
+            .to_string(),
+    );
+    if let Some(e) = &r.error {
+        kv("error", e.clone());
+    }
+    if r.metrics.is_empty() {
+        return s;
+    }
+    kv("wall", secs(g("wall_ns")));
+    kv(
+        "user / sys",
+        format!("{} / {}", secs(g("user_ns")), secs(g("sys_ns"))),
+    );
+    kv("max RSS", bytes(g("max_rss_bytes")));
+    kv(
+        "faults",
+        format!(
+            "minor {}  major {}   (cgroup: all {}  major {})",
+            count(g("minflt")),
+            count(g("majflt")),
+            count(g("cg_pgfault")),
+            count(g("cg_pgmajfault"))
+        ),
+    );
+    kv(
+        "swap",
+        format!(
+            "in {}  out {} pages ({}){}",
+            count(g("swapin_pages")),
+            count(g("swapout_pages")),
+            scope("swapin_pages"),
+            g("refault_anon_pages")
+                .map(|v| format!("   anon refaults {}", num(v as u64)))
+                .unwrap_or_default()
+        ),
+    );
+    kv(
+        "cgroup",
+        format!(
+            "peak {}  swap peak {}  limit hits {}  OOM kills {}",
+            bytes(g("peak_bytes")),
+            bytes(g("swap_peak_bytes")),
+            count(g("limit_hits")),
+            count(g("oom_kills"))
+        ),
+    );
+    if g("psi_some_us").is_some() {
+        kv(
+            "memory PSI",
+            format!(
+                "some {}  full {}  ({})",
+                secs(g("psi_some_us").map(|v| v * 1e3)),
+                secs(g("psi_full_us").map(|v| v * 1e3)),
+                scope("psi_some_us")
+            ),
+        );
+    }
+    kv(
+        "kswapd",
+        format!(
+            "{} CPU ({:.2} % of one CPU over the run)",
+            secs(g("kswapd_cpu_ns")),
+            g("kswapd_cpu_share").unwrap_or(0.0) * 100.0
+        ),
+    );
+    kv(
+        "timeline",
+        format!(
+            "{} samples, sampler {:.3} % of a CPU  {}",
+            count(g("samples")),
+            g("sampler_cpu_share").unwrap_or(0.0) * 100.0,
+            r.dir.join("timeline.parquet").display()
+        ),
+    );
+    if g("leftover_tasks").unwrap_or(0.0) > 0.0 {
+        kv(
+            "leftovers",
+            format!(
+                "{} task(s) still in the group at exit were killed",
+                count(g("leftover_tasks"))
+            ),
+        );
+    }
+    if let Some(o) = &r.workload_output {
+        let mut line = o.to_string();
+        if line.len() > 200 {
+            line.truncate(200);
+            line.push('…');
+        }
+        kv("output", line);
+    }
+    for n in &r.notes {
+        kv("note", n.clone());
+    }
+    kv("record", r.dir.join("run.json").display().to_string());
+    s
+}
+
+pub fn runs(a: RunsArgs) -> Result<()> {
+    let c = open()?;
+    if a.sweeps {
+        let v = c.recent_sweeps(a.limit)?;
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&v)?);
+            return Ok(());
+        }
+        let mut rows = Rows::new(&[
+            "id", "started", "kind", "status", "limits", "repeat", "command",
+        ]);
+        for s in v {
+            rows.push(vec![
+                format!("s{}", s.id),
+                when(s.started_unix_ns),
+                s.kind,
+                s.status.as_str().into(),
+                s.spec
+                    .get("limits")
+                    .map(|l| l.to_string())
+                    .unwrap_or_default(),
+                s.spec
+                    .get("repeat")
+                    .map(|l| l.to_string())
+                    .unwrap_or_default(),
+                s.command.join(" "),
+            ]);
+        }
+        rows.left = true;
+        println!("{}", rows.render());
+        return Ok(());
+    }
+    let v = c.recent_runs(a.limit)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    let mut rows = Rows::new(&[
+        "id",
+        "started",
+        "sweep",
+        "outcome",
+        "limit",
+        "wall",
+        "major faults",
+        "command",
+    ]);
+    for r in v {
+        rows.push(vec![
+            r.id.to_string(),
+            when(r.started_unix_ns),
+            r.sweep_id
+                .map(|s| {
+                    format!(
+                        "s{s}{}",
+                        r.variant
+                            .as_deref()
+                            .map(|v| format!(" {v}"))
+                            .unwrap_or_default()
+                    )
+                })
+                .unwrap_or_else(|| {
+                    if r.role == swaplab_lab::record::Role::Calibrate {
+                        "(peak)".into()
+                    } else {
+                        String::new()
+                    }
+                }),
+            r.outcome_text(),
+            limit_text(&r.limit_label, r.limit_bytes),
+            secs(r.get("wall_ns")),
+            count(r.get("majflt")),
+            r.command.join(" "),
+        ]);
+    }
+    println!("{}", rows.render());
+    Ok(())
+}
+
+pub fn show(a: ShowArgs) -> Result<()> {
+    let c = open()?;
+    match a.id.parse::<Target>()? {
+        Target::Run(id) => {
+            let r = c.run(id)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+                return Ok(());
+            }
+            print!("{}", render_run(&r, None));
+            println!("\nall metrics:");
+            let mut rows = Rows::new(&["metric", "value", "unit", "scope"]);
+            let mut names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+            for k in r.metrics.keys() {
+                if !names.contains(&k.as_str()) {
+                    names.push(k);
+                }
+            }
+            for n in names {
+                if let Some(m) = r.metrics.get(n) {
+                    let v = if m.value.fract() == 0.0 && m.value.abs() < 9e15 {
+                        num(m.value as u64)
+                    } else {
+                        format!("{:.6}", m.value)
+                    };
+                    rows.push(vec![
+                        n.to_string(),
+                        v,
+                        m.unit.clone(),
+                        m.scope.as_str().into(),
+                    ]);
+                }
+            }
+            println!("{}", rows.render());
+            if let Some(env) = &r.env {
+                println!(
+                    "environment: kernel {}, {} CPUs ({}), swappiness {}, page-cluster {}, THP {}, zswap {}, swap areas: {}",
+                    env.kernel_release,
+                    env.cpu_count,
+                    env.cpu_model.as_deref().unwrap_or("?"),
+                    env.knobs.swappiness.as_deref().unwrap_or("?"),
+                    env.knobs.page_cluster.as_deref().unwrap_or("?"),
+                    env.knobs.thp_enabled.as_deref().unwrap_or("?"),
+                    env.knobs.zswap_enabled.as_deref().unwrap_or("?"),
+                    if env.swap_areas.is_empty() {
+                        "none".to_string()
+                    } else {
+                        env.swap_areas
+                            .iter()
+                            .map(|s| format!("{} ({})", s.filename.display(), format_size(s.size_bytes)))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                );
+            }
+        }
+        Target::Sweep(id) => {
+            let rep = report_from_catalog(&c, id)?;
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&rep)?);
+                return Ok(());
+            }
+            println!(
+                "sweep s{} ({}, {}): {}",
+                rep.sweep_id,
+                rep.kind,
+                rep.status.as_str(),
+                rep.commands_text()
+            );
+            print!("{}", rep.render());
+        }
+    }
+    Ok(())
+}
+
+fn fmt_val(v: Option<f64>, unit: &str) -> String {
+    match v {
+        None => "-".into(),
+        Some(x) => match unit {
+            "ns" => format!("{:.3} s", x / 1e9),
+            "us" => format!("{:.3} s", x / 1e6),
+            "bytes" => format!("{:.1} MiB", x / (1u64 << 20) as f64),
+            "ratio" => format!("{:.4}", x),
+            _ => num(x.max(0.0) as u64),
+        },
+    }
+}
+
+pub fn compare_cmd(a: CompareArgs) -> Result<()> {
+    let c = open()?;
+    let cmp = compare(&c, a.a.parse()?, a.b.parse()?)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&cmp)?);
+        return Ok(());
+    }
+    println!(
+        "{} vs {}   (ratio = {} / {}; test: {})",
+        cmp.a, cmp.b, cmp.b, cmp.a, cmp.test
+    );
+    let cells = cmp.rows.iter().any(|r| !r.cell.is_empty());
+    let mut header: Vec<String> = Vec::new();
+    if cells {
+        header.push("cell".into());
+    }
+    header.extend([
+        "metric".to_string(),
+        cmp.a.to_string(),
+        cmp.b.to_string(),
+        "ratio".into(),
+    ]);
+    if cells {
+        header.extend(["n".to_string(), "p".into()]);
+    }
+    let mut rows = Rows {
+        header,
+        rows: Vec::new(),
+        left: false,
+    };
+    for r in &cmp.rows {
+        let mut row = vec![];
+        if cells {
+            row.push(r.cell.clone());
+        }
+        row.push(r.metric.clone());
+        row.push(fmt_val(r.a, &r.unit));
+        row.push(fmt_val(r.b, &r.unit));
+        row.push(
+            r.ratio
+                .map(|x| format!("{x:.3}"))
+                .unwrap_or_else(|| "-".into()),
+        );
+        if cells {
+            row.push(format!("{}/{}", r.n_a, r.n_b));
+            row.push(match r.p {
+                Some(p) if p < 0.05 => format!("{p:.4} *"),
+                Some(p) => format!("{p:.4}"),
+                None => "-".into(),
+            });
+        }
+        rows.push(row);
+    }
+    println!("{}", rows.render());
+    for n in &cmp.notes {
+        println!("note: {n}");
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! `swaplab run` and `swaplab sweep`: argument parsing and printing; the
+//! work is in swaplab-lab.
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use swaplab_lab::options::{parse_duration, parse_limits, LimitSpec, RunOptions, Variant};
+use swaplab_lab::runner::{Lab, Output, Progress};
+use swaplab_lab::sweep::{limit_text, SweepRequest};
+
+/// Settings shared by `run` and `sweep`.
+#[derive(Args, Clone)]
+pub struct SettingArgs {
+    /// Swap for the experiment (repeatable): file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A],
+    /// zswap[:COMPRESSOR], existing (default: use what the machine has). Removed afterwards.
+    #[arg(long = "swap", value_name = "SPEC")]
+    pub swap: Vec<String>,
+    /// Cap on the group's memory in swap (0 forbids swapping).
+    #[arg(long, value_name = "SIZE")]
+    pub swap_limit: Option<String>,
+    /// vm.swappiness (0..200) during the run (and the v1 group's memory.swappiness).
+    #[arg(long, value_name = "N")]
+    pub swappiness: Option<u32>,
+    /// vm.page-cluster (log2 of swap readahead pages) during the run.
+    #[arg(long, value_name = "N")]
+    pub page_cluster: Option<u32>,
+    /// Transparent huge pages during the run.
+    #[arg(long, value_name = "MODE", value_parser = ["always", "madvise", "never"])]
+    pub thp: Option<String>,
+    /// Kill the whole cgroup after this long (250ms, 30s, 5m); recorded as a timeout.
+    #[arg(long, value_name = "T")]
+    pub timeout: Option<String>,
+}
+
+impl SettingArgs {
+    pub fn options(&self) -> Result<RunOptions> {
+        let o = RunOptions {
+            mem_limit: None,
+            swap_limit: self
+                .swap_limit
+                .as_deref()
+                .map(swaplab_host::util::parse_size)
+                .transpose()?,
+            swap: self
+                .swap
+                .iter()
+                .map(|s| s.parse())
+                .collect::<Result<_, swaplab_host::Error>>()?,
+            swappiness: self.swappiness,
+            page_cluster: self.page_cluster,
+            thp: self.thp.clone(),
+            timeout: self.timeout.as_deref().map(parse_duration).transpose()?,
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Memory limit: a size (64M, 1.5G) or a share of the command's peak (50%), measured
+    /// by an unlimited run first and cached per command. Default: no limit.
+    #[arg(long, value_name = "SIZE|PCT")]
+    pub mem_limit: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingArgs,
+    /// Runs to make (each in a fresh cgroup and session).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Let the command print to the terminal instead of into the run directory.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Print the run records as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command (after --). `swaplab-workload NAME --size SIZE` runs a built-in workload.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Limits, comma-separated: shares of the command's peak (100%,75%,50%,25%) or sizes.
+    #[arg(long, value_name = "LIST", default_value = "100%,75%,50%,25%")]
+    pub limits: String,
+    /// Runs per cell.
+    #[arg(long, default_value_t = 5)]
+    pub repeat: u32,
+    #[command(flatten)]
+    pub settings: SettingArgs,
+    /// A variant, repeatable: NAME="ARGS" with run options (--page-cluster 0, --swappiness N,
+    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T) and/or cmd=PROGRAM ARGS to
+    /// replace the command. Without variants the sweep has one, `default`.
+    #[arg(long = "variant", value_name = "NAME=ARGS")]
+    pub variants: Vec<String>,
+    /// Skip a variant's smaller limits once one of its cells timed out.
+    #[arg(long)]
+    pub skip_after_timeout: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command (after --).
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+/// Progress on a terminal: a bar with the run being made; nothing when piped.
+pub struct Bar {
+    pb: ProgressBar,
+}
+
+impl Bar {
+    pub fn new() -> Bar {
+        let pb = if std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() {
+            let pb = ProgressBar::new(0);
+            pb.set_style(
+                ProgressStyle::with_template("[{pos}/{len}] {elapsed_precise} eta {eta} {msg}")
+                    .expect("valid template"),
+            );
+            pb.enable_steady_tick(std::time::Duration::from_millis(200));
+            pb
+        } else {
+            ProgressBar::hidden()
+        };
+        Bar { pb }
+    }
+
+    pub fn event(&self, p: Progress<'_>) {
+        match p {
+            Progress::Calibrating { command } => {
+                self.pb.set_message(format!(
+                    "measuring the peak of `{}` (unlimited run)",
+                    command.join(" ")
+                ));
+            }
+            Progress::RunStarted { index, total, plan } => {
+                self.pb.set_length(total as u64);
+                self.pb.set_position(index as u64);
+                let v = plan
+                    .sweep
+                    .as_ref()
+                    .and_then(|s| s.1.clone())
+                    .map(|v| format!("{v} "))
+                    .unwrap_or_default();
+                self.pb.set_message(format!(
+                    "{v}{}",
+                    limit_text(&plan.limit_label, plan.limit_bytes)
+                ));
+            }
+            Progress::RunFinished { index, record, .. } => {
+                self.pb.set_position(index as u64 + 1);
+                let wall = record
+                    .get("wall_ns")
+                    .map(|w| format!("{:.2} s", w / 1e9))
+                    .unwrap_or_default();
+                self.pb.println(format!(
+                    "run {:>4}  {:<10} {:<16} {:>9}  {}",
+                    record.id,
+                    record.variant.as_deref().unwrap_or(""),
+                    limit_text(&record.limit_label, record.limit_bytes),
+                    wall,
+                    record.outcome_text()
+                ));
+            }
+        }
+    }
+
+    pub fn finish(&self) {
+        self.pb.finish_and_clear();
+    }
+}
+
+/// Exits with 128+signal after an interruption (the system was restored).
+fn exit_if_interrupted(e: &swaplab_lab::Error) {
+    if let swaplab_lab::Error::Interrupted(sig) = e {
+        eprintln!("swaplab: {e}");
+        std::process::exit(128 + sig);
+    }
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let mut options = a.settings.options()?;
+    options.mem_limit = a
+        .mem_limit
+        .as_deref()
+        .map(str::parse::<LimitSpec>)
+        .transpose()?;
+    let mut lab = Lab::open().context("opening the catalog")?;
+    if a.show_output {
+        lab.output = Output::Inherit;
+    }
+    let bar = Bar::new();
+    let r = lab.run(&a.command, &options, a.repeat, &mut |p| bar.event(p));
+    bar.finish();
+    drop(lab);
+    let set = match r {
+        Ok(s) => s,
+        Err(e) => {
+            exit_if_interrupted(&e);
+            return Err(e.into());
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&set)?);
+        return Ok(());
+    }
+    for rec in &set.runs {
+        print!("{}", super::catalog::render_run(rec, set.peak_bytes));
+        if set.runs.len() > 1 {
+            println!();
+        }
+    }
+    if set.runs.len() > 1 {
+        if let Some(g) = set.group_id {
+            let catalog = swaplab_lab::catalog::Catalog::open_default()?;
+            let rep = swaplab_lab::sweep::report_from_catalog(&catalog, g)?;
+            println!("repeat group s{g}:");
+            print!("{}", rep.render());
+        }
+    }
+    Ok(())
+}
+
+pub fn sweep(a: SweepArgs) -> Result<()> {
+    let options = a.settings.options()?;
+    let variants: Vec<Variant> = a
+        .variants
+        .iter()
+        .map(|v| v.parse())
+        .collect::<Result<_, _>>()?;
+    if a.command.is_empty() && (variants.is_empty() || variants.iter().any(|v| v.command.is_none()))
+    {
+        anyhow::bail!("no command given: swaplab sweep --limits 100%,50% -- CMD ARGS (or give every variant cmd=...)");
+    }
+    let req = SweepRequest {
+        command: a.command.clone(),
+        limits: parse_limits(&a.limits)?,
+        repeat: a.repeat.max(1),
+        options,
+        variants,
+        skip_after_timeout: a.skip_after_timeout,
+    };
+    let lab = Lab::open().context("opening the catalog")?;
+    let bar = Bar::new();
+    let r = lab.sweep(&req, &mut |p| bar.event(p));
+    bar.finish();
+    drop(lab);
+    let rep = match r {
+        Ok(s) => s,
+        Err(e) => {
+            exit_if_interrupted(&e);
+            return Err(e.into());
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rep)?);
+    } else {
+        println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
+        print!("{}", rep.render());
+    }
+    Ok(())
+}
+
+/// Part 1 of `swaplab demo`: the real-workload sweep when this machine can
+/// run it (root, a memory cgroup, a disk for the swap file); otherwise say
+/// what it needs. Never fails the demo: the simulation part follows.
+pub fn demo_real_part() {
+    let missing = swaplab_lab::demo::demo_missing();
+    if !missing.is_empty() {
+        println!(
+            "(The real-workload part of the demo — qsort and genome swept over memory limits with a swap \
+             file — needs {}. Showing the simulation demo only; `sudo swaplab demo` runs both.)\n",
+            missing.join("; ")
+        );
+        return;
+    }
+    let opts = swaplab_lab::DemoOptions::default();
+    println!(
+        "swaplab demo, part 1: real programs under memory limits\n\
+         qsort and genome at --size {} under limits of {} of each one's own peak (measured by an \
+         unlimited run), with a temporary {} swap file; each run capped at {} s. About 4 minutes.\n",
+        opts.size,
+        opts.limits.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("/"),
+        match &opts.swap {
+            swaplab_host::swap::SwapSpec::File { size, .. } => swaplab_host::util::format_size(*size),
+            other => other.to_string(),
+        },
+        opts.timeout.as_secs()
+    );
+    let bar = Bar::new();
+    let r = swaplab_lab::demo_sweep(&opts, &mut |p| bar.event(p));
+    bar.finish();
+    match r {
+        Ok(rep) => {
+            println!(
+                "Slowdown against each workload's unlimited (100 %) run, sweep s{}:",
+                rep.sweep_id
+            );
+            print!("{}", rep.render());
+            println!(
+                "Every run is in the catalog: `swaplab show s{}`, `swaplab runs`, `swaplab show ID`.\n",
+                rep.sweep_id
+            );
+        }
+        Err(e) => {
+            exit_if_interrupted(&e);
+            eprintln!("swaplab demo: the real-workload sweep failed: {e}\n(continuing with the simulation demo)\n");
+        }
+    }
+    println!("swaplab demo, part 2: simulation\n");
+}

@@ -1,0 +1,302 @@
+//! `swaplab compare A B`: two runs metric by metric, or two sweeps (or
+//! repeat groups) cell by cell with medians, ratios and a two-sided
+//! Mann–Whitney U test (see [`crate::stats`] for why that test and what
+//! its power is with few repeats).
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::record::{Outcome, Role, RunRecord, METRICS};
+use crate::stats::{mann_whitney, median, power_note};
+
+/// What to compare: a run (`12`, `r12`) or a sweep (`s3`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Target {
+    /// A run id.
+    Run(i64),
+    /// A sweep (or repeat group) id.
+    Sweep(i64),
+}
+
+impl FromStr for Target {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Target> {
+        let t = s.trim();
+        let bad = || {
+            Error::Invalid(format!(
+                "{s:?} is neither a run id (12 or r12) nor a sweep id (s3); see `swaplab runs`"
+            ))
+        };
+        if let Some(n) = t.strip_prefix('s').or_else(|| t.strip_prefix('S')) {
+            return n.parse().map(Target::Sweep).map_err(|_| bad());
+        }
+        let n = t
+            .strip_prefix('r')
+            .or_else(|| t.strip_prefix('R'))
+            .unwrap_or(t);
+        n.parse().map(Target::Run).map_err(|_| bad())
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Run(i) => write!(f, "r{i}"),
+            Target::Sweep(i) => write!(f, "s{i}"),
+        }
+    }
+}
+
+/// One line of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompareRow {
+    /// The cell (`variant limit`) or empty for run-vs-run.
+    pub cell: String,
+    /// The metric.
+    pub metric: String,
+    /// Its unit.
+    pub unit: String,
+    /// A's value (median over the cell's completed runs).
+    pub a: Option<f64>,
+    /// B's value.
+    pub b: Option<f64>,
+    /// B / A.
+    pub ratio: Option<f64>,
+    /// Runs behind A's value.
+    pub n_a: usize,
+    /// Runs behind B's value.
+    pub n_b: usize,
+    /// Two-sided Mann–Whitney U p-value (cells only).
+    pub p: Option<f64>,
+}
+
+/// A comparison.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comparison {
+    /// First target.
+    pub a: Target,
+    /// Second target.
+    pub b: Target,
+    /// The test used for p-values.
+    pub test: String,
+    /// Lines.
+    pub rows: Vec<CompareRow>,
+    /// Remarks (power, unmatched cells, outcomes that differ).
+    pub notes: Vec<String>,
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if a != 0.0 => Some(b / a),
+        _ => None,
+    }
+}
+
+/// The metrics compared cell by cell.
+pub const CELL_METRICS: [&str; 6] = [
+    "wall_ns",
+    "majflt",
+    "swap_pages",
+    "peak_bytes",
+    "psi_some_us",
+    "sys_ns",
+];
+
+fn value(r: &RunRecord, name: &str) -> Option<f64> {
+    if name == "swap_pages" {
+        return Some(r.get("swapin_pages")? + r.get("swapout_pages")?);
+    }
+    r.get(name)
+}
+
+/// Compares two targets from the catalog.
+pub fn compare(catalog: &Catalog, a: Target, b: Target) -> Result<Comparison> {
+    match (a, b) {
+        (Target::Run(x), Target::Run(y)) => {
+            Ok(compare_runs(a, b, &catalog.run(x)?, &catalog.run(y)?))
+        }
+        (Target::Sweep(x), Target::Sweep(y)) => {
+            let ra: Vec<RunRecord> = catalog
+                .sweep_runs(x)?
+                .into_iter()
+                .filter(|r| r.role == Role::Measure)
+                .collect();
+            let rb: Vec<RunRecord> = catalog
+                .sweep_runs(y)?
+                .into_iter()
+                .filter(|r| r.role == Role::Measure)
+                .collect();
+            catalog.sweep(x)?;
+            catalog.sweep(y)?;
+            Ok(compare_sweeps(a, b, &ra, &rb))
+        }
+        _ => Err(Error::Invalid(format!(
+            "cannot compare {a} with {b}: compare two runs (12 13) or two sweeps (s1 s2)"
+        ))),
+    }
+}
+
+/// Two runs, metric by metric.
+pub fn compare_runs(ta: Target, tb: Target, a: &RunRecord, b: &RunRecord) -> Comparison {
+    let mut rows = Vec::new();
+    let mut names: Vec<String> = METRICS.iter().map(|m| m.0.to_string()).collect();
+    for k in a.metrics.keys().chain(b.metrics.keys()) {
+        if !names.contains(k) {
+            names.push(k.clone());
+        }
+    }
+    for name in names {
+        let (va, vb) = (a.get(&name), b.get(&name));
+        if va.is_none() && vb.is_none() {
+            continue;
+        }
+        let unit = a
+            .metrics
+            .get(&name)
+            .or(b.metrics.get(&name))
+            .map(|m| m.unit.clone())
+            .unwrap_or_default();
+        rows.push(CompareRow {
+            cell: String::new(),
+            metric: name,
+            unit,
+            a: va,
+            b: vb,
+            ratio: ratio(va, vb),
+            n_a: 1,
+            n_b: 1,
+            p: None,
+        });
+    }
+    let mut notes = vec!["one run on each side: no significance test is possible; compare sweeps or repeat groups (run --repeat 5) for that".to_string()];
+    if a.outcome != b.outcome {
+        notes.push(format!(
+            "the runs ended differently: {ta} {}, {tb} {}",
+            a.outcome_text(),
+            b.outcome_text()
+        ));
+    }
+    if a.command != b.command {
+        notes.push("the commands differ".into());
+    }
+    Comparison {
+        a: ta,
+        b: tb,
+        test: "none (single runs)".into(),
+        rows,
+        notes,
+    }
+}
+
+/// Two sweeps, cell by cell (cells matched by variant and limit label).
+pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) -> Comparison {
+    let key = |r: &RunRecord| {
+        format!(
+            "{} {}",
+            r.variant.as_deref().unwrap_or("default"),
+            r.limit_label
+        )
+    };
+    let mut cells: Vec<String> = Vec::new();
+    for r in a.iter().chain(b.iter()) {
+        let k = key(r);
+        if !cells.contains(&k) {
+            cells.push(k);
+        }
+    }
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    let mut min_n = usize::MAX;
+    let mut max_n = 0;
+    for cell in &cells {
+        let ca: Vec<&RunRecord> = a.iter().filter(|r| &key(r) == cell).collect();
+        let cb: Vec<&RunRecord> = b.iter().filter(|r| &key(r) == cell).collect();
+        if ca.is_empty() || cb.is_empty() {
+            notes.push(format!(
+                "cell {cell:?} is only in {}",
+                if ca.is_empty() { tb } else { ta }
+            ));
+            continue;
+        }
+        let ok = |v: &[&RunRecord]| {
+            v.iter()
+                .copied()
+                .filter(|r| r.outcome == Some(Outcome::Ok))
+                .cloned()
+                .collect::<Vec<RunRecord>>()
+        };
+        let (oa, ob) = (ok(&ca), ok(&cb));
+        if oa.len() != ca.len() || ob.len() != cb.len() {
+            notes.push(format!(
+                "cell {cell:?}: {}/{} runs of {ta} and {}/{} of {tb} completed; only completed runs are compared",
+                oa.len(),
+                ca.len(),
+                ob.len(),
+                cb.len()
+            ));
+        }
+        for m in CELL_METRICS {
+            let xa: Vec<f64> = oa.iter().filter_map(|r| value(r, m)).collect();
+            let xb: Vec<f64> = ob.iter().filter_map(|r| value(r, m)).collect();
+            if xa.is_empty() && xb.is_empty() {
+                continue;
+            }
+            min_n = min_n.min(xa.len().min(xb.len()));
+            max_n = max_n.max(xa.len().max(xb.len()));
+            let (ma, mb) = (
+                (!xa.is_empty()).then(|| median(&xa)),
+                (!xb.is_empty()).then(|| median(&xb)),
+            );
+            rows.push(CompareRow {
+                cell: cell.clone(),
+                metric: m.to_string(),
+                unit: if m == "swap_pages" {
+                    "pages".into()
+                } else {
+                    crate::record::metric_unit(m).to_string()
+                },
+                a: ma,
+                b: mb,
+                ratio: ratio(ma, mb),
+                n_a: xa.len(),
+                n_b: xb.len(),
+                p: mann_whitney(&xa, &xb).map(|t| t.p),
+            });
+        }
+    }
+    if min_n != usize::MAX {
+        if let Some(n) = power_note(min_n, min_n.max(1)) {
+            notes.insert(0, n);
+        }
+    }
+    let _ = max_n;
+    Comparison {
+        a: ta,
+        b: tb,
+        test: "two-sided Mann–Whitney U (exact permutation distribution up to 60 runs, normal approximation above); p < 0.05 marks a difference unlikely to be noise".into(),
+        rows,
+        notes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!("12".parse::<Target>().unwrap(), Target::Run(12));
+        assert_eq!("r7".parse::<Target>().unwrap(), Target::Run(7));
+        assert_eq!("s3".parse::<Target>().unwrap(), Target::Sweep(3));
+        assert!("x"
+            .parse::<Target>()
+            .unwrap_err()
+            .to_string()
+            .contains("swaplab runs"));
+        assert!("s".parse::<Target>().is_err());
+    }
+}

@@ -1,0 +1,41 @@
+//! # swaplab-lab — experiments built from swaplab-host
+//!
+//! * [`runner`] — `swaplab run`: a command in a fresh memory cgroup with a
+//!   limit, swap and kernel settings scoped to the run, measured (rusage,
+//!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz timeline), recorded.
+//! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
+//!   with per-cell medians, spread and slowdowns.
+//! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
+//!   compares runs and sweeps with a Mann–Whitney U test ([`stats`]).
+//! * [`workload`] — the built-in C workloads, embedded in the binary.
+//! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own cost.
+//!
+//! ```no_run
+//! use swaplab_lab::{options::{LimitSpec, RunOptions}, runner::Lab, workload};
+//! # fn main() -> swaplab_lab::Result<()> {
+//! let lab = Lab::open()?; // catalog at $SWAPLAB_HOME, Ctrl-C guard
+//! let opts = RunOptions {
+//!     mem_limit: Some(LimitSpec::Percent(50.0)),
+//!     swap: vec!["file:512M".parse()?],
+//!     ..Default::default()
+//! };
+//! let set = lab.run(&workload::command("qsort", "64M", None, &[]), &opts, 1, &mut |_| {})?;
+//! println!("{} major faults", set.runs[0].get("majflt").unwrap_or(0.0));
+//! # Ok(()) }
+//! ```
+
+pub mod bench;
+pub mod catalog;
+pub mod compare;
+pub mod demo;
+pub mod error;
+pub mod options;
+pub mod record;
+pub mod runner;
+pub mod stats;
+pub mod sweep;
+pub mod timeline;
+pub mod workload;
+
+pub use demo::{demo_sweep, DemoOptions};
+pub use error::{Error, Result};

@@ -1,0 +1,177 @@
+//! Shared helpers of the runner tests: root checks, a lock that serialises
+//! the tests of one binary (they change global settings), and a snapshot of
+//! the system state that every test must leave as it found it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use swaplab_lab::catalog::Catalog;
+use swaplab_lab::runner::Lab;
+
+static LOCK: Mutex<()> = Mutex::new(());
+
+/// Serialises the tests that make runs (they set sysctls and add swap).
+pub fn serial() -> MutexGuard<'static, ()> {
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `Some(reason)` when runs cannot be made here.
+pub fn skip_reason() -> Option<String> {
+    if !swaplab_host::util::is_root() {
+        return Some("needs root (memory cgroups, swap files, sysctls)".into());
+    }
+    match swaplab_host::cgroup::CgroupMounts::detect() {
+        Ok(m) if m.memory_fs().is_some() => None,
+        _ => Some("no memory cgroup controller on this machine".into()),
+    }
+}
+
+/// Prints why a test is skipped and returns true when it must be.
+pub fn skip(test: &str) -> bool {
+    match skip_reason() {
+        Some(r) => {
+            eprintln!("skipping {test}: {r}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// A fresh catalog in a temporary directory (on disk, not tmpfs).
+pub fn temp_lab() -> (tempfile::TempDir, Lab) {
+    let dir = tempfile::Builder::new()
+        .prefix("swaplab-lab-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let lab = Lab::with_catalog(Catalog::open(dir.path()).unwrap()).unwrap();
+    (dir, lab)
+}
+
+/// The parts of the system a run may change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysState {
+    pub swaps: Vec<PathBuf>,
+    pub swappiness: String,
+    pub page_cluster: String,
+    pub thp: String,
+    pub cgroups: Vec<PathBuf>,
+}
+
+fn read(p: &str) -> String {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// swaplab groups created by *this* process (other processes' groups are
+/// not ours to judge).
+fn our_cgroups() -> Vec<PathBuf> {
+    let prefix = format!("swaplab-{}-", std::process::id());
+    let mut v = Vec::new();
+    for root in [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        if let Ok(rd) = std::fs::read_dir(root) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    v.push(e.path());
+                }
+            }
+        }
+    }
+    v
+}
+
+pub fn sys_state() -> SysState {
+    let swaps = swaplab_host::swap::read_swaps()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|a| a.filename)
+        .collect();
+    SysState {
+        swaps,
+        swappiness: read("/proc/sys/vm/swappiness"),
+        page_cluster: read("/proc/sys/vm/page-cluster"),
+        thp: read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        cgroups: our_cgroups(),
+    }
+}
+
+/// True when another process holds a live swaplab journal (its session may
+/// legitimately have changed global settings right now).
+pub fn others_active() -> bool {
+    let dir = swaplab_host::journal::state_dir().join("journal");
+    let me = format!("{}-", std::process::id());
+    std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.ends_with(".json") && !n.starts_with(&me)
+            })
+        })
+        .unwrap_or(false)
+}
+
+/// Asserts the system is as `before`: swap areas and our cgroups exactly;
+/// sysctls too unless another swaplab session is running right now.
+pub fn assert_restored(before: &SysState, what: &str) {
+    let after = sys_state();
+    assert_eq!(
+        after.cgroups,
+        Vec::<PathBuf>::new(),
+        "{what}: cgroups left behind"
+    );
+    let ours_left: Vec<&PathBuf> = after
+        .swaps
+        .iter()
+        .filter(|s| {
+            !before.swaps.contains(s)
+                && s.to_string_lossy()
+                    .contains(&format!("swaplab-{}-", std::process::id()))
+        })
+        .collect();
+    assert!(
+        ours_left.is_empty(),
+        "{what}: swap areas left behind: {ours_left:?}"
+    );
+    if others_active() {
+        eprintln!("{what}: another swaplab session is active; not comparing global sysctls");
+        return;
+    }
+    assert_eq!(after.swappiness, before.swappiness, "{what}: vm.swappiness");
+    assert_eq!(
+        after.page_cluster, before.page_cluster,
+        "{what}: vm.page-cluster"
+    );
+    assert_eq!(after.thp, before.thp, "{what}: THP");
+}
+
+/// The workload binary (extracted from the library).
+pub fn workload_exe() -> PathBuf {
+    swaplab_lab::workload::executable().unwrap()
+}
+
+/// Reads a number after `label` in a `/usr/bin/time -v` report.
+pub fn time_v_field(text: &str, label: &str) -> Option<u64> {
+    text.lines()
+        .find(|l| l.trim_start().starts_with(label))
+        .and_then(|l| l.rsplit(':').next())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Reads a counter from `perf stat -x,` output.
+pub fn perf_field(text: &str, event: &str) -> Option<u64> {
+    text.lines()
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == event)
+        .and_then(|f| f[0].trim().parse().ok())
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}
