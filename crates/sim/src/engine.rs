@@ -259,6 +259,19 @@ pub(crate) mod testutil {
         out
     }
 
+    /// Builds `spec` for a memory of `capacity` pages over `pages` pages and
+    /// returns its bytes per page (or the parameter error).
+    pub fn build_bytes(spec: &str, capacity: usize, pages: usize) -> Result<usize, SimError> {
+        let s = PolicySpec::parse(spec)?;
+        let cfg = PolicyConfig {
+            capacity,
+            pages,
+            params: &s.params,
+            seed: 1,
+        };
+        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+    }
+
     /// A pseudo-random trace with locality, for contract checks.
     pub fn random_trace(n: usize, pages: u64, seed: u64) -> Vec<u64> {
         let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;

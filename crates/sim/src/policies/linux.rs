@@ -258,14 +258,7 @@ mod tests {
     use crate::policy::PolicySpec;
 
     fn build(spec: &str) -> Result<usize, SimError> {
-        let s = PolicySpec::parse(spec)?;
-        let cfg = PolicyConfig {
-            capacity: 4,
-            pages: 10,
-            params: &s.params,
-            seed: 1,
-        };
-        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+        crate::engine::testutil::build_bytes(spec, 4, 10)
     }
 
     // Letters stand for pages; I = inactive list, A = active list, both

@@ -36,7 +36,6 @@ pub const INFO: PolicyInfo = PolicyInfo {
 mod tests {
     use crate::engine::testutil::*;
     use crate::engine::SimError;
-    use crate::policy::{PolicyConfig, PolicySpec};
 
     const A: u64 = 1;
     const B: u64 = 2;
@@ -92,14 +91,7 @@ mod tests {
     }
 
     fn build(spec: &str) -> Result<usize, SimError> {
-        let s = PolicySpec::parse(spec)?;
-        let cfg = PolicyConfig {
-            capacity: 4,
-            pages: 10,
-            params: &s.params,
-            seed: 1,
-        };
-        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+        crate::engine::testutil::build_bytes(spec, 4, 10)
     }
 
     #[test]

@@ -197,7 +197,6 @@ impl Policy for Lirs {
 mod tests {
     use crate::engine::testutil::*;
     use crate::engine::SimError;
-    use crate::policy::{PolicyConfig, PolicySpec};
 
     const A: u64 = 1;
     const B: u64 = 2;
@@ -286,14 +285,7 @@ mod tests {
     }
 
     fn build(spec: &str) -> Result<usize, SimError> {
-        let s = PolicySpec::parse(spec)?;
-        let cfg = PolicyConfig {
-            capacity: 100,
-            pages: 1000,
-            params: &s.params,
-            seed: 1,
-        };
-        (s.info().build)(&cfg).map(|p| p.bytes_per_page())
+        crate::engine::testutil::build_bytes(spec, 100, 1000)
     }
 
     #[test]
