@@ -15,6 +15,7 @@
 //! costs a few nanoseconds.
 
 pub mod engine;
+pub mod lazy_lists;
 pub mod mrc;
 pub mod policies;
 pub mod policy;

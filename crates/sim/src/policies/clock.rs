@@ -218,8 +218,8 @@ impl<S: PageState> Policy for Clock<S> {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
-    use crate::policies::fifo::replay::*;
 
     #[test]
     fn hand_worked() {

@@ -75,58 +75,9 @@ impl Policy for Fifo {
     }
 }
 
-/// Test helper shared by the policy files: replays raw page ids straight
-/// through a policy and returns every [`Access`], so that tests can check the
-/// victims as well as the hits.
-#[cfg(test)]
-pub(crate) mod replay {
-    use crate::policy::{Access, PolicyConfig, PolicySpec, Req};
-
-    pub const H: Access = Access::Hit;
-    /// A miss while memory is not full.
-    pub const M: Access = Access::Miss { victim: None };
-    /// A miss that evicted `v`.
-    pub fn ev(v: u32) -> Access {
-        Access::Miss { victim: Some(v) }
-    }
-
-    /// Replays `ids` (pages `0..=max(ids)`) through `spec` with `cap` frames.
-    /// `next_use` is filled in, so OPT works too.
-    pub fn replay(spec: &str, cap: usize, ids: &[u32]) -> Vec<Access> {
-        let spec = PolicySpec::parse(spec).unwrap();
-        let pages = ids.iter().max().map_or(0, |&m| m as usize + 1);
-        let mut next = vec![u32::MAX; ids.len()];
-        let mut last = vec![u32::MAX; pages];
-        for i in (0..ids.len()).rev() {
-            next[i] = last[ids[i] as usize];
-            last[ids[i] as usize] = i as u32;
-        }
-        let mut p = (spec.info().build)(&PolicyConfig {
-            capacity: cap,
-            pages,
-            params: &spec.params,
-            seed: 1,
-        })
-        .unwrap();
-        ids.iter()
-            .enumerate()
-            .map(|(i, &id)| {
-                p.access(
-                    id,
-                    &Req {
-                        pos: i as u64,
-                        write: false,
-                        next_use: next[i],
-                    },
-                )
-            })
-            .collect()
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::replay::*;
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
 
     #[test]

@@ -232,8 +232,8 @@ impl Policy for Lfu {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
-    use crate::policies::fifo::replay::*;
 
     #[test]
     fn hand_worked() {

@@ -139,8 +139,8 @@ impl Policy for Opt {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
-    use crate::policies::fifo::replay::*;
     use crate::policy::{Access, PolicyConfig, PolicySpec, Req};
 
     #[test]

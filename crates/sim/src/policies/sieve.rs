@@ -186,8 +186,8 @@ impl Policy for Sieve {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
-    use crate::policies::fifo::replay::*;
 
     #[test]
     fn hand_worked() {

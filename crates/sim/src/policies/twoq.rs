@@ -23,7 +23,7 @@
 //!
 //! Memory: the three queues are ARC's `LazyLists`: 4 bytes per page plus
 //! 8 per queue entry (at most about 3 × (capacity + Kout) + 192 entries).
-use super::arc::LazyLists;
+use crate::lazy_lists::LazyLists;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
 
 pub const INFO: PolicyInfo = PolicyInfo {
@@ -112,8 +112,8 @@ impl Policy for TwoQ {
 
 #[cfg(test)]
 mod tests {
+    use crate::engine::testutil::replay::*;
     use crate::engine::testutil::*;
-    use crate::policies::fifo::replay::*;
 
     #[test]
     fn hand_worked() {
