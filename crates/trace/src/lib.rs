@@ -13,6 +13,7 @@
 
 pub mod dense;
 pub mod error;
+pub mod events;
 pub mod export;
 pub mod gen;
 pub mod import;
