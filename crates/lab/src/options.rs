@@ -2,6 +2,7 @@
 //! and the small parsers behind them (`64M`, `50%`, `250ms`, variant args).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -169,6 +170,13 @@ pub struct RunOptions {
     /// Kill the whole group after this long.
     #[serde(with = "opt_duration_ns")]
     pub timeout: Option<Duration>,
+    /// A hint file (`swaplab advise` writes one) applied at allocation time
+    /// through the preload library; see [`crate::hints`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hints: Option<PathBuf>,
+    /// Trace the run (`swaplab trace`); see [`crate::tracing`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceConfig>,
 }
 
 mod opt_duration_ns {
@@ -223,6 +231,8 @@ impl RunOptions {
             page_cluster: over.page_cluster.or(self.page_cluster),
             thp: over.thp.clone().or_else(|| self.thp.clone()),
             timeout: over.timeout.or(self.timeout),
+            hints: over.hints.clone().or_else(|| self.hints.clone()),
+            trace: over.trace.clone().or_else(|| self.trace.clone()),
         }
     }
 
@@ -246,6 +256,12 @@ impl RunOptions {
         }
         if let Some(t) = self.timeout {
             parts.push(format!("timeout={}", format_duration(t)));
+        }
+        if let Some(h) = &self.hints {
+            parts.push(format!("hints={}", h.display()));
+        }
+        if self.trace.is_some() {
+            parts.push("traced".into());
         }
         parts.join(" ")
     }
@@ -341,9 +357,10 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
             "--swap-limit" => o.swap_limit = Some(parse_size(&value()?)?),
             "--timeout" => o.timeout = Some(parse_duration(&value()?)?),
             "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
+            "--hints" => o.hints = Some(PathBuf::from(value()?)),
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, cmd=...)"
+                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, cmd=...)"
                 )))
             }
         }
@@ -425,6 +442,58 @@ pub fn parse_limits(s: &str) -> Result<Vec<LimitSpec>> {
         )));
     }
     Ok(v)
+}
+
+/// Default allocation threshold of the preload library.
+pub const DEFAULT_ALLOC_MIN: u64 = 64 << 10;
+
+/// How a run is traced (see [`crate::tracing`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceConfig {
+    /// `perf` or `tracefs`.
+    pub source: String,
+    /// Pagemap and maps samples per second (0: none).
+    pub pagemap_hz: f64,
+    /// Record allocations at or above this many bytes.
+    pub alloc_min: u64,
+    /// Load the preload library to record allocation sites.
+    pub allocs: bool,
+    /// Fault-event buffer per CPU, bytes.
+    pub buffer_bytes_per_cpu: u64,
+    /// Write the trace here instead of `<run dir>/trace`.
+    pub out: Option<PathBuf>,
+}
+
+impl Default for TraceConfig {
+    fn default() -> Self {
+        TraceConfig {
+            source: "perf".into(),
+            pagemap_hz: 10.0,
+            alloc_min: DEFAULT_ALLOC_MIN,
+            allocs: true,
+            buffer_bytes_per_cpu: 4 << 20,
+            out: None,
+        }
+    }
+}
+
+impl TraceConfig {
+    /// Checks the values.
+    pub fn validate(&self) -> Result<()> {
+        if self.source != "perf" && self.source != "tracefs" {
+            return Err(Error::Invalid(format!(
+                "--source {:?}: expected perf or tracefs",
+                self.source
+            )));
+        }
+        if !(self.pagemap_hz >= 0.0 && self.pagemap_hz <= 1000.0) {
+            return Err(Error::Invalid(format!(
+                "--pagemap-hz {}: must be between 0 (off) and 1000",
+                self.pagemap_hz
+            )));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

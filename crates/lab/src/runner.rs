@@ -232,6 +232,8 @@ impl Lab {
                 page_cluster: None,
                 thp: options.thp.clone(),
                 timeout: options.timeout,
+                hints: None,
+                trace: None,
             },
             limit_label: "none".into(),
             limit_bytes: None,

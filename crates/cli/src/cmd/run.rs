@@ -30,6 +30,10 @@ pub struct SettingArgs {
     /// Kill the whole cgroup after this long (250ms, 30s, 5m); recorded as a timeout.
     #[arg(long, value_name = "T")]
     pub timeout: Option<String>,
+    /// Apply a hint file (written by `swaplab advise`) at allocation time, through the
+    /// preload library: mlock, prefetch (willneed), cold/pageout per allocation site.
+    #[arg(long, value_name = "FILE")]
+    pub hints: Option<std::path::PathBuf>,
 }
 
 impl SettingArgs {
@@ -50,7 +54,17 @@ impl SettingArgs {
             page_cluster: self.page_cluster,
             thp: self.thp.clone(),
             timeout: self.timeout.as_deref().map(parse_duration).transpose()?,
+            hints: self.hints.clone(),
+            trace: None,
         };
+        if let Some(h) = &self.hints {
+            if !h.is_file() {
+                anyhow::bail!(
+                    "--hints {}: no such file (write one with `swaplab advise TRACE -o FILE`)",
+                    h.display()
+                );
+            }
+        }
         o.validate()?;
         Ok(o)
     }
@@ -89,7 +103,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub settings: SettingArgs,
     /// A variant, repeatable: NAME="ARGS" with run options (--page-cluster 0, --swappiness N,
-    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T) and/or cmd=PROGRAM ARGS to
+    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T, --hints FILE) and/or cmd=PROGRAM ARGS to
     /// replace the command. Without variants the sweep has one, `default`.
     #[arg(long = "variant", value_name = "NAME=ARGS")]
     pub variants: Vec<String>,
