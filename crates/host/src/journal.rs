@@ -99,6 +99,13 @@ pub enum Undo {
         /// Its hierarchy's version.
         version: CgroupVersion,
     },
+    /// Remove a private tracefs instance (rmdir, which also frees its ring
+    /// buffers). Only directories under `.../tracing/instances/` named
+    /// `swaplab-*` are removed.
+    RemoveTracefsInstance {
+        /// The instance directory.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for Undo {
@@ -115,6 +122,9 @@ impl fmt::Display for Undo {
                 "kill the tasks of cgroup {} and remove it",
                 path.display()
             ),
+            Undo::RemoveTracefsInstance { path } => {
+                write!(f, "remove tracefs instance {}", path.display())
+            }
         }
     }
 }
@@ -214,8 +224,56 @@ impl Undo {
                 }
                 .remove(CGROUP_REMOVE_TIMEOUT)
             }
+            Undo::RemoveTracefsInstance { path } => remove_tracefs_instance(path),
         }
     }
+}
+
+/// True for `<tracefs>/instances/swaplab-*` (the only instances swaplab
+/// creates and removes).
+pub fn is_swaplab_tracefs_instance(path: &Path) -> bool {
+    let name_ok = path
+        .file_name()
+        .map(|n| n.to_string_lossy().starts_with("swaplab-"))
+        .unwrap_or(false);
+    let parent_ok = path.parent().is_some_and(|p| {
+        p.file_name().is_some_and(|n| n == "instances")
+            && p.parent()
+                .and_then(Path::file_name)
+                .is_some_and(|n| n == "tracing")
+    });
+    name_ok && parent_ok && !path.components().any(|c| c.as_os_str() == "..")
+}
+
+fn remove_tracefs_instance(path: &Path) -> Result<()> {
+    if !is_swaplab_tracefs_instance(path) {
+        return Err(Error::unsupported(
+            format!("refusing to remove tracefs instance {}", path.display()),
+            "swaplab only removes .../tracing/instances/swaplab-*",
+            "the journal may have been edited by hand; remove it",
+        ));
+    }
+    // An instance is busy while a reader holds one of its files open; the
+    // reader may be a thread of ours that is just closing, so retry briefly.
+    let mut last = None;
+    for _ in 0..50 {
+        match fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                last = Some(e);
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => return Err(Error::io("removing tracefs instance", path, e)),
+        }
+    }
+    let e = last.unwrap_or_else(|| std::io::Error::from_raw_os_error(libc::EBUSY));
+    Err(Error::Io {
+        op: "removing tracefs instance",
+        path: path.to_path_buf(),
+        source: e,
+        hint: "a program still holds one of its files open (trace_pipe_raw?); close it and run `swaplab restore`".into(),
+    })
 }
 
 fn first_page_blank(path: &Path) -> bool {
@@ -855,6 +913,39 @@ impl Session {
                 Err(e)
             }
         }
+    }
+
+    /// Creates a private tracefs instance
+    /// `<tracefs>/instances/swaplab-<pid>-<n>`, recording its removal first.
+    /// Returns its directory. Its buffers and events are the caller's to set
+    /// up; restore removes it (with everything in it).
+    pub fn add_tracefs_instance(&mut self) -> Result<PathBuf> {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let root = crate::doctor::tracefs_root().ok_or_else(|| {
+            Error::unsupported(
+                "no tracefs",
+                "tracefs is not mounted (or not readable) at /sys/kernel/tracing",
+                "mount -t tracefs nodev /sys/kernel/tracing (as root)",
+            )
+        })?;
+        let dir = root.join("instances");
+        let path = loop {
+            let p = dir.join(format!(
+                "swaplab-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            if !p.exists() {
+                break p;
+            }
+        };
+        self.journal
+            .record(Undo::RemoveTracefsInstance { path: path.clone() })?;
+        if let Err(e) = fs::create_dir(&path) {
+            let _ = self.journal.forget_last();
+            return Err(Error::io("creating tracefs instance", &path, e));
+        }
+        Ok(path)
     }
 
     /// Undoes every recorded change, newest first, and deletes the journal.

@@ -11,8 +11,13 @@
 //!   after Ctrl-C (with [`signals::SignalGuard`]) and after `kill -9` (by the
 //!   next session or [`journal::recover_all`]).
 //! * [`doctor`] — what this machine offers and what a missing piece disables.
+//! * [`faults`] — every page fault of a command's process tree, from perf
+//!   ([`perf`]) or a private tracefs instance ([`tracefs`]).
 //! * [`procfs`] — /proc readers a runner samples and the run record's
 //!   [`procfs::Environment`].
+//! * [`pagemap`] — which pages of a process are swapped, with their slots
+//!   ([`pagemap::PagemapWatcher`]); [`maps`] — /proc/PID/maps snapshots and
+//!   the regions they show over time.
 //!
 //! A runner's life:
 //!
@@ -52,11 +57,16 @@
 pub mod cgroup;
 pub mod doctor;
 pub mod error;
+pub mod faults;
 pub mod journal;
+pub mod maps;
+pub mod pagemap;
+pub mod perf;
 pub mod procfs;
 pub mod signals;
 pub mod swap;
 pub mod sysctl;
+pub mod tracefs;
 pub mod util;
 
 pub use error::{Error, Result};
