@@ -1,44 +1,36 @@
-//! Compiles the C workloads in native/workloads into one executable,
-//! `$OUT_DIR/swaplab-workload`, which the library embeds with
-//! `include_bytes!` and extracts on first use (see `src/workload.rs`).
-//! Same flags as native/Makefile: -O2 -std=c11 -Wall -Wextra -pthread, -lm.
+//! Compiles the native code the library embeds with `include_bytes!` and
+//! extracts on first use:
+//!
+//! * the C workloads in native/workloads into one executable,
+//!   `$OUT_DIR/swaplab-workload` (see `src/workload.rs`); same flags as
+//!   native/Makefile: -O2 -g -std=c11 -Wall -Wextra -pthread, -lm (-g for
+//!   file:line symbolization of allocation sites);
+//! * the LD_PRELOAD allocation tracer native/preload into
+//!   `$OUT_DIR/libswaplab-preload.so` (see `src/preload.rs`): -O2 -g -fPIC
+//!   -shared -std=gnu11 -Wall -Wextra -Werror, -ldl -pthread.
+//!
+//! Exports SWAPLAB_WORKLOAD_EXE / SWAPLAB_WORKLOAD_HASH and
+//! SWAPLAB_PRELOAD_SO / SWAPLAB_PRELOAD_HASH (path, content hash).
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let manifest =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let src_dir = manifest.join("../../native/workloads");
+    let native = manifest.join("../../native");
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+
+    let src_dir = native.join("workloads");
     let exe = out_dir.join("swaplab-workload");
-    println!("cargo:rerun-if-changed={}", src_dir.display());
-    let mut sources: Vec<PathBuf> = Vec::new();
-    let entries = std::fs::read_dir(&src_dir).unwrap_or_else(|e| {
-        panic!(
-            "swaplab-lab build: cannot list {}: {e} (the C workloads live in native/workloads of the swaplab checkout)",
-            src_dir.display()
-        )
-    });
-    for entry in entries.flatten() {
-        let p = entry.path();
-        println!("cargo:rerun-if-changed={}", p.display());
-        if p.extension().is_some_and(|x| x == "c") {
-            sources.push(p);
-        }
-    }
-    sources.sort();
-    if sources.is_empty() {
-        panic!("swaplab-lab build: no .c files in {}", src_dir.display());
-    }
-    // cc finds the compiler the way every -sys crate does (CC, target, …);
-    // we ask it for the command and link an executable ourselves.
+    let sources = c_sources(&src_dir, "the C workloads live in native/workloads");
     let compiler = cc::Build::new()
         .cargo_metadata(false)
         .opt_level(2)
         .debug(false)
+        .flag("-g")
         .flag("-std=c11")
         .flag("-Wall")
         .flag("-Wextra")
@@ -51,15 +43,65 @@ fn main() {
         .arg("-I")
         .arg(&src_dir);
     cmd.args(["-pthread", "-lm", "-lpthread"]);
+    run_compiler(cmd, compiler.path(), "the C workloads");
+    export(&exe, "SWAPLAB_WORKLOAD_EXE", "SWAPLAB_WORKLOAD_HASH");
+
+    let pre_dir = native.join("preload");
+    let so = out_dir.join("libswaplab-preload.so");
+    let sources = c_sources(&pre_dir, "the preload library lives in native/preload");
+    let compiler = cc::Build::new()
+        .cargo_metadata(false)
+        .opt_level(2)
+        .debug(false)
+        .pic(true)
+        .flag("-g")
+        .flag("-fPIC")
+        .flag("-shared")
+        .flag("-std=gnu11")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror")
+        .get_compiler();
+    let mut cmd: Command = compiler.to_command();
+    cmd.arg("-o").arg(&so).args(&sources);
+    cmd.args(["-ldl", "-pthread"]);
+    run_compiler(cmd, compiler.path(), "the preload library");
+    export(&so, "SWAPLAB_PRELOAD_SO", "SWAPLAB_PRELOAD_HASH");
+}
+
+/// The .c files of dir (sorted); registers dir and its files for reruns.
+fn c_sources(dir: &Path, where_: &str) -> Vec<PathBuf> {
+    println!("cargo:rerun-if-changed={}", dir.display());
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+        panic!(
+            "swaplab-lab build: cannot list {}: {e} ({where_} of the swaplab checkout)",
+            dir.display()
+        )
+    });
+    let mut sources = Vec::new();
+    for entry in entries.flatten() {
+        let p = entry.path();
+        println!("cargo:rerun-if-changed={}", p.display());
+        if p.extension().is_some_and(|x| x == "c") {
+            sources.push(p);
+        }
+    }
+    sources.sort();
+    if sources.is_empty() {
+        panic!("swaplab-lab build: no .c files in {}", dir.display());
+    }
+    sources
+}
+
+fn run_compiler(mut cmd: Command, compiler: &Path, what: &str) {
     let out = cmd.output().unwrap_or_else(|e| {
         panic!(
-            "swaplab-lab build: cannot run the C compiler {:?}: {e} (install gcc or clang, or set CC)",
-            compiler.path()
+            "swaplab-lab build: cannot run the C compiler {compiler:?}: {e} (install gcc or clang, or set CC)"
         )
     });
     if !out.status.success() {
         panic!(
-            "swaplab-lab build: compiling the C workloads failed ({:?}):\n{}{}",
+            "swaplab-lab build: compiling {what} failed ({:?}):\n{}{}",
             cmd,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
@@ -69,12 +111,12 @@ fn main() {
     for line in stderr.lines().filter(|l| l.contains("warning")) {
         println!("cargo:warning={line}");
     }
-    let bytes = std::fs::read(&exe).expect("the compiler wrote the executable");
-    println!(
-        "cargo:rustc-env=SWAPLAB_WORKLOAD_HASH={:016x}",
-        hash(&bytes)
-    );
-    println!("cargo:rustc-env=SWAPLAB_WORKLOAD_EXE={}", exe.display());
+}
+
+fn export(file: &Path, path_var: &str, hash_var: &str) {
+    let bytes = std::fs::read(file).expect("the compiler wrote its output");
+    println!("cargo:rustc-env={hash_var}={:016x}", hash(&bytes));
+    println!("cargo:rustc-env={path_var}={}", file.display());
 }
 
 /// A content hash for the cache file name (not for security: the cache

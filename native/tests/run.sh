@@ -177,5 +177,7 @@ bad_args list --bogus
 check "allocation failure -> exit 4 (got $rc)" [ "$rc" = 4 ]
 check "allocation failure message" grep -q 'cannot allocate' "$tmp/err"
 
+check "preload library (native/tests/preload.sh)" "$here/tests/preload.sh" "$tmp/build"
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -60,35 +60,49 @@ pub fn executable() -> Result<PathBuf> {
 }
 
 fn extract_into(dir: &Path) -> Result<PathBuf> {
+    extract_file(
+        dir,
+        &format!("swaplab-workload-{WORKLOAD_HASH}"),
+        WORKLOAD_EXE,
+        0o755,
+    )
+}
+
+/// Writes `bytes` to `dir/name` with permissions `mode` unless the file
+/// already holds exactly them, creating `dir` (0755) if needed. Atomic: a
+/// temporary file in `dir` (unique per process and call), synced, then
+/// renamed into place, so concurrent extractions never see a torn file.
+/// Used for every embedded file (the workload executable, the preload
+/// library).
+pub(crate) fn extract_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> Result<PathBuf> {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o755)
         .create(dir)
         .map_err(|e| Error::io("creating cache directory", dir, e))?;
-    let path = dir.join(format!("swaplab-workload-{WORKLOAD_HASH}"));
+    let path = dir.join(name);
     if let Ok(existing) = std::fs::read(&path) {
-        if existing == WORKLOAD_EXE {
+        if existing == bytes {
             return Ok(path);
         }
     }
-    let tmp = dir.join(format!(
-        ".swaplab-workload-{WORKLOAD_HASH}.{}.tmp",
-        std::process::id()
-    ));
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(".{name}.{}.{seq}.tmp", std::process::id()));
     {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
             .truncate(true)
-            .mode(0o755)
+            .mode(mode)
             .open(&tmp)
             .map_err(|e| Error::io("creating", &tmp, e))?;
-        f.write_all(WORKLOAD_EXE)
+        f.write_all(bytes)
             .map_err(|e| Error::io("writing", &tmp, e))?;
         f.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
     }
-    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io("chmod 755", &tmp, e))?;
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| Error::io("chmod", &tmp, e))?;
     std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming into place", &path, e))?;
     Ok(path)
 }

@@ -7,10 +7,12 @@
 //! * [`native`]: the native Parquet format (streaming reader and writer).
 //! * [`gen`]: synthetic generators (sequential, strided, uniform, Zipf, loop, phases).
 //! * [`import`]: importers for other tools' formats; [`export`]: libCacheSim oracleGeneral.
+//! * [`alloc_log`]: the preload library's binary allocation log (parser).
 //! * [`dense`]: a trace loaded for simulation, pages renumbered densely.
 //! * [`stats`]: footprint, read/write mix, LRU stack-distance percentiles.
 //! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
 
+pub mod alloc_log;
 pub mod dense;
 pub mod error;
 pub mod events;

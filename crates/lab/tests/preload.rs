@@ -1,0 +1,410 @@
+//! The embedded preload library run for real under the embedded workload:
+//! every object the workload reports (`--objects`) has an ALLOC record in
+//! the allocation logs; forks get their own log; hints resolved from a
+//! first run's stacks are applied in a second run.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use swaplab_lab::preload::{self, HintAction, ResolvedHint, ResolvedHints};
+use swaplab_lab::workload;
+use swaplab_trace::alloc_log::{self, AllocLog, Record};
+
+/// One `--objects` line.
+#[derive(Debug, Clone)]
+struct Object {
+    name: String,
+    start: u64,
+    bytes: u64,
+}
+
+fn objects(stderr: &[u8]) -> Vec<Object> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            let start = v["start"].as_str().unwrap().trim_start_matches("0x");
+            Object {
+                name: v["object"].as_str().unwrap().to_string(),
+                start: u64::from_str_radix(start, 16).unwrap(),
+                bytes: v["bytes"].as_u64().unwrap(),
+            }
+        })
+        .collect()
+}
+
+fn workload_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(workload::executable().unwrap());
+    c.args(args);
+    c
+}
+
+fn preloaded(args: &[&str], dir: &Path) -> Command {
+    let mut c = workload_cmd(args);
+    c.env("LD_PRELOAD", preload::library_path().unwrap())
+        .env(preload::ALLOC_DIR_ENV, dir)
+        .env_remove(preload::HINTS_ENV)
+        .env_remove(preload::HINT_REPORT_ENV)
+        .env_remove(preload::ALLOC_MIN_ENV);
+    c
+}
+
+fn output(c: &mut Command) -> Output {
+    let out = workload::spawn_retrying(c.stdout(Stdio::piped()).stderr(Stdio::piped()))
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{c:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn log_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.starts_with("allocs.") && n.ends_with(".bin")
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn logs(dir: &Path) -> Vec<AllocLog> {
+    log_files(dir)
+        .iter()
+        .map(|p| alloc_log::read(p).unwrap_or_else(|e| panic!("{e}")))
+        .collect()
+}
+
+/// Every object start has an ALLOC with size >= its bytes, whose stack
+/// resolves to frames in the workload executable.
+fn assert_logged(objs: &[Object], logs: &[AllocLog]) {
+    assert!(!objs.is_empty());
+    for o in objs {
+        let hit = logs.iter().find_map(|l| {
+            l.allocs()
+                .find(|a| a.addr == o.start && a.size >= o.bytes)
+                .map(|a| (l, *a))
+        });
+        let (log, a) = hit.unwrap_or_else(|| panic!("no ALLOC for {o:?} in {} logs", logs.len()));
+        let frames = log.resolve_stack(a.stack_id).expect("its stack resolves");
+        assert!(!frames.is_empty() && frames.len() <= 16, "{frames:?}");
+        let exe = workload::executable().unwrap();
+        assert!(
+            frames.iter().any(|(p, _)| *p == exe),
+            "a frame in {exe:?}: {frames:?}"
+        );
+    }
+}
+
+fn run_and_check(args: &[&str]) -> (serde_json::Value, Vec<AllocLog>, Vec<Object>) {
+    run_and_check_min(args, None)
+}
+
+/// Runs under the library (threshold `min`, default 64 KiB) with --objects
+/// and checks the logs and the result.
+fn run_and_check_min(
+    args: &[&str],
+    min: Option<&str>,
+) -> (serde_json::Value, Vec<AllocLog>, Vec<Object>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = args.to_vec();
+    a.push("--objects");
+    let mut cmd = preloaded(&a, dir.path());
+    if let Some(m) = min {
+        cmd.env(preload::ALLOC_MIN_ENV, m);
+    }
+    let out = output(&mut cmd);
+    let objs = objects(&out.stderr);
+    let logs = logs(dir.path());
+    assert_logged(&objs, &logs);
+    // the program's result does not change under the library
+    let plain = output(&mut workload_cmd(args));
+    assert_eq!(json(&out)["checksum"], json(&plain)["checksum"], "{args:?}");
+    (json(&out), logs, objs)
+}
+
+#[test]
+fn traverse_objects_are_logged() {
+    let (_, logs, objs) = run_and_check(&["traverse", "--size", "8M"]);
+    assert_eq!(logs.len(), 1);
+    assert_eq!(objs.len(), 1);
+    let l = &logs[0];
+    assert!(!l.forked);
+    assert_eq!(l.ppid, std::process::id());
+    // the array is freed at the end
+    assert!(l
+        .frees()
+        .any(|f| f.addr == objs[0].start && f.size == objs[0].bytes));
+}
+
+#[test]
+fn genome_objects_are_logged() {
+    // at 8M the genome object is 58984 bytes: below the default threshold
+    let (_, logs, objs) = run_and_check_min(&["genome", "--size", "8M"], Some("4K"));
+    let names: Vec<&str> = objs.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["genome", "reads", "kmer_table"]);
+    assert!(logs[0].allocs().all(|a| a.size >= 4096));
+    let dir = tempfile::tempdir().unwrap();
+    output(&mut preloaded(&["genome", "--size", "8M"], dir.path()));
+    let l = &logs_by_pid(dir.path()).into_values().next().unwrap();
+    assert!(l.allocs().all(|a| a.size >= preload::DEFAULT_ALLOC_MIN));
+    assert_eq!(l.allocs().count(), 2, "reads and kmer_table: {l:?}");
+}
+
+#[test]
+fn threads_objects_are_logged() {
+    let (v, logs, _) = run_and_check(&["traverse", "--size", "8M", "--threads", "4"]);
+    assert_eq!(v["threads"], 4);
+    assert_eq!(logs.len(), 1);
+}
+
+#[test]
+fn fork_child_gets_its_own_log() {
+    let (v, logs, _) = run_and_check(&["traverse", "--size", "8M", "--fork"]);
+    let child = v["child_pid"].as_u64().unwrap() as u32;
+    assert_eq!(logs.len(), 2, "{logs:?}");
+    let parent = logs.iter().find(|l| !l.forked).unwrap();
+    let kid = logs.iter().find(|l| l.forked).unwrap();
+    assert_eq!(kid.pid, child);
+    assert_eq!(kid.ppid, parent.pid);
+    assert!(kid.t0_ns >= parent.t0_ns);
+    assert!(parent
+        .records
+        .iter()
+        .any(|r| matches!(r, Record::Fork { child_pid, .. } if *child_pid == child)));
+}
+
+/// Every truncation and random byte flips of a real log: errors, no panic.
+#[test]
+fn damaged_real_log_never_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    output(&mut preloaded(
+        &["genome", "--size", "4M", "--objects"],
+        dir.path(),
+    ));
+    let p = &log_files(dir.path())[0];
+    let bytes = std::fs::read(p).unwrap();
+    let good = alloc_log::parse(&bytes).unwrap();
+    assert!(good.records.len() >= 5, "{good:?}");
+    for n in 0..bytes.len() {
+        match alloc_log::parse(&bytes[..n]) {
+            Ok(l) => assert!(n & 7 == 0 && l.records.len() <= good.records.len()),
+            Err(e) => assert!(e.to_string().contains("byte offset"), "{e}"),
+        }
+    }
+    let mut s = 1u64;
+    let mut rnd = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    for _ in 0..20_000 {
+        let mut b = bytes.clone();
+        for _ in 0..1 + rnd() % 3 {
+            let i = (rnd() % b.len() as u64) as usize;
+            b[i] = if rnd() & 1 == 0 {
+                b[i] ^ (1 << (rnd() % 8))
+            } else {
+                rnd() as u8
+            };
+        }
+        if let Err(e) = alloc_log::parse(&b) {
+            assert!(e.to_string().contains("byte offset"), "{e}");
+        }
+    }
+}
+
+#[test]
+fn missing_log_dir_is_reported_and_harmless() {
+    let out = output(&mut preloaded(
+        &["traverse", "--size", "1M"],
+        Path::new("/nonexistent/swaplab-allocs"),
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("swaplab-preload: cannot create /nonexistent/swaplab-allocs/allocs."),
+        "{err}"
+    );
+    assert_eq!(json(&out)["workload"], "traverse");
+}
+
+#[test]
+fn malformed_hints_are_reported_and_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let hints = dir.path().join("hints");
+    std::fs::write(
+        &hints,
+        "swaplab-hints\t1\nbudget\t100\nhint\t1\tfly\t0\t0\t1\t/x\t0x1\n",
+    )
+    .unwrap();
+    let out = output(
+        preloaded(&["traverse", "--size", "1M"], dir.path()).env(preload::HINTS_ENV, &hints),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "swaplab-preload: {}:3: hint: unknown action",
+            hints.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(json(&out)["workload"], "traverse");
+}
+
+fn proc_state(pid: u32) -> Option<char> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+fn vm_lck_kb(pid: u32) -> u64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = s.lines().find(|l| l.starts_with("VmLck:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// First run: the array's stack. Second run: an mlock hint on it (VmLck
+/// while stopped, the report, the HINT record); third: a pageout hint
+/// applied by the background thread.
+#[test]
+fn hints_from_a_first_run_apply_in_the_second() {
+    if !swaplab_host::util::is_root() {
+        eprintln!("skipping: mlock of 8 MiB needs root (RLIMIT_MEMLOCK)");
+        return;
+    }
+    let (_, logs, objs) = run_and_check(&["traverse", "--size", "8M"]);
+    let arr = &objs[0];
+    let a = logs[0].allocs().find(|a| a.addr == arr.start).unwrap();
+    let frames = logs[0].resolve_stack(a.stack_id).unwrap();
+
+    let dir = tempfile::tempdir().unwrap();
+    let hints = dir.path().join("hints");
+    let report = dir.path().join("report");
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    preload::write_resolved_hints(
+        &hints,
+        &ResolvedHints {
+            budget_bytes: 64 << 20,
+            hints: vec![ResolvedHint {
+                id: 7,
+                action: HintAction::Mlock { bytes: 0 },
+                frames: frames.clone(),
+            }],
+        },
+    )
+    .unwrap();
+    let mut cmd = preloaded(
+        &["traverse", "--size", "8M", "--objects", "--stop"],
+        &logdir,
+    );
+    cmd.env(preload::HINTS_ENV, &hints)
+        .env(preload::HINT_REPORT_ENV, &report)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = workload::spawn_retrying(&mut cmd).unwrap();
+    let pid = child.id();
+    let mut stopped = false;
+    for _ in 0..400 {
+        if proc_state(pid) == Some('T') {
+            stopped = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let locked_kb = if stopped { vm_lck_kb(pid) } else { 0 };
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stopped, "the workload did not stop");
+    assert!(locked_kb >= 8 * 1024, "VmLck {locked_kb} kB");
+    let obj = &objects(&out.stderr)[0];
+    let rep = std::fs::read_to_string(&report).unwrap();
+    let want = format!("{pid}\t7\tmlock\t{:#x}\t{}\tok", obj.start, obj.bytes);
+    assert_eq!(rep.lines().collect::<Vec<_>>(), [want.as_str()], "{rep}");
+    let l = &logs_by_pid(&logdir)[&pid];
+    let h = l.hints().next().expect("a HINT record");
+    assert_eq!(
+        (h.hint_id, h.addr, h.len, h.result),
+        (7, obj.start, obj.bytes, 0)
+    );
+
+    // budget too small: skipped, ENOMEM, nothing locked
+    preload::write_resolved_hints(
+        &hints,
+        &ResolvedHints {
+            budget_bytes: 1 << 20,
+            hints: vec![ResolvedHint {
+                id: 8,
+                action: HintAction::Mlock { bytes: 0 },
+                frames: frames.clone(),
+            }],
+        },
+    )
+    .unwrap();
+    std::fs::remove_file(&report).unwrap();
+    output(
+        workload_cmd(&["traverse", "--size", "8M"])
+            .env("LD_PRELOAD", preload::library_path().unwrap())
+            .env(preload::HINTS_ENV, &hints)
+            .env(preload::HINT_REPORT_ENV, &report),
+    );
+    let rep = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        rep.contains("\t8\tmlock\t") && rep.trim_end().ends_with("\tENOMEM"),
+        "{rep}"
+    );
+
+    // pageout after 1 ms, applied by the background thread
+    preload::write_resolved_hints(
+        &hints,
+        &ResolvedHints {
+            budget_bytes: 0,
+            hints: vec![ResolvedHint {
+                id: 9,
+                action: HintAction::Pageout {
+                    delay_ns: 1_000_000,
+                },
+                frames: frames[..2].to_vec(),
+            }],
+        },
+    )
+    .unwrap();
+    std::fs::remove_file(&report).unwrap();
+    let out = output(
+        workload_cmd(&["traverse", "--size", "8M", "--passes", "40"])
+            .env("LD_PRELOAD", preload::library_path().unwrap())
+            .env(preload::HINTS_ENV, &hints)
+            .env(preload::HINT_REPORT_ENV, &report),
+    );
+    let rep = std::fs::read_to_string(&report).unwrap();
+    assert!(
+        rep.contains("\t9\tpageout\t") && rep.trim_end().ends_with("\tok"),
+        "{rep} {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+fn logs_by_pid(dir: &Path) -> HashMap<u32, AllocLog> {
+    logs(dir).into_iter().map(|l| (l.pid, l)).collect()
+}

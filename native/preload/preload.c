@@ -1,0 +1,1580 @@
+/* libswaplab-preload.so: an LD_PRELOAD allocation tracer and hint applier.
+ *
+ * Loaded into an unmodified program (`swaplab trace`, `swaplab run --hints`),
+ * it interposes malloc, calloc, realloc, posix_memalign, aligned_alloc,
+ * memalign, valloc, pvalloc, free, mmap, mmap64, munmap and mremap (C++ new
+ * reaches malloc), records every allocation of at least SWAPLAB_ALLOC_MIN
+ * bytes with its call stack, and applies resolved hints (mlock, willneed
+ * prefetch, cold, pageout) to allocations whose call stack matches.
+ *
+ * Environment
+ *   SWAPLAB_ALLOC_DIR    directory for the log `allocs.<pid>.bin` (created
+ *                        0644, truncated); unset = no log.  A directory that
+ *                        cannot be written gives one stderr line; the program
+ *                        runs on without a log.
+ *   SWAPLAB_ALLOC_MIN    threshold in bytes (default 65536; K/M/G suffixes,
+ *                        powers of 1024).
+ *   SWAPLAB_HINTS        resolved-hints file (format below); unset = no hints.
+ *   SWAPLAB_HINT_REPORT  optional: append one text line per hint application,
+ *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
+ *                        `ok` or an errno name (ENOMEM, EPERM, ...).
+ *
+ * Log format (little-endian; every record starts and ends 8-byte aligned)
+ *
+ *   Header, 32 bytes:
+ *     off  type    field    meaning
+ *     0    u8[8]   magic    "SWLALOG1"
+ *     8    u32     version  1
+ *     12   u32     pid      the process writing this file
+ *     16   u32     ppid     its parent (getppid() at creation)
+ *     20   u32     flags    bit 0: forked child (a fork of a logged process;
+ *                           it inherited the parent's live allocations)
+ *     24   u64     t0_ns    CLOCK_MONOTONIC when the file was created
+ *
+ *   Record: u32 type, u32 len (total bytes including these 8; a multiple
+ *   of 8), then the body:
+ *
+ *   1 ALLOC / 2 FREE (len 48):
+ *     u32 tid      thread (gettid)
+ *     u32 func     1 malloc, 2 calloc, 3 realloc, 4 posix_memalign,
+ *                  5 aligned_alloc, 6 memalign, 7 valloc, 8 pvalloc, 9 mmap,
+ *                  10 mremap, 11 free, 12 munmap (FREE of a realloc'd or
+ *                  mremap'd object says realloc / mremap)
+ *     u64 t_ns     CLOCK_MONOTONIC
+ *     u64 addr     first byte
+ *     u64 size     bytes asked for (FREE: bytes released; a partial munmap
+ *                  gives the unmapped part of the tracked mapping)
+ *     u32 stack_id the STACK record of the call stack (0 for FREE)
+ *     u32 pad      0
+ *   3 STACK (len 16 + 16 x depth), written once, before the first record
+ *     using it:
+ *     u32 stack_id ids start at 1 (per file)
+ *     u32 depth    frames, at most 16
+ *     depth x { u32 module_id, u32 pad, u64 offset }, innermost first:
+ *                  frame 0 is the return address in the allocator's caller.
+ *                  offset = return address - the module's load base (where
+ *                  its file offset 0 is mapped, dladdr's dli_fbase; for a
+ *                  PIE or shared library that is the ELF virtual address).
+ *                  module_id 0 = no module (offset is the absolute address).
+ *   4 MODULE (len 16 + path_len rounded up to 8), written once, before the
+ *     first STACK using it:
+ *     u32 module_id ids start at 1 (per file)
+ *     u32 path_len  bytes of path
+ *     u8[path_len]  absolute real path (the main executable's from
+ *                   /proc/self/exe), then zero padding to 8
+ *   5 HINT (len 48), one per hint application (mlock, each madvise):
+ *     u32 tid      thread that applied it (the prefetch thread for
+ *                  willneed / cold / pageout)
+ *     u32 hint_id  the hint's id from the hints file
+ *     u64 t_ns     CLOCK_MONOTONIC
+ *     u64 addr     first byte of the range
+ *     u64 len      bytes
+ *     u32 action   1 mlock, 2 willneed, 3 cold, 4 pageout
+ *     i32 result   0 or an errno value
+ *   6 FORK (len 24): the process forked (written into the parent's file by
+ *     the child right after fork, through the inherited descriptor)
+ *     u32 child_pid
+ *     u32 pad
+ *     u64 t_ns
+ *
+ *   The log is buffered (64 KiB per process) and written with write(2)
+ *   when the buffer is full, at the first record >= 50 ms after the last
+ *   write, before fork and at exit; records of the last 50 ms are lost if
+ *   the process dies by a signal or _exit.  exec of the same pid starts a
+ *   new log (the file is truncated).
+ *
+ * Resolved-hints file (text, TAB-separated fields, one item a line; empty
+ * lines and lines starting with '#' are ignored):
+ *   swaplab-hints	1
+ *   budget	BYTES          total mlock budget of the process (default 0)
+ *   hint	ID	ACTION	P1	P2	NFRAMES	MODULE_PATH	HEX_OFFSET ...  (NFRAMES pairs)
+ *   ACTION: mlock (P1 = bytes from the object's start, 0 = whole object),
+ *   willneed (P1 = window bytes, P2 = poll interval us, 0 = 1000),
+ *   cold / pageout (P1 = delay in ns after the allocation).
+ *   A hint matches an allocation when its frames equal the allocation's
+ *   first NFRAMES frames (module path and offset); every matching hint
+ *   applies, in file order (at most 4 per allocation: e.g. mlock a prefix
+ *   and prefetch the rest).  An mlock that would take the process past the budget is skipped
+ *   (result ENOMEM).  willneed, cold and pageout run on one background
+ *   thread.  A malformed file prints `swaplab-preload: FILE:LINE: ...` and
+ *   the program runs without hints.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the log format is little-endian; this library writes native structs"
+#endif
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+extern void __libc_free(void *);
+extern void *__libc_memalign(size_t, size_t);
+extern void *__libc_valloc(size_t);
+extern void *__libc_pvalloc(size_t);
+
+/* ---- constants ---- */
+enum { REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5, REC_FORK = 6 };
+enum {
+    F_MALLOC = 1, F_CALLOC, F_REALLOC, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC, F_MEMALIGN,
+    F_VALLOC, F_PVALLOC, F_MMAP, F_MREMAP, F_FREE, F_MUNMAP
+};
+enum { A_MLOCK = 1, A_WILLNEED = 2, A_COLD = 3, A_PAGEOUT = 4 };
+static const char *const ACTION_NAMES[] = {"", "mlock", "willneed", "cold", "pageout"};
+
+#define MAX_FRAMES 16
+#define BT_EXTRA 8 /* our own frames, skipped */
+#define LOG_BUF (64 * 1024)
+#define FLUSH_NS (50ull * 1000 * 1000)
+#define MAX_MODULES 1024
+#define KIND_HEAP 1
+#define KIND_MMAP 2
+#define LF_BG 1u /* registered with the background thread */
+
+struct log_header {
+    char magic[8];
+    uint32_t version, pid, ppid, flags;
+    uint64_t t0_ns;
+};
+struct rec_alloc {
+    uint32_t type, len, tid, func;
+    uint64_t t_ns, addr, size;
+    uint32_t stack_id, pad;
+};
+struct rec_hint {
+    uint32_t type, len, tid, hint_id;
+    uint64_t t_ns, addr, bytes;
+    uint32_t action;
+    int32_t result;
+};
+struct rec_fork {
+    uint32_t type, len, child_pid, pad;
+    uint64_t t_ns;
+};
+struct rec_head {
+    uint32_t type, len, id, n;
+};
+struct rec_frame {
+    uint32_t module_id, pad;
+    uint64_t offset;
+};
+_Static_assert(sizeof(struct log_header) == 32, "header is 32 bytes");
+_Static_assert(sizeof(struct rec_alloc) == 48, "ALLOC is 48 bytes");
+_Static_assert(sizeof(struct rec_hint) == 48, "HINT is 48 bytes");
+_Static_assert(sizeof(struct rec_fork) == 24, "FORK is 24 bytes");
+_Static_assert(sizeof(struct rec_frame) == 16, "frame is 16 bytes");
+
+/* ---- state ---- */
+static int g_active;            /* tracking on (log or hints) */
+static int g_logging;           /* log file open */
+static uint64_t g_min = 65536;
+static long g_page = 4096;
+static char g_dir[PATH_MAX];
+static uint32_t g_pid;
+static int g_report_fd = -1;
+
+static TLS int t_guard;
+static TLS uint32_t t_tid;
+
+static void *(*real_mmap)(void *, size_t, int, int, int, off_t);
+static int (*real_munmap)(void *, size_t);
+static void *(*real_mremap)(void *, size_t, size_t, int, ...);
+
+static uintptr_t g_self_lo, g_self_hi;
+
+/* locks, in nesting order: L_stk, L_bg, L_tab before L_log (innermost) */
+static pthread_mutex_t L_log = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t L_tab = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t L_stk = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t L_bg = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t C_bg;
+
+/* ---- small helpers ---- */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t my_tid(void)
+{
+    if (!t_tid)
+        t_tid = (uint32_t)syscall(SYS_gettid);
+    return t_tid;
+}
+
+static uint64_t mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* One stderr line, without stdio (no allocation, no locks). */
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "swaplab-preload: ");
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    if (m < 0)
+        m = 0;
+    size_t len = (size_t)n + ((size_t)m < sizeof buf - (size_t)n - 1 ? (size_t)m
+                                                                     : sizeof buf - (size_t)n - 2);
+    buf[len++] = '\n';
+    write_all(2, buf, len);
+}
+
+static const char *errname(int e)
+{
+    const char *s = strerrorname_np(e);
+    return s ? s : "EUNKNOWN";
+}
+
+static void *sys_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    if (real_mmap)
+        return real_mmap(a, n, prot, flags, fd, off);
+    return (void *)syscall(SYS_mmap, a, n, prot, flags, fd, off);
+}
+
+static int sys_munmap(void *a, size_t n)
+{
+    if (real_munmap)
+        return real_munmap(a, n);
+    return (int)syscall(SYS_munmap, a, n);
+}
+
+/* ---- the log ---- */
+static int g_log_fd = -1;
+static unsigned char g_buf[LOG_BUF];
+static size_t g_buf_len;
+static uint64_t g_last_flush;
+static int g_exiting;
+
+static void flush_locked(void)
+{
+    if (g_log_fd >= 0 && g_buf_len)
+        write_all(g_log_fd, g_buf, g_buf_len);
+    g_buf_len = 0;
+    g_last_flush = now_ns();
+}
+
+static void log_append(const void *rec, size_t n)
+{
+    if (!g_logging)
+        return;
+    pthread_mutex_lock(&L_log);
+    if (g_log_fd >= 0) {
+        if (g_buf_len + n > sizeof g_buf)
+            flush_locked();
+        memcpy(g_buf + g_buf_len, rec, n);
+        g_buf_len += n;
+        if (g_exiting || now_ns() - g_last_flush >= FLUSH_NS)
+            flush_locked();
+    }
+    pthread_mutex_unlock(&L_log);
+}
+
+/* Opens allocs.<pid>.bin and writes its header; 0 ok, -1 failed (said). */
+static int log_open(uint32_t ppid, uint32_t flags)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/allocs.%u.bin", g_dir, (unsigned)g_pid);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        say("cannot create %s: %s; allocation logging is off", path, strerror(errno));
+        return -1;
+    }
+    (void)fchmod(fd, 0644);
+    struct log_header h;
+    memcpy(h.magic, "SWLALOG1", 8);
+    h.version = 1;
+    h.pid = g_pid;
+    h.ppid = ppid;
+    h.flags = flags;
+    h.t0_ns = now_ns();
+    write_all(fd, &h, sizeof h);
+    g_log_fd = fd;
+    g_buf_len = 0;
+    g_last_flush = h.t0_ns;
+    return 0;
+}
+
+static void log_alloc(uint32_t type, uint32_t func, uint64_t addr, uint64_t size, uint32_t stack)
+{
+    struct rec_alloc r = {type, sizeof r, my_tid(), func, now_ns(), addr, size, stack, 0};
+    log_append(&r, sizeof r);
+}
+
+/* ---- the live table: tracked allocations, open addressing ---- */
+struct live_ent {
+    uint64_t addr, size, locked;
+    uint32_t kind, flags;
+};
+static struct live_ent *g_live;
+static size_t g_live_cap, g_live_n, g_live_mmaps;
+
+static size_t live_slot(uint64_t a, size_t cap)
+{
+    return (size_t)(mix64(a) & (cap - 1));
+}
+
+static void live_put_raw(struct live_ent *t, size_t cap, const struct live_ent *e)
+{
+    size_t i = live_slot(e->addr, cap);
+    while (t[i].kind && t[i].addr != e->addr)
+        i = (i + 1) & (cap - 1);
+    t[i] = *e;
+}
+
+static long live_find(uint64_t a)
+{
+    if (!g_live_cap)
+        return -1;
+    size_t i = live_slot(a, g_live_cap);
+    while (g_live[i].kind) {
+        if (g_live[i].addr == a)
+            return (long)i;
+        i = (i + 1) & (g_live_cap - 1);
+    }
+    return -1;
+}
+
+static void live_insert(const struct live_ent *e)
+{
+    long at = live_find(e->addr);
+    if (at >= 0) { /* reused address we missed the free of */
+        if (g_live[at].kind == KIND_MMAP)
+            g_live_mmaps--;
+        g_live[at] = *e;
+        if (e->kind == KIND_MMAP)
+            g_live_mmaps++;
+        return;
+    }
+    if ((g_live_n + 1) * 2 > g_live_cap) {
+        size_t ncap = g_live_cap ? g_live_cap * 2 : 1024;
+        struct live_ent *t = __libc_calloc(ncap, sizeof *t);
+        if (!t)
+            return;
+        for (size_t i = 0; i < g_live_cap; i++)
+            if (g_live[i].kind)
+                live_put_raw(t, ncap, &g_live[i]);
+        __libc_free(g_live);
+        g_live = t;
+        g_live_cap = ncap;
+    }
+    live_put_raw(g_live, g_live_cap, e);
+    __atomic_store_n(&g_live_n, g_live_n + 1, __ATOMIC_RELAXED);
+    if (e->kind == KIND_MMAP)
+        __atomic_store_n(&g_live_mmaps, g_live_mmaps + 1, __ATOMIC_RELAXED);
+}
+
+static void live_del_at(size_t i)
+{
+    size_t mask = g_live_cap - 1;
+    if (g_live[i].kind == KIND_MMAP)
+        __atomic_store_n(&g_live_mmaps, g_live_mmaps - 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_live_n, g_live_n - 1, __ATOMIC_RELAXED);
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!g_live[j].kind)
+            break;
+        size_t k = live_slot(g_live[j].addr, g_live_cap);
+        int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+        if (stays)
+            continue;
+        g_live[i] = g_live[j];
+        i = j;
+    }
+    g_live[i].kind = 0;
+}
+
+/* Removes the entry for a; 1 and *out if it was tracked. */
+static int live_take(uint64_t a, struct live_ent *out)
+{
+    pthread_mutex_lock(&L_tab);
+    long i = live_find(a);
+    if (i >= 0) {
+        *out = g_live[i];
+        live_del_at((size_t)i);
+    }
+    pthread_mutex_unlock(&L_tab);
+    return i >= 0;
+}
+
+/* ---- modules and stacks ---- */
+struct module {
+    uintptr_t lo, hi, base;
+    uint32_t id; /* 0 until written to the log */
+    char *path;
+};
+static struct module g_mods[MAX_MODULES];
+static int g_nmods;
+static uint32_t g_next_mod_id;
+
+struct find_ctx {
+    uintptr_t a;
+    int found, index;
+    uintptr_t lo, hi, base;
+    char name[PATH_MAX];
+};
+
+static int find_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    struct find_ctx *c = data;
+    int idx = c->index++;
+    uintptr_t lo = UINTPTR_MAX, hi = 0, minv = UINTPTR_MAX;
+    int hit = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+        if (p->p_type != PT_LOAD)
+            continue;
+        uintptr_t s = info->dlpi_addr + p->p_vaddr, e = s + p->p_memsz;
+        if (c->a >= s && c->a < e)
+            hit = 1;
+        if (s < lo)
+            lo = s;
+        if (e > hi)
+            hi = e;
+        if (p->p_vaddr < minv)
+            minv = p->p_vaddr;
+    }
+    if (!hit)
+        return 0;
+    c->found = 1;
+    c->lo = lo;
+    c->hi = hi;
+    c->base = info->dlpi_addr + (minv & ~(uintptr_t)(g_page - 1));
+    const char *n = info->dlpi_name ? info->dlpi_name : "";
+    if (!n[0] && idx == 0) {
+        ssize_t r = readlink("/proc/self/exe", c->name, sizeof c->name - 1);
+        c->name[r > 0 ? r : 0] = 0;
+    } else if (!realpath(n, c->name)) {
+        snprintf(c->name, sizeof c->name, "%s", n);
+    }
+    return 1;
+}
+
+/* Index of the module containing a (cached), or -1. Under L_stk. */
+static int module_of(uintptr_t a)
+{
+    for (int i = 0; i < g_nmods; i++)
+        if (a >= g_mods[i].lo && a < g_mods[i].hi)
+            return i;
+    if (g_nmods >= MAX_MODULES)
+        return -1;
+    struct find_ctx *c = __libc_calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    c->a = a;
+    dl_iterate_phdr(find_cb, c);
+    int r = -1;
+    if (c->found) {
+        size_t n = strlen(c->name);
+        char *p = __libc_malloc(n + 1);
+        if (p) {
+            memcpy(p, c->name, n + 1);
+            struct module *m = &g_mods[g_nmods];
+            m->lo = c->lo;
+            m->hi = c->hi;
+            m->base = c->base;
+            m->id = 0;
+            m->path = p;
+            r = g_nmods++;
+        }
+    }
+    __libc_free(c);
+    return r;
+}
+
+static void module_write(struct module *m)
+{
+    if (m->id)
+        return;
+    m->id = ++g_next_mod_id;
+    size_t n = strlen(m->path);
+    size_t len = (16 + n + 7) & ~(size_t)7;
+    unsigned char *rec = __libc_calloc(1, len);
+    if (!rec)
+        return;
+    struct rec_head h = {REC_MODULE, (uint32_t)len, m->id, (uint32_t)n};
+    memcpy(rec, &h, sizeof h);
+    memcpy(rec + 16, m->path, n);
+    log_append(rec, len);
+    __libc_free(rec);
+}
+
+/* ---- hints ---- */
+struct hint {
+    uint32_t id, action;
+    uint64_t p1, p2;
+    int nframes;
+    char *paths[MAX_FRAMES];
+    uint64_t offs[MAX_FRAMES];
+};
+static struct hint *g_hints;
+static int g_nhints;
+static uint64_t g_budget;
+static uint64_t g_locked; /* atomic */
+
+#define MAX_SITE_HINTS 4
+#define MAX_HINTS 32767
+struct site_hints {
+    int16_t n;
+    int16_t idx[MAX_SITE_HINTS]; /* into g_hints, file order */
+};
+struct stk_ent {
+    uint64_t h;
+    uint32_t id;
+    struct site_hints sh;
+};
+static struct stk_ent *g_stk;
+static size_t g_stk_cap, g_stk_n;
+static uint32_t g_next_stack;
+
+static void stk_put_raw(struct stk_ent *t, size_t cap, const struct stk_ent *e)
+{
+    size_t i = (size_t)(e->h & (cap - 1));
+    while (t[i].h)
+        i = (i + 1) & (cap - 1);
+    t[i] = *e;
+}
+
+/* The stack id and matching hint (-1 none) of frames bt[0..n). */
+static void stack_get(void *const *bt, int n, uint32_t *id, struct site_hints *sh)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = mix64(h ^ (uint64_t)(uintptr_t)bt[i]) + (uint64_t)i;
+    if (!h)
+        h = 1;
+    *id = 0;
+    sh->n = 0;
+    pthread_mutex_lock(&L_stk);
+    if (g_stk_cap) {
+        size_t i = (size_t)(h & (g_stk_cap - 1));
+        while (g_stk[i].h) {
+            if (g_stk[i].h == h) {
+                *id = g_stk[i].id;
+                *sh = g_stk[i].sh;
+                pthread_mutex_unlock(&L_stk);
+                return;
+            }
+            i = (i + 1) & (g_stk_cap - 1);
+        }
+    }
+    if ((g_stk_n + 1) * 2 > g_stk_cap) {
+        size_t ncap = g_stk_cap ? g_stk_cap * 2 : 256;
+        struct stk_ent *t = __libc_calloc(ncap, sizeof *t);
+        if (!t) {
+            pthread_mutex_unlock(&L_stk);
+            return;
+        }
+        for (size_t i = 0; i < g_stk_cap; i++)
+            if (g_stk[i].h)
+                stk_put_raw(t, ncap, &g_stk[i]);
+        __libc_free(g_stk);
+        g_stk = t;
+        g_stk_cap = ncap;
+    }
+    int mods[MAX_FRAMES];
+    uint64_t offs[MAX_FRAMES];
+    for (int i = 0; i < n; i++) {
+        uintptr_t a = (uintptr_t)bt[i];
+        mods[i] = module_of(a);
+        offs[i] = mods[i] >= 0 ? a - g_mods[mods[i]].base : a;
+    }
+    struct stk_ent e;
+    memset(&e, 0, sizeof e);
+    e.h = h;
+    e.id = ++g_next_stack;
+    for (int k = 0; k < g_nhints && e.sh.n < MAX_SITE_HINTS; k++) {
+        const struct hint *ht = &g_hints[k];
+        if (ht->nframes > n)
+            continue;
+        int ok = 1;
+        for (int f = 0; f < ht->nframes && ok; f++)
+            ok = mods[f] >= 0 && offs[f] == ht->offs[f] && !strcmp(g_mods[mods[f]].path, ht->paths[f]);
+        if (ok)
+            e.sh.idx[e.sh.n++] = (int16_t)k;
+    }
+    if (g_logging) {
+        struct {
+            struct rec_head h;
+            struct rec_frame f[MAX_FRAMES];
+        } rec;
+        for (int i = 0; i < n; i++) {
+            if (mods[i] >= 0)
+                module_write(&g_mods[mods[i]]);
+            rec.f[i].module_id = mods[i] >= 0 ? g_mods[mods[i]].id : 0;
+            rec.f[i].pad = 0;
+            rec.f[i].offset = offs[i];
+        }
+        rec.h.type = REC_STACK;
+        rec.h.len = (uint32_t)(16 + 16 * n);
+        rec.h.id = e.id;
+        rec.h.n = (uint32_t)n;
+        log_append(&rec, rec.h.len);
+    }
+    stk_put_raw(g_stk, g_stk_cap, &e);
+    g_stk_n++;
+    *id = e.id;
+    *sh = e.sh;
+    pthread_mutex_unlock(&L_stk);
+}
+
+static void capture(uint32_t *id, struct site_hints *sh)
+{
+    void *bt[MAX_FRAMES + BT_EXTRA];
+    int n = backtrace(bt, MAX_FRAMES + BT_EXTRA);
+    int s = 0;
+    while (s < n && (uintptr_t)bt[s] >= g_self_lo && (uintptr_t)bt[s] < g_self_hi)
+        s++;
+    int d = n - s;
+    if (d > MAX_FRAMES)
+        d = MAX_FRAMES;
+    stack_get(bt + s, d, id, sh);
+}
+
+/* ---- hint application ---- */
+static void hint_event(uint32_t hint_id, uint32_t action, uint64_t addr, uint64_t len, int result)
+{
+    struct rec_hint r = {REC_HINT, sizeof r, my_tid(), hint_id, now_ns(), addr, len, action, result};
+    log_append(&r, sizeof r);
+    if (g_report_fd >= 0) {
+        char line[160];
+        int n = snprintf(line, sizeof line, "%u\t%u\t%s\t0x%llx\t%llu\t%s\n", (unsigned)getpid(),
+                         (unsigned)hint_id, ACTION_NAMES[action], (unsigned long long)addr,
+                         (unsigned long long)len, result ? errname(result) : "ok");
+        if (n > 0)
+            write_all(g_report_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    }
+}
+
+/* background objects: willneed prefetch, cold / pageout after a delay */
+struct bgobj {
+    uint64_t addr, size;
+    uint32_t hint_id, action;
+    uint64_t window, interval_ns, next_ns;
+    uint64_t pos;          /* willneed: page index to scan from */
+    int out;               /* willneed: a window is outstanding */
+    uint64_t issued_end;   /* its end (address) */
+    uint64_t probe;        /* the page whose touch releases the next window */
+    uint64_t stale;        /* ticks without progress */
+};
+static struct bgobj *g_bg;
+static size_t g_bg_n, g_bg_cap;
+static int g_bg_started;
+static int g_pagemap_fd = -1;
+
+static void *bg_main(void *arg);
+
+static void bg_start_locked(void)
+{
+    if (g_bg_started)
+        return;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    if (pthread_create(&th, &at, bg_main, NULL) == 0)
+        g_bg_started = 1;
+    else
+        say("cannot start the prefetch thread; willneed/cold/pageout hints are off");
+    pthread_attr_destroy(&at);
+}
+
+static int bg_register(const struct bgobj *o)
+{
+    int ok = 0;
+    pthread_mutex_lock(&L_bg);
+    if (g_bg_n == g_bg_cap) {
+        size_t ncap = g_bg_cap ? g_bg_cap * 2 : 16;
+        struct bgobj *t = __libc_realloc(g_bg, ncap * sizeof *t);
+        if (t) {
+            g_bg = t;
+            g_bg_cap = ncap;
+        }
+    }
+    if (g_bg_n < g_bg_cap) {
+        g_bg[g_bg_n++] = *o;
+        ok = 1;
+        bg_start_locked();
+        pthread_cond_signal(&C_bg);
+    }
+    pthread_mutex_unlock(&L_bg);
+    return ok;
+}
+
+/* Removes every background object overlapping [a, a+n): before the memory
+ * goes away. Waits for the thread to finish its current madvise. */
+static void bg_remove(uint64_t a, uint64_t n)
+{
+    pthread_mutex_lock(&L_bg);
+    for (size_t i = 0; i < g_bg_n;) {
+        if (g_bg[i].addr < a + n && a < g_bg[i].addr + g_bg[i].size)
+            g_bg[i] = g_bg[--g_bg_n];
+        else
+            i++;
+    }
+    pthread_mutex_unlock(&L_bg);
+}
+
+static int pagemap_present(uint64_t addr)
+{
+    if (g_pagemap_fd < 0)
+        return -1;
+    uint64_t v;
+    if (pread(g_pagemap_fd, &v, 8, (off_t)(addr / (uint64_t)g_page * 8)) != 8)
+        return -1;
+    return (int)(v >> 63);
+}
+
+static void issue_willneed(struct bgobj *o, uint64_t from, uint64_t to)
+{
+    if (to <= from)
+        return;
+    int r = madvise((void *)from, to - from, MADV_WILLNEED) ? errno : 0;
+    hint_event(o->hint_id, A_WILLNEED, from, to - from, r);
+}
+
+/* First page (index) that is not resident after a resident run, scanning
+ * forward cyclically from o->pos; -1 if none. */
+static long find_frontier(struct bgobj *o, uint64_t lo, uint64_t npages)
+{
+    unsigned char vec[4096];
+    int seen = 0;
+    uint64_t idx = o->pos % npages, done = 0;
+    while (done < npages) {
+        uint64_t chunk = npages - idx;
+        if (chunk > sizeof vec)
+            chunk = sizeof vec;
+        if (chunk > npages - done)
+            chunk = npages - done;
+        if (mincore((void *)(lo + idx * (uint64_t)g_page), chunk * (uint64_t)g_page, vec))
+            return -1;
+        for (uint64_t k = 0; k < chunk; k++) {
+            if (vec[k] & 1)
+                seen = 1;
+            else if (seen)
+                return (long)(idx + k);
+        }
+        done += chunk;
+        idx = (idx + chunk) % npages;
+        if (idx == 0)
+            seen = 0; /* the object's end is not a run boundary */
+    }
+    return -1;
+}
+
+static void willneed_tick(struct bgobj *o)
+{
+    uint64_t pg = (uint64_t)g_page;
+    uint64_t lo = o->addr & ~(pg - 1), hi = (o->addr + o->size + pg - 1) & ~(pg - 1);
+    uint64_t npages = (hi - lo) / pg;
+    if (o->out) {
+        /* release the next part only once the program touched the probe page:
+         * the prefetch never runs more than one window ahead of it */
+        int steps = 0;
+        for (;;) {
+            int p = pagemap_present(o->probe);
+            if (p < 0) {
+                o->out = 0; /* no pagemap: fall back to the mincore frontier */
+                return;
+            }
+            if (!p)
+                break;
+            uint64_t end = o->probe + o->window;
+            if (end > hi)
+                end = hi;
+            issue_willneed(o, o->issued_end, end);
+            if (end > o->issued_end)
+                o->issued_end = end;
+            o->stale = 0;
+            if (o->issued_end >= hi) {
+                o->out = 0;
+                o->pos = 0;
+                return;
+            }
+            o->probe = (o->probe + o->window / 2) & ~(pg - 1);
+            if (o->probe >= hi)
+                o->probe = hi - pg;
+            if (++steps == 8)
+                return;
+        }
+        if (++o->stale >= 1000) { /* the program went elsewhere: rescan */
+            o->out = 0;
+            o->stale = 0;
+        }
+        return;
+    }
+    long f = find_frontier(o, lo, npages);
+    if (f < 0)
+        return;
+    uint64_t from = lo + (uint64_t)f * pg, to = from + o->window;
+    if (to > hi)
+        to = hi;
+    issue_willneed(o, from, to);
+    o->pos = (uint64_t)f;
+    if (to < hi) {
+        o->out = 1;
+        o->issued_end = to;
+        o->probe = (from + o->window / 2) & ~(pg - 1);
+        if (o->probe < from)
+            o->probe = from;
+        o->stale = 0;
+    } else {
+        o->pos = 0;
+    }
+}
+
+static void *bg_main(void *arg)
+{
+    (void)arg;
+    t_guard = 1; /* nothing this thread allocates is traced */
+    if (g_pagemap_fd < 0)
+        g_pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    pthread_mutex_lock(&L_bg);
+    for (;;) {
+        uint64_t now = now_ns(), next = UINT64_MAX;
+        for (size_t i = 0; i < g_bg_n;) {
+            struct bgobj *o = &g_bg[i];
+            if (o->action == A_WILLNEED) {
+                if (now >= o->next_ns) {
+                    willneed_tick(o);
+                    o->next_ns = now + o->interval_ns;
+                }
+                if (o->next_ns < next)
+                    next = o->next_ns;
+                i++;
+            } else if (now >= o->next_ns) {
+                uint64_t pg = (uint64_t)g_page;
+                uint64_t lo = (o->addr + pg - 1) & ~(pg - 1), hi = (o->addr + o->size) & ~(pg - 1);
+                int advice = o->action == A_COLD ? MADV_COLD : MADV_PAGEOUT;
+                int r = hi > lo && madvise((void *)lo, hi - lo, advice) ? errno : 0;
+                hint_event(o->hint_id, o->action, lo, hi > lo ? hi - lo : 0, r);
+                g_bg[i] = g_bg[--g_bg_n];
+            } else {
+                if (o->next_ns < next)
+                    next = o->next_ns;
+                i++;
+            }
+        }
+        if (next == UINT64_MAX) {
+            pthread_cond_wait(&C_bg, &L_bg);
+        } else {
+            struct timespec ts = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
+            pthread_cond_timedwait(&C_bg, &L_bg, &ts);
+        }
+    }
+    return NULL;
+}
+
+/* Applies hint k to a new tracked allocation; updates e (locked, flags). */
+static void apply_hint(int k, struct live_ent *e)
+{
+    const struct hint *h = &g_hints[k];
+    if (h->action == A_MLOCK && e->locked) { /* a second mlock hint */
+        hint_event(h->id, A_MLOCK, e->addr, 0, EALREADY);
+        return;
+    }
+    if (h->action == A_MLOCK) {
+        uint64_t bytes = h->p1 == 0 || h->p1 > e->size ? e->size : h->p1;
+        uint64_t cur = __atomic_load_n(&g_locked, __ATOMIC_RELAXED);
+        int r = 0;
+        do {
+            if (cur + bytes > g_budget || cur + bytes < cur) {
+                r = ENOMEM;
+                break;
+            }
+        } while (!__atomic_compare_exchange_n(&g_locked, &cur, cur + bytes, 1, __ATOMIC_RELAXED,
+                                              __ATOMIC_RELAXED));
+        if (!r) {
+            r = mlock((void *)e->addr, bytes) ? errno : 0;
+            if (r)
+                __atomic_fetch_sub(&g_locked, bytes, __ATOMIC_RELAXED);
+            else
+                e->locked = bytes;
+        }
+        hint_event(h->id, A_MLOCK, e->addr, bytes, r);
+        return;
+    }
+    struct bgobj o;
+    memset(&o, 0, sizeof o);
+    o.addr = e->addr;
+    o.size = e->size;
+    o.hint_id = h->id;
+    o.action = h->action;
+    if (h->action == A_WILLNEED) {
+        o.window = h->p1 ? h->p1 : 4u << 20;
+        if (o.window < (uint64_t)g_page)
+            o.window = (uint64_t)g_page;
+        o.interval_ns = (h->p2 ? h->p2 : 1000) * 1000ull;
+        o.next_ns = now_ns();
+    } else {
+        o.next_ns = now_ns() + h->p1;
+    }
+    if (bg_register(&o))
+        e->flags |= LF_BG;
+}
+
+/* Forgets a tracked object before its memory is released. */
+static void release(const struct live_ent *e, uint64_t addr, uint64_t len, uint32_t func,
+                    int unlock)
+{
+    if (e->flags & LF_BG)
+        bg_remove(e->addr, e->size);
+    if (e->locked) {
+        if (unlock)
+            munlock((void *)e->addr, e->locked);
+        __atomic_fetch_sub(&g_locked, e->locked, __ATOMIC_RELAXED);
+    }
+    log_alloc(REC_FREE, func, addr, len, 0);
+}
+
+/* ---- hook bodies ---- */
+static void on_alloc(void *p, uint64_t size, uint32_t func, uint32_t kind)
+{
+    int saved = errno;
+    t_guard++;
+    uint32_t id;
+    struct site_hints sh;
+    capture(&id, &sh);
+    log_alloc(REC_ALLOC, func, (uint64_t)(uintptr_t)p, size, id);
+    struct live_ent e = {(uint64_t)(uintptr_t)p, size, 0, kind, 0};
+    for (int k = 0; k < sh.n; k++)
+        apply_hint(sh.idx[k], &e);
+    pthread_mutex_lock(&L_tab);
+    live_insert(&e);
+    pthread_mutex_unlock(&L_tab);
+    t_guard--;
+    errno = saved;
+}
+
+static inline int tracking(void)
+{
+    return g_active && !t_guard;
+}
+
+/* Could p be a tracked heap object? (cheap, lock-free) */
+static inline int maybe_tracked(void *p)
+{
+    return p && __atomic_load_n(&g_live_n, __ATOMIC_RELAXED) && malloc_usable_size(p) >= g_min;
+}
+
+/* munmap / MAP_FIXED / mremap of [a, a+n): FREE for every tracked mapping
+ * overlapping it (the overlapping part), keeping the rest tracked. */
+static void unmap_range(uint64_t a, uint64_t n, uint32_t func)
+{
+    if (!__atomic_load_n(&g_live_mmaps, __ATOMIC_RELAXED) || !n)
+        return;
+    int saved = errno;
+    t_guard++;
+    for (;;) {
+        struct live_ent hit[16];
+        int nh = 0;
+        pthread_mutex_lock(&L_tab);
+        for (size_t i = 0; i < g_live_cap && nh < 16;) {
+            struct live_ent *e = &g_live[i];
+            if (e->kind == KIND_MMAP && e->addr < a + n && a < e->addr + e->size) {
+                hit[nh++] = *e;
+                live_del_at(i); /* may move a later entry into slot i */
+                continue;
+            }
+            i++;
+        }
+        for (int k = 0; k < nh; k++) {
+            const struct live_ent *e = &hit[k];
+            uint64_t s = e->addr > a ? e->addr : a;
+            uint64_t t = e->addr + e->size < a + n ? e->addr + e->size : a + n;
+            struct live_ent rest = {0, 0, 0, KIND_MMAP, 0};
+            if (e->addr < s) {
+                rest.addr = e->addr;
+                rest.size = s - e->addr;
+                live_insert(&rest);
+            }
+            if (t < e->addr + e->size) {
+                rest.addr = t;
+                rest.size = e->addr + e->size - t;
+                live_insert(&rest);
+            }
+        }
+        pthread_mutex_unlock(&L_tab);
+        for (int k = 0; k < nh; k++) {
+            const struct live_ent *e = &hit[k];
+            uint64_t s = e->addr > a ? e->addr : a;
+            uint64_t t = e->addr + e->size < a + n ? e->addr + e->size : a + n;
+            release(e, s, t - s, func, 0);
+        }
+        if (nh < 16)
+            break;
+    }
+    t_guard--;
+    errno = saved;
+}
+
+/* ---- the interposed functions ---- */
+EXPORT void *malloc(size_t n)
+{
+    void *p = __libc_malloc(n);
+    if (p && n >= g_min && tracking())
+        on_alloc(p, n, F_MALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT void *calloc(size_t n, size_t m)
+{
+    void *p = __libc_calloc(n, m);
+    size_t total;
+    if (p && !__builtin_mul_overflow(n, m, &total) && total >= g_min && tracking())
+        on_alloc(p, total, F_CALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT void free(void *p)
+{
+    if (tracking() && maybe_tracked(p)) {
+        struct live_ent e;
+        t_guard++;
+        int saved = errno;
+        if (live_take((uint64_t)(uintptr_t)p, &e))
+            release(&e, e.addr, e.size, F_FREE, 1);
+        errno = saved;
+        t_guard--;
+    }
+    __libc_free(p);
+}
+
+EXPORT void *realloc(void *old, size_t n)
+{
+    if (!tracking())
+        return __libc_realloc(old, n);
+    struct live_ent e;
+    int had = 0;
+    if (maybe_tracked(old)) {
+        t_guard++;
+        int saved = errno;
+        had = live_take((uint64_t)(uintptr_t)old, &e);
+        if (had) { /* the thread must let go before realloc may move it */
+            if (e.flags & LF_BG)
+                bg_remove(e.addr, e.size);
+            if (e.locked) {
+                munlock((void *)e.addr, e.locked);
+                __atomic_fetch_sub(&g_locked, e.locked, __ATOMIC_RELAXED);
+            }
+        }
+        errno = saved;
+        t_guard--;
+    }
+    void *p = __libc_realloc(old, n);
+    if (had) {
+        if (!p && n) { /* failed: the old block stays, tracked without hints */
+            t_guard++;
+            e.flags = 0;
+            e.locked = 0;
+            pthread_mutex_lock(&L_tab);
+            live_insert(&e);
+            pthread_mutex_unlock(&L_tab);
+            t_guard--;
+            return p;
+        }
+        t_guard++;
+        int saved = errno;
+        log_alloc(REC_FREE, F_REALLOC, e.addr, e.size, 0);
+        errno = saved;
+        t_guard--;
+    }
+    if (p && n >= g_min)
+        on_alloc(p, n, F_REALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+    if (align < sizeof(void *) || (align & (align - 1)))
+        return EINVAL;
+    int saved = errno;
+    void *p = __libc_memalign(align, n);
+    errno = saved;
+    if (!p)
+        return ENOMEM;
+    *out = p;
+    if (n >= g_min && tracking())
+        on_alloc(p, n, F_POSIX_MEMALIGN, KIND_HEAP);
+    return 0;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+    void *p = __libc_memalign(align, n);
+    if (p && n >= g_min && tracking())
+        on_alloc(p, n, F_ALIGNED_ALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT void *memalign(size_t align, size_t n)
+{
+    void *p = __libc_memalign(align, n);
+    if (p && n >= g_min && tracking())
+        on_alloc(p, n, F_MEMALIGN, KIND_HEAP);
+    return p;
+}
+
+EXPORT void *valloc(size_t n)
+{
+    void *p = __libc_valloc(n);
+    if (p && n >= g_min && tracking())
+        on_alloc(p, n, F_VALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    void *p = __libc_pvalloc(n);
+    if (p && n >= g_min && tracking())
+        on_alloc(p, n, F_PVALLOC, KIND_HEAP);
+    return p;
+}
+
+EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    if (tracking() && (flags & MAP_FIXED) && a)
+        unmap_range((uint64_t)(uintptr_t)a, n, F_MUNMAP);
+    void *p = sys_mmap(a, n, prot, flags, fd, off);
+    if (p != MAP_FAILED && n >= g_min && tracking())
+        on_alloc(p, n, F_MMAP, KIND_MMAP);
+    return p;
+}
+
+EXPORT void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
+{
+    return mmap(a, n, prot, flags, fd, off);
+}
+
+EXPORT int munmap(void *a, size_t n)
+{
+    if (tracking())
+        unmap_range((uint64_t)(uintptr_t)a, n, F_MUNMAP);
+    return sys_munmap(a, n);
+}
+
+EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
+{
+    void *want = NULL;
+    if (flags & MREMAP_FIXED) {
+        va_list ap;
+        va_start(ap, flags);
+        want = va_arg(ap, void *);
+        va_end(ap);
+    }
+    int track = tracking();
+    if (track)
+        unmap_range((uint64_t)(uintptr_t)old, oldn, F_MREMAP);
+    void *p;
+    if (real_mremap)
+        p = real_mremap(old, oldn, n, flags, want);
+    else
+        p = (void *)syscall(SYS_mremap, old, oldn, n, flags, want);
+    if (track && p != MAP_FAILED && n >= g_min)
+        on_alloc(p, n, F_MREMAP, KIND_MMAP);
+    return p;
+}
+
+/* ---- the hints file ---- */
+static void hints_free(void)
+{
+    for (int i = 0; i < g_nhints; i++)
+        for (int f = 0; f < g_hints[i].nframes; f++)
+            __libc_free(g_hints[i].paths[f]);
+    __libc_free(g_hints);
+    g_hints = NULL;
+    g_nhints = 0;
+}
+
+static int parse_u64(const char *s, int base, uint64_t *out)
+{
+    if (!*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, base);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Splits line at TABs into at most max fields (in place); the count. */
+static int split_tabs(char *line, char **f, int max)
+{
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n == max)
+            return max + 1;
+        f[n++] = p;
+        char *t = strchr(p, '\t');
+        if (!t)
+            return n;
+        *t = 0;
+        p = t + 1;
+    }
+}
+
+/* Parses the hints file; on any problem says `FILE:LINE: what` and clears. */
+static void hints_load(const char *file)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        say("%s: cannot open the hints file: %s; running without hints", file, strerror(errno));
+        return;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = __libc_malloc(cap + 1);
+    for (;;) {
+        if (!buf)
+            break;
+        if (len == cap) {
+            char *nb = __libc_realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                __libc_free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            say("%s: cannot read the hints file: %s; running without hints", file, strerror(errno));
+            __libc_free(buf);
+            close(fd);
+            return;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    close(fd);
+    if (!buf) {
+        say("%s: out of memory reading the hints file; running without hints", file);
+        return;
+    }
+    buf[len] = 0;
+    int lineno = 0, seen_magic = 0, hcap = 0;
+    char *line = buf;
+    const char *err = NULL;
+    char errbuf[200];
+    while (line && *line) {
+        char *nl = strchr(line, '\n');
+        if (nl)
+            *nl = 0;
+        lineno++;
+        char *cur = line;
+        line = nl ? nl + 1 : NULL;
+        if (!*cur || *cur == '#')
+            continue;
+        char *f[8 + 2 * MAX_FRAMES];
+        int nf = split_tabs(cur, f, 7 + 2 * MAX_FRAMES);
+        if (!seen_magic) {
+            if (nf != 2 || strcmp(f[0], "swaplab-hints")) {
+                err = "not a swaplab hints file (the first line must be `swaplab-hints<TAB>1`)";
+                break;
+            }
+            if (strcmp(f[1], "1")) {
+                err = "unsupported hints format version (this library reads version 1)";
+                break;
+            }
+            seen_magic = 1;
+            continue;
+        }
+        if (!strcmp(f[0], "budget")) {
+            if (nf != 2 || parse_u64(f[1], 10, &g_budget)) {
+                err = "budget: expected `budget<TAB>BYTES` (a decimal number)";
+                break;
+            }
+            continue;
+        }
+        if (strcmp(f[0], "hint")) {
+            snprintf(errbuf, sizeof errbuf, "unknown item `%.40s` (expected budget or hint)", f[0]);
+            err = errbuf;
+            break;
+        }
+        if (nf < 8 || nf > 6 + 2 * MAX_FRAMES) {
+            err = "hint: expected ID ACTION P1 P2 NFRAMES and 1 to 16 MODULE_PATH HEX_OFFSET pairs";
+            break;
+        }
+        struct hint h;
+        memset(&h, 0, sizeof h);
+        uint64_t id, nfr;
+        if (parse_u64(f[1], 10, &id) || id > UINT32_MAX) {
+            err = "hint: the id must be a decimal u32";
+            break;
+        }
+        h.id = (uint32_t)id;
+        for (uint32_t a = 1; a <= 4; a++)
+            if (!strcmp(f[2], ACTION_NAMES[a]))
+                h.action = a;
+        if (!h.action) {
+            err = "hint: unknown action (mlock, willneed, cold, pageout)";
+            break;
+        }
+        if (parse_u64(f[3], 10, &h.p1) || parse_u64(f[4], 10, &h.p2)) {
+            err = "hint: P1 and P2 must be decimal numbers";
+            break;
+        }
+        if (parse_u64(f[5], 10, &nfr) || nfr < 1 || nfr > MAX_FRAMES ||
+            (int)(6 + 2 * nfr) != nf) {
+            err = "hint: NFRAMES must be 1..16 and match the number of MODULE_PATH HEX_OFFSET pairs";
+            break;
+        }
+        h.nframes = (int)nfr;
+        for (int k = 0; k < h.nframes && !err; k++) {
+            const char *path = f[6 + 2 * k];
+            if (path[0] != '/')
+                err = "hint: module paths must be absolute";
+            else if (parse_u64(f[7 + 2 * k], 16, &h.offs[k]))
+                err = "hint: frame offsets must be hexadecimal";
+            else {
+                size_t pl = strlen(path);
+                h.paths[k] = __libc_malloc(pl + 1);
+                if (!h.paths[k])
+                    err = "out of memory";
+                else
+                    memcpy(h.paths[k], path, pl + 1);
+            }
+        }
+        if (!err && g_nhints == MAX_HINTS)
+            err = "too many hints (at most 32767)";
+        if (!err && g_nhints == hcap) {
+            int ncap = hcap ? hcap * 2 : 8;
+            struct hint *t = __libc_realloc(g_hints, (size_t)ncap * sizeof *t);
+            if (!t)
+                err = "out of memory";
+            else {
+                g_hints = t;
+                hcap = ncap;
+            }
+        }
+        if (err) {
+            for (int k = 0; k < h.nframes; k++)
+                __libc_free(h.paths[k]);
+            break;
+        }
+        g_hints[g_nhints++] = h;
+    }
+    if (!err && !seen_magic) {
+        err = "empty hints file (the first line must be `swaplab-hints<TAB>1`)";
+        lineno = 1;
+    }
+    if (err) {
+        say("%s:%d: %s; running without hints", file, lineno, err);
+        hints_free();
+        g_budget = 0;
+    }
+    __libc_free(buf);
+}
+
+/* ---- fork ---- */
+static void atfork_prepare(void)
+{
+    t_guard++;
+    pthread_mutex_lock(&L_stk);
+    pthread_mutex_lock(&L_bg);
+    pthread_mutex_lock(&L_tab);
+    pthread_mutex_lock(&L_log);
+    flush_locked();
+}
+
+static void atfork_parent(void)
+{
+    pthread_mutex_unlock(&L_log);
+    pthread_mutex_unlock(&L_tab);
+    pthread_mutex_unlock(&L_bg);
+    pthread_mutex_unlock(&L_stk);
+    t_guard--;
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_init(&L_log, NULL);
+    pthread_mutex_init(&L_tab, NULL);
+    pthread_mutex_init(&L_bg, NULL);
+    pthread_mutex_init(&L_stk, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&C_bg, &ca);
+    pthread_condattr_destroy(&ca);
+    t_tid = 0;
+    uint32_t parent = g_pid;
+    g_pid = (uint32_t)getpid();
+    if (g_logging) {
+        if (g_log_fd >= 0) { /* tell the parent's log; its buffer is empty */
+            struct rec_fork r = {REC_FORK, sizeof r, g_pid, 0, now_ns()};
+            write_all(g_log_fd, &r, sizeof r);
+            close(g_log_fd);
+            g_log_fd = -1;
+        }
+        g_buf_len = 0;
+        if (log_open(parent, 1))
+            g_logging = 0;
+    }
+    /* stacks and modules are per file: the child's log restarts them */
+    for (int i = 0; i < g_nmods; i++)
+        g_mods[i].id = 0;
+    g_next_mod_id = 0;
+    if (g_stk)
+        memset(g_stk, 0, g_stk_cap * sizeof *g_stk);
+    g_stk_n = 0;
+    g_next_stack = 0;
+    /* the prefetch thread did not survive the fork */
+    g_bg_started = 0;
+    if (g_pagemap_fd >= 0) {
+        close(g_pagemap_fd);
+        g_pagemap_fd = -1;
+    }
+    if (g_bg_n)
+        bg_start_locked();
+    t_guard--;
+}
+
+/* ---- constructor / destructor ---- */
+static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt)
+{
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    int shift = 0;
+    if (*end == 'K' || *end == 'k')
+        shift = 10;
+    else if (*end == 'M' || *end == 'm')
+        shift = 20;
+    else if (*end == 'G' || *end == 'g')
+        shift = 30;
+    if (shift)
+        end++;
+    if (errno || end == v || *end || *v == '-' || x == 0) {
+        say("%s=%s is not a size in bytes (e.g. 65536 or 64K); using %llu", name, v,
+            (unsigned long long)dflt);
+        return dflt;
+    }
+    return (uint64_t)x << shift;
+}
+
+static void self_range(void)
+{
+    struct find_ctx *c = __libc_calloc(1, sizeof *c);
+    if (!c)
+        return;
+    c->a = (uintptr_t)&self_range;
+    dl_iterate_phdr(find_cb, c);
+    if (c->found) {
+        g_self_lo = c->lo;
+        g_self_hi = c->hi;
+    }
+    __libc_free(c);
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+    t_guard++;
+    g_page = sysconf(_SC_PAGESIZE);
+    if (g_page <= 0)
+        g_page = 4096;
+    g_pid = (uint32_t)getpid();
+    real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+    real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
+    real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&C_bg, &ca);
+    pthread_condattr_destroy(&ca);
+
+    const char *v = getenv("SWAPLAB_ALLOC_MIN");
+    if (v && *v)
+        g_min = parse_size_env("SWAPLAB_ALLOC_MIN", v, g_min);
+    const char *dir = getenv("SWAPLAB_ALLOC_DIR");
+    if (dir && *dir) {
+        if (strlen(dir) >= sizeof g_dir - 1) {
+            say("SWAPLAB_ALLOC_DIR is too long; allocation logging is off");
+        } else {
+            memcpy(g_dir, dir, strlen(dir) + 1);
+            if (log_open((uint32_t)getppid(), 0) == 0)
+                g_logging = 1;
+        }
+    }
+    const char *hints = getenv("SWAPLAB_HINTS");
+    if (hints && *hints)
+        hints_load(hints);
+    const char *rep = getenv("SWAPLAB_HINT_REPORT");
+    if (rep && *rep && g_nhints) {
+        g_report_fd = open(rep, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (g_report_fd < 0)
+            say("cannot open the hint report %s: %s", rep, strerror(errno));
+    }
+    if (g_logging || g_nhints) {
+        void *bt[4];
+        backtrace(bt, 4); /* loads libgcc_s now, not inside a hook */
+        self_range();
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        g_active = 1;
+    }
+    t_guard--;
+}
+
+__attribute__((destructor)) static void preload_fini(void)
+{
+    if (!g_logging)
+        return;
+    pthread_mutex_lock(&L_log);
+    flush_locked();
+    g_exiting = 1; /* from now on every record is written at once */
+    pthread_mutex_unlock(&L_log);
+}
