@@ -1,0 +1,718 @@
+//! The hint file: advice from `swaplab advise` in a form people can read and
+//! edit, applied by `swaplab run --hints FILE`. TOML, version 1:
+//!
+//! ```toml
+//! # swaplab hints v1 — written by `swaplab advise`, applied by `swaplab run --hints FILE`
+//! version = 1
+//! mlock_budget = 33554432           # bytes, total per process
+//!
+//! [[hint]]
+//! site = ["swaplab-workload!xmalloc+0x2a", "swaplab-workload!run_traverse+0x5c"]
+//! location = "traverse.c:64"        # for people
+//! action = "willneed"               # mlock | willneed | cold | pageout
+//! window = 8388608                  # willneed: prefetch window bytes
+//! evidence = "..."                  # for people
+//! ```
+//!
+//! * `site`: stack frames, innermost first, `module!symbol+0xOFF` or
+//!   `module+0xOFF`; a hint applies to allocations whose stack starts with
+//!   these frames. Never addresses, so a hint file stays valid across runs.
+//! * `action` and its one parameter: `mlock` + `bytes` (from the object's
+//!   start; 0 = the whole object), `willneed` + `window` (bytes, > 0),
+//!   `cold` / `pageout` + `delay_ms` (after the allocation).
+//! * `mlock_budget`: the most all mlock hints may lock together in one
+//!   process; required when there is an mlock hint, and the explicit `bytes`
+//!   of all mlock hints must not exceed it (`bytes = 0` is checked by the
+//!   applier against the object's real size).
+//!
+//! [`parse`] reports every problem as `FILE:LINE: what is wrong: what is
+//! accepted`. Unknown keys are errors (a typo must not silently drop a hint).
+
+use crate::advise::{Action, Advice};
+use crate::analyze::fmt_bytes;
+use crate::error::{Error, Result};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use toml::Spanned;
+
+/// The version this code reads and writes.
+pub const HINTS_VERSION: u32 = 1;
+/// The file's first line.
+pub const HEADER: &str =
+    "# swaplab hints v1 — written by `swaplab advise`, applied by `swaplab run --hints FILE`";
+
+/// A whole hint file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HintFile {
+    /// Always [`HINTS_VERSION`].
+    pub version: u32,
+    /// Bytes all mlock hints may lock together, per process.
+    pub mlock_budget: u64,
+    /// The hints, in file order.
+    pub hints: Vec<Hint>,
+}
+
+/// One hint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hint {
+    /// Frames, innermost first: a prefix of the allocation's stack.
+    pub site: Vec<String>,
+    /// `file:line`, for people.
+    pub location: String,
+    /// What to do.
+    pub action: HintAction,
+    /// Why, for people.
+    pub evidence: String,
+}
+
+/// A hint's action and its parameter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HintAction {
+    /// mlock `bytes` from the object's start (0 = all of it).
+    Mlock {
+        /// Bytes.
+        bytes: u64,
+    },
+    /// MADV_WILLNEED `window` bytes ahead of the walk.
+    Willneed {
+        /// Bytes.
+        window: u64,
+    },
+    /// MADV_COLD `delay_ms` after the allocation.
+    Cold {
+        /// Milliseconds.
+        delay_ms: u64,
+    },
+    /// MADV_PAGEOUT `delay_ms` after the allocation.
+    Pageout {
+        /// Milliseconds.
+        delay_ms: u64,
+    },
+}
+
+impl HintAction {
+    /// The `action` value.
+    pub fn name(&self) -> &'static str {
+        match self {
+            HintAction::Mlock { .. } => "mlock",
+            HintAction::Willneed { .. } => "willneed",
+            HintAction::Cold { .. } => "cold",
+            HintAction::Pageout { .. } => "pageout",
+        }
+    }
+}
+
+/// True when `f` looks like a site frame: `module!symbol+0xOFF` or
+/// `module+0xOFF` (hex offset, no control characters).
+pub fn is_valid_frame(f: &str) -> bool {
+    if f.is_empty() || f.chars().any(char::is_control) {
+        return false;
+    }
+    let Some((head, off)) = f.rsplit_once("+0x") else {
+        return false;
+    };
+    if off.is_empty() || !off.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return false;
+    }
+    match head.split_once('!') {
+        Some((module, sym)) => {
+            !module.is_empty() && !sym.is_empty() && !module.contains(char::is_whitespace)
+        }
+        None => !head.is_empty() && !head.contains(char::is_whitespace),
+    }
+}
+
+/// The hint file for `advice`: every piece except `Nothing`, and except
+/// advice whose site has no valid frames (it could not be matched in a later
+/// run). mlock hints that would take the total over `budget` are dropped
+/// ([`crate::advise::advise`] never produces those). Delays are rounded up to
+/// whole milliseconds.
+pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
+    let mut locked = 0u64;
+    let mut hints = Vec::new();
+    for a in advice {
+        if a.site_frames.is_empty() || !a.site_frames.iter().all(|f| is_valid_frame(f)) {
+            continue;
+        }
+        let action = match a.action {
+            Action::Mlock { bytes } => {
+                if locked.saturating_add(bytes) > budget {
+                    continue;
+                }
+                locked += bytes;
+                HintAction::Mlock { bytes }
+            }
+            Action::Willneed { window_bytes } => HintAction::Willneed {
+                window: window_bytes.max(1),
+            },
+            Action::Cold { delay_ns } => HintAction::Cold {
+                delay_ms: delay_ns.div_ceil(1_000_000),
+            },
+            Action::Pageout { delay_ns } => HintAction::Pageout {
+                delay_ms: delay_ns.div_ceil(1_000_000),
+            },
+            Action::Nothing => continue,
+        };
+        hints.push(Hint {
+            site: a.site_frames.clone(),
+            location: a.location.clone(),
+            action,
+            evidence: format!("{} Expected: {}", a.evidence, a.expected),
+        });
+    }
+    HintFile {
+        version: HINTS_VERSION,
+        mlock_budget: budget,
+        hints,
+    }
+}
+
+/// A TOML basic string.
+fn quote(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\t' => o.push_str("\\t"),
+            '\r' => o.push_str("\\r"),
+            c if c.is_control() => {
+                let _ = write!(o, "\\u{:04X}", c as u32);
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn line(out: &mut String, kv: &str, comment: &str) {
+    if comment.is_empty() {
+        out.push_str(kv);
+    } else {
+        let _ = write!(out, "{kv:<33} # {comment}");
+    }
+    out.push('\n');
+}
+
+impl HintFile {
+    /// The file's text (the format of the module docs), which [`parse`]
+    /// reads back to an equal `HintFile`.
+    pub fn to_toml(&self) -> String {
+        let mut o = String::new();
+        o.push_str(HEADER);
+        o.push('\n');
+        line(&mut o, &format!("version = {}", self.version), "");
+        line(
+            &mut o,
+            &format!("mlock_budget = {}", self.mlock_budget),
+            &format!(
+                "bytes ({}), total per process",
+                fmt_bytes(self.mlock_budget)
+            ),
+        );
+        for h in &self.hints {
+            o.push_str("\n[[hint]]\n");
+            let frames: Vec<String> = h.site.iter().map(|f| quote(f)).collect();
+            line(
+                &mut o,
+                &format!("site = [{}]", frames.join(", ")),
+                "innermost first; prefix of the allocation's stack",
+            );
+            line(
+                &mut o,
+                &format!("location = {}", quote(&h.location)),
+                "for people",
+            );
+            line(
+                &mut o,
+                &format!("action = {}", quote(h.action.name())),
+                "mlock | willneed | cold | pageout",
+            );
+            match h.action {
+                HintAction::Mlock { bytes } => line(
+                    &mut o,
+                    &format!("bytes = {bytes}"),
+                    &format!("{}from the object's start (0 = whole)", {
+                        if bytes > 0 {
+                            format!("{} ", fmt_bytes(bytes))
+                        } else {
+                            String::new()
+                        }
+                    }),
+                ),
+                HintAction::Willneed { window } => line(
+                    &mut o,
+                    &format!("window = {window}"),
+                    &format!("prefetch window, {}", fmt_bytes(window)),
+                ),
+                HintAction::Cold { delay_ms } | HintAction::Pageout { delay_ms } => line(
+                    &mut o,
+                    &format!("delay_ms = {delay_ms}"),
+                    "after the allocation",
+                ),
+            }
+            line(
+                &mut o,
+                &format!("evidence = {}", quote(&h.evidence)),
+                "for people",
+            );
+        }
+        o
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    version: Spanned<i64>,
+    mlock_budget: Option<Spanned<i64>>,
+    #[serde(default)]
+    hint: Vec<Spanned<RawHint>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHint {
+    site: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    location: String,
+    action: Spanned<String>,
+    window: Option<Spanned<i64>>,
+    bytes: Option<Spanned<i64>>,
+    delay_ms: Option<Spanned<i64>>,
+    #[serde(default)]
+    evidence: String,
+}
+
+/// Parse and validate a hint file; `path_for_errors` names it in messages
+/// (`hints.toml:7: unknown action 'seq': expected mlock, willneed, cold or
+/// pageout`).
+pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> {
+    let path = path_for_errors.as_ref().display().to_string();
+    let line_of = |offset: usize| -> usize {
+        let end = offset.min(text.len());
+        1 + text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+    };
+    let err =
+        |offset: usize, msg: String| Error::Invalid(format!("{path}:{}: {msg}", line_of(offset)));
+
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        err(e.span().map_or(0, |s| s.start), msg)
+    })?;
+
+    let version = *raw.version.get_ref();
+    if version != i64::from(HINTS_VERSION) {
+        return Err(err(
+            raw.version.span().start,
+            format!("unsupported version {version}: this swaplab reads version {HINTS_VERSION}"),
+        ));
+    }
+    let non_negative = |v: &Spanned<i64>, what: &str| -> Result<u64> {
+        u64::try_from(*v.get_ref()).map_err(|_| {
+            err(
+                v.span().start,
+                format!("{what} must be a non-negative integer, not {}", v.get_ref()),
+            )
+        })
+    };
+    let budget = match &raw.mlock_budget {
+        Some(b) => Some((non_negative(b, "mlock_budget")?, b.span().start)),
+        None => None,
+    };
+
+    let mut hints = Vec::with_capacity(raw.hint.len());
+    let mut locked = 0u64;
+    for h in &raw.hint {
+        let at = h.span().start;
+        let h = h.get_ref();
+        let frames = h.site.get_ref();
+        if frames.is_empty() {
+            return Err(err(
+                h.site.span().start,
+                "empty site: list the allocation's stack frames, innermost first, \
+                 like \"swaplab-workload!xmalloc+0x2a\""
+                    .into(),
+            ));
+        }
+        for f in frames {
+            if !is_valid_frame(f.get_ref()) {
+                return Err(err(
+                    f.span().start,
+                    format!(
+                        "bad frame '{}': expected module!symbol+0xOFFSET or module+0xOFFSET",
+                        f.get_ref().escape_debug()
+                    ),
+                ));
+            }
+        }
+        let name = h.action.get_ref().as_str();
+        let params: [(&str, &Option<Spanned<i64>>); 3] = [
+            ("window", &h.window),
+            ("bytes", &h.bytes),
+            ("delay_ms", &h.delay_ms),
+        ];
+        let (wanted, what) = match name {
+            "mlock" => (
+                "bytes",
+                "bytes = N (bytes from the object's start, 0 = the whole object)",
+            ),
+            "willneed" => ("window", "window = BYTES (the prefetch window)"),
+            "cold" | "pageout" => ("delay_ms", "delay_ms = MS (after the allocation)"),
+            other => {
+                return Err(err(
+                    h.action.span().start,
+                    format!(
+                        "unknown action '{}': expected mlock, willneed, cold or pageout",
+                        other.escape_debug()
+                    ),
+                ))
+            }
+        };
+        let mut value = None;
+        for (key, v) in params {
+            match (key == wanted, v) {
+                (true, Some(v)) => value = Some((non_negative(v, key)?, v.span().start)),
+                (false, Some(v)) => {
+                    return Err(err(
+                        v.span().start,
+                        format!("'{key}' does not apply to action '{name}' (it takes {what})"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let Some((value, vat)) = value else {
+            return Err(err(
+                h.action.span().start,
+                format!("action '{name}' needs {what}"),
+            ));
+        };
+        let action = match name {
+            "mlock" => {
+                let Some((b, _)) = budget else {
+                    return Err(err(
+                        at,
+                        "an mlock hint needs mlock_budget = BYTES at the top of the file \
+                         (the most all mlock hints may lock per process; keep it well below \
+                         the memory limit)"
+                            .into(),
+                    ));
+                };
+                locked = locked.saturating_add(value);
+                if locked > b {
+                    return Err(err(
+                        vat,
+                        format!(
+                            "mlock hints total {locked} bytes ({}), more than mlock_budget = {b} \
+                             ({}): lower their bytes or raise mlock_budget (keep it well below \
+                             the memory limit: locking more than the limit gets the process \
+                             OOM-killed)",
+                            fmt_bytes(locked),
+                            fmt_bytes(b)
+                        ),
+                    ));
+                }
+                HintAction::Mlock { bytes: value }
+            }
+            "willneed" => {
+                if value == 0 {
+                    return Err(err(vat, "window must be more than 0 bytes".into()));
+                }
+                HintAction::Willneed { window: value }
+            }
+            "cold" => HintAction::Cold { delay_ms: value },
+            _ => HintAction::Pageout { delay_ms: value },
+        };
+        hints.push(Hint {
+            site: frames.iter().map(|f| f.get_ref().clone()).collect(),
+            location: h.location.clone(),
+            action,
+            evidence: h.evidence.clone(),
+        });
+    }
+    Ok(HintFile {
+        version: HINTS_VERSION,
+        mlock_budget: budget.map_or(0, |b| b.0),
+        hints,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn advice(action: Action, frames: &[&str]) -> Advice {
+        Advice {
+            site_id: 1,
+            site_frames: frames.iter().map(|s| s.to_string()).collect(),
+            location: "traverse.c:64".into(),
+            action,
+            evidence: "swept 3 times; \"quoted\" \\ and\na newline\tand a tab \u{1}".into(),
+            expected: "about 25 % fewer major faults".into(),
+            expected_fault_reduction: 0.25,
+        }
+    }
+
+    const F: [&str; 2] = [
+        "swaplab-workload!xmalloc+0x2a",
+        "swaplab-workload!run_traverse+0x5c",
+    ];
+
+    fn sample() -> Vec<Advice> {
+        vec![
+            advice(Action::Mlock { bytes: 16 << 20 }, &F),
+            advice(
+                Action::Willneed {
+                    window_bytes: 4 << 20,
+                },
+                &F,
+            ),
+            advice(
+                Action::Cold {
+                    delay_ns: 1_500_001,
+                },
+                &["libfoo.so+0x1234", "swaplab-workload!main+0x10"],
+            ),
+            advice(
+                Action::Pageout {
+                    delay_ns: 2_000_000,
+                },
+                &["swaplab-workload!setup+0x3"],
+            ),
+            advice(Action::Nothing, &F),
+            advice(Action::Willneed { window_bytes: 1 }, &["0x7f001234"]),
+        ]
+    }
+
+    #[test]
+    fn round_trip() {
+        let file = from_advice(&sample(), 32 << 20);
+        assert_eq!(file.hints.len(), 4); // Nothing and the address frame dropped
+        assert_eq!(file.hints[2].action, HintAction::Cold { delay_ms: 2 });
+        let text = file.to_toml();
+        assert!(text.starts_with(HEADER), "{text}");
+        assert!(text.contains("action = \"willneed\""), "{text}");
+        let back = parse(&text, "hints.toml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back, file);
+        // Over-budget mlock advice is dropped, not written.
+        let file = from_advice(&sample(), 1 << 20);
+        assert!(file
+            .hints
+            .iter()
+            .all(|h| !matches!(h.action, HintAction::Mlock { .. })));
+        parse(&file.to_toml(), "h").unwrap();
+        // An empty file of hints.
+        let empty = from_advice(&[], 0);
+        assert_eq!(parse(&empty.to_toml(), "h").unwrap(), empty);
+    }
+
+    const VALID: &str = r#"# swaplab hints v1
+version = 1
+mlock_budget = 33554432           # bytes, total per process
+
+[[hint]]
+site = ["swaplab-workload!xmalloc+0x2a", "swaplab-workload!run_traverse+0x5c"]
+location = "traverse.c:64"
+action = "willneed"
+window = 8388608
+evidence = "..."
+
+[[hint]]
+site = ["swaplab-workload+0x1f00"]
+action = "mlock"
+bytes = 16777216
+"#;
+
+    fn parse_err(text: &str) -> String {
+        parse(text, "hints.toml").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_the_documented_format() {
+        let f = parse(VALID, "hints.toml").unwrap();
+        assert_eq!(f.mlock_budget, 32 << 20);
+        assert_eq!(f.hints.len(), 2);
+        assert_eq!(f.hints[0].action, HintAction::Willneed { window: 8 << 20 });
+        assert_eq!(f.hints[1].action, HintAction::Mlock { bytes: 16 << 20 });
+        assert_eq!(f.hints[1].location, "");
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse_err(&VALID.replace("\"willneed\"", "\"seq\""));
+        assert_eq!(
+            e,
+            "hints.toml:8: unknown action 'seq': expected mlock, willneed, cold or pageout"
+        );
+        let e = parse_err(&VALID.replace("bytes = 16777216", "bytes = 40000000"));
+        assert!(
+            e.starts_with("hints.toml:15: mlock hints total 40000000 bytes"),
+            "{e}"
+        );
+        assert!(e.contains("more than mlock_budget = 33554432"), "{e}");
+        let e = parse_err(&VALID.replace("site = [\"swaplab-workload+0x1f00\"]", "site = []"));
+        assert!(e.starts_with("hints.toml:13: empty site"), "{e}");
+        let e = parse_err(&VALID.replace("swaplab-workload+0x1f00", "0x7f0012"));
+        assert!(
+            e.starts_with("hints.toml:13: bad frame '0x7f0012': expected module!symbol+0xOFFSET"),
+            "{e}"
+        );
+        let e = parse_err(&VALID.replace("version = 1", "version = 2"));
+        assert!(e.starts_with("hints.toml:2: unsupported version 2"), "{e}");
+        let e = parse_err(&VALID.replace("window = 8388608", "bytes = 5"));
+        assert!(
+            e.starts_with("hints.toml:9: 'bytes' does not apply to action 'willneed'"),
+            "{e}"
+        );
+        let e = parse_err(&VALID.replace("window = 8388608\n", ""));
+        assert!(
+            e.starts_with("hints.toml:8: action 'willneed' needs window"),
+            "{e}"
+        );
+        let e = parse_err(&VALID.replace("window = 8388608", "windw = 8388608"));
+        assert!(e.starts_with("hints.toml:9: "), "{e}");
+        assert!(e.contains("windw"), "{e}");
+        let e = parse_err(&VALID.replace("mlock_budget = 33554432", "mlock_budget = -1"));
+        assert!(
+            e.starts_with("hints.toml:3: mlock_budget must be a non-negative"),
+            "{e}"
+        );
+        let e = parse_err(&VALID.replace("mlock_budget = 33554432", ""));
+        assert!(
+            e.starts_with("hints.toml:12: an mlock hint needs mlock_budget"),
+            "{e}"
+        );
+        let e = parse_err("version = 1\n[[hint]\n");
+        assert!(e.starts_with("hints.toml:2: "), "{e}");
+    }
+
+    #[test]
+    fn frames() {
+        for ok in [
+            "swaplab-workload!xmalloc+0x2a",
+            "libc.so.6+0x29d90",
+            "a!operator new(unsigned long)+0x1f",
+            "m!f+1+0xA",
+        ] {
+            assert!(is_valid_frame(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "0x7f00",
+            "m!f",
+            "m!f+0x",
+            "m!f+0xzz",
+            "!f+0x1",
+            "m!+0x1",
+            "+0x1",
+            "m m+0x1",
+            "m!f\n+0x1",
+        ] {
+            assert!(!is_valid_frame(bad), "{bad:?}");
+        }
+    }
+
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            self.0 >> 33
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    #[test]
+    fn fuzz_never_panics() {
+        let mut r = Lcg(0x5eed);
+        // Random bytes.
+        for _ in 0..2_000 {
+            let n = r.below(200);
+            let bytes: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+            let _ = parse(&String::from_utf8_lossy(&bytes), "fuzz.toml");
+        }
+        // Mutations of a valid file: byte edits, TOML-ish tokens, line moves.
+        let base = from_advice(&sample(), 32 << 20).to_toml() + VALID.split_once('\n').unwrap().1;
+        let tokens = [
+            "\"",
+            "[",
+            "]",
+            "[[hint]]",
+            "=",
+            "\n",
+            "#",
+            "-1",
+            "9223372036854775807",
+            "1e9",
+            "0x",
+            "+0x",
+            "!",
+            "true",
+            "{",
+            "}",
+            ",",
+            "'",
+            "\\",
+            "action = \"mlock\"",
+            "bytes = 0",
+            "é",
+            "\u{0}",
+        ];
+        let mut ok = 0;
+        for i in 0..3_000 {
+            let mut text: Vec<u8> = base.clone().into_bytes();
+            for _ in 0..1 + r.below(4) {
+                let at = r.below(text.len() + 1);
+                match r.below(5) {
+                    0 if at < text.len() => {
+                        text.remove(at);
+                    }
+                    1 if at < text.len() => text[at] = r.next() as u8,
+                    2 => {
+                        let tok = tokens[r.below(tokens.len())];
+                        text.splice(at..at, tok.bytes());
+                    }
+                    3 => {
+                        let end = (at + r.below(80)).min(text.len());
+                        text.drain(at..end);
+                    }
+                    _ => {
+                        let s = String::from_utf8_lossy(&text).into_owned();
+                        let mut lines: Vec<&str> = s.lines().collect();
+                        if lines.len() > 1 {
+                            let a = r.below(lines.len());
+                            let b = r.below(lines.len());
+                            lines.swap(a, b);
+                        }
+                        text = lines.join("\n").into_bytes();
+                    }
+                }
+            }
+            let s = String::from_utf8_lossy(&text);
+            match parse(&s, "fuzz.toml") {
+                Ok(f) => {
+                    ok += 1;
+                    // Whatever parses writes back to the same thing.
+                    assert_eq!(parse(&f.to_toml(), "again").unwrap(), f, "case {i}");
+                }
+                Err(e) => {
+                    let m = e.to_string();
+                    assert!(m.starts_with("fuzz.toml:"), "{m}");
+                }
+            }
+        }
+        assert!(ok > 0, "some mutations should still parse");
+    }
+}
