@@ -65,6 +65,12 @@ enum Cmd {
     Run(cmd::run::RunArgs),
     /// Run a command under several memory limits (× variants × repeats), interleaved.
     Sweep(cmd::run::SweepArgs),
+    /// Run a command traced: page faults and swap by address, regions, allocation sites.
+    Trace(cmd::trace::TraceArgs),
+    /// Attribute a trace's faults and swaps to objects and allocation sites; classify patterns.
+    Analyze(cmd::trace::AnalyzeArgs),
+    /// Recommend hints (mlock, prefetch, cold/pageout) per allocation site from a trace.
+    Advise(cmd::trace::AdviseArgs),
     /// List recorded runs (or sweeps) from the catalog.
     Runs(cmd::catalog::RunsArgs),
     /// Show one recorded run (12) or sweep (s3).
@@ -95,6 +101,9 @@ fn main() {
         Cmd::Bench { what } => cmd::bench_runner::run(what),
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Sweep(a) => cmd::run::sweep(a),
+        Cmd::Trace(a) => cmd::trace::trace(a),
+        Cmd::Analyze(a) => cmd::trace::analyze(a),
+        Cmd::Advise(a) => cmd::trace::advise(a),
         Cmd::Runs(a) => cmd::catalog::runs(a),
         Cmd::Show(a) => cmd::catalog::show(a),
         Cmd::Compare(a) => cmd::catalog::compare_cmd(a),

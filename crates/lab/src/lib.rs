@@ -8,6 +8,8 @@
 //! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
 //!   compares runs and sweeps with a Mann–Whitney U test ([`stats`]).
 //! * [`workload`] — the built-in C workloads, embedded in the binary.
+//! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
+//!   and a stable key (DWARF and the ELF symbol table).
 //! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own cost.
 //!
 //! ```no_run
@@ -24,17 +26,26 @@
 //! # Ok(()) }
 //! ```
 
+pub mod advise;
+pub mod analyze;
 pub mod bench;
+pub mod bench_trace;
 pub mod catalog;
 pub mod compare;
 pub mod demo;
 pub mod error;
+pub mod hints;
 pub mod options;
+pub mod preload;
 pub mod record;
+pub mod refs;
 pub mod runner;
 pub mod stats;
 pub mod sweep;
+pub mod symbolize;
 pub mod timeline;
+pub mod trace_files;
+pub mod tracing;
 pub mod workload;
 
 pub use demo::{demo_sweep, DemoOptions};

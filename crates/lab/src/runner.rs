@@ -31,6 +31,7 @@ use crate::error::{Error, Result};
 use crate::options::{format_duration, LimitSpec, RunOptions};
 use crate::record::{metric_unit, CgroupInfo, Metric, Outcome, Role, RunRecord, Status};
 use crate::timeline::{self, Sample, Sampler, SamplerPaths, Scope, TimelineMeta};
+use crate::tracing::Instruments;
 use crate::workload;
 
 /// Default sampling rate of the timeline.
@@ -465,7 +466,15 @@ impl Lab {
             Ok(env) => rec.env = Some(env),
             Err(e) => rec.notes.push(format!("environment snapshot failed: {e}")),
         }
-        let measured = self.measure(plan, resolved, &group, rec);
+        let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir) {
+            Ok(mut ins) => self
+                .measure(plan, resolved, &group, rec, ins.as_mut())
+                .and_then(|()| match ins {
+                    Some(ins) => ins.finish(rec),
+                    None => Ok(()),
+                }),
+            Err(e) => Err(e),
+        };
         if let Err(e) = group.remove(KILL_WAIT) {
             rec.notes.push(format!(
                 "removing the cgroup failed (the session restore retries): {e}"
@@ -482,6 +491,7 @@ impl Lab {
         resolved: &[String],
         group: &MemoryGroup,
         rec: &mut RunRecord,
+        mut instruments: Option<&mut Instruments>,
     ) -> Result<()> {
         let program = resolved
             .first()
@@ -508,6 +518,9 @@ impl Lab {
         let vm0 = VmStat::read()?;
         let ksw0 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
         self.check_signal()?;
+        if let Some(ins) = instruments.as_deref_mut() {
+            ins.configure(&mut cmd);
+        }
 
         let t0 = Instant::now();
         let mut child = workload::spawn_retrying(&mut cmd).map_err(|e| {
@@ -518,6 +531,13 @@ impl Lab {
             )
         })?;
         let pid = child.id();
+        if let Some(ins) = instruments.as_deref_mut() {
+            if let Err(e) = ins.started(pid) {
+                let _ = group.kill_all(KILL_WAIT);
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
         self.signals.forward_to(Some(pid));
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
@@ -550,6 +570,9 @@ impl Lab {
                 Err(RecvTimeoutError::Timeout) => {
                     if samples.len() < MAX_SAMPLES {
                         samples.push(sampler.sample());
+                    }
+                    if let Some(ins) = instruments.as_deref_mut() {
+                        ins.tick(group);
                     }
                     next += period;
                     let now = Instant::now();

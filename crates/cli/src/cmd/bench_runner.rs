@@ -13,6 +13,34 @@ pub enum BenchAny {
     /// The runner's own cost: wall time of a non-swapping workload under `swaplab run` vs a
     /// direct run (target within 2 %), and the 20 Hz sampler's CPU (target under 1 %). Root.
     Runner(RunnerArgs),
+    /// What tracing costs: the same command under the same limit untraced and traced with
+    /// each fault source, interleaved (targets: traced ≤ 1.15× untraced; ≤ 16 MB per 1 M
+    /// faults). Root.
+    Trace(TraceBenchArgs),
+}
+
+#[derive(Args)]
+pub struct TraceBenchArgs {
+    /// Memory limit (a share of the command's peak or a size).
+    #[arg(long, default_value = "50%")]
+    pub mem_limit: String,
+    /// Swap for the runs.
+    #[arg(long, default_value = "file:1G")]
+    pub swap: String,
+    /// Rounds (each runs every mode once, in rotating order).
+    #[arg(long, default_value_t = 3)]
+    pub repeat: u32,
+    /// Fault sources to compare with the untraced run.
+    #[arg(long, default_value = "perf,tracefs")]
+    pub sources: String,
+    /// Kill a run after this long.
+    #[arg(long, default_value = "10m")]
+    pub timeout: String,
+    #[arg(long)]
+    pub json: bool,
+    /// The workload (default: swaplab-workload genome --size 4M; about 100 s per run at 50 % with a swapfile).
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Args)]
@@ -31,7 +59,128 @@ pub fn run(cmd: BenchAny) -> Result<()> {
     match cmd {
         BenchAny::Other(c) => crate::cmd::bench::run(c),
         BenchAny::Runner(a) => runner(a),
+        BenchAny::Trace(a) => trace(a),
     }
+}
+
+fn trace(a: TraceBenchArgs) -> Result<()> {
+    use swaplab_lab::bench_trace::{bench_trace, BYTES_PER_MFAULT_TARGET, WALL_RATIO_TARGET};
+    use swaplab_lab::options::{parse_duration, RunOptions};
+    let command = if a.command.is_empty() {
+        swaplab_lab::workload::command("genome", "4M", None, &[])
+    } else {
+        a.command.clone()
+    };
+    let options = RunOptions {
+        mem_limit: Some(a.mem_limit.parse()?),
+        swap: vec![a.swap.parse()?],
+        timeout: Some(parse_duration(&a.timeout)?),
+        ..Default::default()
+    };
+    let sources: Vec<&str> = a
+        .sources
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect();
+    for s in &sources {
+        if *s != "perf" && *s != "tracefs" {
+            anyhow::bail!("--sources: unknown source {s:?} (expected perf and/or tracefs)");
+        }
+    }
+    let lab = Lab::open()?;
+    let bar = crate::cmd::run::Bar::new();
+    let r = bench_trace(
+        &lab,
+        &command,
+        &options,
+        &sources,
+        a.repeat.max(1),
+        &mut |p| bar.event(p),
+    );
+    bar.finish();
+    let b = r?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&b)?);
+        return Ok(());
+    }
+    println!(
+        "tracing cost on `{}` at {} ({}), {} rounds, medians:",
+        b.command.join(" "),
+        b.limit,
+        b.limit_bytes
+            .map(swaplab_trace::units::format_bytes)
+            .unwrap_or_else(|| "no limit".into()),
+        b.repeat
+    );
+    println!(
+        "  {:<9} {:>9} {:>8} {:>10} {:>10} {:>6} {:>10} {:>12}",
+        "mode", "wall s", "ratio", "majflt", "events", "lost", "trace", "B/1M faults"
+    );
+    for m in &b.modes {
+        let med = |v: &[f64]| {
+            if v.is_empty() {
+                f64::NAN
+            } else {
+                swaplab_lab::stats::median(v)
+            }
+        };
+        let traced = m.mode != "untraced";
+        println!(
+            "  {:<9} {:>9.3} {:>7.3}× {:>10.0} {:>10} {:>6} {:>10} {:>12}{}",
+            m.mode,
+            med(&m.wall_ns) / 1e9,
+            m.wall_ratio,
+            med(&m.majflt),
+            if traced {
+                format!("{:.0}", med(&m.events))
+            } else {
+                "-".into()
+            },
+            if traced {
+                format!("{:.0}", med(&m.lost))
+            } else {
+                "-".into()
+            },
+            if traced {
+                swaplab_trace::units::format_bytes(med(&m.trace_bytes) as u64)
+            } else {
+                "-".into()
+            },
+            if traced {
+                format!("{:.1} MB", m.bytes_per_mfault / 1e6)
+            } else {
+                "-".into()
+            },
+            if traced {
+                format!(
+                    "   ratio ≤ {WALL_RATIO_TARGET}: {}, size ≤ {} MB/1M: {}",
+                    if m.wall_ratio <= WALL_RATIO_TARGET {
+                        "met"
+                    } else {
+                        "NOT met"
+                    },
+                    BYTES_PER_MFAULT_TARGET / 1e6,
+                    if m.bytes_per_mfault <= BYTES_PER_MFAULT_TARGET {
+                        "met"
+                    } else {
+                        "NOT met"
+                    }
+                )
+            } else {
+                String::new()
+            }
+        );
+    }
+    println!(
+        "  runs: {}",
+        b.modes
+            .iter()
+            .map(|m| format!("{} {:?}", m.mode, m.run_ids))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    Ok(())
 }
 
 fn runner(a: RunnerArgs) -> Result<()> {

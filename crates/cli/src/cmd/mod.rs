@@ -8,4 +8,5 @@ pub mod import;
 pub mod info;
 pub mod run;
 pub mod sim;
+pub mod trace;
 pub mod workload;

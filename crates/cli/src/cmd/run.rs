@@ -185,7 +185,7 @@ impl Bar {
 }
 
 /// Exits with 128+signal after an interruption (the system was restored).
-fn exit_if_interrupted(e: &swaplab_lab::Error) {
+pub fn exit_if_interrupted(e: &swaplab_lab::Error) {
     if let swaplab_lab::Error::Interrupted(sig) = e {
         eprintln!("swaplab: {e}");
         std::process::exit(128 + sig);

@@ -1,0 +1,455 @@
+//! `swaplab trace`, `swaplab analyze` and `swaplab advise`: argument
+//! parsing and printing; the work is in swaplab-lab (tracing, analyze,
+//! advise, hints, refs).
+use anyhow::{Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use swaplab_lab::options::LimitSpec;
+use swaplab_lab::runner::{Lab, Output};
+use swaplab_lab::tracing::TraceConfig;
+use swaplab_trace::units::format_bytes;
+
+use super::run::{exit_if_interrupted, Bar, SettingArgs};
+
+#[derive(Args)]
+pub struct TraceArgs {
+    /// Memory limit: a size (64M) or a share of the command's peak (50%). Default: none.
+    #[arg(long, value_name = "SIZE|PCT")]
+    pub mem_limit: Option<String>,
+    #[command(flatten)]
+    pub settings: SettingArgs,
+    /// Fault-event source: perf (software events with the data address; the default,
+    /// tells major from minor exactly) or tracefs (exceptions:page_fault_user read in binary).
+    #[arg(long, default_value = "perf", value_parser = ["perf", "tracefs"])]
+    pub source: String,
+    /// Pagemap + maps samples per second for swap-outs/ins per page (0 turns them off).
+    #[arg(long, default_value_t = 10.0, value_name = "HZ")]
+    pub pagemap_hz: f64,
+    /// Record allocations at or above this size (the preload library's threshold).
+    #[arg(long, default_value = "64K", value_name = "SIZE")]
+    pub alloc_min: String,
+    /// Do not load the preload library (region-level attribution only).
+    #[arg(long)]
+    pub no_allocs: bool,
+    /// Fault-event buffer per CPU.
+    #[arg(long, default_value = "4M", value_name = "SIZE")]
+    pub buffer: String,
+    /// Write the trace directory here (default: the run's directory, `trace/`). With
+    /// --refs: the reference trace file (default refs.parquet).
+    #[arg(short, long, value_name = "PATH")]
+    pub out: Option<PathBuf>,
+    /// Capture the full page-reference stream with valgrind lackey into a native trace
+    /// for `swaplab sim` instead (20–100× slower than the program; small programs only).
+    #[arg(long)]
+    pub refs: bool,
+    /// --refs: include instruction fetches.
+    #[arg(long)]
+    pub instructions: bool,
+    /// Let the command print to the terminal.
+    #[arg(long)]
+    pub show_output: bool,
+    /// Print the run record as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The command (after --).
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+pub fn trace(a: TraceArgs) -> Result<()> {
+    if a.refs {
+        return trace_refs(&a);
+    }
+    let mut options = a.settings.options()?;
+    options.mem_limit = a
+        .mem_limit
+        .as_deref()
+        .map(str::parse::<LimitSpec>)
+        .transpose()?;
+    let cfg = TraceConfig {
+        source: a.source.clone(),
+        pagemap_hz: a.pagemap_hz,
+        alloc_min: swaplab_host::util::parse_size(&a.alloc_min)
+            .with_context(|| format!("--alloc-min {}", a.alloc_min))?,
+        allocs: !a.no_allocs,
+        buffer_bytes_per_cpu: swaplab_host::util::parse_size(&a.buffer)
+            .with_context(|| format!("--buffer {}", a.buffer))?,
+        out: a.out.clone().map(absolute),
+    };
+    cfg.validate()?;
+    options.trace = Some(cfg);
+    let mut lab = Lab::open().context("opening the catalog")?;
+    if a.show_output {
+        lab.output = Output::Inherit;
+    }
+    let bar = Bar::new();
+    let r = lab.run(&a.command, &options, 1, &mut |p| bar.event(p));
+    bar.finish();
+    drop(lab);
+    let set = match r {
+        Ok(s) => s,
+        Err(e) => {
+            exit_if_interrupted(&e);
+            return Err(e.into());
+        }
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&set)?);
+        return Ok(());
+    }
+    for rec in &set.runs {
+        print!("{}", super::catalog::render_run(rec, set.peak_bytes));
+        let g = |k: &str| rec.get(k).unwrap_or(0.0);
+        println!(
+            "trace: {} faults ({} major), {} swap-outs seen, {} allocations, {} lost, {} on disk",
+            g("trace_faults") as u64,
+            g("trace_major_faults") as u64,
+            g("trace_swap_outs") as u64,
+            g("trace_allocations") as u64,
+            g("trace_lost") as u64,
+            format_bytes(g("trace_bytes") as u64)
+        );
+        if let Some(dir) = trace_dir_of(rec) {
+            println!("next: swaplab analyze {}", dir.display());
+        }
+    }
+    Ok(())
+}
+
+fn absolute(p: PathBuf) -> PathBuf {
+    if p.is_absolute() {
+        p
+    } else {
+        std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+    }
+}
+
+fn trace_dir_of(rec: &swaplab_lab::record::RunRecord) -> Option<PathBuf> {
+    rec.notes
+        .iter()
+        .find_map(|n| n.strip_prefix("trace: ").map(PathBuf::from))
+}
+
+fn trace_refs(a: &TraceArgs) -> Result<()> {
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("refs.parquet"));
+    let command = swaplab_lab::workload::resolve_command(&a.command)?;
+    let opts = swaplab_lab::refs::RefOptions {
+        include_instructions: a.instructions,
+        ..Default::default()
+    };
+    let cap = swaplab_lab::refs::capture_refs(&command, &out, &opts)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "out": out,
+                "refs": cap.refs,
+                "distinct_pages": cap.distinct_pages,
+                "wall_ns": cap.wall_ns,
+                "exit_code": cap.exit_code,
+            })
+        );
+        return Ok(());
+    }
+    println!(
+        "{}: {} references, {} distinct pages ({}), captured in {:.2} s{}",
+        out.display(),
+        cap.refs,
+        cap.distinct_pages,
+        format_bytes(cap.distinct_pages * 4096),
+        cap.wall_ns as f64 / 1e9,
+        match cap.exit_code {
+            Some(0) => String::new(),
+            Some(c) => format!(" (the command exited with {c})"),
+            None => " (the command was killed by a signal)".into(),
+        }
+    );
+    println!(
+        "next: swaplab sim {} --policy lru,clock,linux --mem 25%,50%",
+        out.display()
+    );
+    Ok(())
+}
+
+/// A trace argument: a directory, or a run id whose run has a trace.
+pub fn trace_path(arg: &str) -> Result<PathBuf> {
+    let p = Path::new(arg);
+    if p.is_dir() {
+        if swaplab_lab::trace_files::is_trace_dir(p) {
+            return Ok(p.to_path_buf());
+        }
+        if swaplab_lab::trace_files::is_trace_dir(&p.join("trace")) {
+            return Ok(p.join("trace"));
+        }
+        anyhow::bail!(
+            "{arg}: not a trace directory (it has no meta.json and faults.parquet); make one with `swaplab trace -- CMD`"
+        );
+    }
+    if let Ok(id) = arg.parse::<i64>() {
+        let catalog = swaplab_lab::catalog::Catalog::open_default()?;
+        let d = swaplab_lab::runner::run_dir(&catalog, id).join("trace");
+        if swaplab_lab::trace_files::is_trace_dir(&d) {
+            return Ok(d);
+        }
+        anyhow::bail!("run {id} has no trace (it was not made with `swaplab trace`)");
+    }
+    anyhow::bail!("{arg}: no such directory or run id; make a trace with `swaplab trace -- CMD`")
+}
+
+#[derive(Args)]
+pub struct AnalyzeArgs {
+    /// A trace directory (from `swaplab trace`) or the id of a traced run.
+    pub trace: String,
+    /// Rows of the ranked tables.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+    /// Objects with fewer faults are not classified.
+    #[arg(long, default_value_t = 64)]
+    pub min_faults: usize,
+    /// Write analysis.json, scatter.csv and bands.csv here (default: TRACE/analysis).
+    #[arg(short, long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the analysis as JSON (without the scatter points).
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn pattern_text(p: &swaplab_lab::analyze::Pattern) -> String {
+    use swaplab_lab::analyze::PatternKind as K;
+    let k = match &p.kind {
+        K::Sequential => "sequential".to_string(),
+        K::Strided { stride_pages } => format!("strided {stride_pages}p"),
+        K::Sweeps {
+            sweeps, period_ns, ..
+        } => format!("{sweeps} sweeps/{:.2}s", *period_ns as f64 / 1e9),
+        K::Random => "random".to_string(),
+        K::TooFew => return "-".to_string(),
+    };
+    format!("{k} ({:.0}%)", p.confidence * 100.0)
+}
+
+fn secs(ns: Option<u64>) -> String {
+    ns.map(|n| format!("{:.2}", n as f64 / 1e9))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn load(trace: &str) -> Result<(PathBuf, swaplab_trace::events::TraceTables)> {
+    let dir = trace_path(trace)?;
+    let t = swaplab_lab::trace_files::read_tables(&dir)
+        .with_context(|| format!("reading the trace in {}", dir.display()))?;
+    Ok((dir, t))
+}
+
+pub fn analyze(a: AnalyzeArgs) -> Result<()> {
+    use crate::out::Rows;
+    use swaplab_lab::analyze::{analyze as run_analysis, AnalyzeOptions};
+    let (dir, t) = load(&a.trace)?;
+    let an = run_analysis(
+        &t,
+        &AnalyzeOptions {
+            min_faults_for_pattern: a.min_faults,
+            ..Default::default()
+        },
+    );
+    let out = a.out.clone().unwrap_or_else(|| dir.join("analysis"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let json = serde_json::json!({
+        "objects": an.objects,
+        "sites": an.sites,
+        "unattributed": an.unattributed,
+        "totals": an.totals,
+        "bands": an.bands,
+        "page_size": an.page_size,
+    });
+    std::fs::write(
+        out.join("analysis.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    let mut w = csv::Writer::from_path(out.join("scatter.csv"))?;
+    w.write_record(["t_ns", "pid", "vaddr", "kind", "object"])?;
+    for p in &an.scatter {
+        w.write_record([
+            p.t_ns.to_string(),
+            p.pid.to_string(),
+            p.vaddr.to_string(),
+            p.kind.to_string(),
+            p.object.map(|o| o.to_string()).unwrap_or_default(),
+        ])?;
+    }
+    w.flush()?;
+    let mut w = csv::Writer::from_path(out.join("bands.csv"))?;
+    w.write_record([
+        "object",
+        "label",
+        "pid",
+        "start",
+        "end",
+        "t_from_ns",
+        "t_to_ns",
+    ])?;
+    for b in &an.bands {
+        w.write_record([
+            b.object.to_string(),
+            b.label.clone(),
+            b.pid.to_string(),
+            b.start.to_string(),
+            b.end.to_string(),
+            b.t_from.to_string(),
+            b.t_to.to_string(),
+        ])?;
+    }
+    w.flush()?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&json)?);
+        return Ok(());
+    }
+    let tt = &an.totals;
+    println!(
+        "{}: {} faults ({} major, {} minor), {} swap-ins, {} swap-outs, {} allocations in {} processes over {:.2} s",
+        dir.display(),
+        tt.faults,
+        tt.major_faults,
+        tt.minor_faults,
+        tt.swap_ins,
+        tt.swap_outs,
+        tt.allocations,
+        tt.processes,
+        tt.t_end_ns as f64 / 1e9
+    );
+    println!(
+        "unattributed: {} faults, {} swap events\n",
+        an.unattributed.0, an.unattributed.1
+    );
+    println!("objects (ranked by major faults + swap-ins):");
+    let mut r = Rows::new(&[
+        "object", "pid", "bytes", "faults", "major", "swap-in", "swap-out", "first s", "last s",
+        "pattern",
+    ]);
+    for o in an.objects.iter().take(a.top) {
+        r.push(vec![
+            o.label.clone(),
+            o.pid.to_string(),
+            format_bytes(o.bytes),
+            o.faults.to_string(),
+            o.major_faults.to_string(),
+            o.swap_ins.to_string(),
+            o.swap_outs.to_string(),
+            secs(o.first_ns),
+            secs(o.last_ns),
+            pattern_text(&o.pattern),
+        ]);
+    }
+    print!("{}", r.render());
+    println!("\nallocation sites:");
+    let mut r = Rows::new(&[
+        "site", "objects", "bytes", "faults", "major", "swap-in", "swap-out", "pattern",
+    ]);
+    for s in an.sites.iter().take(a.top) {
+        r.push(vec![
+            s.label.clone(),
+            s.objects.to_string(),
+            format_bytes(s.bytes),
+            s.faults.to_string(),
+            s.major_faults.to_string(),
+            s.swap_ins.to_string(),
+            s.swap_outs.to_string(),
+            pattern_text(&s.pattern),
+        ]);
+    }
+    print!("{}", r.render());
+    println!(
+        "\nwrote {}/{{analysis.json,scatter.csv,bands.csv}} (time × address scatter of swap-ins/outs with object bands)",
+        out.display()
+    );
+    println!("next: swaplab advise {}", dir.display());
+    Ok(())
+}
+
+#[derive(Args)]
+pub struct AdviseArgs {
+    /// A trace directory (from `swaplab trace`) or the id of a traced run.
+    pub trace: String,
+    /// The memory limit the advice is for (default: the traced run's limit).
+    #[arg(long, value_name = "SIZE")]
+    pub limit: Option<String>,
+    /// Share of the limit that all mlock hints together may lock (at most 0.9).
+    #[arg(long, default_value_t = 0.5)]
+    pub mlock_budget: f64,
+    /// Write the hint file here (default: TRACE/hints.toml).
+    #[arg(short, long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the advice as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn advise(a: AdviseArgs) -> Result<()> {
+    use crate::out::Rows;
+    use swaplab_lab::advise::{advise as run_advice, Action, AdviseContext};
+    use swaplab_lab::analyze::{analyze as run_analysis, AnalyzeOptions};
+    let (dir, t) = load(&a.trace)?;
+    let meta = swaplab_lab::trace_files::read_meta(&dir)?;
+    let limit = match &a.limit {
+        Some(l) => Some(swaplab_host::util::parse_size(l).with_context(|| format!("--limit {l}"))?),
+        None => meta.options["limit_bytes"].as_u64(),
+    };
+    let an = run_analysis(&t, &AnalyzeOptions::default());
+    let ctx = AdviseContext {
+        limit_bytes: limit,
+        peak_bytes: None,
+        mlock_budget_fraction: a.mlock_budget,
+        page_cluster: meta.environment["page_cluster"].as_u64().map(|v| v as u32),
+    };
+    let advice = run_advice(&an, &t, &ctx);
+    let budget = ctx.mlock_budget().unwrap_or(0);
+    let file = swaplab_lab::hints::from_advice(&advice, budget);
+    let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
+    std::fs::write(&out, file.to_toml()).with_context(|| format!("writing {}", out.display()))?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "limit_bytes": limit,
+                "mlock_budget_bytes": budget,
+                "advice": advice,
+                "hint_file": out,
+            }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "advice for a limit of {} (mlock budget {}):",
+        limit
+            .map(format_bytes)
+            .unwrap_or_else(|| "none (no mlock advice)".into()),
+        format_bytes(budget)
+    );
+    let mut r = Rows::new(&["site", "action", "expected", "evidence"]);
+    r.left = true;
+    for ad in &advice {
+        let action = match ad.action {
+            Action::Mlock { bytes } => format!("mlock {}", format_bytes(bytes)),
+            Action::Willneed { window_bytes } => format!("willneed {}", format_bytes(window_bytes)),
+            Action::Cold { delay_ns } => format!("cold after {:.2} s", delay_ns as f64 / 1e9),
+            Action::Pageout { delay_ns } => format!("pageout after {:.2} s", delay_ns as f64 / 1e9),
+            Action::Nothing => "nothing".into(),
+        };
+        let site = if ad.location.is_empty() {
+            ad.site_frames.first().cloned().unwrap_or_default()
+        } else {
+            ad.location.clone()
+        };
+        r.push(vec![site, action, ad.expected.clone(), ad.evidence.clone()]);
+    }
+    print!("{}", r.render());
+    println!(
+        "\nwrote {} ({} hints); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
+        out.display(),
+        file.hints.len(),
+        out.display()
+    );
+    Ok(())
+}

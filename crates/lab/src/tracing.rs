@@ -1,0 +1,885 @@
+//! `swaplab trace` and `swaplab run --hints`: what a run adds around the
+//! command when it is traced or hinted ([`Instruments`]).
+//!
+//! A traced run is an ordinary run (its own memory cgroup, limit, swap and
+//! settings, recorded in the catalog) with three observers:
+//!
+//! * **fault events** of the whole process tree from
+//!   [`swaplab_host::perf`] (default) or [`swaplab_host::tracefs`]; the
+//!   events are opened in the child between fork and exec, so nothing of the
+//!   program is missed, and drained at every timeline tick (20 Hz);
+//! * **swap state per page** from [`swaplab_host::pagemap`] and **regions**
+//!   from /proc/PID/maps, sampled for every process of the cgroup at
+//!   `pagemap_hz` (default 10 Hz);
+//! * **allocation sites** from the LD_PRELOAD library
+//!   ([`crate::preload`]), symbolized after the run ([`crate::symbolize`]).
+//!
+//! At the end the tables are written to the trace directory
+//! (`<run dir>/trace`, or `--out`) by [`crate::trace_files`]. A hinted run
+//! loads the same preload library with a resolved hint file (see
+//! [`resolve_hints`]) and records which hints were applied.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use swaplab_host::cgroup::MemoryGroup;
+use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, SampleKind};
+use swaplab_host::journal::Session;
+use swaplab_host::maps::{self, MapEntry, RegionTracker};
+use swaplab_host::pagemap::PagemapWatcher;
+use swaplab_trace::alloc_log;
+use swaplab_trace::events::{
+    Allocation, FaultEvent, FaultKind, Process, Region, Site, SwapDir, SwapEvent, SwapSource,
+    TraceTables,
+};
+
+use crate::error::{Error, Result};
+use crate::hints::{HintAction as HA, HintFile};
+use crate::preload::{self, HintAction, ResolvedHint, ResolvedHints};
+use crate::record::{Metric, RunRecord};
+use crate::symbolize::Symbolizer;
+use crate::timeline::Scope;
+use crate::trace_files::{self, TraceMetaFile};
+
+pub use crate::options::{TraceConfig, DEFAULT_ALLOC_MIN};
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+struct HintState {
+    report: PathBuf,
+    hints: usize,
+}
+
+struct TraceState {
+    cfg: TraceConfig,
+    kind: FaultSourceKind,
+    dir: PathBuf,
+    alloc_dir: Option<PathBuf>,
+    setup: Option<swaplab_host::faults::FaultTracerSetup>,
+    tracer: Option<swaplab_host::faults::FaultTracer>,
+    samples: Vec<FaultSample>,
+    watchers: HashMap<u32, PagemapWatcher>,
+    regions: RegionTracker,
+    latest_maps: HashMap<u32, Vec<MapEntry>>,
+    swaps: Vec<SwapEvent>,
+    comms: HashMap<u32, String>,
+    next_scan: Option<Instant>,
+    scan_period: Option<Duration>,
+    scan_ns: u64,
+    scans: u64,
+    scan_times: Vec<u64>,
+    notes: Vec<String>,
+}
+
+/// What a traced or hinted run adds around the command.
+pub struct Instruments {
+    env: Vec<(String, OsString)>,
+    preload: Option<PathBuf>,
+    hints: Option<HintState>,
+    trace: Option<TraceState>,
+    mono_t0: u64,
+    started_unix_ns: i64,
+}
+
+impl std::fmt::Debug for Instruments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Instruments")
+            .field("preload", &self.preload)
+            .field("traced", &self.trace.is_some())
+            .field("hinted", &self.hints.is_some())
+            .finish()
+    }
+}
+
+impl Instruments {
+    /// Prepares tracing and hints for a run (`None` when it has neither).
+    /// Called inside the run's session, before the command starts.
+    pub fn prepare(
+        options: &crate::options::RunOptions,
+        resolved: &[String],
+        session: &mut Session,
+        run_dir: &Path,
+    ) -> Result<Option<Instruments>> {
+        if options.hints.is_none() && options.trace.is_none() {
+            return Ok(None);
+        }
+        let mut ins = Instruments {
+            env: Vec::new(),
+            preload: None,
+            hints: None,
+            trace: None,
+            mono_t0: 0,
+            started_unix_ns: 0,
+        };
+        if let Some(path) = &options.hints {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
+            let file = crate::hints::parse(&text, path)?;
+            let program = resolved
+                .first()
+                .map(PathBuf::from)
+                .ok_or_else(|| Error::Invalid("no command given".into()))?;
+            let resolved_hints = resolve_hints(&file, &program)?;
+            let rpath = run_dir.join("hints.resolved");
+            preload::write_resolved_hints(&rpath, &resolved_hints)?;
+            let report = run_dir.join("hints-applied.tsv");
+            ins.env
+                .push(("SWAPLAB_HINTS".into(), rpath.into_os_string()));
+            ins.env.push((
+                "SWAPLAB_HINT_REPORT".into(),
+                report.clone().into_os_string(),
+            ));
+            ins.preload = Some(preload::library_path()?);
+            ins.hints = Some(HintState {
+                report,
+                hints: resolved_hints.hints.len(),
+            });
+        }
+        if let Some(cfg) = &options.trace {
+            cfg.validate()?;
+            let kind: FaultSourceKind = cfg.source.parse().map_err(|_| {
+                Error::Invalid(format!(
+                    "--source {:?}: expected perf or tracefs",
+                    cfg.source
+                ))
+            })?;
+            let dir = cfg.out.clone().unwrap_or_else(|| run_dir.join("trace"));
+            std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
+            let alloc_dir = if cfg.allocs {
+                let d = dir.join("alloc-logs");
+                std::fs::create_dir_all(&d).map_err(|e| Error::io("creating", &d, e))?;
+                ins.env
+                    .push(("SWAPLAB_ALLOC_DIR".into(), d.clone().into_os_string()));
+                ins.env
+                    .push(("SWAPLAB_ALLOC_MIN".into(), cfg.alloc_min.to_string().into()));
+                ins.preload = Some(preload::library_path()?);
+                Some(d)
+            } else {
+                None
+            };
+            let setup = swaplab_host::faults::FaultTracerSetup::new(
+                kind,
+                &FaultOptions {
+                    buffer_bytes_per_cpu: cfg.buffer_bytes_per_cpu,
+                    ..Default::default()
+                },
+                session,
+            )?;
+            let scan_period =
+                (cfg.pagemap_hz > 0.0).then(|| Duration::from_secs_f64(1.0 / cfg.pagemap_hz));
+            ins.trace = Some(TraceState {
+                cfg: cfg.clone(),
+                kind,
+                dir,
+                alloc_dir,
+                setup: Some(setup),
+                tracer: None,
+                samples: Vec::with_capacity(1 << 16),
+                watchers: HashMap::new(),
+                regions: RegionTracker::default(),
+                latest_maps: HashMap::new(),
+                swaps: Vec::new(),
+                comms: HashMap::new(),
+                next_scan: None,
+                scan_period,
+                scan_ns: 0,
+                scans: 0,
+                scan_times: Vec::new(),
+                notes: Vec::new(),
+            });
+        }
+        Ok(Some(ins))
+    }
+
+    /// Sets the command's environment (LD_PRELOAD and the library's
+    /// variables) and the fault source's hook between fork and exec.
+    pub fn configure(&mut self, cmd: &mut Command) {
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some(lib) = &self.preload {
+            let mut value = lib.clone().into_os_string();
+            if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+                value.push(":");
+                value.push(old);
+            }
+            cmd.env("LD_PRELOAD", value);
+        }
+        if let Some(t) = &self.trace {
+            if let Some(setup) = &t.setup {
+                let hook = setup.child_hook();
+                // SAFETY: the hook only makes async-signal-safe system calls
+                // on data prepared before fork (see swaplab_host::faults).
+                unsafe {
+                    cmd.pre_exec(move || hook.run());
+                }
+            }
+        }
+        self.started_unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as i64)
+            .unwrap_or(0);
+        self.mono_t0 = mono_ns();
+    }
+
+    /// The command started: attach the fault source to it.
+    pub fn started(&mut self, pid: u32) -> Result<()> {
+        if let Some(t) = &mut self.trace {
+            if let Some(setup) = t.setup.take() {
+                t.tracer = Some(setup.attach(pid)?);
+            }
+            if t.scan_period.is_some() {
+                t.next_scan = Some(Instant::now());
+            }
+        }
+        Ok(())
+    }
+
+    /// Called at every timeline tick while the command runs.
+    pub fn tick(&mut self, group: &MemoryGroup) {
+        let t0 = self.mono_t0;
+        let Some(t) = &mut self.trace else { return };
+        if let Some(tr) = &mut t.tracer {
+            if let Err(e) = tr.drain(&mut t.samples) {
+                if t.notes.len() < 20 {
+                    t.notes.push(format!("reading fault events: {e}"));
+                }
+            }
+        }
+        if let (Some(next), Some(period)) = (t.next_scan, t.scan_period) {
+            let now = Instant::now();
+            if now >= next {
+                t.scan(group, t0);
+                let mut n = next + period;
+                if n < now {
+                    n = now + period;
+                }
+                t.next_scan = Some(n);
+            }
+        }
+    }
+
+    /// After the command ended (before its cgroup is removed): final
+    /// drain, tables written, metrics and notes added to the record.
+    pub fn finish(mut self, rec: &mut RunRecord) -> Result<()> {
+        if let Some(h) = &self.hints {
+            let applied = read_hint_report(&h.report);
+            let ok = applied.iter().filter(|l| l.ok).count();
+            put(rec, "hints_given", h.hints as f64);
+            put(rec, "hints_applied", ok as f64);
+            for l in applied.iter().filter(|l| !l.ok).take(5) {
+                rec.notes
+                    .push(format!("hint {} ({}) failed: {}", l.id, l.action, l.result));
+            }
+            if ok == 0 {
+                rec.notes.push(
+                    "no hint matched an allocation of this run (are the hints for this program?)"
+                        .into(),
+                );
+            }
+        }
+        let Some(mut t) = self.trace.take() else {
+            return Ok(());
+        };
+        let stats = match t.tracer.take() {
+            Some(tr) => Some(tr.finish(&mut t.samples)?),
+            None => None,
+        };
+        let mono_t0 = self.mono_t0;
+        let mut notes = std::mem::take(&mut t.notes);
+        let tables = t.build_tables(mono_t0, &mut notes)?;
+        trace_files::write_tables(&t.dir, &tables)?;
+        let lost = stats.as_ref().map(|s| s.lost).unwrap_or(0);
+        if let Some(s) = &stats {
+            notes.extend(s.notes.iter().cloned());
+            if s.lost > 0 {
+                notes.push(format!(
+                    "{} fault events were lost (the per-CPU buffer overflowed): raise --buffer",
+                    s.lost
+                ));
+            }
+        }
+        let majors = tables
+            .faults
+            .iter()
+            .filter(|f| f.kind == FaultKind::Major)
+            .count();
+        let meta = TraceMetaFile {
+            command: rec.command.clone(),
+            argv: rec.resolved_command.clone(),
+            started_unix_ns: self.started_unix_ns.max(0) as u64,
+            t0_monotonic_ns: mono_t0,
+            options: serde_json::json!({
+                "source": t.kind.to_string(),
+                "pagemap_hz": t.cfg.pagemap_hz,
+                "alloc_min": t.cfg.alloc_min,
+                "allocs": t.cfg.allocs,
+                "buffer_bytes_per_cpu": t.cfg.buffer_bytes_per_cpu,
+                "run": rec.options,
+                "limit_bytes": rec.limit_bytes,
+                "run_id": rec.id,
+                "lost_events": lost,
+                "pagemap_scans": t.scans,
+                "pagemap_scan_ns": t.scan_ns,
+            }),
+            environment: serde_json::to_value(&rec.env).unwrap_or_default(),
+            counts: trace_files::TableCounts::of(&tables),
+            notes: notes.clone(),
+            swaplab_version: env!("CARGO_PKG_VERSION").to_string(),
+        };
+        trace_files::write_meta(&t.dir, &meta)?;
+        put(rec, "trace_faults", tables.faults.len() as f64);
+        put(rec, "trace_major_faults", majors as f64);
+        put(
+            rec,
+            "trace_swap_outs",
+            tables
+                .swaps
+                .iter()
+                .filter(|s| s.dir == SwapDir::Out)
+                .count() as f64,
+        );
+        put(rec, "trace_allocations", tables.allocations.len() as f64);
+        put(rec, "trace_lost", lost as f64);
+        put(rec, "trace_bytes", dir_bytes(&t.dir) as f64);
+        rec.notes.push(format!("trace: {}", t.dir.display()));
+        rec.notes.extend(notes);
+        Ok(())
+    }
+}
+
+fn put(rec: &mut RunRecord, name: &str, value: f64) {
+    rec.metrics.insert(
+        name.to_string(),
+        Metric {
+            value,
+            unit: crate::record::metric_unit(name).to_string(),
+            scope: Scope::Swaplab,
+        },
+    );
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|it| {
+            it.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+impl TraceState {
+    fn scan(&mut self, group: &MemoryGroup, mono_t0: u64) {
+        let started = Instant::now();
+        let t = mono_ns().saturating_sub(mono_t0);
+        let pids = group.memory.pids().unwrap_or_default();
+        let mut changes = Vec::new();
+        for pid in pids {
+            let Ok(entries) = maps::read_maps(pid) else {
+                continue;
+            };
+            self.comms.entry(pid).or_insert_with(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                    .map(|s| s.trim().to_string())
+                    .unwrap_or_default()
+            });
+            self.regions.ingest(t, pid, &entries);
+            let ranges = maps::watch_ranges(&entries);
+            self.latest_maps.insert(pid, entries);
+            let watcher = match self.watchers.entry(pid) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => match PagemapWatcher::open(pid) {
+                    Ok(w) => v.insert(w),
+                    Err(e) => {
+                        if self.notes.len() < 20 {
+                            self.notes.push(format!("pagemap of pid {pid}: {e}"));
+                        }
+                        continue;
+                    }
+                },
+            };
+            changes.clear();
+            if watcher.scan(&ranges, &mut changes).is_err() {
+                continue; // the process exited between maps and pagemap
+            }
+            for c in &changes {
+                self.swaps.push(SwapEvent {
+                    t_ns: t,
+                    pid,
+                    vaddr: c.vaddr,
+                    dir: if c.swapped_out {
+                        SwapDir::Out
+                    } else {
+                        SwapDir::In
+                    },
+                    swap_type: c.swap_type,
+                    swap_offset: c.swap_offset,
+                    source: SwapSource::Pagemap,
+                });
+            }
+        }
+        self.scans += 1;
+        self.scan_times.push(t);
+        self.scan_ns += started.elapsed().as_nanos() as u64;
+    }
+
+    fn build_tables(&mut self, mono_t0: u64, notes: &mut Vec<String>) -> Result<TraceTables> {
+        let mut tables = TraceTables::default();
+        // Faults, in time order.
+        self.samples.sort_by_key(|s| s.time_ns);
+        tables.faults = self
+            .samples
+            .iter()
+            .map(|s| FaultEvent {
+                t_ns: s.time_ns.saturating_sub(mono_t0),
+                pid: s.pid,
+                tid: s.tid,
+                addr: s.addr,
+                ip: s.ip,
+                kind: match s.kind {
+                    SampleKind::Minor => FaultKind::Minor,
+                    SampleKind::Major => FaultKind::Major,
+                    SampleKind::Unknown => FaultKind::Unknown,
+                },
+            })
+            .collect();
+        // Swap-ins seen as major faults on anonymous memory (exact time).
+        let mut fault_swapins = Vec::new();
+        for f in &tables.faults {
+            if f.kind != FaultKind::Major {
+                continue;
+            }
+            if is_anon_addr(self.latest_maps.get(&f.pid), f.addr) {
+                fault_swapins.push(SwapEvent {
+                    t_ns: f.t_ns,
+                    pid: f.pid,
+                    vaddr: f.addr & !0xfff,
+                    dir: SwapDir::In,
+                    swap_type: None,
+                    swap_offset: None,
+                    source: SwapSource::Fault,
+                });
+            }
+        }
+        // A page brought back by a major fault shows up again as a
+        // pagemap swap-in at the next scan: keep the fault's (exact time),
+        // drop the pagemap event for that page since the previous scan.
+        let mut swaps = std::mem::take(&mut self.swaps);
+        let mut by_page: HashMap<(u32, u64), Vec<u64>> = HashMap::new();
+        for e in &fault_swapins {
+            by_page.entry((e.pid, e.vaddr)).or_default().push(e.t_ns);
+        }
+        let scan_times = &self.scan_times;
+        swaps.retain(|e| {
+            if e.dir != SwapDir::In || e.source != SwapSource::Pagemap {
+                return true;
+            }
+            let Some(ts) = by_page.get(&(e.pid, e.vaddr)) else {
+                return true;
+            };
+            let prev = match scan_times.binary_search(&e.t_ns) {
+                Ok(i) | Err(i) => i.checked_sub(1).map(|j| scan_times[j]).unwrap_or(0),
+            };
+            !ts.iter().any(|&t| t > prev && t <= e.t_ns)
+        });
+        swaps.extend(fault_swapins);
+        swaps.sort_by_key(|s| s.t_ns);
+        tables.swaps = swaps;
+        tables.regions = self
+            .regions
+            .regions()
+            .iter()
+            .map(|r| Region {
+                pid: r.pid,
+                start: r.start,
+                end: r.end,
+                perms: r.perms.clone(),
+                path: r.path.clone(),
+                first_seen_ns: r.first_seen_ns,
+                last_seen_ns: r.last_seen_ns,
+            })
+            .collect();
+        // Processes seen by sampling or by events.
+        let mut procs: BTreeMap<u32, Process> = BTreeMap::new();
+        for (&pid, comm) in &self.comms {
+            procs.insert(
+                pid,
+                Process {
+                    pid,
+                    ppid: 0,
+                    t_start_ns: 0,
+                    comm: comm.clone(),
+                },
+            );
+        }
+        for f in &tables.faults {
+            procs.entry(f.pid).or_insert_with(|| Process {
+                pid: f.pid,
+                ppid: 0,
+                t_start_ns: f.t_ns,
+                comm: String::new(),
+            });
+        }
+        if let Some(dir) = &self.alloc_dir {
+            let logs = read_alloc_logs(dir, notes);
+            let (allocs, sites, log_procs) = allocations_from_logs(&logs, mono_t0, notes);
+            tables.allocations = allocs;
+            tables.sites = sites;
+            for p in log_procs {
+                let e = procs.entry(p.pid).or_insert_with(|| p.clone());
+                e.ppid = p.ppid;
+                e.t_start_ns = p.t_start_ns;
+                if e.comm.is_empty() {
+                    e.comm = p.comm.clone();
+                }
+            }
+        }
+        tables.processes = procs.into_values().collect();
+        Ok(tables)
+    }
+}
+
+/// True when `addr` lies in an anonymous mapping of the last snapshot.
+fn is_anon_addr(entries: Option<&Vec<MapEntry>>, addr: u64) -> bool {
+    let Some(entries) = entries else {
+        return true; // no snapshot: assume anonymous (most swap is)
+    };
+    entries
+        .iter()
+        .find(|e| e.start <= addr && addr < e.end)
+        .map(|e| e.is_anonymous())
+        .unwrap_or(true)
+}
+
+fn read_alloc_logs(dir: &Path, notes: &mut Vec<String>) -> Vec<alloc_log::AllocLog> {
+    let mut logs = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return logs;
+    };
+    let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.extension().is_none_or(|x| x != "bin") {
+            continue;
+        }
+        match std::fs::read(&p).map(|b| alloc_log::parse(&b)) {
+            Ok(Ok(log)) => logs.push(log),
+            Ok(Err(e)) => notes.push(format!("allocation log {}: {e}", p.display())),
+            Err(e) => notes.push(format!("allocation log {}: {e}", p.display())),
+        }
+    }
+    logs
+}
+
+/// Turns the preload library's logs into allocations, symbolized sites and
+/// processes. Sites are deduplicated across processes by their frames.
+pub fn allocations_from_logs(
+    logs: &[alloc_log::AllocLog],
+    mono_t0: u64,
+    notes: &mut Vec<String>,
+) -> (Vec<Allocation>, Vec<Site>, Vec<Process>) {
+    use alloc_log::Record;
+    let mut sym = Symbolizer::new();
+    let mut sites: Vec<Site> = Vec::new();
+    let mut site_ids: HashMap<Vec<String>, u32> = HashMap::new();
+    let mut allocs = Vec::new();
+    let mut procs = Vec::new();
+    let rel = |t: u64| t.saturating_sub(mono_t0);
+    for log in logs {
+        procs.push(Process {
+            pid: log.pid,
+            ppid: if log.forked { log.ppid } else { 0 },
+            t_start_ns: rel(log.t0_ns),
+            comm: String::new(),
+        });
+        let mut modules: HashMap<u32, PathBuf> = HashMap::new();
+        let mut stack_site: HashMap<u32, u32> = HashMap::new();
+        let mut open: HashMap<u64, usize> = HashMap::new();
+        for r in &log.records {
+            match r {
+                Record::Module { id, path } => {
+                    modules.insert(*id, path.clone());
+                }
+                Record::Stack { id, frames } => {
+                    let mut keys = Vec::with_capacity(frames.len());
+                    let mut locs = Vec::with_capacity(frames.len());
+                    for fr in frames {
+                        match modules.get(&fr.module_id) {
+                            Some(path) => {
+                                let s = sym.symbolize(path, fr.offset);
+                                locs.push(match (&s.file, s.line) {
+                                    (Some(f), Some(l)) => format!("{f}:{l}"),
+                                    _ => String::new(),
+                                });
+                                keys.push(s.key);
+                            }
+                            None => {
+                                keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
+                                locs.push(String::new());
+                            }
+                        }
+                    }
+                    let next = sites.len() as u32 + 1;
+                    let site = *site_ids.entry(keys.clone()).or_insert_with(|| {
+                        sites.push(Site {
+                            site_id: next,
+                            frames: keys,
+                            locations: locs,
+                        });
+                        next
+                    });
+                    stack_site.insert(*id, site);
+                }
+                Record::Alloc(a) => {
+                    let site_id = stack_site.get(&a.stack_id).copied().unwrap_or(0);
+                    open.insert(a.addr, allocs.len());
+                    allocs.push(Allocation {
+                        pid: log.pid,
+                        tid: a.tid,
+                        start: a.addr,
+                        size: a.size,
+                        t_alloc_ns: rel(a.t_ns),
+                        t_free_ns: None,
+                        site_id,
+                        func: a.func.name().to_string(),
+                    });
+                }
+                Record::Free(a) => {
+                    if let Some(i) = open.remove(&a.addr) {
+                        allocs[i].t_free_ns = Some(rel(a.t_ns));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if sites
+        .iter()
+        .any(|s| s.frames.iter().any(|f| f.starts_with('?')))
+    {
+        notes.push("some allocation stacks name modules the log did not define".into());
+    }
+    (allocs, sites, procs)
+}
+
+/// One line of the preload library's hint report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppliedHint {
+    /// Process.
+    pub pid: u32,
+    /// Hint id (1-based position in the hint file).
+    pub id: u32,
+    /// mlock, willneed, cold, pageout.
+    pub action: String,
+    /// Object start.
+    pub addr: u64,
+    /// Bytes.
+    pub len: u64,
+    /// `ok` or an errno name.
+    pub result: String,
+    /// result == ok.
+    pub ok: bool,
+}
+
+/// Reads `hints-applied.tsv` (missing file: nothing applied).
+pub fn read_hint_report(path: &Path) -> Vec<AppliedHint> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            if f.len() < 6 {
+                return None;
+            }
+            Some(AppliedHint {
+                pid: f[0].parse().ok()?,
+                id: f[1].parse().ok()?,
+                action: f[2].to_string(),
+                addr: u64::from_str_radix(f[3].trim_start_matches("0x"), 16).ok()?,
+                len: f[4].parse().ok()?,
+                result: f[5].to_string(),
+                ok: f[5] == "ok",
+            })
+        })
+        .collect()
+}
+
+/// Strips a `-<hex hash>` suffix (the embedded workload's file name) so
+/// that keys stay valid when the workload is rebuilt.
+fn module_stem(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((stem, h)) if h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => stem,
+        _ => name,
+    }
+}
+
+/// Splits a frame key into its module file name and the rest.
+pub fn frame_module(key: &str) -> &str {
+    if let Some((m, _)) = key.split_once('!') {
+        return m;
+    }
+    key.rfind("+0x").map(|i| &key[..i]).unwrap_or(key)
+}
+
+/// Candidate modules for hint frames: the program and the libraries it
+/// loads (from `ldd`-free search of the usual library directories).
+fn find_module(name: &str, program: &Path) -> Option<PathBuf> {
+    let prog = std::fs::canonicalize(program).ok()?;
+    let pname = prog.file_name()?.to_string_lossy().to_string();
+    if pname == name || module_stem(&pname) == module_stem(name) {
+        return Some(prog);
+    }
+    for dir in [
+        "/lib/x86_64-linux-gnu",
+        "/usr/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/lib64",
+        "/usr/lib64",
+        "/lib",
+        "/usr/lib",
+        "/usr/local/lib",
+    ] {
+        let p = Path::new(dir).join(name);
+        if p.exists() {
+            return std::fs::canonicalize(p).ok();
+        }
+    }
+    None
+}
+
+/// Turns a hint file's symbolic sites into (module path, offset) frames
+/// for the preload library. A frame that cannot be resolved (the program
+/// changed) is an error naming the hint.
+pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
+    let mut sym = Symbolizer::new();
+    let mut out = ResolvedHints {
+        budget_bytes: file.mlock_budget,
+        hints: Vec::new(),
+    };
+    for (i, h) in file.hints.iter().enumerate() {
+        let mut frames = Vec::with_capacity(h.site.len());
+        for key in &h.site {
+            let m = frame_module(key);
+            let path = find_module(m, program).ok_or_else(|| {
+                Error::failed(
+                    format!("hint {} names module {m:?}", i + 1),
+                    format!(
+                        "it is neither the program ({}) nor a library in the usual directories",
+                        program.display()
+                    ),
+                    "run `swaplab advise` again on a trace of this program",
+                )
+            })?;
+            let pname = path
+                .file_name()
+                .map(|n| n.to_string_lossy().to_string())
+                .unwrap_or_default();
+            // Keys of a rebuilt workload carry another hash: look the
+            // symbol up under the current file name.
+            let local_key = if m != pname {
+                format!("{pname}{}", &key[m.len()..])
+            } else {
+                key.clone()
+            };
+            let off = sym.resolve_key(&path, &local_key).ok_or_else(|| {
+                Error::failed(
+                    format!("hint {}: frame {key:?} is not in {}", i + 1, path.display()),
+                    "the program was rebuilt or the hint is for another program",
+                    "run `swaplab advise` again on a trace of this program",
+                )
+            })?;
+            frames.push((path, off));
+        }
+        let ms = |d: u64| d.saturating_mul(1_000_000);
+        let action = match h.action {
+            HA::Mlock { bytes } => HintAction::Mlock { bytes },
+            HA::Willneed { window } => HintAction::Willneed {
+                window,
+                interval_us: 0,
+            },
+            HA::Cold { delay_ms } => HintAction::Cold {
+                delay_ns: ms(delay_ms),
+            },
+            HA::Pageout { delay_ms } => HintAction::Pageout {
+                delay_ns: ms(delay_ms),
+            },
+        };
+        out.hints.push(ResolvedHint {
+            id: i as u32 + 1,
+            action,
+            frames,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn module_names() {
+        assert_eq!(
+            frame_module("swaplab-workload-0123abcd!xmalloc+0x1a"),
+            "swaplab-workload-0123abcd"
+        );
+        assert_eq!(frame_module("libstdc++.so.6+0x1234"), "libstdc++.so.6");
+        assert_eq!(
+            module_stem("swaplab-workload-0123abcdef"),
+            "swaplab-workload"
+        );
+        assert_eq!(module_stem("libc.so.6"), "libc.so.6");
+        assert_eq!(module_stem("my-prog"), "my-prog");
+    }
+
+    #[test]
+    fn hint_report_lines() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("r.tsv");
+        std::fs::write(
+            &p,
+            "12\t1\tmlock\t0x7f0000\t4096\tok\n12\t2\twillneed\t0x10\t8\tENOMEM\nbad line\n",
+        )
+        .unwrap();
+        let r = read_hint_report(&p);
+        assert_eq!(r.len(), 2);
+        assert!(r[0].ok && r[0].addr == 0x7f0000 && r[0].len == 4096);
+        assert!(!r[1].ok && r[1].result == "ENOMEM");
+        assert!(read_hint_report(&d.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn anon_detection() {
+        let e = |s: u64, n: u64, p: &str| MapEntry {
+            start: s,
+            end: s + n,
+            perms: "rw-p".into(),
+            offset: 0,
+            path: p.into(),
+        };
+        let m = vec![
+            e(0x1000, 0x1000, "/bin/x"),
+            e(0x4000, 0x4000, "[anon]"),
+            e(0x9000, 0x1000, "[heap]"),
+        ];
+        assert!(!is_anon_addr(Some(&m), 0x1800));
+        assert!(is_anon_addr(Some(&m), 0x4800));
+        assert!(is_anon_addr(Some(&m), 0x9000));
+    }
+}

@@ -1,0 +1,254 @@
+//! `swaplab trace` on the built-in workloads (root), checked against what
+//! the workloads themselves report: each prints its main objects' address
+//! ranges (`--objects`), so the allocation every major fault should be
+//! attributed to is known independently of swaplab's tables. Also: the
+//! access pattern of each object, attribution across threads and fork,
+//! and the system state after each test.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use swaplab_lab::analyze::{analyze, attribute, AnalyzeOptions, ObjectRef, PatternKind};
+use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
+use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::trace_files;
+use swaplab_trace::events::{FaultKind, TraceTables};
+
+/// An object the workload reported: name, start, bytes.
+#[derive(Debug, Clone)]
+struct Reported {
+    name: String,
+    start: u64,
+    bytes: u64,
+}
+
+fn reported_objects(rec: &RunRecord) -> Vec<Reported> {
+    let text = std::fs::read_to_string(rec.dir.join("stderr.txt")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let hex =
+                |k: &str| u64::from_str_radix(v[k].as_str()?.trim_start_matches("0x"), 16).ok();
+            Some(Reported {
+                name: v["object"].as_str()?.to_string(),
+                start: hex("start")?,
+                bytes: v["bytes"].as_u64()?,
+            })
+        })
+        .collect()
+}
+
+fn traced_run(
+    args: &[&str],
+    limit: LimitSpec,
+    swap: &str,
+    source: &str,
+) -> Option<(tempfile::TempDir, RunRecord, TraceTables)> {
+    let (dir, lab) = temp_lab();
+    let mut cmd = vec!["swaplab-workload".to_string()];
+    cmd.extend(args.iter().map(|s| s.to_string()));
+    cmd.push("--objects".into());
+    let opts = RunOptions {
+        mem_limit: Some(limit),
+        swap: vec![swap.parse().unwrap()],
+        timeout: Some(Duration::from_secs(180)),
+        trace: Some(TraceConfig {
+            source: source.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let set = lab.run(&cmd, &opts, 1, &mut |_| {}).unwrap();
+    let rec = set.runs.into_iter().next().unwrap();
+    assert_eq!(rec.outcome, Some(Outcome::Ok), "{rec:#?}");
+    let tdir = rec.dir.join("trace");
+    let tables = trace_files::read_tables(&tdir).unwrap();
+    Some((dir, rec, tables))
+}
+
+/// Of the major faults inside the reported objects, the share attributed
+/// to the allocation that starts where the workload says the object is.
+fn attribution_share(t: &TraceTables, objs: &[Reported]) -> (usize, f64) {
+    let att = attribute(t);
+    let (mut n, mut good) = (0usize, 0usize);
+    for (i, f) in t.faults.iter().enumerate() {
+        if f.kind != FaultKind::Major {
+            continue;
+        }
+        let Some(o) = objs
+            .iter()
+            .find(|o| o.start <= f.addr && f.addr < o.start + o.bytes)
+        else {
+            continue;
+        };
+        n += 1;
+        if let ObjectRef::Allocation(a) = att.faults[i] {
+            let al = &t.allocations[a];
+            if al.start == o.start && al.size >= o.bytes {
+                good += 1;
+            }
+        }
+    }
+    (n, if n == 0 { 0.0 } else { good as f64 / n as f64 })
+}
+
+fn pattern_of(t: &TraceTables, start: u64) -> PatternKind {
+    let a = analyze(t, &AnalyzeOptions::default());
+    a.objects
+        .iter()
+        .find(|o| o.start == start && matches!(o.object, ObjectRef::Allocation(_)))
+        .map(|o| o.pattern.kind)
+        .unwrap_or(PatternKind::TooFew)
+}
+
+fn check(test: &str, args: &[&str], limit: LimitSpec, swap: &str, expect: &str, source: &str) {
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_d, rec, t) = traced_run(args, limit, swap, source).unwrap();
+    let objs = reported_objects(&rec);
+    assert!(!objs.is_empty(), "{test}: the workload reported no objects");
+    let (n, share) = attribution_share(&t, &objs);
+    eprintln!(
+        "{test}: {} faults ({} major) traced, {} allocations, {} sites; {n} major faults in reported objects, {:.2} % attributed to the reported allocation",
+        t.faults.len(),
+        t.faults.iter().filter(|f| f.kind == FaultKind::Major).count(),
+        t.allocations.len(),
+        t.sites.len(),
+        share * 100.0
+    );
+    assert!(
+        n > 500,
+        "{test}: only {n} major faults in the objects: the limit did not force swapping"
+    );
+    assert!(
+        share >= 0.95,
+        "{test}: {:.2} % < 95 % attributed",
+        share * 100.0
+    );
+    let main = objs.iter().max_by_key(|o| o.bytes).unwrap();
+    let p = pattern_of(&t, main.start);
+    eprintln!("{test}: {} classified {p:?}", main.name);
+    let ok = match expect {
+        "sequential" => matches!(p, PatternKind::Sequential | PatternKind::Sweeps { .. }),
+        "random" => matches!(p, PatternKind::Random),
+        _ => unreachable!(),
+    };
+    assert!(ok, "{test}: {} is {p:?}, expected {expect}", main.name);
+    assert_eq!(sys_state(), before, "{test} left the system changed");
+}
+
+#[test]
+fn traverse_is_sequential_and_attributed() {
+    check(
+        "traverse_is_sequential_and_attributed",
+        &["traverse", "--size", "32M", "--passes", "2"],
+        LimitSpec::Bytes(16 << 20),
+        "file:256M",
+        "sequential",
+        "perf",
+    );
+}
+
+#[test]
+fn chase_is_random_and_attributed() {
+    check(
+        "chase_is_random_and_attributed",
+        &["chase", "--size", "24M", "--ops", "300000"],
+        LimitSpec::Bytes(16 << 20),
+        "file:256M",
+        "random",
+        "perf",
+    );
+}
+
+#[test]
+fn genome_is_random_and_attributed() {
+    check(
+        "genome_is_random_and_attributed",
+        &["genome", "--size", "4M"],
+        LimitSpec::Percent(75.0),
+        "file:256M",
+        "random",
+        "perf",
+    );
+}
+
+#[test]
+fn attribution_holds_across_threads() {
+    check(
+        "attribution_holds_across_threads",
+        &[
+            "traverse",
+            "--size",
+            "32M",
+            "--passes",
+            "2",
+            "--threads",
+            "4",
+        ],
+        LimitSpec::Bytes(16 << 20),
+        "file:256M",
+        "sequential",
+        "perf",
+    );
+}
+
+/// The sweeps happen in a forked child: its faults carry the child's pid
+/// and must still land on the parent's allocation (inherited at fork).
+#[test]
+fn attribution_holds_across_fork() {
+    let test = "attribution_holds_across_fork";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_d, rec, t) = traced_run(
+        &["traverse", "--size", "32M", "--passes", "2", "--fork"],
+        LimitSpec::Bytes(16 << 20),
+        "file:256M",
+        "perf",
+    )
+    .unwrap();
+    let objs = reported_objects(&rec);
+    let parent = t
+        .processes
+        .iter()
+        .find(|p| p.ppid == 0 && t.allocations.iter().any(|a| a.pid == p.pid))
+        .map(|p| p.pid);
+    let child_majors = t
+        .faults
+        .iter()
+        .filter(|f| f.kind == FaultKind::Major && Some(f.pid) != parent)
+        .count();
+    assert!(
+        child_majors > 500,
+        "the forked child made only {child_majors} major faults"
+    );
+    let (n, share) = attribution_share(&t, &objs);
+    eprintln!(
+        "{test}: child majors {child_majors}, {n} in objects, {:.2} % attributed",
+        share * 100.0
+    );
+    assert!(share >= 0.95);
+    assert_eq!(sys_state(), before);
+}
+
+/// The tracefs source sees the same faults: the first-touch (minor)
+/// faults of traverse's array equal its page count, as with perf.
+#[test]
+fn tracefs_source_attributes_too() {
+    check(
+        "tracefs_source_attributes_too",
+        &["traverse", "--size", "32M", "--passes", "2"],
+        LimitSpec::Bytes(16 << 20),
+        "file:256M",
+        "sequential",
+        "tracefs",
+    );
+}
