@@ -155,7 +155,7 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
             Action::Nothing => continue,
         };
         hints.push(Hint {
-            site: a.site_frames.clone(),
+            site: key_frames(&a.site_frames).to_vec(),
             location: a.location.clone(),
             action,
             evidence: format!("{} Expected: {}", a.evidence, a.expected),
@@ -166,6 +166,23 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
         mlock_budget: budget,
         hints,
     }
+}
+
+/// The frames a hint keeps of a site's stack: up to and including the
+/// second frame outside allocator wrappers (the allocating function and
+/// its caller). Deeper frames (`main`, libc's start code) add nothing to
+/// tell sites apart and would tie the hint to one libc build.
+pub fn key_frames(frames: &[String]) -> &[String] {
+    let mut own = 0;
+    for (i, f) in frames.iter().enumerate() {
+        if !swaplab_trace::events::is_wrapper_frame(f) {
+            own += 1;
+            if own == 2 {
+                return &frames[..=i];
+            }
+        }
+    }
+    frames
 }
 
 /// A TOML basic string.
@@ -490,6 +507,23 @@ mod tests {
             advice(Action::Nothing, &F),
             advice(Action::Willneed { window_bytes: 1 }, &["0x7f001234"]),
         ]
+    }
+
+    #[test]
+    fn key_frames_stop_after_the_caller() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let stack = f(&[
+            "w!xmalloc+0x1e",
+            "w!run_traverse+0x84",
+            "w!main+0x50e",
+            "libc.so.6+0x2724a",
+            "w!_start+0x21",
+        ]);
+        assert_eq!(key_frames(&stack), &stack[..3]);
+        let short = f(&["w!xmalloc+0x1e"]);
+        assert_eq!(key_frames(&short), &short[..]);
+        let direct = f(&["w!alloc_table+0x10", "w!main+0x20", "w!_start+0x21"]);
+        assert_eq!(key_frames(&direct), &direct[..2]);
     }
 
     #[test]
