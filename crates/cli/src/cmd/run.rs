@@ -185,35 +185,44 @@ impl Bar {
 }
 
 /// Exits with 128+signal after an interruption (the system was restored).
-pub fn exit_if_interrupted(e: &swaplab_lab::Error) {
+fn exit_if_interrupted(e: &swaplab_lab::Error) {
     if let swaplab_lab::Error::Interrupted(sig) = e {
         eprintln!("swaplab: {e}");
         std::process::exit(128 + sig);
     }
 }
 
-pub fn run(a: RunArgs) -> Result<()> {
-    let mut options = a.settings.options()?;
-    options.mem_limit = a
-        .mem_limit
-        .as_deref()
-        .map(str::parse::<LimitSpec>)
-        .transpose()?;
+/// Makes the runs of `swaplab run` (and `swaplab trace`) with a progress
+/// bar; exits with 128+signal when interrupted.
+pub fn make_runs(
+    command: &[String],
+    options: &RunOptions,
+    repeat: u32,
+    show_output: bool,
+) -> Result<swaplab_lab::runner::RunSet> {
     let mut lab = Lab::open().context("opening the catalog")?;
-    if a.show_output {
+    if show_output {
         lab.output = Output::Inherit;
     }
     let bar = Bar::new();
-    let r = lab.run(&a.command, &options, a.repeat, &mut |p| bar.event(p));
+    let r = lab.run(command, options, repeat, &mut |p| bar.event(p));
     bar.finish();
     drop(lab);
-    let set = match r {
-        Ok(s) => s,
-        Err(e) => {
-            exit_if_interrupted(&e);
-            return Err(e.into());
-        }
-    };
+    r.map_err(|e| {
+        exit_if_interrupted(&e);
+        e.into()
+    })
+}
+
+/// `--mem-limit` text to a limit.
+pub fn parse_limit(text: Option<&str>) -> Result<Option<LimitSpec>> {
+    Ok(text.map(str::parse::<LimitSpec>).transpose()?)
+}
+
+pub fn run(a: RunArgs) -> Result<()> {
+    let mut options = a.settings.options()?;
+    options.mem_limit = parse_limit(a.mem_limit.as_deref())?;
+    let set = make_runs(&a.command, &options, a.repeat, a.show_output)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
         return Ok(());

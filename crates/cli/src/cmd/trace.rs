@@ -4,12 +4,10 @@
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
-use swaplab_lab::options::LimitSpec;
-use swaplab_lab::runner::{Lab, Output};
 use swaplab_lab::tracing::TraceConfig;
 use swaplab_trace::units::format_bytes;
 
-use super::run::{exit_if_interrupted, Bar, SettingArgs};
+use super::run::{make_runs, parse_limit, SettingArgs};
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -61,11 +59,7 @@ pub fn trace(a: TraceArgs) -> Result<()> {
         return trace_refs(&a);
     }
     let mut options = a.settings.options()?;
-    options.mem_limit = a
-        .mem_limit
-        .as_deref()
-        .map(str::parse::<LimitSpec>)
-        .transpose()?;
+    options.mem_limit = parse_limit(a.mem_limit.as_deref())?;
     let cfg = TraceConfig {
         source: a.source.clone(),
         pagemap_hz: a.pagemap_hz,
@@ -78,21 +72,7 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     };
     cfg.validate()?;
     options.trace = Some(cfg);
-    let mut lab = Lab::open().context("opening the catalog")?;
-    if a.show_output {
-        lab.output = Output::Inherit;
-    }
-    let bar = Bar::new();
-    let r = lab.run(&a.command, &options, 1, &mut |p| bar.event(p));
-    bar.finish();
-    drop(lab);
-    let set = match r {
-        Ok(s) => s,
-        Err(e) => {
-            exit_if_interrupted(&e);
-            return Err(e.into());
-        }
-    };
+    let set = make_runs(&a.command, &options, 1, a.show_output)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
         return Ok(());
