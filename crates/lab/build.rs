@@ -21,6 +21,13 @@ fn main() {
     let manifest =
         PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let native = manifest.join("../../native");
+    // Debug info names sources `./native/workloads/traverse.c` (compiled
+    // from the checkout's root with its path mapped to `.`), wherever the
+    // checkout is: file:line in traces reads well and the embedded
+    // binaries (and their content hashes) do not depend on the path.
+    let native = native.canonicalize().unwrap_or(native);
+    let root = native.parent().unwrap_or(&native).to_path_buf();
+    let prefix_map = format!("-ffile-prefix-map={}=.", root.display());
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
 
     let src_dir = native.join("workloads");
@@ -31,12 +38,14 @@ fn main() {
         .opt_level(2)
         .debug(false)
         .flag("-g")
+        .flag(&prefix_map)
         .flag("-std=c11")
         .flag("-Wall")
         .flag("-Wextra")
         .flag("-pthread")
         .get_compiler();
     let mut cmd: Command = compiler.to_command();
+    cmd.current_dir(&root);
     cmd.arg("-o")
         .arg(&exe)
         .args(&sources)
@@ -55,6 +64,7 @@ fn main() {
         .debug(false)
         .pic(true)
         .flag("-g")
+        .flag(&prefix_map)
         .flag("-fPIC")
         .flag("-shared")
         .flag("-std=gnu11")
@@ -63,6 +73,7 @@ fn main() {
         .flag("-Werror")
         .get_compiler();
     let mut cmd: Command = compiler.to_command();
+    cmd.current_dir(&root);
     cmd.arg("-o").arg(&so).args(&sources);
     cmd.args(["-ldl", "-pthread"]);
     run_compiler(cmd, compiler.path(), "the preload library");

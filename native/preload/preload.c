@@ -77,11 +77,12 @@
  *     u32 pad
  *     u64 t_ns
  *
- *   The log is buffered (64 KiB per process) and written with write(2)
- *   when the buffer is full, at the first record >= 50 ms after the last
- *   write, before fork and at exit; records of the last 50 ms are lost if
- *   the process dies by a signal or _exit.  exec of the same pid starts a
- *   new log (the file is truncated).
+ *   The log goes through a 64 KiB buffer per process: STACK and MODULE
+ *   records wait there for the ALLOC that uses them, and every record
+ *   that ends a logged call (ALLOC, FREE, HINT, FORK) is written through
+ *   with one write(2), so a process killed by a signal, the OOM killer or
+ *   _exit loses nothing.  exec of the same pid starts a new log (the file
+ *   is truncated).
  *
  * Resolved-hints file (text, TAB-separated fields, one item a line; empty
  * lines and lines starting with '#' are ignored):
@@ -310,7 +311,17 @@ static void log_append(const void *rec, size_t n)
             flush_locked();
         memcpy(g_buf + g_buf_len, rec, n);
         g_buf_len += n;
-        if (g_exiting || now_ns() - g_last_flush >= FLUSH_NS)
+        /* STACK and MODULE records always precede the ALLOC that needs
+         * them: they wait in the buffer; the record that ends a logged call
+         * is written through at once, so a program killed at any moment
+         * (a timeout, the OOM killer) loses nothing.  Only calls at or above
+         * the threshold log anything, so this is one write(2) per large
+         * allocation or free: at the default 64 KiB, at most 16 k writes
+         * per GiB allocated. */
+        uint32_t type;
+        memcpy(&type, rec, sizeof type);
+        if (g_exiting || (type != REC_STACK && type != REC_MODULE) ||
+            now_ns() - g_last_flush >= FLUSH_NS)
             flush_locked();
     }
     pthread_mutex_unlock(&L_log);

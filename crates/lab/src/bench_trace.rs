@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+
 use crate::options::{LimitSpec, RunOptions, TraceConfig};
 use crate::record::{Outcome, Role};
 use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
@@ -29,6 +30,8 @@ pub struct ModeResult {
     pub mode: String,
     /// Run ids in the catalog.
     pub run_ids: Vec<i64>,
+    /// Runs that did not end ok (OOM, timeout), left out of the medians.
+    pub failed: Vec<String>,
     /// Wall times, ns.
     pub wall_ns: Vec<f64>,
     /// Major faults (rusage).
@@ -79,6 +82,7 @@ pub fn bench_trace(
         .map(|m| ModeResult {
             mode: m.to_string(),
             run_ids: vec![],
+            failed: vec![],
             wall_ns: vec![],
             majflt: vec![],
             events: vec![],
@@ -117,14 +121,20 @@ pub fn bench_trace(
                 plan: &plan,
             });
             let rec = lab.run_plan(&plan)?;
-            if rec.outcome != Some(Outcome::Ok) {
-                return Err(Error::failed(
-                    format!("run {} ({}) of `{}`", rec.id, m.mode, command.join(" ")),
-                    format!("ended with {}", rec.outcome_text()),
-                    "pick a command, limit and --timeout under which it succeeds",
-                ));
-            }
             m.run_ids.push(rec.id);
+            if rec.outcome != Some(Outcome::Ok) {
+                // A thrashing workload at its edge may be OOM-killed or
+                // time out in any mode: a result, kept out of the medians.
+                m.failed
+                    .push(format!("run {}: {}", rec.id, rec.outcome_text()));
+                progress(Progress::RunFinished {
+                    index,
+                    total,
+                    record: &rec,
+                });
+                index += 1;
+                continue;
+            }
             m.wall_ns.push(rec.get("wall_ns").unwrap_or(f64::NAN));
             m.majflt.push(rec.get("majflt").unwrap_or(f64::NAN));
             if m.mode != "untraced" {
@@ -140,9 +150,10 @@ pub fn bench_trace(
             index += 1;
         }
     }
-    let base = median(&modes[0].wall_ns);
+    let med = |v: &[f64]| if v.is_empty() { f64::NAN } else { median(v) };
+    let base = med(&modes[0].wall_ns);
     for m in &mut modes {
-        m.wall_ratio = median(&m.wall_ns) / base;
+        m.wall_ratio = med(&m.wall_ns) / base;
         let per: Vec<f64> = m
             .trace_bytes
             .iter()

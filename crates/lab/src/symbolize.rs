@@ -265,7 +265,7 @@ impl Symbolizer {
                     }
                     if file.is_none() {
                         if let Some(loc) = &frame.location {
-                            file = loc.file.map(str::to_string);
+                            file = loc.file.map(clean_path);
                             line = loc.line;
                         }
                     }
@@ -273,7 +273,7 @@ impl Symbolizer {
             }
             if file.is_none() {
                 if let Ok(Some(loc)) = dwarf.find_location(probe) {
-                    file = loc.file.map(str::to_string);
+                    file = loc.file.map(clean_path);
                     line = loc.line;
                 }
             }
@@ -349,4 +349,15 @@ fn page_size() -> u64 {
     } else {
         4096
     }
+}
+/// A debug-info path without `.` components (`././native/a.c` →
+/// `native/a.c`): compilers given `-ffile-prefix-map=DIR=.` (as swaplab's
+/// own build does, so paths do not name the checkout) produce them.
+fn clean_path(p: &str) -> String {
+    let path = Path::new(p);
+    let cleaned: std::path::PathBuf = path
+        .components()
+        .filter(|c| !matches!(c, std::path::Component::CurDir))
+        .collect();
+    cleaned.display().to_string()
 }
