@@ -159,3 +159,120 @@ pub fn demo_sweep(opts: &DemoOptions, progress: &mut ProgressFn<'_>) -> Result<S
     let lab = Lab::open()?;
     lab.sweep(&demo_request(opts), progress)
 }
+
+/// The loop of issue 4 on one workload: trace it under a limit, analyze,
+/// advise, and prove the advice with a sweep of the baseline against the
+/// hinted run.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdviseDemo {
+    /// The traced run.
+    pub trace_run: i64,
+    /// Its trace directory.
+    pub trace_dir: PathBuf,
+    /// The hint file written.
+    pub hints: PathBuf,
+    /// `object: pattern` lines of the top objects.
+    pub objects: Vec<String>,
+    /// `location: action` lines of the advice.
+    pub advice: Vec<String>,
+    /// base vs hinted at the limit.
+    pub sweep: SweepReport,
+}
+
+/// Traces `traverse --size SIZE` at 50 % of its peak, advises, and sweeps
+/// base against hinted (`repeat` runs each). About 30 s at 64 MiB.
+pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Result<AdviseDemo> {
+    use crate::advise::{advise, Action, AdviseContext};
+    use crate::analyze::{analyze, AnalyzeOptions, PatternKind};
+    let lab = Lab::open()?;
+    let command = workload::command("traverse", size, None, &[]);
+    let swap = SwapSpec::File {
+        size: 512 << 20,
+        path: None,
+        prio: None,
+    };
+    let options = RunOptions {
+        mem_limit: Some(LimitSpec::Percent(50.0)),
+        swap: vec![swap.clone()],
+        timeout: Some(Duration::from_secs(120)),
+        trace: Some(Default::default()),
+        ..Default::default()
+    };
+    let set = lab.run(&command, &options, 1, progress)?;
+    let rec = set
+        .runs
+        .first()
+        .ok_or_else(|| Error::Invalid("the traced run did not happen".into()))?;
+    let trace_dir = rec.dir.join("trace");
+    let tables = crate::trace_files::read_tables(&trace_dir)?;
+    let an = analyze(&tables, &AnalyzeOptions::default());
+    let ctx = AdviseContext {
+        limit_bytes: rec.limit_bytes,
+        ..Default::default()
+    };
+    let advice = advise(&an, &tables, &ctx);
+    let file = crate::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
+    let hints = trace_dir.join("hints.toml");
+    std::fs::write(&hints, file.to_toml()).map_err(|e| Error::io("writing", &hints, e))?;
+    let objects = an
+        .objects
+        .iter()
+        .filter(|o| o.site_id.is_some())
+        .take(3)
+        .map(|o| {
+            let p = match &o.pattern.kind {
+                PatternKind::Sweeps { sweeps, .. } => format!("swept {sweeps} times"),
+                k => format!("{k:?}").to_lowercase(),
+            };
+            format!(
+                "{}: {} major faults, {} swap-ins, {p} ({:.0} % confidence)",
+                o.label,
+                o.major_faults,
+                o.swap_ins,
+                o.pattern.confidence * 100.0
+            )
+        })
+        .collect();
+    let advice_lines = advice
+        .iter()
+        .map(|a| {
+            let act = match a.action {
+                Action::Mlock { bytes } => format!("mlock {} MiB", bytes >> 20),
+                Action::Willneed { window_bytes } => {
+                    format!("willneed, {} MiB window", window_bytes >> 20)
+                }
+                Action::Cold { delay_ns } => format!("cold after {} ms", delay_ns / 1_000_000),
+                Action::Pageout { delay_ns } => {
+                    format!("pageout after {} ms", delay_ns / 1_000_000)
+                }
+                Action::Nothing => "nothing".into(),
+            };
+            format!("{}: {act}", a.location)
+        })
+        .collect();
+    let hinted: Variant = format!("hinted=--hints {}", hints.display()).parse()?;
+    let base: Variant = "base=".parse()?;
+    let sweep = lab.sweep(
+        &SweepRequest {
+            command,
+            limits: vec![LimitSpec::Percent(50.0)],
+            repeat: repeat.max(1),
+            options: RunOptions {
+                swap: vec![swap],
+                timeout: Some(Duration::from_secs(120)),
+                ..Default::default()
+            },
+            variants: vec![base, hinted],
+            skip_after_timeout: false,
+        },
+        progress,
+    )?;
+    Ok(AdviseDemo {
+        trace_run: rec.id,
+        trace_dir,
+        hints,
+        objects,
+        advice: advice_lines,
+        sweep,
+    })
+}

@@ -330,5 +330,51 @@ pub fn demo_real_part() {
             eprintln!("swaplab demo: the real-workload sweep failed: {e}\n(continuing with the simulation demo)\n");
         }
     }
-    println!("swaplab demo, part 2: simulation\n");
+    println!(
+        "swaplab demo, part 2: trace, advise, prove\n\
+         traverse --size 64M traced at 50 % of its peak; `swaplab advise` on the trace; then a \
+         sweep of the baseline against the hinted run. About 30 s.\n"
+    );
+    let bar = Bar::new();
+    let r = swaplab_lab::demo::advise_demo("64M", 3, &mut |p| bar.event(p));
+    bar.finish();
+    match r {
+        Ok(d) => {
+            println!("traced run {} ({}):", d.trace_run, d.trace_dir.display());
+            for o in &d.objects {
+                println!("  {o}");
+            }
+            println!("advice ({}):", d.hints.display());
+            for a in &d.advice {
+                println!("  {a}");
+            }
+            println!("baseline against hinted, sweep s{}:", d.sweep.sweep_id);
+            print!("{}", d.sweep.render());
+            let med = |v: &str| {
+                d.sweep
+                    .cells
+                    .iter()
+                    .find(|c| c.variant == v)
+                    .and_then(|c| c.wall_ns.as_ref())
+                    .map(|s| s.median)
+            };
+            if let (Some(b), Some(h)) = (med("base"), med("hinted")) {
+                println!(
+                    "with the advice the run takes {:.2} s instead of {:.2} s: {:.2}× faster",
+                    h / 1e9,
+                    b / 1e9,
+                    b / h
+                );
+            }
+            println!(
+                "Your own program: `swaplab trace --mem-limit 50% -- PROG`, `swaplab analyze ID`, \
+                 `swaplab advise ID`, `swaplab sweep --variant base= --variant hinted=\"--hints FILE\" -- PROG`.\n"
+            );
+        }
+        Err(e) => {
+            exit_if_interrupted(&e);
+            eprintln!("swaplab demo: the trace/advise part failed: {e}\n(continuing with the simulation demo)\n");
+        }
+    }
+    println!("swaplab demo, part 3: simulation\n");
 }
