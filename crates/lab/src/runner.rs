@@ -295,6 +295,10 @@ impl Lab {
         }
         options.validate()?;
         Self::require_runner()?;
+        if let Some(path) = &options.hints {
+            // Fail before any run (calibration included) on a bad hint file.
+            crate::tracing::check_hints(path, &workload::resolve_command(command)?)?;
+        }
         let repeat = repeat.max(1);
         let spec = options.mem_limit.unwrap_or(LimitSpec::None);
         let (limit_bytes, peak) = self.resolve_limit(command, options, spec, progress)?;

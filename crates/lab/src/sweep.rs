@@ -489,6 +489,12 @@ impl Lab {
                     v.name
                 )));
             }
+            // A bad hint file fails the sweep before its first run.
+            if let Some(h) = v.options.hints.as_ref().or(req.options.hints.as_ref()) {
+                let command = v.command.as_ref().unwrap_or(&req.command);
+                crate::tracing::check_hints(h, &crate::workload::resolve_command(command)?)
+                    .map_err(|e| Error::Invalid(format!("variant {:?}: {e}", v.name)))?;
+            }
         }
         // Effective command and options per variant; limits resolved (peaks measured once per command).
         struct V {

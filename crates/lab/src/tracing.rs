@@ -124,13 +124,7 @@ impl Instruments {
             started_unix_ns: 0,
         };
         if let Some(path) = &options.hints {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
-            let file = crate::hints::parse(&text, path)?;
-            let program = resolved
-                .first()
-                .map(PathBuf::from)
-                .ok_or_else(|| Error::Invalid("no command given".into()))?;
-            let resolved_hints = resolve_hints(&file, &program)?;
+            let resolved_hints = check_hints(path, resolved)?;
             let rpath = run_dir.join("hints.resolved");
             preload::write_resolved_hints(&rpath, &resolved_hints)?;
             let report = run_dir.join("hints-applied.tsv");
@@ -761,6 +755,18 @@ fn find_module(name: &str, program: &Path) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// Reads, parses and resolves a hint file for the command `resolved`
+/// (its program first): every error a hinted run would meet, before it runs.
+pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
+    let file = crate::hints::parse(&text, path)?;
+    let program = resolved
+        .first()
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::Invalid("no command given".into()))?;
+    resolve_hints(&file, &program)
 }
 
 /// Turns a hint file's symbolic sites into (module path, offset) frames

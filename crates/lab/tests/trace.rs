@@ -252,3 +252,40 @@ fn tracefs_source_attributes_too() {
         "tracefs",
     );
 }
+
+/// A hint file that cannot apply (unknown action, a module the program
+/// does not load) fails `run` with the file's words before any run — no
+/// calibration, no failed rows in the catalog.
+#[test]
+fn bad_hint_files_fail_before_any_run() {
+    let test = "bad_hint_files_fail_before_any_run";
+    if skip(test) {
+        return;
+    }
+    let (dir, lab) = temp_lab();
+    let cmd: Vec<String> = ["swaplab-workload", "traverse", "--size", "1M"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for (text, want) in [
+        (
+            "version = 1\nmlock_budget = 10\n[[hint]]\nsite = [\"x!y+0x1\"]\naction = \"seq\"\n",
+            "unknown action 'seq'",
+        ),
+        (
+            "version = 1\nmlock_budget = 10\n[[hint]]\nsite = [\"libnotthere.so+0x1\"]\naction = \"willneed\"\nwindow = 4096\n",
+            "libnotthere.so",
+        ),
+    ] {
+        let p = dir.path().join("hints.toml");
+        std::fs::write(&p, text).unwrap();
+        let opts = RunOptions {
+            mem_limit: Some(LimitSpec::Percent(50.0)),
+            hints: Some(p),
+            ..Default::default()
+        };
+        let e = lab.run(&cmd, &opts, 1, &mut |_| {}).unwrap_err().to_string();
+        assert!(e.contains(want), "{e}");
+    }
+    assert!(lab.catalog.recent_runs(10).unwrap().is_empty());
+}
