@@ -473,9 +473,13 @@ impl Lab {
         let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir) {
             Ok(mut ins) => self
                 .measure(plan, resolved, &group, rec, ins.as_mut())
-                .and_then(|()| match ins {
-                    Some(ins) => ins.finish(rec),
-                    None => Ok(()),
+                .map(|()| {
+                    // The run measured fine: a trace that cannot be saved
+                    // is a note on it, not a failed run.
+                    if let Some(Err(e)) = ins.map(|ins| ins.finish(rec)) {
+                        rec.notes
+                            .push(format!("the trace or hint report was not saved: {e}"));
+                    }
                 }),
             Err(e) => Err(e),
         };

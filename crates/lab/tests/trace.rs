@@ -159,7 +159,7 @@ fn chase_is_random_and_attributed() {
     check(
         "chase_is_random_and_attributed",
         &["chase", "--size", "24M", "--ops", "300000"],
-        LimitSpec::Bytes(16 << 20),
+        LimitSpec::Bytes(20 << 20),
         "file:256M",
         "random",
         "perf",
