@@ -170,8 +170,8 @@ fn chase_is_random_and_attributed() {
 fn genome_is_random_and_attributed() {
     check(
         "genome_is_random_and_attributed",
-        &["genome", "--size", "4M"],
-        LimitSpec::Percent(75.0),
+        &["genome", "--size", "16M", "--ops", "200000"],
+        LimitSpec::Percent(90.0),
         "file:256M",
         "random",
         "perf",
