@@ -132,6 +132,22 @@ pub enum Action {
     Nothing,
 }
 
+impl std::fmt::Display for Action {
+    /// `mlock 16 MiB`, `willneed 4 MiB ahead`, `cold after 0.50 s`, …
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = |ns: u64| ns as f64 / 1e9;
+        match *self {
+            Action::Mlock { bytes } => write!(f, "mlock {}", fmt_bytes(bytes)),
+            Action::Willneed { window_bytes } => {
+                write!(f, "willneed {} ahead", fmt_bytes(window_bytes))
+            }
+            Action::Cold { delay_ns } => write!(f, "cold after {:.2} s", s(delay_ns)),
+            Action::Pageout { delay_ns } => write!(f, "pageout after {:.2} s", s(delay_ns)),
+            Action::Nothing => f.write_str("nothing"),
+        }
+    }
+}
+
 /// One piece of advice for one allocation site.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Advice {

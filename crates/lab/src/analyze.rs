@@ -181,6 +181,23 @@ pub struct Pattern {
     pub evidence: String,
 }
 
+impl Pattern {
+    /// For tables: `sequential (98%)`, `strided 16p (90%)`,
+    /// `3 sweeps/0.63s (100%)`, `random (95%)`, `-` for too few faults.
+    pub fn short(&self) -> String {
+        let k = match &self.kind {
+            PatternKind::Sequential => "sequential".to_string(),
+            PatternKind::Strided { stride_pages } => format!("strided {stride_pages}p"),
+            PatternKind::Sweeps {
+                sweeps, period_ns, ..
+            } => format!("{sweeps} sweeps/{:.2}s", *period_ns as f64 / 1e9),
+            PatternKind::Random => "random".to_string(),
+            PatternKind::TooFew => return "-".to_string(),
+        };
+        format!("{k} ({:.0}%)", self.confidence * 100.0)
+    }
+}
+
 /// One object (allocation or region, in one pid) and its events.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ObjectStats {

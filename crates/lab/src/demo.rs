@@ -182,8 +182,8 @@ pub struct AdviseDemo {
 /// Traces `traverse --size SIZE` at 50 % of its peak, advises, and sweeps
 /// base against hinted (`repeat` runs each). About 30 s at 64 MiB.
 pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Result<AdviseDemo> {
-    use crate::advise::{advise, Action, AdviseContext};
-    use crate::analyze::{analyze, AnalyzeOptions, PatternKind};
+    use crate::advise::{advise, AdviseContext};
+    use crate::analyze::{analyze, AnalyzeOptions};
     let lab = Lab::open()?;
     let command = workload::command("traverse", size, None, &[]);
     let swap = SwapSpec::File {
@@ -220,35 +220,18 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
         .filter(|o| o.site_id.is_some())
         .take(3)
         .map(|o| {
-            let p = match &o.pattern.kind {
-                PatternKind::Sweeps { sweeps, .. } => format!("swept {sweeps} times"),
-                k => format!("{k:?}").to_lowercase(),
-            };
             format!(
-                "{}: {} major faults, {} swap-ins, {p} ({:.0} % confidence)",
+                "{}: {} major faults, {} swap-ins, {}",
                 o.label,
                 o.major_faults,
                 o.swap_ins,
-                o.pattern.confidence * 100.0
+                o.pattern.short()
             )
         })
         .collect();
     let advice_lines = advice
         .iter()
-        .map(|a| {
-            let act = match a.action {
-                Action::Mlock { bytes } => format!("mlock {} MiB", bytes >> 20),
-                Action::Willneed { window_bytes } => {
-                    format!("willneed, {} MiB window", window_bytes >> 20)
-                }
-                Action::Cold { delay_ns } => format!("cold after {} ms", delay_ns / 1_000_000),
-                Action::Pageout { delay_ns } => {
-                    format!("pageout after {} ms", delay_ns / 1_000_000)
-                }
-                Action::Nothing => "nothing".into(),
-            };
-            format!("{}: {act}", a.location)
-        })
+        .map(|a| format!("{}: {}", a.location, a.action))
         .collect();
     let hinted: Variant = format!("hinted=--hints {}", hints.display()).parse()?;
     let base: Variant = "base=".parse()?;

@@ -197,20 +197,6 @@ pub struct AnalyzeArgs {
     pub json: bool,
 }
 
-fn pattern_text(p: &swaplab_lab::analyze::Pattern) -> String {
-    use swaplab_lab::analyze::PatternKind as K;
-    let k = match &p.kind {
-        K::Sequential => "sequential".to_string(),
-        K::Strided { stride_pages } => format!("strided {stride_pages}p"),
-        K::Sweeps {
-            sweeps, period_ns, ..
-        } => format!("{sweeps} sweeps/{:.2}s", *period_ns as f64 / 1e9),
-        K::Random => "random".to_string(),
-        K::TooFew => return "-".to_string(),
-    };
-    format!("{k} ({:.0}%)", p.confidence * 100.0)
-}
-
 fn secs(ns: Option<u64>) -> String {
     ns.map(|n| format!("{:.2}", n as f64 / 1e9))
         .unwrap_or_else(|| "-".into())
@@ -319,7 +305,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<()> {
             o.swap_outs.to_string(),
             secs(o.first_ns),
             secs(o.last_ns),
-            pattern_text(&o.pattern),
+            o.pattern.short(),
         ]);
     }
     print!("{}", r.render());
@@ -336,7 +322,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<()> {
             s.major_faults.to_string(),
             s.swap_ins.to_string(),
             s.swap_outs.to_string(),
-            pattern_text(&s.pattern),
+            s.pattern.short(),
         ]);
     }
     print!("{}", r.render());
@@ -368,7 +354,7 @@ pub struct AdviseArgs {
 
 pub fn advise(a: AdviseArgs) -> Result<()> {
     use crate::out::Rows;
-    use swaplab_lab::advise::{advise as run_advice, Action, AdviseContext};
+    use swaplab_lab::advise::{advise as run_advice, AdviseContext};
     use swaplab_lab::analyze::{analyze as run_analysis, AnalyzeOptions};
     let (dir, t) = load(&a.trace)?;
     let meta = swaplab_lab::trace_files::read_meta(&dir)?;
@@ -410,13 +396,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     let mut r = Rows::new(&["site", "action", "expected", "evidence"]);
     r.left = true;
     for ad in &advice {
-        let action = match ad.action {
-            Action::Mlock { bytes } => format!("mlock {}", format_bytes(bytes)),
-            Action::Willneed { window_bytes } => format!("willneed {}", format_bytes(window_bytes)),
-            Action::Cold { delay_ns } => format!("cold after {:.2} s", delay_ns as f64 / 1e9),
-            Action::Pageout { delay_ns } => format!("pageout after {:.2} s", delay_ns as f64 / 1e9),
-            Action::Nothing => "nothing".into(),
-        };
+        let action = ad.action.to_string();
         let site = if ad.location.is_empty() {
             ad.site_frames.first().cloned().unwrap_or_default()
         } else {
