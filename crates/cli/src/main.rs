@@ -1,6 +1,8 @@
 //! `swaplab`: a workbench for studying programs under memory pressure.
 //! The binary only parses arguments and prints; the work lives in the
 //! library crates (swaplab-trace, swaplab-sim, …).
+
+#![forbid(unsafe_code)]
 use clap::{Args, Parser, Subcommand};
 
 mod cmd;

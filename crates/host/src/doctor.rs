@@ -934,6 +934,7 @@ pub fn perf_count_page_faults(pages: usize) -> std::io::Result<u64> {
     // SAFETY: ioctls on our own perf fd.
     unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE, 0) };
     map.touch();
+    // SAFETY: as above, an ioctl on our own perf fd.
     unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_DISABLE, 0) };
     let mut f = fs::File::from(fd);
     let mut buf = [0u8; 8];
@@ -1092,6 +1093,7 @@ fn probe_process_madvise() -> Probe {
         if pidfd < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
         let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
         let map = Mapping::new(util::page_size() as usize)?;
         map.touch();
@@ -1100,6 +1102,8 @@ fn probe_process_madvise() -> Probe {
             iov_len: map.len,
         };
         use std::os::fd::AsRawFd;
+        // SAFETY: the iovec describes our own live mapping; process_madvise
+        // only reads the iovec array (one element).
         let r = unsafe {
             libc::syscall(
                 libc::SYS_process_madvise,
@@ -1151,6 +1155,7 @@ fn probe_userfaultfd() -> Probe {
         if fd < 0 {
             Err(std::io::Error::last_os_error())
         } else {
+            // SAFETY: userfaultfd returned a new descriptor that nothing else owns.
             Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
         }
     };

@@ -25,6 +25,9 @@ pub enum Error {
         /// What to do about it (may be empty).
         hint: String,
     },
+    /// A file swaplab reads or writes is not as expected.
+    #[error("{0}")]
+    Data(String),
     /// A system call failed.
     #[error("{call}({target}) failed: {source}{}", hint_suffix(.hint))]
     Sys {
@@ -155,6 +158,15 @@ impl Error {
         match self {
             Error::Io { source, .. } | Error::Sys { source, .. } => source.raw_os_error(),
             _ => None,
+        }
+    }
+}
+
+impl From<swaplab_trace::Error> for Error {
+    fn from(e: swaplab_trace::Error) -> Self {
+        match e {
+            swaplab_trace::Error::File { op, path, source } => Error::io(op, &path, source),
+            other => Error::Data(other.to_string()),
         }
     }
 }

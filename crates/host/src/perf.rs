@@ -164,10 +164,10 @@ pub fn fault_sampling_attr(config: u64) -> PerfEventAttr {
 
 /// perf_event_open(2). Async-signal-safe.
 fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> RawFd {
-    // SAFETY: attr is a valid perf_event_attr of the size it declares; the
-    // kernel only reads it (it may write `size` back on E2BIG, which our
-    // copy does not care about, but we pass a pointer to a private copy).
     let mut a = *attr;
+    // SAFETY: `a` is a valid perf_event_attr of the size it declares; the
+    // kernel only reads it (it may write `size` back on E2BIG, into our
+    // private copy).
     unsafe {
         libc::syscall(
             libc::SYS_perf_event_open,

@@ -429,6 +429,7 @@ fn check_swap_fs(dir: &Path) -> Result<()> {
         .map_err(|_| Error::parse("path", &dir.display().to_string(), "contains a NUL byte"))?;
     // SAFETY: statfs writes into the zeroed struct we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path, `st` a struct we own.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return Err(Error::last_sys("statfs", dir.display().to_string()));
     }

@@ -64,58 +64,15 @@ pub fn page_size() -> u64 {
     }
 }
 
-/// Parses a human size: `4096`, `64K`, `64M`, `1.5G`, `2GiB`, `512MB`, `1T`.
-///
-/// Suffixes are binary (K = 1024). A bare number is bytes.
+/// Parses a human size (`4096`, `64M`, `1.5G`, `2GiB`): swaplab's one size
+/// parser, [`swaplab_trace::units::parse_bytes`], with this crate's error.
 pub fn parse_size(input: &str) -> Result<u64> {
-    let s = input.trim();
-    let err = |reason: &str| {
-        Error::parse(
-            "size",
-            input,
-            format!("{reason}; use bytes or a number with K, M, G or T (binary), e.g. 64M or 1.5G"),
-        )
-    };
-    if s.is_empty() {
-        return Err(err("empty"));
-    }
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    if num.is_empty() {
-        return Err(err("no number"));
-    }
-    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
-        "" | "B" => 1,
-        "K" | "KB" | "KIB" => 1 << 10,
-        "M" | "MB" | "MIB" => 1 << 20,
-        "G" | "GB" | "GIB" => 1 << 30,
-        "T" | "TB" | "TIB" => 1 << 40,
-        _ => return Err(err("unknown unit")),
-    };
-    if num.contains('.') {
-        let v: f64 = num.parse().map_err(|_| err("bad number"))?;
-        let bytes = v * mult as f64;
-        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-            return Err(err("out of range"));
-        }
-        Ok(bytes.round() as u64)
-    } else {
-        let v: u64 = num.parse().map_err(|_| err("bad number"))?;
-        v.checked_mul(mult).ok_or_else(|| err("out of range"))
-    }
+    swaplab_trace::units::parse_bytes(input).map_err(|e| Error::parse("size", input, e.to_string()))
 }
 
 /// Formats bytes the way [`parse_size`] reads them, exactly (e.g. `64M`, `1536K`).
 pub fn format_size(bytes: u64) -> String {
-    for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
-        let m = 1u64 << shift;
-        if bytes >= m && bytes % m == 0 {
-            return format!("{}{unit}", bytes / m);
-        }
-    }
-    bytes.to_string()
+    swaplab_trace::units::format_bytes_exact(bytes)
 }
 
 /// Start time of a process in clock ticks since boot (field 22 of
@@ -159,31 +116,10 @@ pub fn poll<T>(
     }
 }
 
-/// Writes `bytes` to `path` atomically: temp file in the same directory,
-/// fsync, rename over `path`, fsync the directory.
+/// Writes `bytes` to `path` atomically (temp file, fsync, rename, fsync of
+/// the directory): [`swaplab_trace::atomic::write_atomic`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(|e| Error::io("creating", &tmp, e))?;
-        f.write_all(bytes)
-            .map_err(|e| Error::io("writing", &tmp, e))?;
-        f.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
-    }
-    fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))?;
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+    Ok(swaplab_trace::atomic::write_atomic(path, bytes)?)
 }
 
 #[cfg(test)]

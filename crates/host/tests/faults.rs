@@ -61,6 +61,7 @@ fn touch(base: usize, pages: usize) {
 fn majflt() -> i64 {
     // SAFETY: getrusage into a zeroed struct.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     ru.ru_majflt
 }
@@ -90,6 +91,7 @@ fn child_role() -> bool {
             let pid = unsafe { libc::fork() };
             if pid == 0 {
                 touch(b, M);
+                // SAFETY: the forked child ends without running destructors.
                 unsafe { libc::_exit(0) };
             }
             let mut st = 0;
@@ -114,6 +116,7 @@ fn child_role() -> bool {
             // SAFETY: advising our own mapping.
             unsafe { libc::madvise(a as *mut libc::c_void, len, libc::MADV_PAGEOUT) };
             std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: as above.
             unsafe { libc::madvise(a as *mut libc::c_void, len, libc::MADV_PAGEOUT) };
             std::thread::sleep(Duration::from_millis(200));
             let swap = std::fs::read_to_string("/proc/self/status")

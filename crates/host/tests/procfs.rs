@@ -85,6 +85,7 @@ fn kswapd_threads_and_cpu() {
         return;
     }
     assert_eq!(k.threads.len(), nodes.max(1), "{k:?}");
+    // SAFETY: sysconf touches no memory of ours.
     let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     let raw_ns = || -> u64 {
         k.threads
@@ -151,7 +152,9 @@ fn environment_snapshot() {
     let env = Environment::capture().unwrap();
     // SAFETY: uname writes into our zeroed struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     assert_eq!(unsafe { libc::uname(&mut u) }, 0);
+    // SAFETY: uname NUL-terminates release.
     let rel = unsafe { std::ffi::CStr::from_ptr(u.release.as_ptr()) }
         .to_string_lossy()
         .into_owned();
@@ -180,6 +183,7 @@ fn environment_snapshot() {
         .parse()
         .unwrap();
     assert_eq!(env.mem_total_bytes, kb * 1024);
+    // SAFETY: sysconf touches no memory of ours.
     assert_eq!(env.page_size, unsafe { libc::sysconf(libc::_SC_PAGESIZE) }
         as u64);
     assert_eq!(

@@ -64,6 +64,7 @@ fn sigterm_lets_the_session_restore() {
     let mut out = wait_ready(&mut c);
     assert_eq!(raw("/proc/sys/vm/swappiness"), "23");
     // SAFETY: signalling our own child.
+    // SAFETY: a plain kill of our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     let st = c.wait().unwrap();
     let mut rest = String::new();
@@ -94,8 +95,10 @@ fn second_signal_exits_at_once_and_recovery_cleans_up() {
         .spawn()
         .unwrap();
     let _out = wait_ready(&mut c);
+    // SAFETY: a plain kill of our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: a plain kill of our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGINT) };
     let st = c.wait().unwrap();
     assert_eq!(st.code(), Some(128 + libc::SIGINT), "{st:?}");
@@ -119,6 +122,7 @@ fn dropped_guard_restores_default_action() {
         .spawn()
         .unwrap();
     let _out = wait_ready(&mut c);
+    // SAFETY: a plain kill of our own child.
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     let st = c.wait().unwrap();
     assert_eq!(st.signal(), Some(libc::SIGTERM), "{st:?}");

@@ -2,10 +2,10 @@
 //! runner at 20 Hz, and at 1 Hz (sampler nearly off), back to back.
 //! `cargo run --release -p swaplab-lab --example runner_cost -- [PAIRS]` (root).
 use std::time::Instant;
+use swaplab_analysis::stats::median;
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::record::Role;
 use swaplab_lab::runner::{Lab, RunPlan};
-use swaplab_lab::stats::median;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize = std::env::args()

@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::options::{LimitSpec, RunOptions};
 use crate::record::{Outcome, Role};
 use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
-use crate::stats::median;
 use crate::workload;
+use swaplab_analysis::stats::median;
 
 /// Target: runner wall within this many percent of a direct run.
 pub const WALL_TARGET_PCT: f64 = 2.0;
@@ -188,7 +188,7 @@ pub fn bench_runner(
         .zip(&b.direct_wall_ns)
         .map(|(r, d)| (r / d - 1.0) * 100.0)
         .collect();
-    if let Some(s) = crate::stats::summarize(&pairs) {
+    if let Some(s) = swaplab_analysis::stats::summarize(&pairs) {
         b.wall_overhead_pct = s.median;
         b.wall_overhead_iqr_pct = (s.q1, s.q3);
     }

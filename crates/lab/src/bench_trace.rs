@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::options::{LimitSpec, RunOptions, TraceConfig};
 use crate::record::{Outcome, Role};
 use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
-use crate::stats::median;
+use swaplab_analysis::stats::median;
 
 /// Target: traced wall / untraced wall.
 pub const WALL_RATIO_TARGET: f64 = 1.15;

@@ -1,6 +1,6 @@
 //! `swaplab compare A B`: two runs metric by metric, or two sweeps (or
 //! repeat groups) cell by cell with medians, ratios and a two-sided
-//! Mann–Whitney U test (see [`crate::stats`] for why that test and what
+//! Mann–Whitney U test (see [`swaplab_analysis::stats`] for why that test and what
 //! its power is with few repeats).
 
 use std::str::FromStr;
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::record::{Outcome, Role, RunRecord, METRICS};
-use crate::stats::{mann_whitney, median, power_note};
+use swaplab_analysis::stats::{mann_whitney, median, power_note};
 
 /// What to compare: a run (`12`, `r12`) or a sweep (`s3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

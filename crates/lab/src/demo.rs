@@ -106,6 +106,7 @@ fn is_tmpfs(p: &std::path::Path) -> bool {
     };
     // SAFETY: statfs writes into the zeroed struct we own.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path, `st` a struct we own.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return false;
     }
@@ -182,8 +183,8 @@ pub struct AdviseDemo {
 /// Traces `traverse --size SIZE` at 50 % of its peak, advises, and sweeps
 /// base against hinted (`repeat` runs each). About 30 s at 64 MiB.
 pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Result<AdviseDemo> {
-    use crate::advise::{advise, AdviseContext};
-    use crate::analyze::{analyze, AnalyzeOptions};
+    use swaplab_analysis::advise::{advise, AdviseContext};
+    use swaplab_analysis::analyze::{analyze, AnalyzeOptions};
     let lab = Lab::open()?;
     let command = workload::command("traverse", size, None, &[]);
     let swap = SwapSpec::File {
@@ -204,14 +205,14 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
         .first()
         .ok_or_else(|| Error::Invalid("the traced run did not happen".into()))?;
     let trace_dir = rec.dir.join("trace");
-    let tables = crate::trace_files::read_tables(&trace_dir)?;
+    let tables = swaplab_trace::trace_dir::read_tables(&trace_dir)?;
     let an = analyze(&tables, &AnalyzeOptions::default());
     let ctx = AdviseContext {
         limit_bytes: rec.limit_bytes,
         ..Default::default()
     };
     let advice = advise(&an, &tables, &ctx);
-    let file = crate::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
+    let file = swaplab_analysis::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
     let hints = trace_dir.join("hints.toml");
     std::fs::write(&hints, file.to_toml()).map_err(|e| Error::io("writing", &hints, e))?;
     let objects = an

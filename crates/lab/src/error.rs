@@ -12,6 +12,12 @@ pub enum Error {
     /// Touching the kernel failed (cgroups, swap, sysctls, journal, …).
     #[error(transparent)]
     Host(#[from] swaplab_host::Error),
+    /// Reading or writing a trace file failed.
+    #[error(transparent)]
+    Trace(#[from] swaplab_trace::Error),
+    /// An analysis failed (a hint file that does not parse, …).
+    #[error(transparent)]
+    Analysis(#[from] swaplab_analysis::Error),
     /// The SQLite catalog failed.
     #[error("catalog {path}: {what}: {source}{}", hint_suffix(.hint))]
     Catalog {

@@ -26,25 +26,19 @@
 //! # Ok(()) }
 //! ```
 
-pub mod advise;
-pub mod analyze;
 pub mod bench;
 pub mod bench_trace;
 pub mod catalog;
 pub mod compare;
 pub mod demo;
 pub mod error;
-pub mod hints;
 pub mod options;
 pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
-pub mod stats;
 pub mod sweep;
-pub mod symbolize;
 pub mod timeline;
-pub mod trace_files;
 pub mod tracing;
 pub mod workload;
 

@@ -171,7 +171,7 @@ pub struct RunOptions {
     #[serde(with = "opt_duration_ns")]
     pub timeout: Option<Duration>,
     /// A hint file (`swaplab advise` writes one) applied at allocation time
-    /// through the preload library; see [`crate::hints`].
+    /// through the preload library; see [`swaplab_analysis::hints`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hints: Option<PathBuf>,
     /// Trace the run (`swaplab trace`); see [`crate::tracing`].

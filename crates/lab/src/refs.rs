@@ -262,6 +262,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
     // The pipe: both ends close-on-exec; the child gets the write end as
     // LOG_FD (dup2 clears close-on-exec on the copy).
     let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(Error::io(
             "creating a pipe for",
@@ -275,6 +276,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
     let wfd = write_end.as_raw_fd();
     // A larger pipe lets the reader take big chunks (best effort: the
     // default 64 KiB still works, only slower).
+    // SAFETY: fcntl on a descriptor we own; F_SETPIPE_SZ takes an int.
     let big_pipe = unsafe { libc::fcntl(wfd, libc::F_SETPIPE_SZ, PIPE_SIZE) } >= PIPE_SIZE;
 
     let mut cmd = Command::new(&valgrind);

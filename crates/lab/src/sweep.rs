@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::options::{LimitSpec, RunOptions, Variant};
 use crate::record::{Outcome, Role, RunRecord, Status};
 use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
-use crate::stats::{summarize, Summary};
+use swaplab_analysis::stats::{summarize, Summary};
 use swaplab_host::util::format_size;
 
 /// A sweep to run.

@@ -12,10 +12,10 @@
 //!   from /proc/PID/maps, sampled for every process of the cgroup at
 //!   `pagemap_hz` (default 10 Hz);
 //! * **allocation sites** from the LD_PRELOAD library
-//!   ([`crate::preload`]), symbolized after the run ([`crate::symbolize`]).
+//!   ([`crate::preload`]), symbolized after the run ([`swaplab_analysis::symbolize`]).
 //!
 //! At the end the tables are written to the trace directory
-//! (`<run dir>/trace`, or `--out`) by [`crate::trace_files`]. A hinted run
+//! (`<run dir>/trace`, or `--out`) by [`swaplab_trace::trace_dir`]. A hinted run
 //! loads the same preload library with a resolved hint file (see
 //! [`resolve_hints`]) and records which hints were applied.
 
@@ -38,12 +38,12 @@ use swaplab_trace::events::{
 };
 
 use crate::error::{Error, Result};
-use crate::hints::{HintAction as HA, HintFile};
 use crate::preload::{self, HintAction, ResolvedHint, ResolvedHints};
 use crate::record::{Metric, RunRecord};
-use crate::symbolize::Symbolizer;
 use crate::timeline::Scope;
-use crate::trace_files::{self, TraceMetaFile};
+use swaplab_analysis::hints::{HintAction as HA, HintFile};
+use swaplab_analysis::symbolize::Symbolizer;
+use swaplab_trace::trace_dir::{self, TraceMetaFile};
 
 pub use crate::options::{TraceConfig, DEFAULT_ALLOC_MIN};
 
@@ -293,7 +293,7 @@ impl Instruments {
         let mono_t0 = self.mono_t0;
         let mut notes = std::mem::take(&mut t.notes);
         let tables = t.build_tables(mono_t0, &mut notes)?;
-        trace_files::write_tables(&t.dir, &tables)?;
+        trace_dir::write_tables(&t.dir, &tables)?;
         let lost = stats.as_ref().map(|s| s.lost).unwrap_or(0);
         if let Some(s) = &stats {
             notes.extend(s.notes.iter().cloned());
@@ -328,11 +328,11 @@ impl Instruments {
                 "pagemap_scan_ns": t.scan_ns,
             }),
             environment: serde_json::to_value(&rec.env).unwrap_or_default(),
-            counts: trace_files::TableCounts::of(&tables),
+            counts: trace_dir::TableCounts::of(&tables),
             notes: notes.clone(),
             swaplab_version: env!("CARGO_PKG_VERSION").to_string(),
         };
-        trace_files::write_meta(&t.dir, &meta)?;
+        trace_dir::write_meta(&t.dir, &meta)?;
         put(rec, "trace_faults", tables.faults.len() as f64);
         put(rec, "trace_major_faults", majors as f64);
         put(
@@ -761,7 +761,7 @@ fn find_module(name: &str, program: &Path) -> Option<PathBuf> {
 /// (its program first): every error a hinted run would meet, before it runs.
 pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
-    let file = crate::hints::parse(&text, path)?;
+    let file = swaplab_analysis::hints::parse(&text, path)?;
     let program = resolved
         .first()
         .map(PathBuf::from)

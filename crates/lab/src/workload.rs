@@ -39,7 +39,11 @@ pub fn cache_dir() -> PathBuf {
     }
     match std::env::var_os("HOME").filter(|v| !v.is_empty()) {
         Some(h) => PathBuf::from(h).join(".cache/swaplab"),
-        None => std::env::temp_dir().join(format!("swaplab-cache-{}", unsafe { libc::geteuid() })),
+        None => {
+            // SAFETY: geteuid cannot fail and touches no memory.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("swaplab-cache-{uid}"))
+        }
     }
 }
 

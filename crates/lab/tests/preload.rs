@@ -329,6 +329,7 @@ fn hints_from_a_first_run_apply_in_the_second() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let locked_kb = if stopped { vm_lck_kb(pid) } else { 0 };
+    // SAFETY: a plain kill of our own child.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let out = child.wait_with_output().unwrap();
     assert!(

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use swaplab_lab::symbolize::Symbolizer;
+use swaplab_analysis::symbolize::Symbolizer;
 
 const TARGET_LINE: u32 = line!() + 2;
 #[inline(never)]
@@ -27,6 +27,7 @@ const TARGET_END: u32 = line!() - 1;
 fn module_offset(addr: usize) -> (PathBuf, u64) {
     // SAFETY: dladdr only reads the loader's tables; info is plain data.
     let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     let rc = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
     assert_ne!(rc, 0, "dladdr found no module for {addr:#x}");
     let base = info.dli_fbase as usize;

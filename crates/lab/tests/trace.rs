@@ -10,11 +10,11 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use swaplab_lab::analyze::{analyze, attribute, AnalyzeOptions, ObjectRef, PatternKind};
+use swaplab_analysis::analyze::{analyze, attribute, AnalyzeOptions, ObjectRef, PatternKind};
 use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
 use swaplab_lab::record::{Outcome, RunRecord};
-use swaplab_lab::trace_files;
 use swaplab_trace::events::{FaultKind, TraceTables};
+use swaplab_trace::trace_dir;
 
 /// An object the workload reported: name, start, bytes.
 #[derive(Debug, Clone)]
@@ -64,7 +64,7 @@ fn traced_run(
     let rec = set.runs.into_iter().next().unwrap();
     assert_eq!(rec.outcome, Some(Outcome::Ok), "{rec:#?}");
     let tdir = rec.dir.join("trace");
-    let tables = trace_files::read_tables(&tdir).unwrap();
+    let tables = trace_dir::read_tables(&tdir).unwrap();
     Some((dir, rec, tables))
 }
 

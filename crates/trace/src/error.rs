@@ -4,6 +4,13 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    #[error("{op} {path}: {source}")]
+    File {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -35,6 +42,14 @@ impl Error {
             what: what.into(),
             location: location.into(),
             detail: detail.into(),
+        }
+    }
+    /// A file operation `op` ("creating", "reading", …) on `path` failed.
+    pub fn file(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::File {
+            op,
+            path: path.into(),
+            source,
         }
     }
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {

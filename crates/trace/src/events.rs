@@ -2,7 +2,7 @@
 //! memory regions, allocations, allocation sites and processes. These are
 //! the join keys of DESIGN.md's data model; `swaplab analyze` reads them
 //! and the trace directory stores each as one Parquet file (schemas in
-//! docs/tracing.md, written by `swaplab_lab::trace_files`).
+//! docs/tracing.md, written by `swaplab_trace::trace_dir`).
 //!
 //! Times are nanoseconds since the traced command started (CLOCK_MONOTONIC
 //! differences). Addresses are virtual addresses of the process `pid`.

@@ -23,6 +23,7 @@
 //! clock time and 4 of next use: about 12 bytes per reference in all (1.2 GB
 //! for 100 million references). Traces of 2^32 − 1 references or more are
 //! refused, as by `DenseTrace`.
+use crate::atomic::AtomicFile;
 use crate::dense::NEVER;
 use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source};
 use std::io::{BufWriter, Write};
@@ -112,35 +113,22 @@ fn write_named(src: &mut dyn RefSource, out: &mut dyn Write, name: &Path) -> Res
 /// Atomic: writes a temporary file beside `path` and renames it, so a killed
 /// export leaves no half-written file. Returns the number of records.
 pub fn write_oracle_general_file(src: &mut dyn RefSource, path: &Path) -> Result<u64> {
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| Error::Invalid(format!("{}: not a file path", path.display())))?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(file_name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = path.with_file_name(tmp_name);
-    let result = (|| -> Result<u64> {
-        let mut file = std::fs::File::create(&tmp).map_err(|e| Error::io(&tmp, e))?;
-        let zst = path
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
-        let n = if zst {
-            let mut enc =
-                zstd::stream::write::Encoder::new(&mut file, 3).map_err(|e| Error::io(path, e))?;
-            let n = write_named(src, &mut enc, path)?;
-            enc.finish().map_err(|e| Error::io(path, e))?;
-            n
-        } else {
-            write_named(src, &mut file, path)?
-        };
-        file.sync_all().map_err(|e| Error::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
-        Ok(n)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let out = AtomicFile::create(path)?;
+    let mut file = out.file();
+    let zst = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
+    let n = if zst {
+        let mut enc =
+            zstd::stream::write::Encoder::new(&mut file, 3).map_err(|e| Error::io(path, e))?;
+        let n = write_named(src, &mut enc, path)?;
+        enc.finish().map_err(|e| Error::io(path, e))?;
+        n
+    } else {
+        write_named(src, &mut file, path)?
+    };
+    out.commit()?;
+    Ok(n)
 }
 
 #[cfg(test)]

@@ -7,12 +7,18 @@
 //! * [`native`]: the native Parquet format (streaming reader and writer).
 //! * [`gen`]: synthetic generators (sequential, strided, uniform, Zipf, loop, phases).
 //! * [`import`]: importers for other tools' formats; [`export`]: libCacheSim oracleGeneral.
+//! * [`trace_dir`]: the files of a trace directory (`swaplab trace`): the
+//!   event tables as Parquet and `meta.json`, with their schema.
 //! * [`alloc_log`]: the preload library's binary allocation log (parser).
 //! * [`dense`]: a trace loaded for simulation, pages renumbered densely.
 //! * [`stats`]: footprint, read/write mix, LRU stack-distance percentiles.
+//! * [`atomic`]: the atomic file writer every file of swaplab goes through.
 //! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
 
+#![forbid(unsafe_code)]
+
 pub mod alloc_log;
+pub mod atomic;
 pub mod dense;
 pub mod error;
 pub mod events;
@@ -22,6 +28,7 @@ pub mod import;
 pub mod model;
 pub mod native;
 pub mod stats;
+pub mod trace_dir;
 pub mod units;
 
 pub use dense::DenseTrace;

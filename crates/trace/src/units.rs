@@ -72,37 +72,63 @@ pub fn parse_mem_size(s: &str) -> Result<MemSize> {
     ))
 }
 
-/// Parses a byte size: `4096`, `64K`, `16M`, `1.5G`, `2T`, with optional `B`/`iB`.
-pub fn parse_bytes(s: &str) -> Result<u64> {
-    let t = s.trim();
-    let bad = || {
+/// Parses a byte size: `4096`, `64K`, `16M`, `1.5G`, `2GiB`, `512MB`, `1T`.
+/// This is swaplab's one size parser: suffixes are binary (K = 1024), a bare
+/// number is bytes, whole numbers are exact (no float rounding).
+pub fn parse_bytes(input: &str) -> Result<u64> {
+    let s = input.trim();
+    let err = |reason: &str| {
         Error::Invalid(format!(
-            "bad size '{s}' (use bytes like 4096, 64K, 16M, 1.5G)"
+            "bad size '{input}': {reason}; use bytes or a number with K, M, G or T (binary), \
+             e.g. 4096, 64M or 1.5G"
         ))
     };
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(split);
-    let v: f64 = num.parse().map_err(|_| bad())?;
-    let unit = suffix.trim().to_ascii_uppercase();
-    let unit = unit.trim_end_matches("IB").trim_end_matches('B');
-    let mul: u64 = match unit {
-        "" => 1,
-        "K" => 1 << 10,
-        "M" => 1 << 20,
-        "G" => 1 << 30,
-        "T" => 1 << 40,
-        _ => return Err(bad()),
-    };
-    let bytes = v * mul as f64;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(bad());
+    if s.is_empty() {
+        return Err(err("empty"));
     }
-    Ok(bytes.round() as u64)
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return Err(err("no number"));
+    }
+    let mult: u64 = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 1,
+        "K" | "KB" | "KIB" => 1 << 10,
+        "M" | "MB" | "MIB" => 1 << 20,
+        "G" | "GB" | "GIB" => 1 << 30,
+        "T" | "TB" | "TIB" => 1 << 40,
+        _ => return Err(err("unknown unit")),
+    };
+    if num.contains('.') {
+        let v: f64 = num.parse().map_err(|_| err("bad number"))?;
+        let bytes = v * mult as f64;
+        if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+            return Err(err("out of range"));
+        }
+        Ok(bytes.round() as u64)
+    } else {
+        let v: u64 = num.parse().map_err(|_| err("bad number"))?;
+        v.checked_mul(mult).ok_or_else(|| err("out of range"))
+    }
 }
 
-/// Formats bytes with a binary unit: `64.0M`, `1.5G`.
+/// Formats bytes exactly the way [`parse_bytes`] reads them back (`64M`,
+/// `1536K`, `4097`): for labels and settings that must round-trip.
+pub fn format_bytes_exact(bytes: u64) -> String {
+    for (unit, shift) in [("T", 40), ("G", 30), ("M", 20), ("K", 10)] {
+        let m = 1u64 << shift;
+        if bytes >= m && bytes.is_multiple_of(m) {
+            return format!("{}{unit}", bytes / m);
+        }
+    }
+    bytes.to_string()
+}
+
+/// Formats bytes for people with a binary unit: `64M`, `1.5G`, `4000`
+/// (one decimal where it is not exact). swaplab's one byte formatter for
+/// display; [`format_bytes_exact`] for values that must parse back.
 pub fn format_bytes(b: u64) -> String {
     const U: [&str; 5] = ["", "K", "M", "G", "T"];
     let mut v = b as f64;

@@ -2,9 +2,9 @@
 //! `swaplab bench` subcommands of cmd/bench.rs.
 use anyhow::Result;
 use clap::{Args, Subcommand};
+use swaplab_analysis::stats::summarize;
 use swaplab_lab::bench::{bench_runner, SAMPLER_TARGET_PCT, WALL_TARGET_PCT};
 use swaplab_lab::runner::Lab;
-use swaplab_lab::stats::summarize;
 
 #[derive(Subcommand)]
 pub enum BenchAny {
@@ -122,7 +122,7 @@ fn trace(a: TraceBenchArgs) -> Result<()> {
             if v.is_empty() {
                 f64::NAN
             } else {
-                swaplab_lab::stats::median(v)
+                swaplab_analysis::stats::median(v)
             }
         };
         let traced = m.mode != "untraced";

@@ -158,10 +158,10 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
 pub fn trace_path(arg: &str) -> Result<PathBuf> {
     let p = Path::new(arg);
     if p.is_dir() {
-        if swaplab_lab::trace_files::is_trace_dir(p) {
+        if swaplab_trace::trace_dir::is_trace_dir(p) {
             return Ok(p.to_path_buf());
         }
-        if swaplab_lab::trace_files::is_trace_dir(&p.join("trace")) {
+        if swaplab_trace::trace_dir::is_trace_dir(&p.join("trace")) {
             return Ok(p.join("trace"));
         }
         anyhow::bail!(
@@ -171,7 +171,7 @@ pub fn trace_path(arg: &str) -> Result<PathBuf> {
     if let Ok(id) = arg.parse::<i64>() {
         let catalog = swaplab_lab::catalog::Catalog::open_default()?;
         let d = swaplab_lab::runner::run_dir(&catalog, id).join("trace");
-        if swaplab_lab::trace_files::is_trace_dir(&d) {
+        if swaplab_trace::trace_dir::is_trace_dir(&d) {
             return Ok(d);
         }
         anyhow::bail!("run {id} has no trace (it was not made with `swaplab trace`)");
@@ -204,14 +204,14 @@ fn secs(ns: Option<u64>) -> String {
 
 fn load(trace: &str) -> Result<(PathBuf, swaplab_trace::events::TraceTables)> {
     let dir = trace_path(trace)?;
-    let t = swaplab_lab::trace_files::read_tables(&dir)
+    let t = swaplab_trace::trace_dir::read_tables(&dir)
         .with_context(|| format!("reading the trace in {}", dir.display()))?;
     Ok((dir, t))
 }
 
 pub fn analyze(a: AnalyzeArgs) -> Result<()> {
     use crate::out::Rows;
-    use swaplab_lab::analyze::{analyze as run_analysis, AnalyzeOptions};
+    use swaplab_analysis::analyze::{analyze as run_analysis, AnalyzeOptions};
     let (dir, t) = load(&a.trace)?;
     let an = run_analysis(
         &t,
@@ -354,10 +354,10 @@ pub struct AdviseArgs {
 
 pub fn advise(a: AdviseArgs) -> Result<()> {
     use crate::out::Rows;
-    use swaplab_lab::advise::{advise as run_advice, AdviseContext};
-    use swaplab_lab::analyze::{analyze as run_analysis, AnalyzeOptions};
+    use swaplab_analysis::advise::{advise as run_advice, AdviseContext};
+    use swaplab_analysis::analyze::{analyze as run_analysis, AnalyzeOptions};
     let (dir, t) = load(&a.trace)?;
-    let meta = swaplab_lab::trace_files::read_meta(&dir)?;
+    let meta = swaplab_trace::trace_dir::read_meta(&dir)?;
     let limit = match &a.limit {
         Some(l) => Some(swaplab_host::util::parse_size(l).with_context(|| format!("--limit {l}"))?),
         None => meta.options["limit_bytes"].as_u64(),
@@ -371,7 +371,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     };
     let advice = run_advice(&an, &t, &ctx);
     let budget = ctx.mlock_budget().unwrap_or(0);
-    let file = swaplab_lab::hints::from_advice(&advice, budget);
+    let file = swaplab_analysis::hints::from_advice(&advice, budget);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
     std::fs::write(&out, file.to_toml()).with_context(|| format!("writing {}", out.display()))?;
     if a.json {

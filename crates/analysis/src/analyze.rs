@@ -863,24 +863,6 @@ fn count_passes(kept: &[(u64, i64)], lo: i64, span: i64) -> Passes {
 
 // ------------------------------------------------------------------- analysis
 
-/// Bytes for people: `64 MiB`, `1.5 GiB`, `512 B`.
-pub fn fmt_bytes(b: u64) -> String {
-    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < U.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{b} B")
-    } else if (v - v.round()).abs() < 0.05 {
-        format!("{:.0} {}", v, U[u])
-    } else {
-        format!("{:.1} {}", v, U[u])
-    }
-}
-
 #[derive(Default)]
 struct Acc {
     faults: u64,

@@ -341,14 +341,12 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| path.to_string_lossy().into_owned())
 }
 
+/// The loader maps a module from its lowest `PT_LOAD` address rounded down
+/// to the page; the frames' offsets count from there. 4 KiB pages (x86-64,
+/// and the usual arm64 configuration): the symbolizer runs offline, perhaps
+/// on another machine, so it cannot ask the traced machine's page size.
 fn page_size() -> u64 {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let ps = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if ps > 0 {
-        ps as u64
-    } else {
-        4096
-    }
+    4096
 }
 /// A debug-info path without `.` components (`././native/a.c` →
 /// `native/a.c`): compilers given `-ffile-prefix-map=DIR=.` (as swaplab's

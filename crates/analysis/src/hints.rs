@@ -29,11 +29,11 @@
 //! accepted`. Unknown keys are errors (a typo must not silently drop a hint).
 
 use crate::advise::{Action, Advice};
-use crate::analyze::fmt_bytes;
 use crate::error::{Error, Result};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
+use swaplab_trace::units::format_bytes;
 use toml::Spanned;
 
 /// The version this code reads and writes.
@@ -228,7 +228,7 @@ impl HintFile {
             &format!("mlock_budget = {}", self.mlock_budget),
             &format!(
                 "bytes ({}), total per process",
-                fmt_bytes(self.mlock_budget)
+                format_bytes(self.mlock_budget)
             ),
         );
         for h in &self.hints {
@@ -255,7 +255,7 @@ impl HintFile {
                     &format!("bytes = {bytes}"),
                     &format!("{}from the object's start (0 = whole)", {
                         if bytes > 0 {
-                            format!("{} ", fmt_bytes(bytes))
+                            format!("{} ", format_bytes(bytes))
                         } else {
                             String::new()
                         }
@@ -264,7 +264,7 @@ impl HintFile {
                 HintAction::Willneed { window } => line(
                     &mut o,
                     &format!("window = {window}"),
-                    &format!("prefetch window, {}", fmt_bytes(window)),
+                    &format!("prefetch window, {}", format_bytes(window)),
                 ),
                 HintAction::Cold { delay_ms } | HintAction::Pageout { delay_ms } => line(
                     &mut o,
@@ -432,8 +432,8 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
                              ({}): lower their bytes or raise mlock_budget (keep it well below \
                              the memory limit: locking more than the limit gets the process \
                              OOM-killed)",
-                            fmt_bytes(locked),
-                            fmt_bytes(b)
+                            format_bytes(locked),
+                            format_bytes(b)
                         ),
                     ));
                 }

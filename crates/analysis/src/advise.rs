@@ -54,9 +54,10 @@
 //! The expected reductions are of the site's own major faults and are not
 //! additive across advice (willneed's applies to what mlock leaves).
 
-use crate::analyze::{fmt_bytes, Analysis, PatternKind, SiteStats};
+use crate::analyze::{Analysis, PatternKind, SiteStats};
 use serde::Serialize;
 use swaplab_trace::events::{is_wrapper_frame, TraceTables};
+use swaplab_trace::units::format_bytes;
 
 /// Sites with fewer swap-ins get no mlock or willneed advice.
 pub const MIN_SWAP_FAULTS: u64 = 16;
@@ -137,9 +138,9 @@ impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let s = |ns: u64| ns as f64 / 1e9;
         match *self {
-            Action::Mlock { bytes } => write!(f, "mlock {}", fmt_bytes(bytes)),
+            Action::Mlock { bytes } => write!(f, "mlock {}", format_bytes(bytes)),
             Action::Willneed { window_bytes } => {
-                write!(f, "willneed {} ahead", fmt_bytes(window_bytes))
+                write!(f, "willneed {} ahead", format_bytes(window_bytes))
             }
             Action::Cold { delay_ns } => write!(f, "cold after {:.2} s", s(delay_ns)),
             Action::Pageout { delay_ns } => write!(f, "pageout after {:.2} s", s(delay_ns)),
@@ -277,11 +278,11 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                      LRU already keeps about memory/size of it resident, locking part of it \
                      does not raise that share and no prefetch can predict the next page; \
                      only more memory or a more local data structure helps",
-                    fmt_bytes(s.max_object_bytes),
+                    format_bytes(s.max_object_bytes),
                     match memory {
                         Some(m) if larger => format!(
                             ", larger than the {} {}",
-                            fmt_bytes(m),
+                            format_bytes(m),
                             if ctx.limit_bytes.is_some() {
                                 "limit"
                             } else {
@@ -315,7 +316,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                  starve the machine or, under a later limit, get the process OOM-killed); \
                  give the limit to get mlock advice",
                 ctx.peak_bytes
-                    .map(|p| format!(" (peak was {})", fmt_bytes(p)))
+                    .map(|p| format!(" (peak was {})", format_bytes(p)))
                     .unwrap_or_default()
             ));
             continue;
@@ -332,7 +333,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                     format!(
                         "a hot random object of {} that swaps repeatedly fits the remaining \
                          mlock budget whole",
-                        fmt_bytes(size)
+                        format_bytes(size)
                     ),
                 ));
             }
@@ -341,7 +342,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
         if share < MIN_MLOCK_PAGES * page {
             plan.mlock_note = Some(format!(
                 "no mlock: the budget of {} ({:.0} % of the limit) is used by hotter sites",
-                fmt_bytes(budget),
+                format_bytes(budget),
                 ctx.mlock_budget_fraction.clamp(0.0, MAX_BUDGET_FRACTION) * 100.0
             ));
             continue;
@@ -352,10 +353,10 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             format!(
                 "{} of its {} ({} per object × {per_pid} object(s) per process) fit the \
                  mlock budget of {}",
-                fmt_bytes(share),
-                fmt_bytes(size),
-                fmt_bytes(share),
-                fmt_bytes(budget)
+                format_bytes(share),
+                format_bytes(size),
+                format_bytes(share),
+                format_bytes(budget)
             ),
         ));
     }
@@ -370,7 +371,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             "{} object(s), {}; {} faults ({} major), {} swap-in and {} swap-out events, {} \
              pages touched; {} ({})",
             s.objects,
-            fmt_bytes(s.bytes),
+            format_bytes(s.bytes),
             s.faults,
             s.major_faults,
             s.swap_ins,
@@ -412,7 +413,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                          faults do not change unless it is touched again (then one major \
                          fault per page)",
                         ms(delay),
-                        fmt_bytes(s.bytes)
+                        format_bytes(s.bytes)
                     )
                 } else {
                     format!(
@@ -420,7 +421,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                          be reclaimed when memory runs short, sparing hotter pages; its own \
                          faults do not change unless it is touched again",
                         ms(delay),
-                        fmt_bytes(s.bytes)
+                        format_bytes(s.bytes)
                     )
                 },
                 0.0,
@@ -448,11 +449,11 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                     } else {
                         ""
                     },
-                    fmt_bytes(*bytes),
+                    format_bytes(*bytes),
                     f * 100.0,
                     f * 100.0,
                     (swaps as f64 * f).round() as u64,
-                    fmt_bytes(*bytes * s.max_objects_per_pid.max(1) as u64)
+                    format_bytes(*bytes * s.max_objects_per_pid.max(1) as u64)
                 ),
                 f,
             ));
@@ -498,7 +499,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                     "MADV_WILLNEED {} ahead of the walk starts asynchronous swap-in: about \
                      {:.0} % of the {}major faults become swap-cache hits (~1 µs instead of \
                      ~60 µs on a swapfile; measured 9 instead of 8 000 on a sequential pass)",
-                    fmt_bytes(window),
+                    format_bytes(window),
                     red * 100.0,
                     if locked_fraction > 0.0 {
                         "remaining (unlocked) "
@@ -697,7 +698,7 @@ mod tests {
         assert_eq!(v.len(), 1, "{v:#?}");
         assert_eq!(v[0].action, Action::Nothing);
         assert!(
-            v[0].evidence.contains("larger than the 32 MiB limit"),
+            v[0].evidence.contains("larger than the 32M limit"),
             "{}",
             v[0].evidence
         );

@@ -100,10 +100,15 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::atomic::{write_atomic, AtomicFile};
+use crate::error::{Error, Result};
+use crate::events::{
+    Allocation, FaultEvent, FaultKind, Process, Region, Site, SwapDir, SwapEvent, SwapSource,
+    TraceTables,
+};
 use parquet::basic::{Compression, Encoding, Type as PhysicalType, ZstdLevel};
 use parquet::column::reader::ColumnReader;
 use parquet::data_type::{ByteArray, ByteArrayType, Int32Type, Int64Type};
@@ -115,12 +120,6 @@ use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
-use swaplab_trace::events::{
-    Allocation, FaultEvent, FaultKind, Process, Region, Site, SwapDir, SwapEvent, SwapSource,
-    TraceTables,
-};
-
-use crate::error::{Error, Result};
 
 /// Rows per Parquet row group.
 pub const ROWS_PER_GROUP: usize = 1 << 20;
@@ -342,55 +341,48 @@ fn write_table<T>(
 ) -> Result<()> {
     let pq = |e: parquet::errors::ParquetError| invalid(path, format!("writing Parquet: {e}"));
     let schema = Arc::new(parse_message_type(&message_type(table, cols)).map_err(pq)?);
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let file = File::create(&tmp).map_err(|e| Error::io("creating", &tmp, e))?;
-    let result = (|| -> Result<()> {
-        let mut w = SerializedFileWriter::new(file, schema, Arc::new(props(cols)?)).map_err(pq)?;
-        for chunk in rows.chunks(ROWS_PER_GROUP) {
-            let data = build(chunk)?;
-            let mut rg = w.next_row_group().map_err(pq)?;
-            for (c, d) in cols.iter().zip(&data) {
-                let mut cw = rg
-                    .next_column()
-                    .map_err(pq)?
-                    .ok_or_else(|| invalid(path, format!("column {} missing", c.name)))?;
-                match d {
-                    ColData::I64(v, def) => {
-                        cw.typed::<Int64Type>()
-                            .write_batch(v, def.as_deref(), None)
-                            .map_err(pq)?;
-                    }
-                    ColData::I32(v, def) => {
-                        cw.typed::<Int32Type>()
-                            .write_batch(v, def.as_deref(), None)
-                            .map_err(pq)?;
-                    }
-                    ColData::Bytes(v) => {
-                        cw.typed::<ByteArrayType>()
-                            .write_batch(v, None, None)
-                            .map_err(pq)?;
-                    }
+    let out = AtomicFile::create(path)?;
+    let file = out
+        .file()
+        .try_clone()
+        .map_err(|e| Error::file("opening", path, e))?;
+    let mut w = SerializedFileWriter::new(file, schema, Arc::new(props(cols)?)).map_err(pq)?;
+    for chunk in rows.chunks(ROWS_PER_GROUP) {
+        let data = build(chunk)?;
+        let mut rg = w.next_row_group().map_err(pq)?;
+        for (c, d) in cols.iter().zip(&data) {
+            let mut cw = rg
+                .next_column()
+                .map_err(pq)?
+                .ok_or_else(|| invalid(path, format!("column {} missing", c.name)))?;
+            match d {
+                ColData::I64(v, def) => {
+                    cw.typed::<Int64Type>()
+                        .write_batch(v, def.as_deref(), None)
+                        .map_err(pq)?;
                 }
-                cw.close().map_err(pq)?;
+                ColData::I32(v, def) => {
+                    cw.typed::<Int32Type>()
+                        .write_batch(v, def.as_deref(), None)
+                        .map_err(pq)?;
+                }
+                ColData::Bytes(v) => {
+                    cw.typed::<ByteArrayType>()
+                        .write_batch(v, None, None)
+                        .map_err(pq)?;
+                }
             }
-            rg.close().map_err(pq)?;
+            cw.close().map_err(pq)?;
         }
-        w.append_key_value_metadata(KeyValue::new(TABLE_KEY.to_string(), table.to_string()));
-        w.append_key_value_metadata(KeyValue::new(
-            VERSION_KEY.to_string(),
-            SCHEMA_VERSION.to_string(),
-        ));
-        let file = w.into_inner().map_err(pq)?;
-        file.sync_all().map_err(|e| Error::io("syncing", &tmp, e))?;
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+        rg.close().map_err(pq)?;
     }
-    std::fs::rename(&tmp, path).map_err(|e| Error::io("renaming into place", path, e))
+    w.append_key_value_metadata(KeyValue::new(TABLE_KEY.to_string(), table.to_string()));
+    w.append_key_value_metadata(KeyValue::new(
+        VERSION_KEY.to_string(),
+        SCHEMA_VERSION.to_string(),
+    ));
+    w.into_inner().map_err(pq)?;
+    out.commit()
 }
 
 fn join_lines(path: &Path, site: &Site, what: &str, parts: &[String]) -> Result<String> {
@@ -410,7 +402,7 @@ fn join_lines(path: &Path, site: &Site, what: &str, parts: &[String]) -> Result<
 /// file each, atomically per file. The optional tables (allocations,
 /// sites) are written too, empty if `t` has none.
 pub fn write_tables(dir: &Path, t: &TraceTables) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("creating directory", dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::file("creating directory", dir, e))?;
     write_table(
         &table_path(dir, "faults"),
         "faults",
@@ -736,7 +728,7 @@ fn read_table_inner<T>(
     specs: &[Col],
     convert: &mut dyn FnMut(&mut Row) -> Result<T>,
 ) -> Result<Vec<T>> {
-    let file = File::open(path).map_err(|e| Error::io("opening", path, e))?;
+    let file = File::open(path).map_err(|e| Error::file("opening", path, e))?;
     let reader = SerializedFileReader::new(file)
         .map_err(|e| invalid(path, format!("not a readable Parquet file: {e}")))?;
     let md = reader.metadata();
@@ -1052,28 +1044,17 @@ impl Default for TraceMetaFile {
 
 /// Writes `meta.json` into `dir` (created if needed), atomically.
 pub fn write_meta(dir: &Path, m: &TraceMetaFile) -> Result<()> {
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("creating directory", dir, e))?;
+    std::fs::create_dir_all(dir).map_err(|e| Error::file("creating directory", dir, e))?;
     let path = dir.join(META_FILE);
-    let tmp = dir.join(format!("{META_FILE}.tmp"));
     let mut text = serde_json::to_vec_pretty(m).map_err(|e| invalid(&path, e))?;
     text.push(b'\n');
-    let mut f = File::create(&tmp).map_err(|e| Error::io("creating", &tmp, e))?;
-    let r = f
-        .write_all(&text)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| Error::io("writing", &tmp, e));
-    drop(f);
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    std::fs::rename(&tmp, &path).map_err(|e| Error::io("renaming into place", &path, e))
+    write_atomic(&path, &text)
 }
 
 /// Reads `meta.json` of a trace directory.
 pub fn read_meta(dir: &Path) -> Result<TraceMetaFile> {
     let path = dir.join(META_FILE);
-    let text = std::fs::read(&path).map_err(|e| Error::io("reading", &path, e))?;
+    let text = std::fs::read(&path).map_err(|e| Error::file("reading", &path, e))?;
     serde_json::from_slice(&text)
         .map_err(|e| invalid(&path, format!("not a swaplab trace meta.json: {e}")))
 }
@@ -1089,7 +1070,7 @@ pub fn is_trace_dir(dir: &Path) -> bool {
     }
     REQUIRED_TABLES
         .iter()
-        .all(|t| swaplab_trace::native::is_native(&table_path(dir, t)))
+        .all(|t| crate::native::is_native(&table_path(dir, t)))
 }
 
 /// Counts per table from the files' footers without reading the rows
@@ -1103,7 +1084,7 @@ pub fn count_rows(dir: &Path) -> Result<BTreeMap<String, u64>> {
             continue;
         }
         let n = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| -> Result<u64> {
-            let f = File::open(&p).map_err(|e| Error::io("opening", &p, e))?;
+            let f = File::open(&p).map_err(|e| Error::file("opening", &p, e))?;
             let r = SerializedFileReader::new(f)
                 .map_err(|e| invalid(&p, format!("not a readable Parquet file: {e}")))?;
             Ok(r.metadata().file_metadata().num_rows().max(0) as u64)

@@ -1,0 +1,29 @@
+//! # swaplab-analysis — what a trace directory says, offline
+//!
+//! Pure functions over the tables of a traced run
+//! ([`swaplab_trace::events::TraceTables`], read by
+//! [`swaplab_trace::trace_dir`]): no kernel access, no SQLite, no C build,
+//! so a copied trace directory can be analysed, tested and fuzzed anywhere.
+//!
+//! * [`analyze`] — attribution of every fault and swap event to an
+//!   allocation, a region or nothing; per-object and per-site statistics;
+//!   access-pattern classification; scatter data.
+//! * [`advise`] — hints (mlock, willneed prefetch, cold/pageout) per
+//!   allocation site from an [`analyze::Analysis`].
+//! * [`hints`] — the hint file (TOML) that `advise` writes and
+//!   `swaplab run --hints` applies: writer, parser with line-numbered errors.
+//! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
+//!   and a stable key (DWARF and the ELF symbol table).
+//! * [`stats`] — medians, spreads and the Mann–Whitney U test that `compare`
+//!   uses.
+
+#![forbid(unsafe_code)]
+
+pub mod advise;
+pub mod analyze;
+pub mod error;
+pub mod hints;
+pub mod stats;
+pub mod symbolize;
+
+pub use error::{Error, Result};
