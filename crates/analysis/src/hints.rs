@@ -6,6 +6,10 @@
 //! version = 1
 //! mlock_budget = 33554432           # bytes, total per process
 //!
+//! [modules."libc.so.6"]
+//! path = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+//! build_id = "8f53abaad945a669f2bdcd25f471d80e077568ef"
+//!
 //! [[hint]]
 //! site = ["swaplab-workload!xmalloc+0x2a", "swaplab-workload!run_traverse+0x5c"]
 //! location = "traverse.c:64"        # for people
@@ -20,6 +24,12 @@
 //! * `action` and its one parameter: `mlock` + `bytes` (from the object's
 //!   start; 0 = the whole object), `willneed` + `window` (bytes, > 0),
 //!   `cold` / `pageout` + `delay_ms` (after the allocation).
+//! * `[modules.NAME]` (written by `advise`): which file each module name of
+//!   the sites means — its real path when traced and its ELF build-id —
+//!   so `run --hints` finds a library by identity, never by searching
+//!   library directories, and refuses a file that changed since the trace
+//!   (its symbols' offsets would be wrong). The program itself needs no
+//!   entry: a module named like the command's program is the program.
 //! * `mlock_budget`: the most all mlock hints may lock together in one
 //!   process; required when there is an mlock hint, and the explicit `bytes`
 //!   of all mlock hints must not exceed it (`bytes = 0` is checked by the
@@ -31,6 +41,7 @@
 use crate::advise::{Action, Advice};
 use crate::error::{Error, Result};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use swaplab_trace::units::format_bytes;
@@ -51,6 +62,63 @@ pub struct HintFile {
     pub mlock_budget: u64,
     /// The hints, in file order.
     pub hints: Vec<Hint>,
+    /// Module name (as in the sites' frames) → the file it was when traced.
+    pub modules: BTreeMap<String, ModuleId>,
+}
+
+/// Which file a module name of the sites means.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleId {
+    /// Its real path on the traced machine.
+    pub path: String,
+    /// Its ELF build-id (lowercase hex), when it has one.
+    #[serde(default)]
+    pub build_id: Option<String>,
+}
+
+/// The module name of a frame key (`libc.so.6!malloc+0x1a` → `libc.so.6`).
+pub fn frame_module(key: &str) -> &str {
+    if let Some((m, _)) = key.split_once('!') {
+        return m;
+    }
+    key.rfind("+0x").map(|i| &key[..i]).unwrap_or(key)
+}
+
+/// Fills `file.modules` for every module its sites name, from the traced
+/// run's regions (the mapped file of that name) and the file's build-id.
+/// Modules that no region maps (a module named like a pseudo-path, or the
+/// trace lacks regions) stay out; `run --hints` then only accepts them as
+/// the program itself.
+pub fn identify_modules(file: &mut HintFile, tables: &swaplab_trace::events::TraceTables) {
+    let mut by_name: BTreeMap<&str, &str> = BTreeMap::new();
+    for r in &tables.regions {
+        if r.path.starts_with('/') {
+            let name = r.path.rsplit('/').next().unwrap_or(&r.path);
+            by_name.entry(name).or_insert(r.path.as_str());
+        }
+    }
+    for h in &file.hints {
+        for f in &h.site {
+            let m = frame_module(f);
+            if file.modules.contains_key(m) {
+                continue;
+            }
+            if let Some(path) = by_name.get(m) {
+                let real = std::fs::canonicalize(path)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|_| path.to_string());
+                let build_id = crate::symbolize::build_id(Path::new(&real));
+                file.modules.insert(
+                    m.to_string(),
+                    ModuleId {
+                        path: real,
+                        build_id,
+                    },
+                );
+            }
+        }
+    }
 }
 
 /// One hint.
@@ -165,6 +233,7 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
         version: HINTS_VERSION,
         mlock_budget: budget,
         hints,
+        modules: BTreeMap::new(),
     }
 }
 
@@ -231,6 +300,17 @@ impl HintFile {
                 format_bytes(self.mlock_budget)
             ),
         );
+        for (name, m) in &self.modules {
+            let _ = writeln!(o, "\n[modules.{}]", quote(name));
+            line(
+                &mut o,
+                &format!("path = {}", quote(&m.path)),
+                "real path when traced",
+            );
+            if let Some(b) = &m.build_id {
+                line(&mut o, &format!("build_id = {}", quote(b)), "ELF build-id");
+            }
+        }
         for h in &self.hints {
             o.push_str("\n[[hint]]\n");
             let frames: Vec<String> = h.site.iter().map(|f| quote(f)).collect();
@@ -289,6 +369,8 @@ struct RawFile {
     mlock_budget: Option<Spanned<i64>>,
     #[serde(default)]
     hint: Vec<Spanned<RawHint>>,
+    #[serde(default)]
+    modules: BTreeMap<String, Spanned<ModuleId>>,
 }
 
 #[derive(Deserialize)]
@@ -455,10 +537,39 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
             evidence: h.evidence.clone(),
         });
     }
+    let mut modules = BTreeMap::new();
+    for (name, m) in raw.modules {
+        let at = m.span().start;
+        let m = m.into_inner();
+        if !m.path.starts_with('/') {
+            return Err(err(
+                at,
+                format!(
+                    "module '{}': path must be absolute, not '{}'",
+                    name.escape_debug(),
+                    m.path.escape_debug()
+                ),
+            ));
+        }
+        if let Some(b) = &m.build_id {
+            if b.is_empty() || !b.bytes().all(|c| c.is_ascii_hexdigit()) {
+                return Err(err(
+                    at,
+                    format!(
+                        "module '{}': build_id must be hex digits, not '{}'",
+                        name.escape_debug(),
+                        b.escape_debug()
+                    ),
+                ));
+            }
+        }
+        modules.insert(name, m);
+    }
     Ok(HintFile {
         version: HINTS_VERSION,
         mlock_budget: budget.map_or(0, |b| b.0),
         hints,
+        modules,
     })
 }
 
@@ -748,5 +859,79 @@ bytes = 16777216
             }
         }
         assert!(ok > 0, "some mutations should still parse");
+    }
+
+    /// The build-id `readelf -n` prints for `path` (binutils: independent
+    /// of our ELF reader).
+    fn readelf_build_id(path: &str) -> Option<String> {
+        let out = std::process::Command::new("readelf")
+            .args(["-n", path])
+            .output()
+            .ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+    }
+
+    #[test]
+    fn modules_are_identified_by_real_path_and_build_id() {
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let sh = sh.to_str().unwrap();
+        // binutils comes with gcc, which the set-up installs.
+        let want = readelf_build_id(sh).expect("readelf -n shows /bin/sh's build-id");
+        let name = sh.rsplit('/').next().unwrap();
+        let mut f = from_advice(
+            &[advice(
+                Action::Willneed {
+                    window_bytes: 1 << 20,
+                },
+                &[&format!("{name}!main+0x10"), "other.so+0x20"],
+            )],
+            0,
+        );
+        let tables = swaplab_trace::events::TraceTables {
+            regions: vec![swaplab_trace::events::Region {
+                pid: 1,
+                start: 0x1000,
+                end: 0x2000,
+                perms: "r-xp".into(),
+                // /proc/PID/maps shows real paths.
+                path: sh.into(),
+                first_seen_ns: 0,
+                last_seen_ns: 0,
+            }],
+            ..Default::default()
+        };
+        identify_modules(&mut f, &tables);
+        // Only the module a region maps is identified.
+        assert_eq!(f.modules.len(), 1, "{:?}", f.modules);
+        let m = &f.modules[name];
+        assert_eq!(m.path, sh);
+        assert_eq!(m.build_id.as_deref(), Some(want.as_str()));
+        // The table survives the round trip through the file's text.
+        let back = parse(&f.to_toml(), "h.toml").unwrap();
+        assert_eq!(back, f);
+    }
+
+    #[test]
+    fn bad_module_entries_are_errors_with_lines() {
+        let base = "version = 1\n\n[modules.\"libc.so.6\"]\n";
+        let e = parse(&format!("{base}path = \"lib/libc.so.6\"\n"), "h.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("h.toml:3:") && e.contains("absolute"), "{e}");
+        let e = parse(
+            &format!("{base}path = \"/lib/libc.so.6\"\nbuild_id = \"xyz\"\n"),
+            "h.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("build_id must be hex"), "{e}");
+        let e = parse(&format!("{base}path = \"/l\"\nsize = 3\n"), "h.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("size"), "{e}");
+        assert_eq!(frame_module("libc.so.6!malloc+0x1a"), "libc.so.6");
+        assert_eq!(frame_module("prog-1a2b+0x40"), "prog-1a2b");
     }
 }

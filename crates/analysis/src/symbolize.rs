@@ -335,6 +335,14 @@ impl Symbolizer {
     }
 }
 
+/// The ELF build-id of the file at `path` (lowercase hex), if it has one.
+pub fn build_id(path: &Path) -> Option<String> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let id = file.build_id().ok()??;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
