@@ -330,8 +330,9 @@ static int mode_mremap(void)
     munmap(q, 2 * M + PG);
     munmap(q2, 2 * M);
     munmap(q3, M);
-    printf("{\"mode\":\"mremap\",\"vmlck_kb\":[%ld,%ld,%ld,%ld],\"frees\":%d,\"hints\":%d}\n", k[0],
-           k[1], k[2], k[3], frees, nh);
+    printf("{\"mode\":\"mremap\",\"p\":%llu,\"vmlck_kb\":[%ld,%ld,%ld,%ld],\"frees\":%d,"
+           "\"hints\":%d}\n",
+           (unsigned long long)(uintptr_t)p, k[0], k[1], k[2], k[3], frees, nh);
     return g_fail;
 }
 
@@ -552,9 +553,9 @@ static int mode_many(long n)
           "%ld FREE records (want %ld), %d across objects or not munmap, %d pages freed twice, "
           "%ld never", frees, want, across, twice, gaps);
     raw_munmap(base, (size_t)n * obj);
-    printf("{\"mode\":\"many\",\"n\":%ld,\"frees\":%ld,\"tree_ops\":%llu,\"steps_per_op\":%.1f,"
+    printf("{\"mode\":\"many\",\"base\":%llu,\"n\":%ld,\"frees\":%ld,\"tree_ops\":%llu,\"steps_per_op\":%.1f,"
            "\"bound\":%.0f}\n",
-           n, frees, (unsigned long long)ops, per_op, bound);
+           (unsigned long long)lo, n, frees, (unsigned long long)ops, per_op, bound);
     return g_fail;
 }
 
