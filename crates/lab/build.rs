@@ -8,9 +8,13 @@
 //! * the LD_PRELOAD allocation tracer native/preload into
 //!   `$OUT_DIR/libswaplab-preload.so` (see `src/preload.rs`): -O2 -g -fPIC
 //!   -shared -std=gnu11 -Wall -Wextra -Werror, -ldl -pthread.
+//! * the library's self-checking test program native/tests/preload_probe.c
+//!   into `$OUT_DIR/swaplab-preload-probe`, for tests/preload.rs only (not
+//!   embedded).
 //!
-//! Exports SWAPLAB_WORKLOAD_EXE / SWAPLAB_WORKLOAD_HASH and
-//! SWAPLAB_PRELOAD_SO / SWAPLAB_PRELOAD_HASH (path, content hash).
+//! Exports SWAPLAB_WORKLOAD_EXE / SWAPLAB_WORKLOAD_HASH,
+//! SWAPLAB_PRELOAD_SO / SWAPLAB_PRELOAD_HASH (path, content hash) and
+//! SWAPLAB_PRELOAD_PROBE (path).
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::Hasher;
@@ -78,6 +82,27 @@ fn main() {
     cmd.args(["-ldl", "-pthread"]);
     run_compiler(cmd, compiler.path(), "the preload library");
     export(&so, "SWAPLAB_PRELOAD_SO", "SWAPLAB_PRELOAD_HASH");
+
+    let probe_src = native.join("tests/preload_probe.c");
+    println!("cargo:rerun-if-changed={}", probe_src.display());
+    let probe = out_dir.join("swaplab-preload-probe");
+    let compiler = cc::Build::new()
+        .cargo_metadata(false)
+        .opt_level(2)
+        .debug(false)
+        .flag("-g")
+        .flag(&prefix_map)
+        .flag("-std=gnu11")
+        .flag("-Wall")
+        .flag("-Wextra")
+        .flag("-Werror")
+        .get_compiler();
+    let mut cmd: Command = compiler.to_command();
+    cmd.current_dir(&root);
+    cmd.arg("-o").arg(&probe).arg(&probe_src);
+    cmd.args(["-ldl", "-lm", "-pthread"]);
+    run_compiler(cmd, compiler.path(), "the preload test probe");
+    println!("cargo:rustc-env=SWAPLAB_PRELOAD_PROBE={}", probe.display());
 }
 
 /// The .c files of dir (sorted); registers dir and its files for reruns.
@@ -131,7 +156,8 @@ fn export(file: &Path, path_var: &str, hash_var: &str) {
 }
 
 /// A content hash for the cache file name (not for security: the cache
-/// directory is private to the user or root).
+/// directory is checked to be private to the user before anything in it
+/// is trusted, and a cached file is compared byte for byte).
 fn hash(bytes: &[u8]) -> u64 {
     let mut h = DefaultHasher::new();
     h.write(bytes);

@@ -18,6 +18,16 @@
  *   SWAPLAB_HINT_REPORT  optional: append one text line per hint application,
  *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
  *                        `ok` or an errno name (ENOMEM, EPERM, ...).
+ *   SWAPLAB_DEBUG_BG_GATE  tests only: `R,W`, two descriptors; the background
+ *                        thread writes a byte to W and reads one from R
+ *                        before each piece of work (see bg_gate).
+ *
+ * Exported besides the interposed functions: swaplab_preload_stats (tests).
+ *
+ * Failed calls change nothing: a munmap, mremap or MAP_FIXED mmap that
+ * fails logs no FREE and keeps its mappings' mlock budget.  A forked child
+ * starts with no locked bytes (mlock is not inherited).  No lock of this
+ * library is held across madvise, mincore or mlock.
  *
  * Log format (little-endian; every record starts and ends 8-byte aligned)
  *
@@ -209,7 +219,8 @@ static pthread_mutex_t L_log = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_tab = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_stk = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_bg = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t C_bg;
+static pthread_cond_t C_bg;   /* new background work (with L_bg) */
+static pthread_cond_t C_done = PTHREAD_COND_INITIALIZER; /* the background thread left a range (with L_bg) */
 
 /* ---- small helpers ---- */
 static uint64_t now_ns(void)
@@ -358,13 +369,16 @@ static void log_alloc(uint32_t type, uint32_t func, uint64_t addr, uint64_t size
     log_append(&r, sizeof r);
 }
 
-/* ---- the live table: tracked allocations, open addressing ---- */
+/* ---- tracked heap objects: open addressing by address ----
+ * (free() must stay cheap: one hash probe).  Mappings (mmap, mremap) live
+ * in the treap below, which answers "every tracked mapping overlapping
+ * [a, a+n)" for munmap, MAP_FIXED and mremap. */
 struct live_ent {
-    uint64_t addr, size, locked;
+    uint64_t addr, size, locked; /* locked: bytes mlocked from addr (a prefix) */
     uint32_t kind, flags;
 };
 static struct live_ent *g_live;
-static size_t g_live_cap, g_live_n, g_live_mmaps;
+static size_t g_live_cap, g_live_n;
 
 static size_t live_slot(uint64_t a, size_t cap)
 {
@@ -396,11 +410,7 @@ static void live_insert(const struct live_ent *e)
 {
     long at = live_find(e->addr);
     if (at >= 0) { /* reused address we missed the free of */
-        if (g_live[at].kind == KIND_MMAP)
-            g_live_mmaps--;
         g_live[at] = *e;
-        if (e->kind == KIND_MMAP)
-            g_live_mmaps++;
         return;
     }
     if ((g_live_n + 1) * 2 > g_live_cap) {
@@ -417,15 +427,11 @@ static void live_insert(const struct live_ent *e)
     }
     live_put_raw(g_live, g_live_cap, e);
     __atomic_store_n(&g_live_n, g_live_n + 1, __ATOMIC_RELAXED);
-    if (e->kind == KIND_MMAP)
-        __atomic_store_n(&g_live_mmaps, g_live_mmaps + 1, __ATOMIC_RELAXED);
 }
 
 static void live_del_at(size_t i)
 {
     size_t mask = g_live_cap - 1;
-    if (g_live[i].kind == KIND_MMAP)
-        __atomic_store_n(&g_live_mmaps, g_live_mmaps - 1, __ATOMIC_RELAXED);
     __atomic_store_n(&g_live_n, g_live_n - 1, __ATOMIC_RELAXED);
     size_t j = i;
     for (;;) {
@@ -453,6 +459,169 @@ static int live_take(uint64_t a, struct live_ent *out)
     }
     pthread_mutex_unlock(&L_tab);
     return i >= 0;
+}
+
+/* ---- tracked mappings: a treap keyed by start address (under L_tab) ----
+ * Tracked mappings never overlap (an insert first takes out whatever it
+ * overlaps), so they are ordered by start and by end alike: the mappings
+ * overlapping [lo, hi) are those starting in [lo, hi) plus at most one
+ * starting before lo.  Split and merge are O(depth), expected O(log n);
+ * g_msteps counts the nodes they visit (swaplab_preload_stats). */
+struct mnode {
+    uint64_t addr, size, locked; /* locked: bytes mlocked from addr (a prefix) */
+    uint32_t flags, prio;
+    struct mnode *l, *r;
+};
+static struct mnode *g_mroot;
+static struct mnode *g_mfree; /* free nodes, chained through l */
+static size_t g_mcount;       /* nodes in the tree (read without the lock) */
+static uint64_t g_mseq, g_mops, g_msteps;
+
+static struct mnode *mnode_new(void)
+{
+    if (!g_mfree) {
+        enum { CHUNK = 256 };
+        struct mnode *c = __libc_malloc(CHUNK * sizeof *c);
+        if (!c)
+            return NULL;
+        for (int i = 0; i < CHUNK; i++) {
+            c[i].l = g_mfree;
+            g_mfree = &c[i];
+        }
+    }
+    struct mnode *n = g_mfree;
+    g_mfree = n->l;
+    memset(n, 0, sizeof *n);
+    n->prio = (uint32_t)mix64(++g_mseq);
+    return n;
+}
+
+static void mnode_free_list(struct mnode *list)
+{
+    while (list) {
+        struct mnode *next = list->r;
+        list->l = g_mfree;
+        g_mfree = list;
+        list = next;
+    }
+}
+
+/* Splits t into the nodes starting before key (*a) and the rest (*b). */
+static void msplit(struct mnode *t, uint64_t key, struct mnode **a, struct mnode **b)
+{
+    struct mnode **pa = a, **pb = b;
+    while (t) {
+        g_msteps++;
+        if (t->addr < key) {
+            *pa = t;
+            pa = &t->r;
+            t = t->r;
+        } else {
+            *pb = t;
+            pb = &t->l;
+            t = t->l;
+        }
+    }
+    *pa = NULL;
+    *pb = NULL;
+}
+
+/* Joins a and b, every key of a below every key of b. */
+static struct mnode *mmerge(struct mnode *a, struct mnode *b)
+{
+    struct mnode *root = NULL, **p = &root;
+    while (a && b) {
+        g_msteps++;
+        if (a->prio > b->prio) {
+            *p = a;
+            p = &a->r;
+            a = a->r;
+        } else {
+            *p = b;
+            p = &b->l;
+            b = b->l;
+        }
+    }
+    *p = a ? a : b;
+    return root;
+}
+
+/* The nodes of t in address order, chained through r, followed by rest;
+ * *count += their number. */
+static struct mnode *mlist(struct mnode *t, struct mnode *rest, size_t *count)
+{
+    while (t) {
+        struct mnode *l = t->l;
+        t->l = NULL;
+        t->r = mlist(t->r, rest, count);
+        rest = t;
+        (*count)++;
+        t = l;
+    }
+    return rest;
+}
+
+/* Takes every mapping overlapping [lo, hi) out of the tree: a list in
+ * address order. */
+static struct mnode *mtree_detach(uint64_t lo, uint64_t hi)
+{
+    if (!g_mroot || hi <= lo)
+        return NULL;
+    g_mops++;
+    struct mnode *a, *b, *m, *c;
+    msplit(g_mroot, lo, &a, &b);
+    msplit(b, hi, &m, &c);
+    if (a) {
+        struct mnode *mx = a;
+        while (mx->r) {
+            g_msteps++;
+            mx = mx->r;
+        }
+        if (mx->addr + mx->size > lo) {
+            struct mnode *one;
+            msplit(a, mx->addr, &a, &one);
+            m = mmerge(one, m);
+        }
+    }
+    g_mroot = mmerge(a, c);
+    size_t k = 0;
+    struct mnode *list = mlist(m, NULL, &k);
+    __atomic_store_n(&g_mcount, g_mcount - k, __ATOMIC_RELAXED);
+    return list;
+}
+
+/* Adds n; returns (a list) the mappings it overlapped, now taken out:
+ * stale ones, whose unmapping we did not see. */
+static struct mnode *mtree_insert(struct mnode *n)
+{
+    struct mnode *stale = mtree_detach(n->addr, n->addr + n->size);
+    struct mnode *a, *b;
+    g_mops++;
+    msplit(g_mroot, n->addr, &a, &b);
+    n->l = n->r = NULL;
+    g_mroot = mmerge(mmerge(a, n), b);
+    __atomic_store_n(&g_mcount, g_mcount + 1, __ATOMIC_RELAXED);
+    return stale;
+}
+
+static void mtree_forget_locks(struct mnode *t)
+{
+    for (; t; t = t->r) {
+        t->locked = 0;
+        mtree_forget_locks(t->l);
+    }
+}
+
+/* Debugging and tests: {tree operations, nodes visited, tracked mappings,
+ * tracked heap objects}. */
+EXPORT void swaplab_preload_stats(uint64_t out[4])
+{
+    pthread_mutex_lock(&L_tab);
+    out[0] = g_mops;
+    out[1] = g_msteps;
+    out[2] = g_mcount;
+    out[3] = g_live_n;
+    pthread_mutex_unlock(&L_tab);
 }
 
 /* ---- modules and stacks ---- */
@@ -715,11 +884,21 @@ struct bgobj {
     uint64_t issued_end;   /* its end (address) */
     uint64_t probe;        /* the page whose touch releases the next window */
     uint64_t stale;        /* ticks without progress */
+    uint64_t seq;          /* identity, to write state back after a tick */
 };
 static struct bgobj *g_bg;
 static size_t g_bg_n, g_bg_cap;
+static uint64_t g_bg_seq;
 static int g_bg_started;
 static int g_pagemap_fd = -1;
+/* The range the thread is working on without L_bg (madvise, mincore,
+ * pagemap): bg_remove waits on C_done until it is done with it. */
+static int g_busy;
+static uint64_t g_busy_lo, g_busy_hi;
+/* Tests only (SWAPLAB_DEBUG_BG_GATE=R,W): before each piece of work, with
+ * no lock held, the thread writes one byte to W and reads one from R (EOF
+ * on R turns the gate off). */
+static int g_gate_r = -1, g_gate_w = -1;
 
 static void *bg_main(void *arg);
 
@@ -751,7 +930,8 @@ static int bg_register(const struct bgobj *o)
         }
     }
     if (g_bg_n < g_bg_cap) {
-        g_bg[g_bg_n++] = *o;
+        g_bg[g_bg_n] = *o;
+        g_bg[g_bg_n++].seq = ++g_bg_seq;
         ok = 1;
         bg_start_locked();
         pthread_cond_signal(&C_bg);
@@ -761,7 +941,9 @@ static int bg_register(const struct bgobj *o)
 }
 
 /* Removes every background object overlapping [a, a+n): before the memory
- * goes away. Waits for the thread to finish its current madvise. */
+ * goes away.  Waits until the thread is done with that range if it is
+ * working on it (it holds no lock meanwhile; only a caller whose memory it
+ * is touching waits). */
 static void bg_remove(uint64_t a, uint64_t n)
 {
     pthread_mutex_lock(&L_bg);
@@ -771,6 +953,8 @@ static void bg_remove(uint64_t a, uint64_t n)
         else
             i++;
     }
+    while (g_busy && g_busy_lo < a + n && a < g_busy_hi)
+        pthread_cond_wait(&C_done, &L_bg);
     pthread_mutex_unlock(&L_bg);
 }
 
@@ -882,6 +1066,40 @@ static void willneed_tick(struct bgobj *o)
     }
 }
 
+static void bg_gate(void)
+{
+    if (g_gate_r < 0)
+        return;
+    char c = 1;
+    write_all(g_gate_w, &c, 1);
+    ssize_t r;
+    do
+        r = read(g_gate_r, &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r <= 0)
+        g_gate_r = -1;
+}
+
+/* One piece of work on a copy of an object, with no lock held. */
+static void bg_work(struct bgobj *o)
+{
+    bg_gate();
+    if (o->action == A_WILLNEED) {
+        willneed_tick(o);
+        return;
+    }
+    uint64_t pg = (uint64_t)g_page;
+    uint64_t lo = (o->addr + pg - 1) & ~(pg - 1), hi = (o->addr + o->size) & ~(pg - 1);
+    int advice = o->action == A_COLD ? MADV_COLD : MADV_PAGEOUT;
+    int r = hi > lo && madvise((void *)lo, hi - lo, advice) ? errno : 0;
+    hint_event(o->hint_id, o->action, lo, hi > lo ? hi - lo : 0, r);
+}
+
+/* The background thread.  It holds L_bg only to pick the next due object
+ * (copied out; a one-shot cold / pageout object leaves the list) and to
+ * write a willneed object's state back; the syscalls run unlocked, so
+ * allocations, frees and new hints in other threads never wait for a slow
+ * madvise or mincore (only bg_remove of the very range in flight does). */
 static void *bg_main(void *arg)
 {
     (void)arg;
@@ -891,34 +1109,45 @@ static void *bg_main(void *arg)
     pthread_mutex_lock(&L_bg);
     for (;;) {
         uint64_t now = now_ns(), next = UINT64_MAX;
-        for (size_t i = 0; i < g_bg_n;) {
-            struct bgobj *o = &g_bg[i];
-            if (o->action == A_WILLNEED) {
-                if (now >= o->next_ns) {
-                    willneed_tick(o);
-                    o->next_ns = now + o->interval_ns;
-                }
-                if (o->next_ns < next)
-                    next = o->next_ns;
-                i++;
-            } else if (now >= o->next_ns) {
-                uint64_t pg = (uint64_t)g_page;
-                uint64_t lo = (o->addr + pg - 1) & ~(pg - 1), hi = (o->addr + o->size) & ~(pg - 1);
-                int advice = o->action == A_COLD ? MADV_COLD : MADV_PAGEOUT;
-                int r = hi > lo && madvise((void *)lo, hi - lo, advice) ? errno : 0;
-                hint_event(o->hint_id, o->action, lo, hi > lo ? hi - lo : 0, r);
-                g_bg[i] = g_bg[--g_bg_n];
-            } else {
-                if (o->next_ns < next)
-                    next = o->next_ns;
-                i++;
+        size_t pick = SIZE_MAX;
+        for (size_t i = 0; i < g_bg_n; i++) {
+            if (g_bg[i].next_ns <= now) {
+                pick = i;
+                break;
             }
+            if (g_bg[i].next_ns < next)
+                next = g_bg[i].next_ns;
         }
-        if (next == UINT64_MAX) {
-            pthread_cond_wait(&C_bg, &L_bg);
-        } else {
-            struct timespec ts = {(time_t)(next / 1000000000ull), (long)(next % 1000000000ull)};
-            pthread_cond_timedwait(&C_bg, &L_bg, &ts);
+        if (pick == SIZE_MAX) {
+            if (next == UINT64_MAX) {
+                pthread_cond_wait(&C_bg, &L_bg);
+            } else {
+                struct timespec ts = {(time_t)(next / 1000000000ull),
+                                      (long)(next % 1000000000ull)};
+                pthread_cond_timedwait(&C_bg, &L_bg, &ts);
+            }
+            continue;
+        }
+        struct bgobj o = g_bg[pick];
+        if (o.action != A_WILLNEED)
+            g_bg[pick] = g_bg[--g_bg_n];
+        else /* round robin: the next due object goes first next time */
+            g_bg[pick].next_ns = now + o.interval_ns;
+        g_busy = 1;
+        g_busy_lo = o.addr;
+        g_busy_hi = o.addr + o.size;
+        pthread_mutex_unlock(&L_bg);
+        bg_work(&o);
+        pthread_mutex_lock(&L_bg);
+        g_busy = 0;
+        pthread_cond_broadcast(&C_done);
+        if (o.action == A_WILLNEED) {
+            o.next_ns = now + o.interval_ns;
+            for (size_t i = 0; i < g_bg_n; i++)
+                if (g_bg[i].seq == o.seq) { /* still registered */
+                    g_bg[i] = o;
+                    break;
+                }
         }
     }
     return NULL;
@@ -972,7 +1201,7 @@ static void apply_hint(int k, struct live_ent *e)
         e->flags |= LF_BG;
 }
 
-/* Forgets a tracked object before its memory is released. */
+/* Forgets a tracked heap object before its memory is released. */
 static void release(const struct live_ent *e, uint64_t addr, uint64_t len, uint32_t func,
                     int unlock)
 {
@@ -984,6 +1213,23 @@ static void release(const struct live_ent *e, uint64_t addr, uint64_t len, uint3
         __atomic_fetch_sub(&g_locked, e->locked, __ATOMIC_RELAXED);
     }
     log_alloc(REC_FREE, func, addr, len, 0);
+}
+
+/* Forgets mappings (a list from the tree) that went away unseen: no FREE,
+ * the thread lets go of them, their mlock budget comes back. */
+static void drop_stale(struct mnode *list)
+{
+    if (!list)
+        return;
+    for (struct mnode *m = list; m; m = m->r) {
+        if (m->flags & LF_BG)
+            bg_remove(m->addr, m->size);
+        if (m->locked)
+            __atomic_fetch_sub(&g_locked, m->locked, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_lock(&L_tab);
+    mnode_free_list(list);
+    pthread_mutex_unlock(&L_tab);
 }
 
 /* ---- hook bodies ---- */
@@ -998,9 +1244,24 @@ static void on_alloc(void *p, uint64_t size, uint32_t func, uint32_t kind)
     struct live_ent e = {(uint64_t)(uintptr_t)p, size, 0, kind, 0};
     for (int k = 0; k < sh.n; k++)
         apply_hint(sh.idx[k], &e);
-    pthread_mutex_lock(&L_tab);
-    live_insert(&e);
-    pthread_mutex_unlock(&L_tab);
+    if (kind == KIND_MMAP) {
+        struct mnode *stale = NULL;
+        pthread_mutex_lock(&L_tab);
+        struct mnode *m = mnode_new();
+        if (m) {
+            m->addr = e.addr;
+            m->size = e.size;
+            m->locked = e.locked;
+            m->flags = e.flags;
+            stale = mtree_insert(m);
+        }
+        pthread_mutex_unlock(&L_tab);
+        drop_stale(stale);
+    } else {
+        pthread_mutex_lock(&L_tab);
+        live_insert(&e);
+        pthread_mutex_unlock(&L_tab);
+    }
     t_guard--;
     errno = saved;
 }
@@ -1016,55 +1277,104 @@ static inline int maybe_tracked(void *p)
     return p && __atomic_load_n(&g_live_n, __ATOMIC_RELAXED) && malloc_usable_size(p) >= g_min;
 }
 
-/* munmap / MAP_FIXED / mremap of [a, a+n): FREE for every tracked mapping
- * overlapping it (the overlapping part), keeping the rest tracked. */
-static void unmap_range(uint64_t a, uint64_t n, uint32_t func)
+/* munmap, mmap MAP_FIXED and mremap of [lo, hi) in three steps: take the
+ * tracked mappings overlapping it out of the tree (unmap_begin), make the
+ * call, then either log a FREE of each overlapping part, keep the parts
+ * outside tracked and give back the mlock budget of what went
+ * (unmap_commit), or, when the call failed and nothing was unmapped, put
+ * them back as they were (unmap_abort): no FREE, no budget. */
+struct unmap_op {
+    struct mnode *list;
+    uint64_t lo, hi;
+};
+
+static void unmap_begin(uint64_t a, uint64_t n, struct unmap_op *op)
 {
-    if (!__atomic_load_n(&g_live_mmaps, __ATOMIC_RELAXED) || !n)
+    op->list = NULL;
+    op->lo = a;
+    op->hi = a + n < a ? UINT64_MAX : a + n;
+    if (!n || !__atomic_load_n(&g_mcount, __ATOMIC_RELAXED))
         return;
-    int saved = errno;
-    t_guard++;
-    for (;;) {
-        struct live_ent hit[16];
-        int nh = 0;
-        pthread_mutex_lock(&L_tab);
-        for (size_t i = 0; i < g_live_cap && nh < 16;) {
-            struct live_ent *e = &g_live[i];
-            if (e->kind == KIND_MMAP && e->addr < a + n && a < e->addr + e->size) {
-                hit[nh++] = *e;
-                live_del_at(i); /* may move a later entry into slot i */
-                continue;
-            }
-            i++;
+    pthread_mutex_lock(&L_tab);
+    op->list = mtree_detach(op->lo, op->hi);
+    pthread_mutex_unlock(&L_tab);
+}
+
+static void unmap_abort(struct unmap_op *op)
+{
+    if (!op->list)
+        return;
+    struct mnode *stale = NULL;
+    pthread_mutex_lock(&L_tab);
+    for (struct mnode *m = op->list, *next; m; m = next) {
+        next = m->r;
+        struct mnode *s = mtree_insert(m);
+        while (s) { /* none expected: the call failed, nothing moved */
+            struct mnode *sn = s->r;
+            s->r = stale;
+            stale = s;
+            s = sn;
         }
-        for (int k = 0; k < nh; k++) {
-            const struct live_ent *e = &hit[k];
-            uint64_t s = e->addr > a ? e->addr : a;
-            uint64_t t = e->addr + e->size < a + n ? e->addr + e->size : a + n;
-            struct live_ent rest = {0, 0, 0, KIND_MMAP, 0};
-            if (e->addr < s) {
-                rest.addr = e->addr;
-                rest.size = s - e->addr;
-                live_insert(&rest);
-            }
-            if (t < e->addr + e->size) {
-                rest.addr = t;
-                rest.size = e->addr + e->size - t;
-                live_insert(&rest);
-            }
-        }
-        pthread_mutex_unlock(&L_tab);
-        for (int k = 0; k < nh; k++) {
-            const struct live_ent *e = &hit[k];
-            uint64_t s = e->addr > a ? e->addr : a;
-            uint64_t t = e->addr + e->size < a + n ? e->addr + e->size : a + n;
-            release(e, s, t - s, func, 0);
-        }
-        if (nh < 16)
-            break;
     }
-    t_guard--;
+    pthread_mutex_unlock(&L_tab);
+    op->list = NULL;
+    drop_stale(stale);
+}
+
+/* The call succeeded.  For mremap, moved/moved_len is the new mapping: the
+ * kernel carries an mlock along to it, so the part we locked is unlocked
+ * there (it is a new object; its own hints decide). */
+static void unmap_commit(struct unmap_op *op, uint32_t func, uint64_t moved, uint64_t moved_len)
+{
+    if (!op->list)
+        return;
+    uint64_t lo = op->lo, hi = op->hi;
+    pthread_mutex_lock(&L_tab);
+    for (struct mnode *m = op->list; m; m = m->r) {
+        uint64_t end = m->addr + m->size, lend = m->addr + m->locked;
+        struct mnode *rest;
+        if (m->addr < lo && (rest = mnode_new())) {
+            rest->addr = m->addr;
+            rest->size = lo - m->addr;
+            rest->locked = lend < lo ? m->locked : lo - m->addr;
+            struct mnode *s = mtree_insert(rest);
+            mnode_free_list(s); /* cannot overlap: it was part of m */
+        }
+        if (hi < end && (rest = mnode_new())) {
+            rest->addr = hi;
+            rest->size = end - hi;
+            rest->locked = lend > hi ? lend - hi : 0;
+            struct mnode *s = mtree_insert(rest);
+            mnode_free_list(s);
+        }
+    }
+    pthread_mutex_unlock(&L_tab);
+    int saved = errno;
+    for (struct mnode *m = op->list; m; m = m->r) {
+        uint64_t s = m->addr > lo ? m->addr : lo;
+        uint64_t t = m->addr + m->size < hi ? m->addr + m->size : hi;
+        uint64_t lend = m->addr + m->locked;
+        if (m->flags & LF_BG)
+            bg_remove(s, t - s);
+        if (m->locked && lend > s) {
+            uint64_t le = lend < t ? lend : t; /* [s, le) was locked and goes */
+            if (moved) {
+                /* old byte x is at moved + (x - lo) if x - lo < moved_len */
+                uint64_t ue = le < lo + moved_len ? le : lo + moved_len;
+                if (le == hi && moved_len > hi - lo)
+                    ue = lo + moved_len; /* the kernel locks the growth too */
+                if (ue > s)
+                    munlock((void *)(moved + (s - lo)), ue - s);
+            }
+            __atomic_fetch_sub(&g_locked, le - s, __ATOMIC_RELAXED);
+        }
+        log_alloc(REC_FREE, func, s, t - s, 0);
+    }
     errno = saved;
+    pthread_mutex_lock(&L_tab);
+    mnode_free_list(op->list);
+    pthread_mutex_unlock(&L_tab);
+    op->list = NULL;
 }
 
 /* ---- the interposed functions ---- */
@@ -1192,11 +1502,23 @@ EXPORT void *pvalloc(size_t n)
 
 EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
-    if (tracking() && (flags & MAP_FIXED) && a)
-        unmap_range((uint64_t)(uintptr_t)a, n, F_MUNMAP);
+    struct unmap_op op = {NULL, 0, 0};
+    int track = tracking();
+    if (track) {
+        t_guard++;
+        if ((flags & MAP_FIXED) && a)
+            unmap_begin((uint64_t)(uintptr_t)a, n, &op);
+    }
     void *p = sys_mmap(a, n, prot, flags, fd, off);
-    if (p != MAP_FAILED && n >= g_min && tracking())
-        on_alloc(p, n, F_MMAP, KIND_MMAP);
+    if (track) {
+        if (p == MAP_FAILED) /* (a failed MAP_FIXED may have unmapped some) */
+            unmap_abort(&op);
+        else
+            unmap_commit(&op, F_MUNMAP, 0, 0);
+        t_guard--;
+        if (p != MAP_FAILED && n >= g_min)
+            on_alloc(p, n, F_MMAP, KIND_MMAP);
+    }
     return p;
 }
 
@@ -1207,9 +1529,18 @@ EXPORT void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
 
 EXPORT int munmap(void *a, size_t n)
 {
-    if (tracking())
-        unmap_range((uint64_t)(uintptr_t)a, n, F_MUNMAP);
-    return sys_munmap(a, n);
+    if (!tracking())
+        return sys_munmap(a, n);
+    struct unmap_op op;
+    t_guard++;
+    unmap_begin((uint64_t)(uintptr_t)a, n, &op);
+    int r = sys_munmap(a, n);
+    if (r)
+        unmap_abort(&op);
+    else
+        unmap_commit(&op, F_MUNMAP, 0, 0);
+    t_guard--;
+    return r;
 }
 
 EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
@@ -1221,16 +1552,26 @@ EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
         want = va_arg(ap, void *);
         va_end(ap);
     }
+    struct unmap_op op;
     int track = tracking();
-    if (track)
-        unmap_range((uint64_t)(uintptr_t)old, oldn, F_MREMAP);
+    if (track) {
+        t_guard++;
+        unmap_begin((uint64_t)(uintptr_t)old, oldn, &op);
+    }
     void *p;
     if (real_mremap)
         p = real_mremap(old, oldn, n, flags, want);
     else
         p = (void *)syscall(SYS_mremap, old, oldn, n, flags, want);
-    if (track && p != MAP_FAILED && n >= g_min)
-        on_alloc(p, n, F_MREMAP, KIND_MMAP);
+    if (track) {
+        if (p == MAP_FAILED)
+            unmap_abort(&op);
+        else
+            unmap_commit(&op, F_MREMAP, (uint64_t)(uintptr_t)p, n);
+        t_guard--;
+        if (p != MAP_FAILED && n >= g_min)
+            on_alloc(p, n, F_MREMAP, KIND_MMAP);
+    }
     return p;
 }
 
@@ -1451,6 +1792,12 @@ static void atfork_parent(void)
     t_guard--;
 }
 
+/* The child has one thread: the one that forked, past atfork_prepare, so
+ * no other thread of ours held a lock at the fork.  Fresh locks and
+ * condition variables anyway (never unlock what the parent locked), no
+ * background thread (it did not survive the fork: nothing is in flight),
+ * and no mlocked memory: locks are not inherited, so the budget starts at
+ * zero and no tracked object holds any. */
 static void atfork_child(void)
 {
     pthread_mutex_init(&L_log, NULL);
@@ -1462,6 +1809,12 @@ static void atfork_child(void)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&C_bg, &ca);
     pthread_condattr_destroy(&ca);
+    pthread_cond_init(&C_done, NULL);
+    g_busy = 0;
+    __atomic_store_n(&g_locked, 0, __ATOMIC_RELAXED);
+    for (size_t i = 0; i < g_live_cap; i++)
+        g_live[i].locked = 0;
+    mtree_forget_locks(g_mroot);
     t_tid = 0;
     uint32_t parent = g_pid;
     g_pid = (uint32_t)getpid();
@@ -1559,6 +1912,14 @@ __attribute__((constructor)) static void preload_init(void)
             memcpy(g_dir, dir, strlen(dir) + 1);
             if (log_open((uint32_t)getppid(), 0) == 0)
                 g_logging = 1;
+        }
+    }
+    const char *gate = getenv("SWAPLAB_DEBUG_BG_GATE");
+    if (gate && *gate) {
+        int r, w;
+        if (sscanf(gate, "%d,%d", &r, &w) == 2 && r >= 0 && w >= 0) {
+            g_gate_r = r;
+            g_gate_w = w;
         }
     }
     const char *hints = getenv("SWAPLAB_HINTS");

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Tests of libswaplab-preload.so on the built workload.
 #   native/tests/preload.sh [BUILD_DIR]
-# BUILD_DIR holds swaplab-workload and libswaplab-preload.so (run.sh passes
-# its own); without it the script builds into a temp dir.  Needs bash, make,
+# BUILD_DIR holds swaplab-workload, libswaplab-preload.so and
+# swaplab-preload-probe (run.sh passes its own); without it the script
+# builds into a temp dir.  Needs bash, make,
 # gcc, jq, python3 (a small parser of the allocation log).  Last line:
 # "N passed, N failed"; exit status non-zero on any failure.
 set -u
@@ -220,6 +221,28 @@ check "malformed hints: FILE:LINE message ($(cat "$tmp/err"))" grep -q "^swaplab
 LD_PRELOAD=$SO SWAPLAB_HINTS=/nonexistent/hints "$B" traverse --size 1M >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "missing hints file: exit 0 and a message" \
     [ "$rc $(grep -c '^swaplab-preload: /nonexistent/hints: cannot open' "$tmp/err")" = "0 1" ]
+
+# The library's own rules, checked by the self-checking probe
+# (tests/preload_probe.c; it reads back its own log, VmLck and the
+# library's tree statistics).  A hang would be a deadlock: `timeout` turns
+# it into a failure.
+P=$build/swaplab-preload-probe
+[ -x "$P" ] || make -s -C "$here" OUT="$build" "$P" >"$tmp/probe-build.log" 2>&1 || cat "$tmp/probe-build.log"
+probe() { # probe DESCRIPTION MODE ARGS...
+    local d=$1; shift
+    rm -rf "$tmp/probe"; mkdir -p "$tmp/probe"
+    LD_PRELOAD=$SO SWAPLAB_ALLOC_DIR=$tmp/probe SWAPLAB_HINTS=$tmp/probe-hints \
+        timeout 300 "$P" "$@" >"$tmp/out" 2>"$tmp/err"; rc=$?
+    check "$d (exit $rc: $(cat "$tmp/out" "$tmp/err"))" [ "$rc" = 0 ]
+}
+rm -rf "$tmp/probe"; mkdir -p "$tmp/probe"
+LD_PRELOAD=$SO SWAPLAB_ALLOC_DIR=$tmp/probe "$P" hints "$tmp/probe-hints" $((3 << 20)) >"$tmp/out" 2>"$tmp/err"
+check "probe: hints learned from its own log ($(cat "$tmp/err"))" [ "$(grep -c '^hint' "$tmp/probe-hints")" = 3 ]
+probe "failed mremap / munmap: no FREE, mlock budget kept" mremap
+probe "fork: the child starts with no locked bytes, never deadlocks" fork 50
+probe "no lock held across the background madvise" gate
+probe "munmap of 100k mappings: exact FREEs, logarithmic tree cost" many 100000
+check "many: steps per operation reported" jq -e '.steps_per_op > 0 and .steps_per_op <= .bound' "$tmp/out" >/dev/null
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

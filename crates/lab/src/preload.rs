@@ -1,7 +1,8 @@
 //! `libswaplab-preload.so`, the LD_PRELOAD allocation tracer and hint
 //! applier (native/preload/preload.c), embedded in the binary and
 //! extracted on first use next to the workload executable (same cache
-//! directory, file name keyed by a content hash).
+//! directory, checked to be private before anything in it is trusted; file
+//! name keyed by a content hash).
 //!
 //! Loaded with `LD_PRELOAD=<library_path()>`, it reads:
 //!
@@ -69,7 +70,7 @@ pub fn library_path() -> Result<PathBuf> {
             return Ok(p.clone());
         }
     }
-    let p = extract_into(&cache_dir())?;
+    let p = extract_into(&cache_dir()?)?;
     *guard = Some(p.clone());
     Ok(p)
 }

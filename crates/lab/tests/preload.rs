@@ -409,3 +409,207 @@ fn hints_from_a_first_run_apply_in_the_second() {
 fn logs_by_pid(dir: &Path) -> HashMap<u32, AllocLog> {
     logs(dir).into_iter().map(|l| (l.pid, l)).collect()
 }
+
+// ---- the library's own rules, through its self-checking probe ----
+//
+// native/tests/preload_probe.c (built by build.rs, not embedded) runs under
+// the embedded library and checks each rule from the outside: its own
+// allocation log read back from disk, /proc/self/status VmLck and the
+// library's tree statistics; it exits 1 with a `probe: ...` line per failed
+// check. The tests below also read the log here, with the Rust parser.
+
+const PROBE: &str = env!("SWAPLAB_PRELOAD_PROBE");
+
+/// Runs the probe under the library with its log in `dir` (and `hints`).
+/// A probe that is still running after five minutes is deadlocked: it is
+/// killed and the test fails (a guard against hanging the suite, not a
+/// timing measurement).
+fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
+    let mut c = Command::new(PROBE);
+    c.args(args)
+        .env("LD_PRELOAD", preload::library_path().unwrap())
+        .env(preload::ALLOC_DIR_ENV, dir)
+        .env_remove(preload::HINT_REPORT_ENV)
+        .env_remove(preload::ALLOC_MIN_ENV)
+        .env_remove("SWAPLAB_DEBUG_BG_GATE")
+        .env_remove("PROBE_GATE_FDS")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match hints {
+        Some(h) => c.env(preload::HINTS_ENV, h),
+        None => c.env_remove(preload::HINTS_ENV),
+    };
+    let mut child = workload::spawn_retrying(&mut c).unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "probe {args:?} hung (a deadlock in the library?): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "probe {args:?}: {}\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A hints file for the probe's call sites (budget 3 MiB), learned from a
+/// first run's log: 1 mlock (malloc site), 2 mlock (mmap site), 3 cold.
+fn probe_hints(dir: &Path) -> PathBuf {
+    let learn = dir.join("learn");
+    std::fs::create_dir(&learn).unwrap();
+    let h = dir.join("hints");
+    probe(
+        &learn,
+        None,
+        &["hints", h.to_str().unwrap(), &(3u64 << 20).to_string()],
+    );
+    let text = std::fs::read_to_string(&h).unwrap();
+    assert_eq!(text.lines().filter(|l| l.starts_with("hint\t")).count(), 3);
+    h
+}
+
+fn only_log(dir: &Path) -> AllocLog {
+    let mut l = logs(dir);
+    assert_eq!(l.len(), 1, "one process, one log");
+    l.pop().unwrap()
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn failed_mremap_logs_no_free_and_keeps_the_budget() {
+    if !swaplab_host::util::is_root() {
+        eprintln!("skipping: mlock of 3 MiB needs root (RLIMIT_MEMLOCK)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hints = probe_hints(dir.path());
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    let v = json(&probe(&logdir, Some(&hints), &["mremap"]));
+    // 1 MiB locked; after a blocked growth, a bad MREMAP_FIXED and a bad
+    // munmap the budget still holds it (2 MiB + 4 KiB more refused, 2 MiB
+    // taken); a good shrinking mremap gives it back
+    assert_eq!(v["vmlck_kb"], serde_json::json!([1024, 3072, 2048, 3072]));
+    let p = v["p"].as_u64().unwrap();
+    let l = only_log(&logdir);
+    let frees: Vec<_> = l
+        .frees()
+        .filter(|f| f.addr < p + MIB && p < f.addr + f.size)
+        .collect();
+    assert_eq!(frees.len(), 1, "{frees:?}");
+    assert_eq!(
+        (frees[0].addr, frees[0].size, frees[0].func),
+        (p, MIB, alloc_log::Func::Mremap)
+    );
+    // the FREE is the good mremap's: after the refused 2 MiB + 4 KiB lock
+    let refused = l
+        .hints()
+        .find(|h| h.hint_id == 2 && h.result == libc::ENOMEM)
+        .expect("the lock over budget was refused");
+    assert!(frees[0].t_ns >= refused.t_ns);
+    let results: Vec<(u64, i32)> = l
+        .hints()
+        .filter(|h| h.hint_id == 2)
+        .map(|h| (h.len, h.result))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (MIB, 0),
+            (2 * MIB + 4096, libc::ENOMEM),
+            (2 * MIB, 0),
+            (MIB, 0)
+        ]
+    );
+}
+
+#[test]
+fn forked_child_starts_with_no_locked_bytes() {
+    if !swaplab_host::util::is_root() {
+        eprintln!("skipping: mlock of 3 MiB needs root (RLIMIT_MEMLOCK)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hints = probe_hints(dir.path());
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    // 50 forks while another thread allocates and frees: each child locks
+    // the whole budget twice (before and after freeing an object the
+    // parent had locked) and exits 0
+    let v = json(&probe(&logdir, Some(&hints), &["fork", "50"]));
+    assert_eq!(
+        (v["forks"].as_u64(), v["failed"].as_u64()),
+        (Some(50), Some(0))
+    );
+    let by_pid = logs_by_pid(&logdir);
+    assert_eq!(by_pid.len(), 51, "the parent's log and one per child");
+    for l in by_pid.values().filter(|l| l.forked) {
+        let locks: Vec<(u64, i32)> = l
+            .hints()
+            .filter(|h| h.hint_id == 1)
+            .map(|h| (h.len, h.result))
+            .collect();
+        assert_eq!(locks, [(3 * MIB, 0), (3 * MIB, 0)], "child {}", l.pid);
+    }
+}
+
+#[test]
+fn no_lock_is_held_across_the_background_madvise() {
+    let dir = tempfile::tempdir().unwrap();
+    let hints = probe_hints(dir.path());
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    // the background thread parks just before its MADV_COLD; meanwhile the
+    // program allocates, frees, maps, registers and drops a hint and forks
+    let v = json(&probe(&logdir, Some(&hints), &["gate"]));
+    assert_eq!(
+        (v["x_cold"].as_u64(), v["other"].as_u64()),
+        (Some(1), Some(0))
+    );
+}
+
+#[test]
+fn munmap_of_many_mappings_is_exact_and_logarithmic() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 100_000u64;
+    let v = json(&probe(dir.path(), None, &["many", &n.to_string()]));
+    let (per_op, bound) = (
+        v["steps_per_op"].as_f64().unwrap(),
+        v["bound"].as_f64().unwrap(),
+    );
+    assert!(per_op > 0.0 && per_op <= bound, "{v}");
+    // the log, read here: n ALLOCs, and FREEs tiling the whole range, one
+    // per piece (a hole every 8th object leaves two; every 8th pair is cut
+    // across): n + 2 x 12500 + 2 x 12500
+    let base = v["base"].as_u64().unwrap();
+    let end = base + n * 65536;
+    let l = only_log(dir.path());
+    let allocs = l.allocs().filter(|a| (base..end).contains(&a.addr)).count();
+    assert_eq!(allocs as u64, n);
+    let mut frees: Vec<(u64, u64)> = l
+        .frees()
+        .filter(|f| (base..end).contains(&f.addr))
+        .map(|f| (f.addr, f.addr + f.size))
+        .collect();
+    assert_eq!(frees.len() as u64, n + 50_000);
+    frees.sort_unstable();
+    let mut at = base;
+    for &(a, z) in &frees {
+        assert_eq!(a, at, "a gap or an overlap at {a:#x}");
+        assert_eq!((a - base) / 65536, (z - 1 - base) / 65536, "across objects");
+        at = z;
+    }
+    assert_eq!(at, end);
+}

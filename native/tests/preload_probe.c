@@ -1,0 +1,581 @@
+/* swaplab-preload-probe: a self-checking test program for
+ * libswaplab-preload.so (run under LD_PRELOAD by native/tests/preload.sh
+ * and crates/lab/tests/preload.rs).  Each mode exercises one property and
+ * checks it from the outside: its own allocation log (SWAPLAB_ALLOC_DIR,
+ * re-read from disk: the library writes every ALLOC, FREE and HINT record
+ * through at once), /proc/self/status VmLck, and swaplab_preload_stats.
+ *
+ *   hints FILE BUDGET  learn the call sites below from the log and write a
+ *                      resolved-hints file: hint 1 mlock on lock_site
+ *                      (malloc), 2 mlock on map_site (mmap), 3 cold after 0
+ *                      ns on cold_site (malloc); budget BUDGET bytes.
+ *   mremap             (hints, budget 3 MiB) failed mremap / munmap log no
+ *                      FREE and keep their mlock budget; a good one frees.
+ *   fork               (hints, budget 3 MiB) children of a process holding
+ *                      1 MiB locked, forked while another thread allocates
+ *                      and frees, get the whole budget and never deadlock.
+ *   gate               (hints) while the background thread is parked right
+ *                      before its madvise (SWAPLAB_DEBUG_BG_GATE), other
+ *                      threads allocate, free, map, unmap, register hints
+ *                      and fork.  A lock held across the madvise hangs it.
+ *   many [N]           N (default 100000) mappings, partial and multi-object
+ *                      munmaps: exact FREE records and a tree cost per
+ *                      operation logarithmic in N.
+ *
+ * Prints one JSON line; exit 0 when every check passed, else 1 with a
+ * "probe: ..." line per failed check on stderr. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define M (1ul << 20)
+#define PG 4096ul
+
+static int g_fail;
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "probe: line %d: ", __LINE__);                                         \
+            fprintf(stderr, __VA_ARGS__);                                                          \
+            fputc('\n', stderr);                                                                   \
+            g_fail = 1;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+/* ---- call sites the hints match (frame 0: the return address in here) ---- */
+__attribute__((noipa)) static void *lock_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" : : "r"(p) : "memory"); /* no tail call */
+    return p;
+}
+
+__attribute__((noipa)) static void *map_site(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noipa)) static void *cold_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+/* ---- helpers ---- */
+/* kB of the pages [p, p+n) touches: what mlock(p, n) adds to VmLck */
+static long span_kb(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p & ~(PG - 1), z = ((uintptr_t)p + n + PG - 1) & ~(PG - 1);
+    return (long)((z - a) / 1024);
+}
+
+static long vmlck_kb(void)
+{
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = 0;
+    char *l = strstr(buf, "VmLck:");
+    return l ? strtol(l + 6, NULL, 10) : -1;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* mmap / munmap that the library does not see */
+static void *raw_mmap(void *a, size_t n, int prot, int flags)
+{
+    return (void *)syscall(SYS_mmap, a, n, prot, flags, -1, 0);
+}
+
+static void raw_munmap(void *a, size_t n)
+{
+    syscall(SYS_munmap, a, n);
+}
+
+/* ---- this process's allocation log ---- */
+enum { REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5 };
+struct rec {
+    uint32_t type, len;
+    const unsigned char *body; /* after type and len */
+};
+struct logv {
+    unsigned char *buf;
+    size_t len;
+};
+
+static struct logv log_read(void)
+{
+    struct logv l = {NULL, 0};
+    const char *dir = getenv("SWAPLAB_ALLOC_DIR");
+    if (!dir) {
+        CHECK(0, "SWAPLAB_ALLOC_DIR is not set");
+        return l;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/allocs.%d.bin", dir, (int)getpid());
+    int fd = open(path, O_RDONLY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
+        CHECK(0, "cannot open %s", path);
+        return l;
+    }
+    l.len = (size_t)st.st_size;
+    l.buf = raw_mmap(NULL, l.len + PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS);
+    size_t got = 0;
+    while (got < l.len) {
+        ssize_t r = read(fd, l.buf + got, l.len - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    l.len = got;
+    CHECK(l.len >= 32 && !memcmp(l.buf, "SWLALOG1", 8), "%s: not an allocation log", path);
+    return l;
+}
+
+static void log_free(struct logv *l)
+{
+    if (l->buf)
+        raw_munmap(l->buf, l->len + PG);
+}
+
+/* Iterates records: *off starts at 0; 1 and *r while there is one. */
+static int log_next(const struct logv *l, size_t *off, struct rec *r)
+{
+    if (*off == 0)
+        *off = 32;
+    if (*off + 8 > l->len)
+        return 0;
+    memcpy(&r->type, l->buf + *off, 4);
+    memcpy(&r->len, l->buf + *off + 4, 4);
+    if (r->len < 8 || *off + r->len > l->len)
+        return 0;
+    r->body = l->buf + *off + 8;
+    *off += r->len;
+    return 1;
+}
+
+static uint32_t u32at(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+
+static uint64_t u64at(const unsigned char *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
+
+/* ALLOC / FREE body: tid, func, t_ns, addr, size, stack_id */
+#define A_FUNC(b) u32at((b) + 4)
+#define A_TIME(b) u64at((b) + 8)
+#define A_ADDR(b) u64at((b) + 16)
+#define A_SIZE(b) u64at((b) + 24)
+#define A_STACK(b) u32at((b) + 32)
+/* HINT body: tid, hint_id, t_ns, addr, len, action, result */
+#define H_ID(b) u32at((b) + 4)
+#define H_ADDR(b) u64at((b) + 16)
+#define H_LEN(b) u64at((b) + 24)
+#define H_ACTION(b) u32at((b) + 32)
+#define H_RESULT(b) ((int32_t)u32at((b) + 36))
+
+/* Frame 0 (module path, offset) of the last ALLOC of exactly size bytes. */
+static int frame0_of(const struct logv *l, uint64_t size, char *path, size_t cap, uint64_t *off)
+{
+    size_t o = 0;
+    struct rec r;
+    uint32_t stack = 0;
+    while (log_next(l, &o, &r))
+        if (r.type == REC_ALLOC && A_SIZE(r.body) == size)
+            stack = A_STACK(r.body);
+    if (!stack)
+        return -1;
+    uint32_t mod = 0;
+    o = 0;
+    while (log_next(l, &o, &r))
+        if (r.type == REC_STACK && u32at(r.body) == stack && u32at(r.body + 4) >= 1) {
+            mod = u32at(r.body + 8);
+            *off = u64at(r.body + 16);
+        }
+    if (!mod)
+        return -1;
+    o = 0;
+    while (log_next(l, &o, &r))
+        if (r.type == REC_MODULE && u32at(r.body) == mod) {
+            uint32_t n = u32at(r.body + 4);
+            if (n >= cap)
+                return -1;
+            memcpy(path, r.body + 8, n);
+            path[n] = 0;
+            return 0;
+        }
+    return -1;
+}
+
+/* ---- modes ---- */
+static int mode_hints(const char *file, const char *budget)
+{
+    const size_t ls = M + 8, ms = M + PG, cs = M + 16;
+    void *a = lock_site(ls), *b = map_site(ms), *c = cold_site(cs);
+    struct logv l = log_read();
+    static const char *const what[3] = {"mlock", "mlock", "cold"};
+    const size_t sizes[3] = {ls, ms, cs};
+    FILE *f = fopen(file, "w");
+    CHECK(f, "cannot create %s", file);
+    if (f)
+        fprintf(f, "swaplab-hints\t1\nbudget\t%s\n", budget);
+    for (int i = 0; i < 3 && f; i++) {
+        char path[4096];
+        uint64_t off = 0;
+        int r = frame0_of(&l, sizes[i], path, sizeof path, &off);
+        CHECK(r == 0, "no ALLOC of %zu bytes with a stack in the log", sizes[i]);
+        if (!r)
+            fprintf(f, "hint\t%d\t%s\t0\t0\t1\t%s\t0x%llx\n", i + 1, what[i], path,
+                    (unsigned long long)off);
+    }
+    if (f)
+        fclose(f);
+    log_free(&l);
+    free(a);
+    munmap(b, ms);
+    free(c);
+    printf("{\"mode\":\"hints\",\"file\":\"%s\"}\n", file);
+    return g_fail;
+}
+
+static int mode_mremap(void)
+{
+    long k[4];
+    char *p = map_site(M); /* hint 2: 1 MiB locked of the 3 MiB budget */
+    CHECK(p != MAP_FAILED, "mmap");
+    k[0] = vmlck_kb();
+    /* something right after p, so that p cannot grow in place */
+    void *blk = raw_mmap(p + M, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE);
+    CHECK(blk == (void *)(p + M) || errno == EEXIST, "blocker: %s", strerror(errno));
+    void *r = mremap(p, M, 2 * M, 0);
+    CHECK(r == MAP_FAILED, "growth without MREMAP_MAYMOVE into a blocked page succeeded");
+    r = mremap(p, M, M, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)0x1001);
+    CHECK(r == MAP_FAILED && errno == EINVAL, "mremap to an unaligned address");
+    CHECK(munmap(p + 1, PG) == -1 && errno == EINVAL, "munmap of an unaligned address");
+    /* the budget still holds p's 1 MiB: 2 MiB + 4 KiB more is too much,
+     * 2 MiB fits exactly */
+    void *q = map_site(2 * M + PG);
+    void *q2 = map_site(2 * M);
+    k[1] = vmlck_kb();
+    /* a good mremap (shrink in place) frees p: its budget comes back, and
+     * the part that stays (now a new object) is unlocked */
+    uint64_t t_good = now_ns();
+    r = mremap(p, M, M / 2, 0);
+    CHECK(r == p, "shrinking mremap failed: %s", strerror(errno));
+    k[2] = vmlck_kb();
+    void *q3 = map_site(M);
+    k[3] = vmlck_kb();
+    CHECK(k[0] == 1024 && k[1] == 3072 && k[2] == 2048 && k[3] == 3072,
+          "VmLck %ld %ld %ld %ld kB, want 1024 3072 2048 3072", k[0], k[1], k[2], k[3]);
+
+    struct logv l = log_read();
+    size_t o = 0;
+    struct rec rc;
+    int frees = 0, nh = 0, good_free = 0;
+    int32_t res[8];
+    uint64_t lens[8];
+    while (log_next(&l, &o, &rc)) {
+        if (rc.type == REC_FREE && A_ADDR(rc.body) < (uint64_t)(p + M) &&
+            A_ADDR(rc.body) + A_SIZE(rc.body) > (uint64_t)p) {
+            frees++;
+            good_free = A_ADDR(rc.body) == (uint64_t)p && A_SIZE(rc.body) == M &&
+                        A_FUNC(rc.body) == 10 && A_TIME(rc.body) >= t_good;
+        }
+        if (rc.type == REC_HINT && H_ID(rc.body) == 2 && nh < 8) {
+            res[nh] = H_RESULT(rc.body);
+            lens[nh++] = H_LEN(rc.body);
+        }
+    }
+    log_free(&l);
+    CHECK(frees == 1 && good_free,
+          "%d FREE records over p; want exactly one, the good mremap's (p, 1 MiB, mremap)", frees);
+    CHECK(nh == 4 && res[0] == 0 && lens[0] == M && res[1] == ENOMEM && lens[1] == 2 * M + PG &&
+              res[2] == 0 && lens[2] == 2 * M && res[3] == 0 && lens[3] == M,
+          "map_site mlock results: %d of them, want ok ENOMEM ok ok", nh);
+    munmap(q, 2 * M + PG);
+    munmap(q2, 2 * M);
+    munmap(q3, M);
+    printf("{\"mode\":\"mremap\",\"p\":%llu,\"vmlck_kb\":[%ld,%ld,%ld,%ld],\"frees\":%d,"
+           "\"hints\":%d}\n",
+           (unsigned long long)(uintptr_t)p, k[0], k[1], k[2], k[3], frees, nh);
+    return g_fail;
+}
+
+static volatile int g_stop;
+
+static void *churn(void *arg)
+{
+    (void)arg;
+    while (!g_stop) {
+        char *x = malloc(128 * 1024);
+        x[0] = 1;
+        free(x);
+        void *m = mmap(NULL, 128 * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        munmap(m, 128 * 1024);
+    }
+    return NULL;
+}
+
+/* The child's checks; its exit status. */
+static int fork_child(void *a)
+{
+    int bad = 0;
+    bad |= vmlck_kb() != 0;
+    void *c = lock_site(3 * M); /* the whole budget: nothing is locked here */
+    bad |= (vmlck_kb() != span_kb(c, 3 * M)) << 1;
+    free(c);
+    free(a); /* inherited, locked in the parent only: gives back nothing */
+    c = lock_site(3 * M);
+    bad |= (vmlck_kb() != span_kb(c, 3 * M)) << 2;
+    free(c);
+    for (int i = 0; i < 10; i++)
+        free(malloc(200 * 1024));
+    void *m = map_site(M);
+    bad |= (vmlck_kb() != 1024) << 3;
+    munmap(m, M);
+    return bad;
+}
+
+static int mode_fork(int nfork)
+{
+    void *a = lock_site(M);
+    long k0 = vmlck_kb();
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, churn, NULL) == 0, "pthread_create");
+    int failed = 0, first_bad = 0;
+    for (int i = 0; i < nfork; i++) {
+        pid_t pid = fork();
+        if (pid == 0)
+            _exit(fork_child(a));
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid, "fork / waitpid");
+        if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+            if (!failed++)
+                first_bad = st;
+        }
+    }
+    g_stop = 1;
+    pthread_join(th, NULL);
+    CHECK(!failed, "%d of %d children failed (first: status 0x%x; exit bits: 1 VmLck at start, "
+                   "2 first lock, 4 lock after freeing the inherited object, 8 mmap lock)",
+          failed, nfork, first_bad);
+    long k1 = vmlck_kb();
+    void *b = lock_site(2 * M); /* the parent's budget is its own: 1 + 2 of 3 MiB */
+    long k2 = vmlck_kb();
+    long ka = span_kb(a, M), kb = span_kb(b, 2 * M);
+    CHECK(k0 == ka && k1 == ka && k2 == ka + kb, "parent VmLck %ld %ld %ld kB, want %ld %ld %ld", k0,
+          k1, k2, ka, ka, ka + kb);
+    free(b);
+    free(a);
+    printf("{\"mode\":\"fork\",\"forks\":%d,\"failed\":%d}\n", nfork, failed);
+    return g_fail;
+}
+
+static int mode_gate(char **argv)
+{
+    const char *fds = getenv("PROBE_GATE_FDS");
+    if (!fds) { /* set the gate up and start again with it */
+        int go[2], ready[2];
+        if (pipe(go) || pipe(ready))
+            return 1;
+        char v[64];
+        snprintf(v, sizeof v, "%d,%d", go[0], ready[1]);
+        setenv("SWAPLAB_DEBUG_BG_GATE", v, 1);
+        snprintf(v, sizeof v, "%d,%d", go[1], ready[0]);
+        setenv("PROBE_GATE_FDS", v, 1);
+        execv("/proc/self/exe", argv);
+        perror("probe: exec");
+        return 1;
+    }
+    int go_w, ready_r;
+    if (sscanf(fds, "%d,%d", &go_w, &ready_r) != 2)
+        return 1;
+    char *x = cold_site(M); /* hint 3: the thread takes it and parks */
+    char c;
+    CHECK(read(ready_r, &c, 1) == 1, "the background thread never reached its madvise");
+    /* it is parked in the middle of its work on x: everything else goes on */
+    for (int i = 0; i < 50; i++)
+        free(malloc(128 * 1024));
+    void *m = mmap(NULL, M, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    munmap(m, M);
+    char *y = cold_site(M); /* registers with the thread */
+    free(y);                /* and leaves it again, not waiting for x's madvise */
+    pid_t pid = fork();
+    if (pid == 0) { /* no thread in here is working on x */
+        free(x);
+        free(malloc(128 * 1024));
+        _exit(0);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+          "child forked during the madvise: status 0x%x", st);
+    CHECK(write(go_w, "g", 1) == 1, "releasing the gate");
+    close(go_w);
+    uint64_t xa = (uint64_t)x;
+    free(x); /* waits for the madvise of x to end, if it has not */
+    struct logv l = log_read();
+    size_t o = 0;
+    struct rec r;
+    int hx = 0, hy = 0;
+    while (log_next(&l, &o, &r))
+        if (r.type == REC_HINT && H_ID(r.body) == 3) {
+            if (H_ADDR(r.body) >= xa && H_ADDR(r.body) < xa + M)
+                hx += H_RESULT(r.body) == 0 && H_ACTION(r.body) == 3;
+            else
+                hy++;
+        }
+    log_free(&l);
+    CHECK(hx == 1 && hy == 0, "cold hint records: %d ok on x (want 1), %d elsewhere (want 0)", hx,
+          hy);
+    printf("{\"mode\":\"gate\",\"x_cold\":%d,\"other\":%d}\n", hx, hy);
+    return g_fail;
+}
+
+typedef void (*stats_fn)(uint64_t out[4]);
+
+static int mode_many(long n)
+{
+    stats_fn stats = (stats_fn)dlsym(RTLD_DEFAULT, "swaplab_preload_stats");
+    CHECK(stats, "swaplab_preload_stats not found: is the library preloaded?");
+    if (!stats)
+        return 1;
+    const size_t obj = 16 * PG; /* the library's default threshold */
+    char *base = raw_mmap(NULL, (size_t)n * obj, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE);
+    CHECK(base != MAP_FAILED, "reserving %ld x 64 KiB", n);
+    if (base == MAP_FAILED)
+        return 1;
+    uint64_t s0[4], s1[4];
+    stats(s0);
+    for (long i = 0; i < n; i++) {
+        void *p = mmap(base + i * obj, obj, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+        if (p != base + i * obj) {
+            CHECK(0, "mmap %ld: %s", i, strerror(errno));
+            return 1;
+        }
+    }
+    uint64_t peak[4];
+    stats(peak);
+    long holes = 0, pairs = 0;
+    for (long i = 0; i < n; i += 8) { /* a hole in the middle: two pieces stay */
+        CHECK(munmap(base + i * obj + 4 * PG, 4 * PG) == 0, "munmap hole %ld", i);
+        holes++;
+    }
+    for (long i = 1; i + 1 < n; i += 8) { /* across two objects */
+        CHECK(munmap(base + i * obj + 8 * PG, 16 * PG) == 0, "munmap across %ld", i);
+        pairs++;
+    }
+    for (long i = 0; i < n; i += 64) { /* whole runs of objects and pieces */
+        long k = n - i < 64 ? n - i : 64;
+        CHECK(munmap(base + i * obj, (size_t)k * obj) == 0, "munmap run %ld", i);
+    }
+    stats(s1);
+    uint64_t ops = s1[0] - s0[0], steps = s1[1] - s0[1];
+    double per_op = ops ? (double)steps / (double)ops : 0;
+    /* a treap of n nodes has expected depth about 2 ln n (23 at 100 k); an
+     * operation is a few splits and merges along such paths.  A scan of
+     * the live objects would cost about n / 2 per munmap. */
+    double bound = 12.0 * log2((double)n + 2);
+    CHECK(s1[2] == s0[2] && peak[2] == s0[2] + (uint64_t)n,
+          "tracked mappings: %llu before, %llu at the peak, %llu after",
+          (unsigned long long)s0[2], (unsigned long long)peak[2], (unsigned long long)s1[2]);
+    CHECK(per_op <= bound, "%.1f tree steps per operation, more than %.0f", per_op, bound);
+
+    /* the log: n ALLOCs, FREEs tiling the whole range, none across two
+     * objects, as many as the pieces made */
+    struct logv l = log_read();
+    size_t o = 0;
+    struct rec r;
+    long allocs = 0, frees = 0;
+    uint64_t lo = (uint64_t)base, hi = lo + (uint64_t)n * obj;
+    unsigned char *seen = raw_mmap(NULL, (size_t)n * 16, PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS);
+    int across = 0, twice = 0;
+    while (log_next(&l, &o, &r)) {
+        if ((r.type != REC_ALLOC && r.type != REC_FREE) || A_ADDR(r.body) < lo ||
+            A_ADDR(r.body) >= hi)
+            continue;
+        if (r.type == REC_ALLOC) {
+            allocs += A_FUNC(r.body) == 9 && A_SIZE(r.body) == obj;
+            continue;
+        }
+        frees++;
+        uint64_t a = A_ADDR(r.body), z = a + A_SIZE(r.body);
+        if ((a - lo) / obj != (z - 1 - lo) / obj || A_FUNC(r.body) != 12)
+            across++;
+        for (uint64_t pg = (a - lo) / PG; pg < (z - lo) / PG; pg++)
+            twice += seen[pg]++ != 0;
+    }
+    long gaps = 0;
+    for (long pg = 0; pg < n * 16; pg++)
+        gaps += !seen[pg];
+    raw_munmap(seen, (size_t)n * 16);
+    log_free(&l);
+    long want = n + 2 * holes + 2 * pairs;
+    CHECK(allocs == n, "%ld mmap ALLOC records, want %ld", allocs, n);
+    CHECK(frees == want && !across && !twice && !gaps,
+          "%ld FREE records (want %ld), %d across objects or not munmap, %d pages freed twice, "
+          "%ld never", frees, want, across, twice, gaps);
+    raw_munmap(base, (size_t)n * obj);
+    printf("{\"mode\":\"many\",\"base\":%llu,\"n\":%ld,\"frees\":%ld,\"tree_ops\":%llu,\"steps_per_op\":%.1f,"
+           "\"bound\":%.0f}\n",
+           (unsigned long long)lo, n, frees, (unsigned long long)ops, per_op, bound);
+    return g_fail;
+}
+
+int main(int argc, char **argv)
+{
+    const char *m = argc > 1 ? argv[1] : "";
+    int r = 2;
+    if (!strcmp(m, "hints") && argc == 4)
+        r = mode_hints(argv[2], argv[3]);
+    else if (!strcmp(m, "mremap") && argc == 2)
+        r = mode_mremap();
+    else if (!strcmp(m, "fork") && argc <= 3)
+        r = mode_fork(argc == 3 ? atoi(argv[2]) : 50);
+    else if (!strcmp(m, "gate") && argc == 2)
+        r = mode_gate(argv);
+    else if (!strcmp(m, "many") && argc <= 3)
+        r = mode_many(argc == 3 ? atol(argv[2]) : 100000);
+    else
+        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | many [N]\n",
+                argv[0]);
+    fflush(stdout);
+    return r;
+}
