@@ -6,11 +6,19 @@
 //! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
 //!   with per-cell medians, spread and slowdowns.
 //! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
-//!   compares runs and sweeps with a Mann–Whitney U test ([`stats`]).
-//! * [`workload`] — the built-in C workloads, embedded in the binary.
-//! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
-//!   and a stable key (DWARF and the ELF symbol table).
-//! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own cost.
+//!   compares runs and sweeps with a Mann–Whitney U test
+//!   (`swaplab_analysis::stats`).
+//! * [`tracing`] — the tracing instruments around a run (fault events,
+//!   pagemap swap changes, maps snapshots, the preload library's allocation
+//!   log), written as a trace directory (`swaplab_trace::trace_dir`);
+//!   [`refs`] — full reference capture with valgrind lackey.
+//! * [`workload`] and [`preload`] — the built-in C workloads and the
+//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
+//! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own
+//!   cost; [`bench_trace`] — what tracing costs.
+//!
+//! Offline analysis of a trace (attribution, advice, hint files,
+//! symbolization) is `swaplab_analysis`: it needs none of this crate.
 //!
 //! ```no_run
 //! use swaplab_lab::{options::{LimitSpec, RunOptions}, runner::Lab, workload};
