@@ -14,7 +14,7 @@
 //!   [`refs`] — full reference capture with valgrind lackey.
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
 //!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
-//! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own
+//! * [`demo`] — the real-workload demo sweep; [`bench`](mod@bench) — the runner's own
 //!   cost; [`bench_trace`] — what tracing costs.
 //!
 //! Offline analysis of a trace (attribution, advice, hint files,
