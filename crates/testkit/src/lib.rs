@@ -51,6 +51,10 @@ pub enum Facility {
     SharedData,
     /// Something about the CPU architecture.
     Arch,
+    /// The machine's current state makes the test moot (e.g. tracefs
+    /// already mounted by someone else, so there is no mount of ours to
+    /// undo).
+    MachineState,
 }
 
 impl fmt::Display for Facility {
@@ -69,6 +73,7 @@ impl fmt::Display for Facility {
             Facility::Program(p) => write!(f, "program {p}"),
             Facility::SharedData => f.write_str("shared data (../shared/data)"),
             Facility::Arch => f.write_str("CPU architecture"),
+            Facility::MachineState => f.write_str("machine state"),
         }
     }
 }
@@ -122,8 +127,9 @@ impl Facility {
                 .then(|| "no zram (neither /sys/class/zram-control nor /sys/block/zram0)".into()),
             Facility::Zswap => (!exists("/sys/module/zswap/parameters/enabled"))
                 .then(|| "no zswap (/sys/module/zswap/parameters/enabled missing)".into()),
-            Facility::Perf => (!exists("/proc/sys/kernel/perf_event_paranoid"))
-                .then(|| "no perf_event_open (/proc/sys/kernel/perf_event_paranoid missing)".into()),
+            Facility::Perf => (!exists("/proc/sys/kernel/perf_event_paranoid")).then(|| {
+                "no perf_event_open (/proc/sys/kernel/perf_event_paranoid missing)".into()
+            }),
             Facility::Pagemap => {
                 (!exists("/proc/self/pagemap")).then(|| "no /proc/self/pagemap".into())
             }
@@ -157,7 +163,10 @@ impl Facility {
             }
             Facility::Tracefs => {
                 let listed = std::fs::read_to_string("/proc/filesystems")
-                    .map(|s| s.lines().any(|l| l.split_whitespace().last() == Some("tracefs")))
+                    .map(|s| {
+                        s.lines()
+                            .any(|l| l.split_whitespace().last() == Some("tracefs"))
+                    })
                     .unwrap_or(false);
                 let mounted = exists("/sys/kernel/tracing/events")
                     || exists("/sys/kernel/debug/tracing/events");
@@ -165,7 +174,10 @@ impl Facility {
                     .then(|| "this kernel has no tracefs (not in /proc/filesystems)".into())
             }
             Facility::Kswapd => None,
-            Facility::Program(_) | Facility::SharedData | Facility::Arch => None,
+            Facility::Program(_)
+            | Facility::SharedData
+            | Facility::Arch
+            | Facility::MachineState => None,
         }
     }
 }
@@ -294,7 +306,10 @@ mod tests {
     fn process_madvise_probe_agrees_with_the_kernel_version() {
         // process_madvise exists since Linux 5.10.
         let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-        let mut it = rel.trim().split(['.', '-']).map(|x| x.parse::<u32>().unwrap_or(0));
+        let mut it = rel
+            .trim()
+            .split(['.', '-'])
+            .map(|x| x.parse::<u32>().unwrap_or(0));
         let (maj, min) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
         if (maj, min) >= (5, 10) {
             assert_eq!(Facility::ProcessMadvise.missing(), None);
