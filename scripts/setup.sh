@@ -12,3 +12,11 @@ if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
   fi
 fi
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
+# The Parquet cross-reader tests read every table swaplab writes with
+# pyarrow (independent of our reader): install it when it is missing.
+if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import pyarrow' >/dev/null 2>&1; then
+  echo "installing pyarrow with pip (for the Parquet cross-reader tests)"
+  python3 -m pip install --quiet pyarrow >/dev/null 2>&1 \
+    || python3 -m pip install --quiet --break-system-packages pyarrow >/dev/null 2>&1 \
+    || echo "could not install pyarrow (python3 -m pip install pyarrow): the cross-reader tests will skip, or fail on CI"
+fi

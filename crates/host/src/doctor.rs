@@ -744,10 +744,34 @@ fn probe_tracefs() -> Vec<Probe> {
                 "tracefs is not readable by this user",
                 "needs root: run with sudo",
             )
-        } else if Path::new("/sys/kernel/tracing").is_dir() {
+        } else if Path::new(crate::tracefs::MOUNTPOINT).is_dir()
+            && crate::tracefs::kernel_has_tracefs()
+        {
+            if util::is_root() {
+                // Usable: swaplab mounts it (journaled) when it needs it.
+                let detail = format!(
+                    "not mounted; swaplab mounts it at {} when it needs it (and unmounts it after)",
+                    crate::tracefs::MOUNTPOINT
+                );
+                let mut out = vec![probe("tracefs", Status::Partial, detail, &[], "")];
+                for name in [
+                    "trace.page_fault_user",
+                    "trace.mm_vmscan_write_folio",
+                    "trace.rss_stat",
+                ] {
+                    out.push(probe(
+                        name,
+                        Status::Partial,
+                        "tracefs not mounted: checked when swaplab mounts it",
+                        &[],
+                        "",
+                    ));
+                }
+                return out;
+            }
             (
                 "tracefs is not mounted",
-                "mount -t tracefs nodev /sys/kernel/tracing",
+                "needs root: run with sudo (swaplab then mounts it itself)",
             )
         } else {
             ("tracefs is not mounted", "mount tracefs (CONFIG_TRACING)")

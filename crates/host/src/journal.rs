@@ -106,6 +106,12 @@ pub enum Undo {
         /// The instance directory.
         path: PathBuf,
     },
+    /// Stop using tracefs; when swaplab mounted it and no other swaplab
+    /// session still uses it, unmount it ([`crate::tracefs::release_mount`]).
+    ReleaseTracefs {
+        /// Where swaplab mounts it.
+        mountpoint: PathBuf,
+    },
 }
 
 impl fmt::Display for Undo {
@@ -125,6 +131,11 @@ impl fmt::Display for Undo {
             Undo::RemoveTracefsInstance { path } => {
                 write!(f, "remove tracefs instance {}", path.display())
             }
+            Undo::ReleaseTracefs { mountpoint } => write!(
+                f,
+                "unmount tracefs at {} if swaplab mounted it and no session uses it",
+                mountpoint.display()
+            ),
         }
     }
 }
@@ -225,6 +236,19 @@ impl Undo {
                 .remove(CGROUP_REMOVE_TIMEOUT)
             }
             Undo::RemoveTracefsInstance { path } => remove_tracefs_instance(path),
+            Undo::ReleaseTracefs { mountpoint } => {
+                if mountpoint != Path::new(crate::tracefs::MOUNTPOINT) {
+                    return Err(Error::unsupported(
+                        format!("refusing to unmount {}", mountpoint.display()),
+                        format!(
+                            "swaplab only mounts tracefs at {}",
+                            crate::tracefs::MOUNTPOINT
+                        ),
+                        "the journal may have been edited by hand; remove it",
+                    ));
+                }
+                crate::tracefs::release_mount(mountpoint)
+            }
         }
     }
 }
@@ -598,6 +622,7 @@ pub struct Session {
     global_lock: Option<FileLock>,
     recovered: RecoveryReport,
     finished: bool,
+    tracefs_claim: Option<crate::tracefs::MountClaim>,
 }
 
 impl Session {
@@ -636,6 +661,7 @@ impl Session {
             global_lock: None,
             recovered,
             finished: false,
+            tracefs_claim: None,
         })
     }
 
@@ -921,13 +947,7 @@ impl Session {
     /// up; restore removes it (with everything in it).
     pub fn add_tracefs_instance(&mut self) -> Result<PathBuf> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let root = crate::doctor::tracefs_root().ok_or_else(|| {
-            Error::unsupported(
-                "no tracefs",
-                "tracefs is not mounted (or not readable) at /sys/kernel/tracing",
-                "mount -t tracefs nodev /sys/kernel/tracing (as root)",
-            )
-        })?;
+        let root = self.use_tracefs()?;
         let dir = root.join("instances");
         let path = loop {
             let p = dir.join(format!(
@@ -948,6 +968,25 @@ impl Session {
         Ok(path)
     }
 
+    /// The tracefs root, mounting tracefs at [`crate::tracefs::MOUNTPOINT`]
+    /// when it is not mounted and we are root. The mount is journaled like
+    /// every other change ([`Undo::ReleaseTracefs`]) and unmounted on
+    /// restore, unless another swaplab session still uses it (the last one
+    /// unmounts). A tracefs mounted by someone else is never unmounted.
+    pub fn use_tracefs(&mut self) -> Result<PathBuf> {
+        if self.tracefs_claim.is_some() {
+            if let Some(root) = crate::doctor::tracefs_root() {
+                return Ok(root);
+            }
+        }
+        let journal = &mut self.journal;
+        let (root, claim) = crate::tracefs::find_or_mount(&mut |u| journal.record(u))?;
+        if claim.is_some() {
+            self.tracefs_claim = claim;
+        }
+        Ok(root)
+    }
+
     /// Undoes every recorded change, newest first, and deletes the journal.
     /// Actions that fail stay in the journal (for `swaplab restore`) and are
     /// reported together. Calling it again retries only what failed.
@@ -957,6 +996,10 @@ impl Session {
         // Failed actions, newest first.
         let mut failed: Vec<Undo> = Vec::new();
         while let Some(u) = remaining.pop() {
+            if matches!(u, Undo::ReleaseTracefs { .. }) {
+                // Our own claim would keep us from unmounting.
+                self.tracefs_claim = None;
+            }
             if let Err(e) = u.apply() {
                 errors.push(format!("{u}: {e}"));
                 failed.push(u);

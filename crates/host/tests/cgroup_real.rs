@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::Baseline;
-use swaplab_host::cgroup::{CgroupMounts, CgroupOptions, CgroupVersion, MemoryLimits};
+use swaplab_host::cgroup::{CgroupOptions, CgroupVersion, MemoryLimits};
 use swaplab_host::journal::{Session, SessionOptions};
 use swaplab_host::procfs::wait_with_rusage;
 
@@ -21,18 +21,10 @@ fn session(dir: &tempfile::TempDir) -> Session {
 }
 
 fn skip(test: &str) -> bool {
-    if common::skip_unless_root(test) {
-        return true;
-    }
-    if CgroupMounts::detect()
-        .ok()
-        .and_then(|m| m.memory_fs())
-        .is_none()
-    {
-        eprintln!("SKIP {test}: no memory cgroup controller on this machine");
-        return true;
-    }
-    false
+    common::skip_unless(
+        test,
+        &[common::Facility::Root, common::Facility::MemoryCgroup],
+    )
 }
 
 fn raw_field(text: &str, key: &str) -> Option<u64> {

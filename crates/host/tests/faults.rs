@@ -252,19 +252,12 @@ fn swaps() -> String {
 }
 
 fn skip(test: &str, kind: FaultSourceKind) -> bool {
-    if common::skip_unless_root(test) {
-        return true;
-    }
-    if kind == FaultSourceKind::Tracefs
-        && common::skip_unless_exists(
-            test,
-            "/sys/kernel/tracing/events/exceptions/page_fault_user",
-            "no page_fault_user tracepoint",
-        )
-    {
-        return true;
-    }
-    false
+    use common::Facility;
+    let facility = match kind {
+        FaultSourceKind::Perf => Facility::Perf,
+        FaultSourceKind::Tracefs => Facility::Tracefs,
+    };
+    common::skip_unless(test, &[Facility::Root, facility])
 }
 
 fn in_range(s: &FaultSample, base: u64, pages: usize) -> bool {
@@ -290,13 +283,9 @@ fn basic(test: &str, kind: FaultSourceKind) {
         ..Default::default()
     })
     .unwrap();
-    let tr = match run_child(test, "basic", Some(kind), &mut session) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("SKIP {test}: {kind} unavailable: {e}");
-            return;
-        }
-    };
+    // The facility is present (checked by `skip`): any error is a failure.
+    let tr = run_child(test, "basic", Some(kind), &mut session)
+        .unwrap_or_else(|e| panic!("{test}: {kind} failed: {e}"));
     let pid: u32 = tr.line("pid")[1].parse().unwrap();
     let b1: u64 = tr.line("base1")[1].parse().unwrap();
     let b2 = tr.line("base2");
@@ -349,13 +338,8 @@ fn major(test: &str, kind: FaultSourceKind) {
     session.add_swap(&spec.parse().unwrap()).unwrap();
     // No swap readahead: every swap-in reads its own page.
     session.set_sysctl("vm.page-cluster", "0").unwrap();
-    let tr = match run_child(test, "major", Some(kind), &mut session) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("SKIP {test}: {kind} unavailable: {e}");
-            return;
-        }
-    };
+    let tr = run_child(test, "major", Some(kind), &mut session)
+        .unwrap_or_else(|e| panic!("{test}: {kind} failed: {e}"));
     let m = tr.line("major");
     let a: u64 = m[1].parse().unwrap();
     let ru: i64 = m[3].parse().unwrap();

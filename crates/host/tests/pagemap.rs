@@ -136,11 +136,8 @@ fn scan(w: &mut PagemapWatcher, ranges: &[(u64, u64)]) -> Vec<SwapChange> {
 }
 
 fn swap_session(test: &str, spec: &str) -> Option<Session> {
-    if common::skip_unless_root(test) {
-        return None;
-    }
-    if !std::path::Path::new("/proc/self/pagemap").exists() {
-        eprintln!("SKIP {test}: no /proc/self/pagemap");
+    use common::Facility::*;
+    if common::skip_unless(test, &[Root, Pagemap, Swapfile]) {
         return None;
     }
     let mut session = Session::begin().expect("session");

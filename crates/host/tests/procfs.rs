@@ -81,7 +81,11 @@ fn kswapd_threads_and_cpu() {
         })
         .unwrap_or(0);
     if nodes == 0 && k.threads.is_empty() {
-        eprintln!("SKIP kswapd_threads_and_cpu: no NUMA node info and no kswapd");
+        swaplab_testkit::skip(
+            "kswapd_threads_and_cpu",
+            swaplab_testkit::Facility::Kswapd,
+            "no NUMA node info and no kswapd",
+        );
         return;
     }
     assert_eq!(k.threads.len(), nodes.max(1), "{k:?}");

@@ -28,15 +28,10 @@ fn swaps_in(dir: &Path) -> Vec<String> {
 
 #[test]
 fn sigkilled_session_is_undone_by_recover_all() {
-    if common::skip_unless_root("sigkilled_session_is_undone_by_recover_all") {
-        return;
-    }
-    let has_memcg = swaplab_host::cgroup::CgroupMounts::detect()
-        .ok()
-        .and_then(|m| m.memory_fs())
-        .is_some();
-    if !has_memcg {
-        eprintln!("SKIP sigkilled_session_is_undone_by_recover_all: no memory cgroup controller");
+    if common::skip_unless(
+        "sigkilled_session_is_undone_by_recover_all",
+        &[common::Facility::Root, common::Facility::MemoryCgroup],
+    ) {
         return;
     }
     // Temp dirs outlive the baseline guard, which may need to clean inside them.

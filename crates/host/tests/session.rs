@@ -192,14 +192,10 @@ fn swap_file_lifecycle() {
 
 #[test]
 fn zram_lifecycle() {
-    if common::skip_unless_root("zram_lifecycle")
-        || (!Path::new("/sys/block/zram0").exists()
-            && common::skip_unless_exists(
-                "zram_lifecycle",
-                "/sys/class/zram-control/hot_add",
-                "no zram",
-            ))
-    {
+    if common::skip_unless(
+        "zram_lifecycle",
+        &[common::Facility::Root, common::Facility::Zram],
+    ) {
         return;
     }
     // The state dir outlives the baseline guard, which may need to
@@ -274,13 +270,10 @@ fn zram_lifecycle() {
 
 #[test]
 fn zswap_needs_a_backing_area_and_is_restored() {
-    if common::skip_unless_root("zswap_needs_a_backing_area_and_is_restored")
-        || common::skip_unless_exists(
-            "zswap_needs_a_backing_area_and_is_restored",
-            "/sys/module/zswap/parameters/enabled",
-            "no zswap",
-        )
-    {
+    if common::skip_unless(
+        "zswap_needs_a_backing_area_and_is_restored",
+        &[common::Facility::Root, common::Facility::Zswap],
+    ) {
         return;
     }
     // The state dir outlives the baseline guard, which may need to

@@ -1,5 +1,5 @@
 //! Reference capture of real programs under valgrind lackey
-//! (`swaplab_lab::refs`). Skipped, with the reason printed, where valgrind
+//! (`swaplab_lab::refs`). Skipped (counted, with the reason) where valgrind
 //! is not installed.
 
 use std::collections::HashMap;
@@ -11,16 +11,9 @@ use swaplab_lab::workload;
 use swaplab_trace::native::NativeReader;
 use swaplab_trace::{RefBatch, RefSource, Source};
 
-fn have_valgrind() -> bool {
-    let ok = std::process::Command::new("valgrind")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipped: valgrind is not installed (apt-get install valgrind)");
-    }
-    ok
+/// Records a skip (and returns false) when valgrind is not installed.
+fn have_valgrind(test: &str) -> bool {
+    !swaplab_testkit::skip_unless_program(test, "valgrind", "apt-get install valgrind")
 }
 
 fn args(s: &str) -> Vec<String> {
@@ -61,7 +54,7 @@ fn page_counts(path: &Path) -> (HashMap<u64, u64>, u64) {
 
 #[test]
 fn captures_every_page_of_a_traverse() {
-    if !have_valgrind() {
+    if !have_valgrind("captures_every_page_of_a_traverse") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -103,7 +96,7 @@ fn captures_every_page_of_a_traverse() {
 
 #[test]
 fn failing_command_reports_its_exit_code() {
-    if !have_valgrind() {
+    if !have_valgrind("failing_command_reports_its_exit_code") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -139,7 +132,7 @@ fn direct_wall(cmd: &[String]) -> f64 {
 #[test]
 #[ignore]
 fn measure_slowdown() {
-    if !have_valgrind() {
+    if !have_valgrind("measure_slowdown") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

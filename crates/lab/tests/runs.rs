@@ -6,7 +6,7 @@
 mod common;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
@@ -50,15 +50,14 @@ fn major_faults_agree_with_time_and_perf() {
     if skip("major_faults_agree_with_time_and_perf") {
         return;
     }
-    let time = PathBuf::from("/usr/bin/time");
-    if !time.exists() {
-        eprintln!("skipping major_faults_agree_with_time_and_perf: /usr/bin/time is missing (apt-get install time)");
+    let test = "major_faults_agree_with_time_and_perf";
+    if swaplab_testkit::skip_unless_program(test, "/usr/bin/time", "apt-get install time")
+        || swaplab_testkit::skip_unless_program(test, "perf", "apt-get install linux-perf")
+    {
         return;
     }
-    let Some(perf) = which("perf") else {
-        eprintln!("skipping major_faults_agree_with_time_and_perf: perf is not installed (apt-get install linux-perf)");
-        return;
-    };
+    let time = PathBuf::from("/usr/bin/time");
+    let perf = which("perf").unwrap();
     let _g = serial();
     let before = sys_state();
     let (dir, lab) = temp_lab();
@@ -230,15 +229,19 @@ fn timeout_kills_the_whole_cgroup() {
         timeout: Some(Duration::from_millis(1500)),
         ..Default::default()
     };
-    let t = Instant::now();
     let set = lab
         .run(&s(&["sh", "-c", &script]), &opts, 1, &mut |_| {})
         .unwrap();
     let r = &set.runs[0];
-    assert!(t.elapsed() < Duration::from_secs(15));
+    // The command sleeps 300 s: only the timeout ends it this early.
     assert_eq!(r.outcome, Some(Outcome::Timeout), "{r:#?}");
+    // Not killed before its time (a lower bound only: no timed assertion
+    // that a loaded machine could break).
     let wall = r.get("wall_ns").unwrap() / 1e9;
-    assert!((1.5..3.0).contains(&wall), "wall {wall}");
+    assert!(
+        wall >= 1.5,
+        "killed after {wall} s, before the 1.5 s timeout"
+    );
     assert_eq!(r.term_signal, Some(libc::SIGKILL));
     let child: u32 = std::fs::read_to_string(&pidfile)
         .unwrap()

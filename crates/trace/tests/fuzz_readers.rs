@@ -223,7 +223,6 @@ fn drain(format: Format, opts: &ImportOptions, data: &[u8], rng: &mut Pcg64) -> 
 #[test]
 fn importers_survive_random_and_mutated_input() {
     let mut rng = Pcg64::seed_from_u64(0x5eed_5a9a_1ab0);
-    let start = std::time::Instant::now();
     let mut accepted = 0usize;
     for format in import::Format::ALL {
         let seeds = seeds(format);
@@ -243,7 +242,6 @@ fn importers_survive_random_and_mutated_input() {
     // Mutations keep many inputs (partly) valid: the fuzzing reached past
     // the first error path.
     assert!(accepted > 1000, "only {accepted} references accepted");
-    assert!(start.elapsed().as_secs() < 30, "fuzz test too slow");
 }
 
 #[test]

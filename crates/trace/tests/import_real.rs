@@ -6,15 +6,26 @@ use swaplab_trace::export::write_oracle_general;
 use swaplab_trace::import::{self, Column, Format, ImportOptions};
 use swaplab_trace::{RefBatch, RefSource, Source};
 
-fn shared(name: &str) -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name);
-    if p.exists() {
-        return Some(p);
+/// A file of the shared data directory, `../shared/data` beside the
+/// checkout root (found from this crate's directory, never from one
+/// machine's absolute path). Records a skip with the reason when it is
+/// absent (on CI it is present, so there the skip fails the test).
+fn shared(test: &str, name: &str) -> Option<PathBuf> {
+    let root = swaplab_testkit::checkout_root(env!("CARGO_MANIFEST_DIR"));
+    let found = swaplab_testkit::shared_data(env!("CARGO_MANIFEST_DIR"))
+        .map(|d| d.join(name))
+        .filter(|p| p.exists());
+    if found.is_none() {
+        swaplab_testkit::skip(
+            test,
+            swaplab_testkit::Facility::SharedData,
+            format!(
+                "{name} not found in {}",
+                root.parent().unwrap_or(&root).join("shared/data").display()
+            ),
+        );
     }
-    let p = Path::new("/work/shared/data").join(name);
-    p.exists().then_some(p)
+    found
 }
 
 fn fixture(name: &str) -> PathBuf {
@@ -56,11 +67,11 @@ fn csv_opts() -> ImportOptions {
 
 #[test]
 fn cloudphysics_oracle_general_and_csv_agree() {
-    let (Some(bin), Some(csv)) = (
-        shared("cloudPhysicsIO.oracleGeneral.bin.zst"),
-        shared("cloudPhysicsIO.csv.zst"),
-    ) else {
-        eprintln!("skipping: shared/data/cloudPhysicsIO.* not found");
+    let test = "cloudphysics_oracle_general_and_csv_agree";
+    let Some(bin) = shared(test, "cloudPhysicsIO.oracleGeneral.bin.zst") else {
+        return;
+    };
+    let Some(csv) = shared(test, "cloudPhysicsIO.csv.zst") else {
         return;
     };
     assert_eq!(import::detect(&bin), Some(Format::OracleGeneral));
@@ -103,8 +114,10 @@ fn cloudphysics_oracle_general_and_csv_agree() {
 
 #[test]
 fn reexport_reproduces_next_access_vtime() {
-    let Some(bin) = shared("cloudPhysicsIO.oracleGeneral.bin.zst") else {
-        eprintln!("skipping: shared/data/cloudPhysicsIO.oracleGeneral.bin.zst not found");
+    let Some(bin) = shared(
+        "reexport_reproduces_next_access_vtime",
+        "cloudPhysicsIO.oracleGeneral.bin.zst",
+    ) else {
         return;
     };
     let original = zstd::decode_all(std::fs::File::open(&bin).unwrap()).unwrap();

@@ -13,23 +13,18 @@ use std::sync::{Mutex, MutexGuard};
 /// Serialises tests of one binary that touch system state.
 static SYSTEM: Mutex<()> = Mutex::new(());
 
-/// True (after printing why) when the test must be skipped for lack of root.
+pub use swaplab_testkit::Facility;
+
+/// True (after recording the skip, see `swaplab_testkit::skip`) when the
+/// test must be skipped for lack of root.
 pub fn skip_unless_root(test: &str) -> bool {
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP {test}: needs root (run the tests with sudo)");
-        return true;
-    }
-    false
+    swaplab_testkit::skip_unless(test, &[Facility::Root])
 }
 
-/// True (after printing why) when `path` is missing.
-pub fn skip_unless_exists(test: &str, path: &str, what: &str) -> bool {
-    if !Path::new(path).exists() {
-        eprintln!("SKIP {test}: {what} ({path} missing)");
-        return true;
-    }
-    false
+/// True (after recording the skip) when one of `needs` is missing here.
+/// Only a missing facility skips: errors while using a present one fail.
+pub fn skip_unless(test: &str, needs: &[Facility]) -> bool {
+    swaplab_testkit::skip_unless(test, needs)
 }
 
 const KNOB_FILES: &[&str] = &[
@@ -58,6 +53,22 @@ pub struct SystemState {
     pub zram: Vec<(String, String, String)>,
     /// (file, raw contents) of the knobs.
     pub knobs: Vec<(String, String)>,
+    /// Mount points of tracefs (from /proc/self/mounts).
+    pub tracefs_mounts: Vec<String>,
+}
+
+/// Mount points of tracefs, read raw from /proc/self/mounts.
+pub fn tracefs_mounts() -> Vec<String> {
+    let mut v: Vec<String> = fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "tracefs").then(|| f[1].to_string())
+        })
+        .collect();
+    v.sort();
+    v
 }
 
 fn raw(path: &str) -> String {
@@ -106,6 +117,7 @@ impl SystemState {
             cgroups,
             zram,
             knobs,
+            tracefs_mounts: tracefs_mounts(),
         }
     }
 
@@ -123,6 +135,12 @@ impl SystemState {
         }
         if self.zram != other.zram {
             d.push(format!("zram {:?} → {:?}", self.zram, other.zram));
+        }
+        if self.tracefs_mounts != other.tracefs_mounts {
+            d.push(format!(
+                "tracefs mounts {:?} → {:?}",
+                self.tracefs_mounts, other.tracefs_mounts
+            ));
         }
         for ((f, a), (_, b)) in self.knobs.iter().zip(&other.knobs) {
             if a != b {
@@ -184,6 +202,16 @@ pub fn force_restore(want: &SystemState) {
                 }
             }
         }
+    }
+    for m in now
+        .tracefs_mounts
+        .iter()
+        .filter(|m| !want.tracefs_mounts.contains(m))
+    {
+        let c = std::ffi::CString::new(m.as_str()).unwrap();
+        // SAFETY: valid C string.
+        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+        let _ = fs::remove_file("/run/swaplab/tracefs.mounted");
     }
     for (f, v) in &want.knobs {
         if v == "<absent>" {

@@ -17,26 +17,12 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// `Some(reason)` when runs cannot be made here.
-pub fn skip_reason() -> Option<String> {
-    if !swaplab_host::util::is_root() {
-        return Some("needs root (memory cgroups, swap files, sysctls)".into());
-    }
-    match swaplab_host::cgroup::CgroupMounts::detect() {
-        Ok(m) if m.memory_fs().is_some() => None,
-        _ => Some("no memory cgroup controller on this machine".into()),
-    }
-}
-
-/// Prints why a test is skipped and returns true when it must be.
+/// Records a skip (see `swaplab_testkit::skip`) and returns true when runs
+/// cannot be made here: they need root, a memory cgroup controller and
+/// swap files. Only a missing facility skips; a failing run is a failure.
 pub fn skip(test: &str) -> bool {
-    match skip_reason() {
-        Some(r) => {
-            eprintln!("skipping {test}: {r}");
-            true
-        }
-        None => false,
-    }
+    use swaplab_testkit::Facility::*;
+    swaplab_testkit::skip_unless(test, &[Root, MemoryCgroup, Swapfile])
 }
 
 /// A fresh catalog in a temporary directory (on disk, not tmpfs).
@@ -174,4 +160,48 @@ pub fn perf_field(text: &str, event: &str) -> Option<u64> {
 
 pub fn exists(p: &Path) -> bool {
     p.exists()
+}
+
+/// Mount points of tracefs, read raw from /proc/self/mounts.
+pub fn tracefs_mounts() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() > 2 && f[2] == "tracefs").then(|| f[1].to_string())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// The bytes of the main objects `swaplab-workload ARGS --objects`
+/// reports (the workload measures its own allocations), from a direct run.
+///
+/// Not the process's peak RSS: `ru_maxrss` of a child spawned by a large
+/// process starts at the parent's RSS (the kernel records the pre-exec
+/// memory's high-water mark), so it measured the test binary, not the
+/// workload.
+pub fn measure_objects(args: &[&str]) -> u64 {
+    let out = std::process::Command::new(workload_exe())
+        .args(args)
+        .arg("--objects")
+        .stdout(std::process::Stdio::null())
+        .output()
+        .expect("running the workload");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {:?}\n{err}",
+        out.status
+    );
+    let objects: u64 = err
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["object"].is_string())
+        .filter_map(|v| v["bytes"].as_u64())
+        .sum();
+    assert!(objects > 0, "{args:?} reported no objects:\n{err}");
+    objects
 }

@@ -1,0 +1,318 @@
+//! Skips that are counted as skips.
+//!
+//! libtest has no runtime skip: a test that returns early counts as passed.
+//! [`skip`] makes the skip visible and countable instead:
+//!
+//! * it prints `SKIP <test>: <reason>` on stderr, and appends the same line
+//!   to the file named by [`SKIP_LOG_ENV`] (scripts/test.sh sets it, then
+//!   reports `N passed, N failed, N skipped` with passed = libtest's passed −
+//!   skipped, and lists each skip);
+//! * on CI (`CI=true`) it panics instead when the facility is one the CI
+//!   machine kind has ([`Facility::required_on_ci`]): there a missing
+//!   facility is a broken machine or a broken probe, never a reason to pass.
+//!
+//! Only a *missing facility* is a reason to skip. An error while setting up
+//! something that is present is a test failure: probe the facility with
+//! [`Facility::missing`] (independent file checks), and unwrap the rest.
+
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Environment variable naming the file that collects `SKIP` lines.
+pub const SKIP_LOG_ENV: &str = "SWAPLAB_SKIP_LOG";
+
+/// What a test needs from the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Facility {
+    /// euid 0 (cgroups, swap areas, sysctls, pagemap PFNs, tracefs).
+    Root,
+    /// A memory cgroup controller (v1 here; v2 elsewhere).
+    MemoryCgroup,
+    /// Swap files (swapon of a regular file).
+    Swapfile,
+    /// The zram block device (zram-control or a zram0).
+    Zram,
+    /// zswap (`/sys/module/zswap`).
+    Zswap,
+    /// perf_event_open software events.
+    Perf,
+    /// /proc/PID/pagemap.
+    Pagemap,
+    /// pidfd_open + process_madvise.
+    ProcessMadvise,
+    /// tracefs (swaplab mounts it itself when root).
+    Tracefs,
+    /// kswapd threads.
+    Kswapd,
+    /// An external program on PATH (`/usr/bin/time`, perf, valgrind, python3).
+    Program(&'static str),
+    /// The shared data directory beside the checkout (`../shared/data`).
+    SharedData,
+    /// Something about the CPU architecture.
+    Arch,
+    /// The machine's current state makes the test moot (e.g. tracefs
+    /// already mounted by someone else, so there is no mount of ours to
+    /// undo).
+    MachineState,
+}
+
+impl fmt::Display for Facility {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Facility::Root => f.write_str("root"),
+            Facility::MemoryCgroup => f.write_str("memory cgroup"),
+            Facility::Swapfile => f.write_str("swap files"),
+            Facility::Zram => f.write_str("zram"),
+            Facility::Zswap => f.write_str("zswap"),
+            Facility::Perf => f.write_str("perf software events"),
+            Facility::Pagemap => f.write_str("pagemap"),
+            Facility::ProcessMadvise => f.write_str("process_madvise"),
+            Facility::Tracefs => f.write_str("tracefs"),
+            Facility::Kswapd => f.write_str("kswapd"),
+            Facility::Program(p) => write!(f, "program {p}"),
+            Facility::SharedData => f.write_str("shared data (../shared/data)"),
+            Facility::Arch => f.write_str("CPU architecture"),
+            Facility::MachineState => f.write_str("machine state"),
+        }
+    }
+}
+
+impl Facility {
+    /// True for the facilities the CI machine kind (Firecracker VM, kernel
+    /// 6.18, cgroup v1 memory, root) has: a skip for one of them fails on CI.
+    pub fn required_on_ci(self) -> bool {
+        matches!(
+            self,
+            Facility::Root
+                | Facility::MemoryCgroup
+                | Facility::Swapfile
+                | Facility::Zram
+                | Facility::Perf
+                | Facility::Pagemap
+                | Facility::ProcessMadvise
+                | Facility::Tracefs
+                | Facility::SharedData
+                | Facility::Program("python3")
+        )
+    }
+
+    /// `Some(reason)` when the facility is missing here, by plain file and
+    /// syscall checks (independent of swaplab's doctor). `None` means
+    /// present: a failure to use it is then a test failure, not a skip.
+    /// [`Facility::Program`], [`Facility::SharedData`] and [`Facility::Arch`]
+    /// are checked by the caller; they answer `None` here.
+    pub fn missing(self) -> Option<String> {
+        let exists = |p: &str| Path::new(p).exists();
+        match self {
+            Facility::Root => (!is_root()).then(|| "needs root (run the tests with sudo)".into()),
+            Facility::MemoryCgroup => {
+                let v1 = exists("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+                let v2 = [
+                    "/sys/fs/cgroup/cgroup.controllers",
+                    "/sys/fs/cgroup/unified/cgroup.controllers",
+                ]
+                .iter()
+                .any(|f| {
+                    std::fs::read_to_string(f)
+                        .map(|s| s.split_whitespace().any(|c| c == "memory"))
+                        .unwrap_or(false)
+                });
+                (!v1 && !v2).then(|| "no memory cgroup controller on this machine".into())
+            }
+            Facility::Swapfile => {
+                (!exists("/proc/swaps")).then(|| "no swap support (/proc/swaps missing)".into())
+            }
+            Facility::Zram => (!exists("/sys/class/zram-control") && !exists("/sys/block/zram0"))
+                .then(|| "no zram (neither /sys/class/zram-control nor /sys/block/zram0)".into()),
+            Facility::Zswap => (!exists("/sys/module/zswap/parameters/enabled"))
+                .then(|| "no zswap (/sys/module/zswap/parameters/enabled missing)".into()),
+            Facility::Perf => (!exists("/proc/sys/kernel/perf_event_paranoid")).then(|| {
+                "no perf_event_open (/proc/sys/kernel/perf_event_paranoid missing)".into()
+            }),
+            Facility::Pagemap => {
+                (!exists("/proc/self/pagemap")).then(|| "no /proc/self/pagemap".into())
+            }
+            Facility::ProcessMadvise => {
+                // SAFETY: pidfd_open of our own pid; the fd is closed below.
+                let fd = unsafe {
+                    libc::syscall(libc::SYS_pidfd_open, libc::getpid(), 0) as libc::c_int
+                };
+                if fd < 0 {
+                    let e = std::io::Error::last_os_error();
+                    return (e.raw_os_error() == Some(libc::ENOSYS))
+                        .then(|| "no pidfd_open (ENOSYS)".into());
+                }
+                // An empty vector: ENOSYS if process_madvise does not exist.
+                // SAFETY: zero-length iovec array.
+                let r = unsafe {
+                    libc::syscall(
+                        libc::SYS_process_madvise,
+                        fd,
+                        std::ptr::null::<libc::iovec>(),
+                        0usize,
+                        libc::MADV_COLD,
+                        0u32,
+                    )
+                };
+                let e = std::io::Error::last_os_error();
+                // SAFETY: fd is ours.
+                unsafe { libc::close(fd) };
+                (r < 0 && e.raw_os_error() == Some(libc::ENOSYS))
+                    .then(|| "no process_madvise (ENOSYS)".into())
+            }
+            Facility::Tracefs => {
+                let listed = std::fs::read_to_string("/proc/filesystems")
+                    .map(|s| {
+                        s.lines()
+                            .any(|l| l.split_whitespace().last() == Some("tracefs"))
+                    })
+                    .unwrap_or(false);
+                let mounted = exists("/sys/kernel/tracing/events")
+                    || exists("/sys/kernel/debug/tracing/events");
+                (!listed && !mounted)
+                    .then(|| "this kernel has no tracefs (not in /proc/filesystems)".into())
+            }
+            Facility::Kswapd => None,
+            Facility::Program(_)
+            | Facility::SharedData
+            | Facility::Arch
+            | Facility::MachineState => None,
+        }
+    }
+}
+
+/// euid 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True on CI (`CI=true`, as CI services set it; `1` too).
+pub fn on_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// Records that `test` is skipped for lack of `facility` (see the crate
+/// docs). Panics on CI when the facility is [`Facility::required_on_ci`].
+pub fn skip(test: &str, facility: Facility, reason: impl fmt::Display) {
+    let line = format!("SKIP {test}: {reason} [{facility}]");
+    if on_ci() && facility.required_on_ci() {
+        panic!("{test}: {facility} is missing on CI, where this machine kind has it: {reason}");
+    }
+    eprintln!("{line}");
+    if let Some(p) = std::env::var_os(SKIP_LOG_ENV).filter(|v| !v.is_empty()) {
+        let r = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&p)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = r {
+            eprintln!("could not append to {}: {e}", PathBuf::from(p).display());
+        }
+    }
+}
+
+/// Skips `test` (returning true) when one of `needs` is missing, with the
+/// first missing one's reason.
+pub fn skip_unless(test: &str, needs: &[Facility]) -> bool {
+    for &f in needs {
+        if let Some(r) = f.missing() {
+            skip(test, f, r);
+            return true;
+        }
+    }
+    false
+}
+
+/// Skips `test` (returning true) when `program` is not on PATH.
+pub fn skip_unless_program(test: &str, program: &'static str, install: &str) -> bool {
+    if find_program(program).is_some() {
+        return false;
+    }
+    skip(
+        test,
+        Facility::Program(program),
+        format!("{program} is not installed ({install})"),
+    );
+    true
+}
+
+/// `program` as found on PATH (or as an absolute path that exists).
+pub fn find_program(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Path::new(program).exists().then(|| PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The checkout's root (the workspace directory), from a crate's
+/// `CARGO_MANIFEST_DIR`: the nearest ancestor holding `Cargo.lock`.
+pub fn checkout_root(manifest_dir: &str) -> PathBuf {
+    let mut p = PathBuf::from(manifest_dir);
+    loop {
+        if p.join("Cargo.lock").exists() {
+            return p;
+        }
+        if !p.pop() {
+            return PathBuf::from(manifest_dir);
+        }
+    }
+}
+
+/// The shared data directory, `../shared/data` beside the checkout root,
+/// if it exists.
+pub fn shared_data(manifest_dir: &str) -> Option<PathBuf> {
+    let d = checkout_root(manifest_dir)
+        .parent()?
+        .join("shared")
+        .join("data");
+    d.is_dir().then_some(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkout_root_is_the_workspace() {
+        let r = checkout_root(env!("CARGO_MANIFEST_DIR"));
+        assert!(r.join("Cargo.lock").exists());
+        assert!(r.join("crates/testkit/Cargo.toml").exists());
+    }
+
+    #[test]
+    fn required_facilities() {
+        for f in [
+            Facility::Root,
+            Facility::MemoryCgroup,
+            Facility::Swapfile,
+            Facility::Zram,
+            Facility::Perf,
+            Facility::Pagemap,
+            Facility::ProcessMadvise,
+            Facility::Tracefs,
+        ] {
+            assert!(f.required_on_ci(), "{f}");
+        }
+        assert!(!Facility::Zswap.required_on_ci());
+        assert!(!Facility::Program("valgrind").required_on_ci());
+    }
+
+    #[test]
+    fn process_madvise_probe_agrees_with_the_kernel_version() {
+        // process_madvise exists since Linux 5.10.
+        let rel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+        let mut it = rel
+            .trim()
+            .split(['.', '-'])
+            .map(|x| x.parse::<u32>().unwrap_or(0));
+        let (maj, min) = (it.next().unwrap_or(0), it.next().unwrap_or(0));
+        if (maj, min) >= (5, 10) {
+            assert_eq!(Facility::ProcessMadvise.missing(), None);
+        }
+    }
+}
