@@ -12,6 +12,16 @@ const SIZES: [usize; 6] = [128, 1024, 5000, 10000, 20000, 40000];
 const LRU: [u64; 6] = [99411, 94816, 91527, 79438, 72053, 48994];
 const FIFO: [u64; 6] = [100831, 95505, 91581, 79210, 72229, 49142];
 const OPT: [u64; 6] = [93495, 86881, 71311, 61843, 51843, 48974];
+/// The peer's ARC, from its Python package: `pip install libcachesim`
+/// (version 0.3.5, 2025), then `python3 crates/sim/scripts/peer_misses.py
+/// ../shared/data/cloudPhysicsIO.oracleGeneral.bin.zst arc
+/// 128,1024,5000,10000,20000,40000` (ignore_obj_size, no warm-up; the same
+/// script reproduces the LRU and FIFO rows above exactly).
+const ARC: [u64; 6] = [96142, 94023, 87770, 79413, 64422, 48999];
+// LIRS is not compared: the peer's LIRS departs from the paper (see
+// policies/lirs.rs). Same command with `lirs`: 96758 94294 85289 74395
+// 58681 50518; swaplab (the paper, checked on its worked example): 96514
+// 94330 87358 72976 58672 50518.
 
 fn data(name: &str) -> Option<PathBuf> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -51,10 +61,10 @@ fn traces() -> Vec<(&'static str, DenseTrace)> {
 }
 
 #[test]
-fn lru_fifo_opt_match_libcachesim_exactly() {
+fn lru_fifo_opt_arc_match_libcachesim_exactly() {
     for (enc, t) in traces() {
         assert_eq!((t.len(), t.distinct()), (113_872, 48_974), "{enc}");
-        for (policy, want) in [("lru", LRU), ("fifo", FIFO), ("opt", OPT)] {
+        for (policy, want) in [("lru", LRU), ("fifo", FIFO), ("opt", OPT), ("arc", ARC)] {
             let spec = PolicySpec::parse(policy).unwrap();
             for (i, &c) in SIZES.iter().enumerate() {
                 let got = simulate_checked(&t, &spec, c, 0).unwrap().counters.misses();

@@ -20,6 +20,21 @@ pub struct DenseTrace {
 /// Marker for "no next use" in [`DenseTrace::next_use`].
 pub const NEVER: u32 = u32::MAX;
 
+/// The most references (and so distinct pages) a trace can have to be
+/// simulated: dense page ids and positions are 32-bit (`u32`, with
+/// `u32::MAX` reserved for [`NEVER`]), which halves the memory and cache
+/// footprint of the trace and of every policy's per-page arrays.
+pub const MAX_REFS: usize = u32::MAX as usize - 1;
+
+/// The error for a trace longer than [`MAX_REFS`].
+pub(crate) fn too_long() -> Error {
+    Error::Invalid(format!(
+        "trace too long to simulate: the simulator holds at most {MAX_REFS} references \
+         (page ids and positions are 32-bit); simulate a part of it (a native \
+         trace is Parquet: select a range of rows with DuckDB or pandas)"
+    ))
+}
+
 impl DenseTrace {
     /// Reads a whole source. Fails if the trace has 2^32−1 or more references
     /// or distinct pages (the simulator's ids are 32-bit).
@@ -29,6 +44,9 @@ impl DenseTrace {
 
     /// Like [`load`](Self::load), calling `progress(references so far)` after each batch.
     pub fn load_with(src: &mut dyn RefSource, mut progress: impl FnMut(u64)) -> Result<Self> {
+        if let Some(t) = src.load_dense(&mut progress) {
+            return t;
+        }
         let mut b = Builder::default();
         let mut batch = RefBatch::default();
         while src.next_batch(&mut batch, 1 << 16)? {
@@ -56,6 +74,25 @@ impl DenseTrace {
             b.push(p, w).expect("small trace");
         }
         b.finish(4096, Source::Unknown)
+    }
+
+    /// From parts already dense (the native loader): `ids` index `pages`,
+    /// `writes` packs one bit per reference.
+    pub(crate) fn from_parts(
+        ids: Vec<u32>,
+        writes: Vec<u64>,
+        pages: Vec<u64>,
+        page_size: u64,
+        source: Source,
+    ) -> Self {
+        debug_assert_eq!(writes.len(), ids.len().div_ceil(64));
+        DenseTrace {
+            ids,
+            writes,
+            pages,
+            page_size,
+            source,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -94,22 +131,33 @@ impl DenseTrace {
     }
 }
 
-#[derive(Default)]
 struct Builder {
     map: FxHashMap<u64, u32>,
     ids: Vec<u32>,
     writes: Vec<u64>,
     pages: Vec<u64>,
+    /// [`MAX_REFS`], lower in tests.
+    limit: usize,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            map: FxHashMap::default(),
+            ids: Vec::new(),
+            writes: Vec::new(),
+            pages: Vec::new(),
+            limit: MAX_REFS,
+        }
+    }
 }
 
 impl Builder {
     #[inline]
     fn push(&mut self, page: u64, write: bool) -> Result<()> {
         let n = self.ids.len();
-        if n >= NEVER as usize - 1 {
-            return Err(Error::Invalid(
-                "trace too long to simulate in memory: at most 4,294,967,294 references".into(),
-            ));
+        if n >= self.limit {
+            return Err(too_long());
         }
         let next = self.pages.len() as u32;
         let id = *self.map.entry(page).or_insert(next);
@@ -149,5 +197,23 @@ mod tests {
         assert!(!t.is_write(0) && t.is_write(1) && t.is_write(2) && !t.is_write(4));
         assert_eq!(t.write_count(), 2);
         assert_eq!(t.next_use(), vec![2, 4, NEVER, NEVER, NEVER]);
+    }
+
+    #[test]
+    fn a_trace_beyond_the_32_bit_limit_is_a_clear_error() {
+        // The real limit needs 4 G references; the same check with a small one.
+        let mut b = Builder {
+            limit: 3,
+            ..Builder::default()
+        };
+        for p in [5, 6, 5] {
+            b.push(p, false).unwrap();
+        }
+        let e = b.push(7, false).unwrap_err().to_string();
+        assert!(
+            e.contains("too long to simulate") && e.contains("32-bit"),
+            "{e}"
+        );
+        assert_eq!(MAX_REFS, 4_294_967_294);
     }
 }

@@ -109,6 +109,16 @@ pub trait RefSource {
     fn page_size(&self) -> u64 {
         4096
     }
+    /// A faster way to load the whole source for simulation, if it has one
+    /// (a native file with dense ids: parallel decoding, no hashing). Called
+    /// by [`DenseTrace::load_with`](crate::DenseTrace::load_with) before
+    /// any batch is read; `None` means "read my batches".
+    fn load_dense(
+        &mut self,
+        _progress: &mut dyn FnMut(u64),
+    ) -> Option<crate::Result<crate::DenseTrace>> {
+        None
+    }
 }
 
 /// Where a trace came from.
@@ -148,8 +158,13 @@ pub struct TraceMeta {
     pub writes: u64,
     pub has_time: bool,
     pub has_tid: bool,
+    /// The file has the `id` column: each reference's page as a dense id
+    /// (0, 1, 2, … in order of first reference), so that loading for
+    /// simulation needs no hashing (format 2; absent in format 1 files).
+    #[serde(default)]
+    pub has_id: bool,
     /// swaplab version that wrote the file.
     pub writer: String,
 }
 
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;

@@ -9,6 +9,19 @@
 //! | `write`   | BOOLEAN                      | RLE                   | true for a write, false for a read |
 //! | `time_ns` | INT64 (UINT_64), optional    | DELTA_BINARY_PACKED   | time of the reference, ns |
 //! | `tid`     | INT32 (UINT_32), optional    | dictionary            | thread id |
+//! | `id`      | INT32 (UINT_32), format ≥ 2  | DELTA_BINARY_PACKED   | dense page id: 0, 1, 2, … in order of first reference |
+//!
+//! The `id` column (format 2) is what makes loading for simulation fast:
+//! with it, [`DenseTrace::load`](crate::DenseTrace::load) decodes row
+//! groups in parallel and needs no hash map from page to dense id (on a
+//! trace whose footprint does not fit in cache, that map costs a cache
+//! miss or two per reference and was about nine tenths of the load time).
+//! The dictionary (dense id → page) is the `page` of each id's first
+//! reference. The loader checks that the ids are in first-use order and
+//! match the metadata's distinct count, so a damaged column is an error;
+//! it does not re-check that every reference's id agrees with its page
+//! (that is the hashing it exists to avoid). Files of format 1 (no `id`)
+//! load through the hash map as before.
 //!
 //! The footer's key-value metadata holds `swaplab.trace`, the JSON
 //! [`TraceMeta`]. Row groups hold [`ROWS_PER_GROUP`] references, so a reader
@@ -16,8 +29,9 @@
 //! (about 8 MiB) whatever the trace length. The writer counts distinct pages
 //! for the metadata with a hash set: memory proportional to the footprint,
 //! not to the length.
+use crate::dense::{too_long, MAX_REFS};
 use crate::model::FORMAT_VERSION;
-use crate::{Error, RefBatch, RefSource, Result, Source, TraceMeta};
+use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source, TraceMeta};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::column::reader::ColumnReader;
 use parquet::data_type::{BoolType, Int32Type, Int64Type};
@@ -28,7 +42,7 @@ use parquet::file::serialized_reader::SerializedFileReader;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
-use rustc_hash::FxHashSet;
+use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,7 +66,9 @@ pub struct NativeWriter {
     pending: RefBatch,
     has_time: Option<bool>,
     has_tid: Option<bool>,
-    distinct: FxHashSet<u64>,
+    /// Page → dense id (first-use order), for the `id` column.
+    distinct: FxHashMap<u64, u32>,
+    pending_id: Vec<u32>,
     count: u64,
     writes: u64,
     page_size: u64,
@@ -71,7 +87,8 @@ impl NativeWriter {
             pending: RefBatch::default(),
             has_time: None,
             has_tid: None,
-            distinct: FxHashSet::default(),
+            distinct: FxHashMap::default(),
+            pending_id: Vec::new(),
             count: 0,
             writes: 0,
             page_size,
@@ -89,7 +106,7 @@ impl NativeWriter {
         if has_tid {
             schema.push_str(" required int32 tid (INTEGER(32,false));");
         }
-        schema.push_str(" }");
+        schema.push_str(" required int32 id (INTEGER(32,false)); }");
         let schema = Arc::new(parse_message_type(&schema).map_err(|e| pq(&self.path, e))?);
         let props = WriterProperties::builder()
             .set_writer_version(WriterVersion::PARQUET_2_0)
@@ -101,6 +118,7 @@ impl NativeWriter {
             .set_column_dictionary_enabled(ColumnPath::from("tid"), true)
             .set_column_encoding(ColumnPath::from("page"), Encoding::DELTA_BINARY_PACKED)
             .set_column_encoding(ColumnPath::from("time_ns"), Encoding::DELTA_BINARY_PACKED)
+            .set_column_encoding(ColumnPath::from("id"), Encoding::DELTA_BINARY_PACKED)
             .set_column_encoding(ColumnPath::from("write"), Encoding::RLE)
             .build();
         let file = File::create(&self.tmp).map_err(|e| Error::io(&self.tmp, e))?;
@@ -128,7 +146,19 @@ impl NativeWriter {
             ));
         }
         for &p in &b.page {
-            self.distinct.insert(p);
+            let n = self.distinct.len();
+            let id = match self.distinct.entry(p) {
+                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    if n >= MAX_REFS {
+                        return Err(Error::Invalid(format!(
+                            "more than {MAX_REFS} distinct pages: the native format's dense ids are 32-bit"
+                        )));
+                    }
+                    *v.insert(n as u32)
+                }
+            };
+            self.pending_id.push(id);
         }
         self.count += b.len() as u64;
         self.writes += b.write.iter().filter(|&&w| w).count() as u64;
@@ -189,8 +219,18 @@ impl NativeWriter {
                 .map_err(|e| pq(&path, e))?;
             col.close().map_err(|e| pq(&path, e))?;
         }
+        let ids: Vec<i32> = self.pending_id.iter().map(|&x| x as i32).collect();
+        let mut col = rg
+            .next_column()
+            .map_err(|e| pq(&path, e))?
+            .expect("id column");
+        col.typed::<Int32Type>()
+            .write_batch(&ids, None, None)
+            .map_err(|e| pq(&path, e))?;
+        col.close().map_err(|e| pq(&path, e))?;
         rg.close().map_err(|e| pq(&path, e))?;
         self.pending.clear();
+        self.pending_id.clear();
         Ok(())
     }
 
@@ -209,6 +249,7 @@ impl NativeWriter {
             writes: self.writes,
             has_time: self.has_time == Some(true),
             has_tid: self.has_tid == Some(true),
+            has_id: true,
             writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
         };
         let mut w = self.writer.take().expect("opened");
@@ -252,6 +293,9 @@ pub struct NativeReader<R: ChunkReader + 'static = File> {
     file: SerializedFileReader<R>,
     meta: TraceMeta,
     name: String,
+    /// The file's path, for the parallel dense loader: each of its threads
+    /// opens its own handle (clones of one `File` share one offset).
+    path: Option<PathBuf>,
     group: usize,
     left_in_group: usize,
     cols: Option<Cols>,
@@ -269,7 +313,9 @@ struct Cols {
 impl NativeReader<File> {
     pub fn open(path: &Path) -> Result<Self> {
         let f = File::open(path).map_err(|e| Error::io(path, e))?;
-        Self::new(f, path.display().to_string())
+        let mut r = Self::new(f, path.display().to_string())?;
+        r.path = Some(path.to_path_buf());
+        Ok(r)
     }
 }
 
@@ -308,6 +354,9 @@ impl<R: ChunkReader + 'static> NativeReader<R> {
         if meta.has_tid {
             want.push("tid");
         }
+        if meta.has_id {
+            want.push("id");
+        }
         if names != want {
             return Err(bad(format!("columns {names:?}, expected {want:?}")));
         }
@@ -327,6 +376,7 @@ impl<R: ChunkReader + 'static> NativeReader<R> {
             file,
             meta,
             name,
+            path: None,
             group: 0,
             left_in_group: 0,
             cols: None,
@@ -486,6 +536,236 @@ impl<R: ChunkReader + 'static> RefSource for NativeReader<R> {
     fn page_size(&self) -> u64 {
         self.meta.page_size
     }
+
+    fn load_dense(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<DenseTrace>> {
+        // Only for a file with ids, and only before any batch was read.
+        if !self.meta.has_id || self.group != 0 || self.cols.is_some() {
+            return None;
+        }
+        Some(self.load_dense_ids(progress))
+    }
+}
+
+/// What decoding one row group gives the dense loader besides its ids.
+struct GroupOut {
+    /// Write bits of the group's references, packed from bit 0.
+    bits: Vec<u64>,
+    /// (id, page) of each reference whose id exceeds every earlier id of
+    /// the group: a superset of the group's first references, in order.
+    firsts: Vec<(u32, u64)>,
+}
+
+/// Reads `n` values of a column into `buf` (cleared first); a macro
+/// because the parquet crate's buffer trait is private.
+macro_rules! read_all {
+    ($r:expr, $n:expr, $buf:expr, $name:expr) => {{
+        let (r, n, buf) = (&mut $r, $n, &mut $buf);
+        buf.clear();
+        while buf.len() < n {
+            let (got, _, _) = r
+                .read_records(n - buf.len(), None, None, buf)
+                .map_err(|e| e.to_string())?;
+            if got == 0 {
+                return Err(format!(
+                    "column '{}' ended early ({} of {n} values)",
+                    $name,
+                    buf.len()
+                ));
+            }
+        }
+    }};
+}
+
+/// ORs the `n`-bit string `src` (packed from bit 0) into `dst` at bit `start`.
+fn or_bits(dst: &mut [u64], start: usize, src: &[u64]) {
+    let (w, sh) = (start / 64, start % 64);
+    for (k, &x) in src.iter().enumerate() {
+        if sh == 0 {
+            dst[w + k] |= x;
+        } else {
+            dst[w + k] |= x << sh;
+            if let Some(d) = dst.get_mut(w + k + 1) {
+                *d |= x >> (64 - sh);
+            }
+        }
+    }
+}
+
+impl<R: ChunkReader + 'static> NativeReader<R> {
+    /// Decodes row group `g`'s `id` column into `ids` (its slice of the
+    /// whole), and its `write` and `page` columns into a [`GroupOut`].
+    fn decode_group<Q: ChunkReader + 'static>(
+        file: &SerializedFileReader<Q>,
+        meta: &TraceMeta,
+        g: usize,
+        ids: &mut [u32],
+    ) -> std::result::Result<GroupOut, String> {
+        let rg = file.get_row_group(g).map_err(|e| e.to_string())?;
+        let n = ids.len();
+        if rg.metadata().num_rows().max(0) as usize != n {
+            return Err("row count changed while reading".into());
+        }
+        let id_col = 2 + usize::from(meta.has_time) + usize::from(meta.has_tid);
+        let mut id_buf = Vec::with_capacity(n);
+        match rg.get_column_reader(id_col).map_err(|e| e.to_string())? {
+            ColumnReader::Int32ColumnReader(mut r) => read_all!(r, n, id_buf, "id"),
+            _ => return Err("column 'id' is not INT32".into()),
+        }
+        for (d, &x) in ids.iter_mut().zip(&id_buf) {
+            *d = x as u32;
+        }
+        drop(id_buf);
+        let mut w = Vec::with_capacity(n);
+        match rg.get_column_reader(1).map_err(|e| e.to_string())? {
+            ColumnReader::BoolColumnReader(mut r) => read_all!(r, n, w, "write"),
+            _ => return Err("column 'write' is not BOOLEAN".into()),
+        }
+        let mut bits = vec![0u64; n.div_ceil(64)];
+        for (word, chunk) in bits.iter_mut().zip(w.chunks(64)) {
+            for (i, &b) in chunk.iter().enumerate() {
+                *word |= u64::from(b) << i;
+            }
+        }
+        drop(w);
+        let mut pages = Vec::with_capacity(n);
+        match rg.get_column_reader(0).map_err(|e| e.to_string())? {
+            ColumnReader::Int64ColumnReader(mut r) => read_all!(r, n, pages, "page"),
+            _ => return Err("column 'page' is not INT64".into()),
+        }
+        let mut firsts = Vec::new();
+        let mut max: i64 = -1;
+        for (&id, &p) in ids.iter().zip(&pages) {
+            if i64::from(id) > max {
+                max = i64::from(id);
+                firsts.push((id, p as u64));
+            }
+        }
+        Ok(GroupOut { bits, firsts })
+    }
+
+    /// The whole trace, dense, from the `id` column: row groups decoded on
+    /// all cores, no hashing (see the module documentation).
+    fn load_dense_ids(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
+        let sizes: Vec<usize> = self
+            .file
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows().max(0) as usize)
+            .collect();
+        let total: usize = sizes.iter().sum();
+        if total > MAX_REFS {
+            return Err(too_long());
+        }
+        let groups = sizes.len();
+        let mut ids = vec![0u32; total];
+        let mut slices: Vec<(usize, &mut [u32])> = Vec::with_capacity(groups);
+        let mut rest: &mut [u32] = &mut ids;
+        for (g, &n) in sizes.iter().enumerate() {
+            let (a, b) = rest.split_at_mut(n);
+            slices.push((g, a));
+            rest = b;
+        }
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, groups.max(1));
+        // Static striping: row groups have equal sizes (but the last).
+        let mut per_thread: Vec<Vec<(usize, &mut [u32])>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        for (k, s) in slices.into_iter().enumerate() {
+            per_thread[k % threads].push(s);
+        }
+        let (file, meta, path) = (&self.file, &self.meta, self.path.as_deref());
+        let mut outs: Vec<Option<std::result::Result<GroupOut, String>>> =
+            (0..groups).map(|_| None).collect();
+        std::thread::scope(|sc| {
+            let handles: Vec<_> = per_thread
+                .into_iter()
+                .map(|work| {
+                    sc.spawn(move || {
+                        // A file gets one handle per thread; in-memory bytes are shared.
+                        let own = match path.map(|p| {
+                            File::open(p).map_err(|e| e.to_string()).and_then(|f| {
+                                SerializedFileReader::new(f).map_err(|e| e.to_string())
+                            })
+                        }) {
+                            Some(Err(e)) => {
+                                return work
+                                    .into_iter()
+                                    .map(|(g, _)| (g, Err(e.clone())))
+                                    .collect();
+                            }
+                            Some(Ok(f)) => Some(f),
+                            None => None,
+                        };
+                        work.into_iter()
+                            .map(|(g, ids)| {
+                                // The parquet crate may panic on corrupt input.
+                                let r =
+                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                        match &own {
+                                            Some(f) => Self::decode_group(f, meta, g, ids),
+                                            None => Self::decode_group(file, meta, g, ids),
+                                        }
+                                    }))
+                                    .unwrap_or_else(|_| {
+                                        Err("corrupt column data (the Parquet decoder gave up)"
+                                            .into())
+                                    });
+                                (g, r)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            for h in handles {
+                // A thread that panicked leaves its groups None: reported below.
+                if let Ok(v) = h.join() {
+                    v.into_iter().for_each(|(g, r)| outs[g] = Some(r));
+                }
+            }
+        });
+        let mut writes = vec![0u64; total.div_ceil(64)];
+        let mut pages: Vec<u64> =
+            Vec::with_capacity(self.meta.distinct_pages.min(total as u64) as usize);
+        let mut start = 0;
+        for (g, out) in outs.into_iter().enumerate() {
+            self.group = g;
+            let out = out
+                .unwrap_or_else(|| Err("decoder thread failed".into()))
+                .map_err(|e| self.err(e))?;
+            or_bits(&mut writes, start, &out.bits);
+            for (id, page) in out.firsts {
+                let next = pages.len();
+                if id as usize == next {
+                    pages.push(page);
+                } else if id as usize > next {
+                    return Err(self.err(format!(
+                        "column 'id' is not in first-use order ({id} where at most {next} may come)"
+                    )));
+                }
+            }
+            start += sizes[g];
+        }
+        self.group = groups;
+        self.left_in_group = 0;
+        self.cols = None;
+        if pages.len() as u64 != self.meta.distinct_pages {
+            return Err(self.err(format!(
+                "{} distinct ids but the metadata says {} distinct pages",
+                pages.len(),
+                self.meta.distinct_pages
+            )));
+        }
+        progress(total as u64);
+        Ok(DenseTrace::from_parts(
+            ids,
+            writes,
+            pages,
+            self.meta.page_size,
+            self.meta.source.clone(),
+        ))
+    }
 }
 
 /// True if the file starts with Parquet's magic bytes.
@@ -561,6 +841,102 @@ mod tests {
         assert_eq!(m.count as usize, refs.len());
         assert_eq!(out.len(), refs.len());
         assert!(out.iter().zip(&refs).all(|(a, b)| a == b));
+    }
+
+    /// Writes `refs` to a native file and loads it dense both ways: through
+    /// the `id` column (parallel, no hashing) and through batches (hashing).
+    fn load_both(refs: &[Ref]) -> (DenseTrace, DenseTrace) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = NativeWriter::create(&path, 4096, Source::Unknown).unwrap();
+        let mut b = RefBatch::default();
+        for chunk in refs.chunks(70_001) {
+            b.clear();
+            chunk.iter().for_each(|r| b.push(*r));
+            w.write(&b).unwrap();
+        }
+        assert!(w.finish().unwrap().has_id);
+        let fast = DenseTrace::load(&mut NativeReader::open(&path).unwrap()).unwrap();
+        // Reading one batch first turns the fast path off.
+        let mut r = NativeReader::open(&path).unwrap();
+        let mut first = RefBatch::default();
+        r.next_batch(&mut first, 10).unwrap();
+        let mut rest = DenseTrace::load(&mut r).unwrap();
+        let pre = DenseTrace::from_refs(
+            &(0..first.len())
+                .map(|i| (first.page[i], first.write[i]))
+                .collect::<Vec<_>>(),
+        );
+        // Stitch: the slow path saw all but the first batch; compare pages.
+        let slow_pages: Vec<(u64, bool)> = (0..pre.len())
+            .map(|i| (pre.pages[pre.ids[i] as usize], pre.is_write(i)))
+            .chain((0..rest.len()).map(|i| (rest.pages[rest.ids[i] as usize], rest.is_write(i))))
+            .collect();
+        rest = DenseTrace::from_refs(&slow_pages);
+        (fast, rest)
+    }
+
+    #[test]
+    fn dense_load_from_ids_equals_hashing_load() {
+        // Several row groups (the last one partial), writes, big page numbers.
+        let n = ROWS_PER_GROUP as u64 * 2 + 12_345;
+        let refs: Vec<Ref> = (0..n)
+            .map(|i| {
+                let p = (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) % 300_007 + (1 << 50);
+                if i % 7 == 3 {
+                    Ref::write(p)
+                } else {
+                    Ref::read(p)
+                }
+            })
+            .collect();
+        let (fast, slow) = load_both(&refs);
+        assert_eq!(fast.ids, slow.ids);
+        assert_eq!(fast.pages, slow.pages);
+        assert_eq!(fast.write_bits(), slow.write_bits());
+        assert_eq!(fast.len(), n as usize);
+        let writes = refs.iter().filter(|r| r.op == crate::Op::Write).count();
+        assert_eq!(fast.write_count(), writes as u64);
+        let small: Vec<Ref> = [5u64, 9, 5, 1, 9].iter().map(|&p| Ref::write(p)).collect();
+        let (fast, slow) = load_both(&small);
+        assert_eq!(
+            (fast.ids.clone(), fast.pages.clone()),
+            (vec![0, 1, 0, 2, 1], vec![5, 9, 1])
+        );
+        assert_eq!((fast.write_count(), fast.ids), (5, slow.ids));
+    }
+
+    #[test]
+    fn damaged_files_load_to_errors_not_panics() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = NativeWriter::create(&path, 4096, Source::Unknown).unwrap();
+        let mut b = RefBatch::default();
+        (0..20_000u64).for_each(|i| b.push(Ref::read((i * 7919) % 3001)));
+        w.write(&b).unwrap();
+        w.finish().unwrap();
+        let data = std::fs::read(&path).unwrap();
+        let mut errors = 0;
+        for k in 0..300 {
+            let mut d = data.clone();
+            let at = 4 + (k * 7877) % (d.len() - 8);
+            d[at] ^= 0x5a;
+            if let Ok(mut r) = NativeReader::from_bytes(d) {
+                errors += usize::from(DenseTrace::load(&mut r).is_err());
+            } else {
+                errors += 1;
+            }
+        }
+        assert!(errors > 0);
+    }
+
+    #[test]
+    fn bits_are_merged_at_any_offset() {
+        let mut dst = vec![0u64; 3];
+        or_bits(&mut dst, 0, &[0b101]);
+        or_bits(&mut dst, 62, &[0b1111]); // bits 62..66
+        or_bits(&mut dst, 130, &[1]);
+        assert_eq!(dst, vec![0b101 | (3 << 62), 0b11, 1 << 2]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::time::Instant;
 use swaplab_sim::mrc::{self, ShardsConfig};
 use swaplab_sim::{simulate, PolicySpec};
 use swaplab_trace::gen::standard_bench;
+use swaplab_trace::import::{self, Format, ImportOptions};
 use swaplab_trace::native::{write_source, NativeReader};
 use swaplab_trace::{DenseTrace, RefBatch, RefSource};
 
@@ -56,6 +57,75 @@ struct Row {
     bytes_per_page: Option<usize>,
     miss_ratio: Option<f64>,
     note: String,
+    /// swaplab end to end: loading the native file (dense ids) + simulating.
+    end_to_end_seconds: Option<f64>,
+    /// swaplab importing the peer's oracleGeneral file + simulating.
+    import_and_sim_seconds: Option<f64>,
+    /// The peer (libCacheSim's Python package) reading its oracleGeneral
+    /// file and simulating, same memory, every object one page.
+    peer_seconds: Option<f64>,
+    peer_miss_ratio: Option<f64>,
+}
+
+/// The peer's run, through its Python package: for each policy, reads the
+/// oracleGeneral file and simulates (one pass, as its `cachesim` does).
+/// Prints `policy seconds miss_ratio` per line.
+const PEER_SCRIPT: &str = r#"
+import sys, time
+import libcachesim as lcs
+path, mem = sys.argv[1], int(sys.argv[2])
+P = {"lru": lcs.LRU, "fifo": lcs.FIFO, "arc": lcs.ARC, "lirs": lcs.LIRS, "sieve": lcs.Sieve,
+     "s3fifo": lcs.S3FIFO, "clock": lcs.Clock, "2q": lcs.TwoQ, "lfu": lcs.LFU, "opt": lcs.Belady}
+for name in sys.argv[3].split(","):
+    if name not in P:
+        continue
+    t0 = time.perf_counter()
+    r = lcs.TraceReader(path, lcs.TraceType.ORACLE_GENERAL_TRACE,
+                        reader_init_params=lcs.ReaderInitParam(ignore_obj_size=True))
+    mr, _ = P[name](mem).process_trace(r)
+    print(name, time.perf_counter() - t0, mr, flush=True)
+"#;
+
+/// Runs the peer if its Python package is importable: policy → (seconds, miss ratio).
+fn run_peer(
+    path: &std::path::Path,
+    mem: u64,
+    policies: &[String],
+) -> Result<std::collections::HashMap<String, (f64, f64)>, String> {
+    let ok = std::process::Command::new("python3")
+        .args(["-c", "import libcachesim"])
+        .output()
+        .map_err(|e| format!("python3 not found ({e})"))?;
+    if !ok.status.success() {
+        return Err("the peer's Python package is not installed (pip install libcachesim)".into());
+    }
+    let out = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(PEER_SCRIPT)
+        .arg(path)
+        .arg(mem.to_string())
+        .arg(policies.join(","))
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!(
+            "the peer failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let name = w.next()?.to_string();
+            let secs = w.next()?.parse().ok()?;
+            let mr = w.next()?.parse().ok()?;
+            Some((name, (secs, mr)))
+        })
+        .collect())
 }
 
 fn peak_rss_bytes() -> Option<u64> {
@@ -86,6 +156,50 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     let n = t.len() as f64;
+    // Loading as users do: the native file (with dense ids) and the peer's
+    // own format (oracleGeneral, uncompressed), each to the dense form.
+    let dir = std::env::temp_dir().join(format!("swaplab-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let native = dir.join("standard.parquet");
+    let og = dir.join("standard.oracleGeneral.bin");
+    let loads = (|| -> Result<(f64, f64, u64)> {
+        eprintln!("  writing the trace as a native file and as oracleGeneral …");
+        write_source(&mut standard_bench(refs, pages)?, &native, |_| {})?;
+        swaplab_trace::export::write_oracle_general_file(&mut standard_bench(refs, pages)?, &og)?;
+        let size = std::fs::metadata(&native)?.len();
+        let st = Instant::now();
+        let a = DenseTrace::load(&mut NativeReader::open(&native)?)?;
+        let native_s = st.elapsed().as_secs_f64();
+        anyhow::ensure!(a.ids == t.ids, "the native file loaded differently");
+        drop(a);
+        let st = Instant::now();
+        let mut src = import::open(&og, Format::OracleGeneral, &ImportOptions::default())?;
+        let b = DenseTrace::load(src.as_mut())?;
+        let og_s = st.elapsed().as_secs_f64();
+        anyhow::ensure!(
+            b.len() == t.len(),
+            "the oracleGeneral file loaded differently"
+        );
+        Ok((native_s, og_s, size))
+    })();
+    let (load_native, load_og, native_size) = match loads {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(e);
+        }
+    };
+    eprintln!(
+        "  load to dense form: native {load_native:.2}s ({:.0} M refs/s, file {:.2} bytes/ref), oracleGeneral import {load_og:.2}s",
+        n / load_native / 1e6,
+        native_size as f64 / n
+    );
+    let peer_names: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    eprintln!("  running the peer (libCacheSim via python3) on the oracleGeneral file …");
+    let peer = run_peer(&og, mem, &peer_names);
+    if let Err(e) = &peer {
+        eprintln!("  peer column skipped: {e}");
+    }
     let mut rows: Vec<Row> = Vec::new();
     let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
         let rate = n / secs / 1e6;
@@ -100,6 +214,10 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             bytes_per_page: bpp,
             miss_ratio: mr,
             note,
+            end_to_end_seconds: None,
+            import_and_sim_seconds: None,
+            peer_seconds: None,
+            peer_miss_ratio: None,
         });
     };
     let next = specs.iter().any(|s| s.info().needs_future).then(|| {
@@ -111,17 +229,64 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         );
         nu
     });
+    let mut policy_rows = Vec::new();
     for s in &specs {
         let st = Instant::now();
         let r = simulate(&t, next.as_deref(), s, mem as usize, 42, &|_| {})?;
+        let secs = st.elapsed().as_secs_f64();
         push(
             s.to_string(),
-            st.elapsed().as_secs_f64(),
+            secs,
             Some(r.bytes_per_page),
             Some(r.miss_ratio),
             String::new(),
         );
+        policy_rows.push((s.to_string(), secs));
     }
+    for (row, (name, secs)) in rows.iter_mut().zip(&policy_rows) {
+        row.end_to_end_seconds = Some(load_native + secs);
+        row.import_and_sim_seconds = Some(load_og + secs);
+        if let Some(&(ps, pmr)) = peer.as_ref().ok().and_then(|p| p.get(name)) {
+            row.peer_seconds = Some(ps);
+            row.peer_miss_ratio = Some(pmr);
+        }
+    }
+    let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
+        let rate = n / secs / 1e6;
+        let tg = target(&what);
+        eprintln!("  {what:<14} {rate:>8.1} M refs/s");
+        rows.push(Row {
+            what,
+            seconds: secs,
+            mrefs_per_s: rate,
+            target_mrefs_per_s: tg,
+            meets_target: tg.map(|x| rate >= x),
+            bytes_per_page: bpp,
+            miss_ratio: mr,
+            note,
+            end_to_end_seconds: None,
+            import_and_sim_seconds: None,
+            peer_seconds: None,
+            peer_miss_ratio: None,
+        });
+    };
+    push(
+        "load-native".into(),
+        load_native,
+        None,
+        None,
+        format!(
+            "file → dense, {:.2} bytes/ref; target ≤ 0.5 s at 50 M",
+            native_size as f64 / n
+        ),
+    );
+    push(
+        "load-oracleGeneral".into(),
+        load_og,
+        None,
+        None,
+        "import of the peer's format → dense".into(),
+    );
     let st = Instant::now();
     let exact = mrc::stack_histogram(&t)?;
     push(
@@ -142,12 +307,9 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         Some(mrc::MissRatioCurve::miss_ratio_at(&sh, mem)),
         format!("MAE {mae:.4} (target ≤ 0.01)"),
     );
-    // Native file reading: write the same trace to a temporary file, read it back.
-    let dir = std::env::temp_dir().join(format!("swaplab-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let path = dir.join("standard.parquet");
+    // Native file reading (streaming batches, no dense form).
+    let path = native.clone();
     let r = (|| -> Result<(f64, u64)> {
-        write_source(&mut standard_bench(refs, pages)?, &path, |_| {})?;
         let size = std::fs::metadata(&path)?.len();
         let st = Instant::now();
         let mut rd = NativeReader::open(&path)?;
@@ -179,9 +341,21 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         "ok",
         "bytes/page",
         "miss ratio",
+        "sim s",
+        "load+sim s",
+        "import+sim s",
+        "peer s",
+        "peer miss",
+        "×peer e2e",
+        "×peer import",
         "note",
     ]);
+    let f2 = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2}"));
     for r in &rows {
+        let ratio = |ours: Option<f64>| match (r.peer_seconds, ours) {
+            (Some(p), Some(o)) => format!("{:.1}", p / o),
+            _ => "-".into(),
+        };
         tr.push(vec![
             r.what.clone(),
             format!("{:.1}", r.mrefs_per_s),
@@ -190,6 +364,13 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 .map_or("-".into(), |b| if b { "yes".into() } else { "NO".into() }),
             r.bytes_per_page.map_or("-".into(), |b| b.to_string()),
             r.miss_ratio.map_or("-".into(), out::pct),
+            format!("{:.2}", r.seconds),
+            f2(r.end_to_end_seconds),
+            f2(r.import_and_sim_seconds),
+            f2(r.peer_seconds),
+            r.peer_miss_ratio.map_or("-".into(), out::pct),
+            ratio(r.end_to_end_seconds),
+            ratio(r.import_and_sim_seconds),
             r.note.clone(),
         ]);
     }
@@ -201,6 +382,9 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         mem_pages: u64,
         threads: usize,
         peak_rss_bytes: Option<u64>,
+        load_native_seconds: f64,
+        load_oracle_general_seconds: f64,
+        peer_note: Option<String>,
         rows: &'a [Row],
     }
     out::print(
@@ -213,6 +397,9 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             mem_pages: mem,
             threads: 1,
             peak_rss_bytes: rss,
+            load_native_seconds: load_native,
+            load_oracle_general_seconds: load_og,
+            peer_note: peer.as_ref().err().cloned(),
             rows: &rows,
         },
     )?;
@@ -223,6 +410,13 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             4,
             8
         );
+        match &peer {
+            Ok(_) => println!(
+                "peer: libCacheSim (PyPI libcachesim) reading the same trace as oracleGeneral and simulating, \
+                 timed inside python3; ×peer = peer time / ours (load+sim, or import of oracleGeneral+sim)"
+            ),
+            Err(e) => println!("peer columns empty: {e}"),
+        }
     }
     Ok(())
 }

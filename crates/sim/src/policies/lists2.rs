@@ -85,6 +85,17 @@ impl Links {
         self.remove(list, t);
         Some(t)
     }
+    /// The members of `list`, front first.
+    #[cfg(test)]
+    pub(crate) fn contents(&self, list: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut x = self.head[list];
+        while x != NIL {
+            out.push(x);
+            x = self.link[x as usize][1];
+        }
+        out
+    }
 }
 
 #[cfg(test)]
