@@ -5,8 +5,12 @@
 #![forbid(unsafe_code)]
 use clap::{Args, Parser, Subcommand};
 
-mod cmd;
+// `print!` and `println!` in this crate are out.rs's: a closed pipe
+// (`swaplab runs | head -1`) ends the program quietly with status 0 instead
+// of the standard macros' panic. Declared first so every module sees them.
+#[macro_use]
 mod out;
+mod cmd;
 mod trace_io;
 
 #[derive(Parser)]
@@ -92,32 +96,52 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
+    // Commands that change the system first undo what a killed swaplab left
+    // (they would trip over it); the others only report it.
+    let changes_system = match &cli.cmd {
+        Cmd::Run(_) | Cmd::Sweep(_) | Cmd::Trace(_) => true,
+        Cmd::Demo(a) => !a.sim_only,
+        Cmd::Bench { what } => what.changes_system(),
+        _ => false,
+    };
+    match &cli.cmd {
+        Cmd::Restore(_) | Cmd::Doctor(_) => {}
+        _ if changes_system => cmd::doctor::restore_at_start(),
+        _ => cmd::doctor::report_leftovers(),
+    }
     let r = match cli.cmd {
-        Cmd::Demo(a) => cmd::demo::run(a),
-        Cmd::Gen(a) => cmd::gen::run(a),
-        Cmd::Import(a) => cmd::import::run_import(a),
-        Cmd::Export(a) => cmd::import::run_export(a),
-        Cmd::Info(a) => cmd::info::run(a),
-        Cmd::Sim(a) => cmd::sim::run_sim(a),
-        Cmd::Mrc(a) => cmd::sim::run_mrc(a),
-        Cmd::Bench { what } => cmd::bench_runner::run(what),
+        Cmd::Demo(a) => cmd::demo::run(a).map(|()| 0),
+        Cmd::Gen(a) => cmd::gen::run(a).map(|()| 0),
+        Cmd::Import(a) => cmd::import::run_import(a).map(|()| 0),
+        Cmd::Export(a) => cmd::import::run_export(a).map(|()| 0),
+        Cmd::Info(a) => cmd::info::run(a).map(|()| 0),
+        Cmd::Sim(a) => cmd::sim::run_sim(a).map(|()| 0),
+        Cmd::Mrc(a) => cmd::sim::run_mrc(a).map(|()| 0),
+        Cmd::Bench { what } => cmd::bench_runner::run(what).map(|()| 0),
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Sweep(a) => cmd::run::sweep(a),
-        Cmd::Trace(a) => cmd::trace::trace(a),
-        Cmd::Analyze(a) => cmd::trace::analyze(a),
-        Cmd::Advise(a) => cmd::trace::advise(a),
-        Cmd::Runs(a) => cmd::catalog::runs(a),
-        Cmd::Show(a) => cmd::catalog::show(a),
-        Cmd::Compare(a) => cmd::catalog::compare_cmd(a),
-        Cmd::Doctor(a) => cmd::doctor::doctor(a),
-        Cmd::Restore(a) => cmd::doctor::restore(a),
-        Cmd::Workload { what } => cmd::workload::run(what),
+        Cmd::Trace(a) => cmd::trace::trace(a).map(|()| 0),
+        Cmd::Analyze(a) => cmd::trace::analyze(a).map(|()| 0),
+        Cmd::Advise(a) => cmd::trace::advise(a).map(|()| 0),
+        Cmd::Runs(a) => cmd::catalog::runs(a).map(|()| 0),
+        Cmd::Show(a) => cmd::catalog::show(a).map(|()| 0),
+        Cmd::Compare(a) => cmd::catalog::compare_cmd(a).map(|()| 0),
+        Cmd::Doctor(a) => cmd::doctor::doctor(a).map(|()| 0),
+        Cmd::Restore(a) => cmd::doctor::restore(a).map(|()| 0),
+        Cmd::Workload { what } => cmd::workload::run(what).map(|()| 0),
     };
-    if let Err(e) = r {
-        eprintln!("swaplab: error: {e}");
-        for c in e.chain().skip(1) {
-            eprintln!("  caused by: {c}");
+    match r {
+        Ok(code) => {
+            out::flush();
+            std::process::exit(code);
         }
-        std::process::exit(1);
+        Err(e) => {
+            out::flush();
+            eprintln!("swaplab: error: {e}");
+            for c in e.chain().skip(1) {
+                eprintln!("  caused by: {c}");
+            }
+            std::process::exit(1);
+        }
     }
 }

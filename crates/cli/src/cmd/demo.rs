@@ -19,7 +19,7 @@ pub struct DemoArgs {
     save: Option<std::path::PathBuf>,
     /// Only the simulation demo (skip the real-workload sweep, which needs root and ~4 minutes).
     #[arg(long)]
-    sim_only: bool,
+    pub sim_only: bool,
 }
 
 /// The demo workload: a Zipf-popular hot set with 30 % writes, interleaved
