@@ -2,15 +2,24 @@
 //!
 //! * [`runner`] — `swaplab run`: a command in a fresh memory cgroup with a
 //!   limit, swap and kernel settings scoped to the run, measured (rusage,
-//!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz timeline), recorded.
+//!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz [`timeline`]),
+//!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
 //! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
 //!   with per-cell medians, spread and slowdowns.
+//! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
+//!   hints, variants) and the parsers of their human forms.
 //! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
-//!   compares runs and sweeps with a Mann–Whitney U test ([`stats`]).
+//!   compares runs and sweeps with a Mann–Whitney U test
+//!   (`swaplab_analysis::stats`).
+//! * [`tracing`] — the instruments of `swaplab trace` (fault events,
+//!   pagemap, maps, allocation sites) and hint files resolved for a run;
+//!   [`preload`] — the embedded LD_PRELOAD library; [`refs`] — full
+//!   page-reference capture (valgrind lackey).
 //! * [`workload`] — the built-in C workloads, embedded in the binary.
-//! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
-//!   and a stable key (DWARF and the ELF symbol table).
-//! * [`demo`] — the real-workload demo sweep; [`bench`] — the runner's own cost.
+//! * [`simulate`] — simulation jobs over swaplab-sim: every (policy, size)
+//!   pair in parallel, and the simulation half of `swaplab demo`.
+//! * [`demo`] — the real-workload half of `swaplab demo`; [`bench`] — the
+//!   runner's own cost; [`bench_trace`] — what tracing costs.
 //!
 //! ```no_run
 //! use swaplab_lab::{options::{LimitSpec, RunOptions}, runner::Lab, workload};
@@ -37,6 +46,7 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
+pub mod simulate;
 pub mod sweep;
 pub mod timeline;
 pub mod tracing;
