@@ -72,8 +72,10 @@ impl SettingArgs {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Memory limit: a size (64M, 1.5G) or a share of the command's peak (50%), measured
-    /// by an unlimited run first and cached per command. Default: no limit.
+    /// Memory limit: a size (64M, 1.5G) or a share of the command's peak (50%, at most 100%):
+    /// its cgroup's peak, page cache included, measured by an unlimited run first and cached
+    /// per exact command line (wrapping it in `time` or `perf` measures again). Default: no
+    /// limit.
     #[arg(long, value_name = "SIZE|PCT")]
     pub mem_limit: Option<String>,
     #[command(flatten)]
@@ -143,7 +145,7 @@ impl Bar {
         match p {
             Progress::Calibrating { command } => {
                 self.pb.set_message(format!(
-                    "measuring the peak of `{}` (unlimited run)",
+                    "measuring the peak of `{}` (unlimited run, cached for this exact command line)",
                     command.join(" ")
                 ));
             }
