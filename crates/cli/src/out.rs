@@ -4,7 +4,50 @@ use anyhow::Result;
 use comfy_table::{presets::NOTHING, CellAlignment, Table};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+
+/// `print!` for this crate: like the standard macro, but a closed pipe
+/// ends the program quietly (see [`write_stdout`]).
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::out::write_stdout(format_args!($($arg)*))
+    };
+}
+
+/// `println!` for this crate, with [`print!`]'s manners.
+macro_rules! println {
+    () => {
+        $crate::out::write_stdout(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::out::write_stdout(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// Writes to standard output. When the reader has gone (`swaplab runs |
+/// head -1`) the output is complete as far as anyone can see: exit with
+/// status 0, as `cat` and ripgrep do (the standard macros panic). Any other
+/// write error ends the program with a message and status 1.
+pub fn write_stdout(args: std::fmt::Arguments<'_>) {
+    if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+        stdout_failed(e);
+    }
+}
+
+/// Flushes standard output with [`write_stdout`]'s manners.
+pub fn flush() {
+    if let Err(e) = std::io::stdout().lock().flush() {
+        stdout_failed(e);
+    }
+}
+
+fn stdout_failed(e: std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        std::process::exit(0);
+    }
+    eprintln!("swaplab: error: writing to standard output: {e}");
+    std::process::exit(1);
+}
 
 /// How a command prints a table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,6 +11,13 @@ pub fn open(path: &Path) -> Result<Box<dyn RefSource>> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        bail!(
+            "{}: the file is empty (0 bytes), so it holds no trace; \
+             was it written by a command that failed? Write it again (swaplab gen, import, trace --refs)",
+            path.display()
+        );
+    }
     if is_native(path) {
         return Ok(Box::new(NativeReader::open(path)?));
     }

@@ -189,12 +189,175 @@ fn bad_input_gets_clear_errors() {
     assert_eq!(json(&ok(&["info", t, "--json"]))["references"], 100);
 }
 
+/// Every subcommand at every depth, as clap's command tree has them (so a
+/// new subcommand cannot be forgotten): `[["demo"], ["bench", "sim"], …]`.
+fn subcommand_paths() -> Vec<Vec<String>> {
+    use clap::CommandFactory;
+    fn walk(c: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        for s in c.get_subcommands() {
+            path.push(s.get_name().to_string());
+            out.push(path.clone());
+            walk(s, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&swaplab::Cli::command(), &mut Vec::new(), &mut out);
+    out
+}
+
 #[test]
 fn every_subcommand_has_help() {
-    for sub in [
-        "demo", "gen", "import", "export", "info", "sim", "mrc", "bench",
-    ] {
-        let out = ok(&[sub, "--help"]);
-        assert!(out.contains("Usage"), "{sub}");
+    let paths = subcommand_paths();
+    assert!(paths.len() >= 19 + 5, "{paths:?}");
+    for p in &paths {
+        let mut args: Vec<&str> = p.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = ok(&args);
+        assert!(out.contains("Usage: swaplab"), "{p:?}: {out}");
+        // A one-line description besides the usage and the options.
+        let about = out.lines().next().unwrap_or("");
+        assert!(
+            !about.starts_with("Usage") && about.len() > 10,
+            "{p:?} has no description: {out}"
+        );
     }
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly_with_status_0() {
+    use std::process::Stdio;
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("t.parquet");
+    let t = t.to_str().unwrap();
+    ok(&["gen", "seq:pages=10", "-n", "100", "-o", t]);
+    // The reader is gone before the first write (as with `| head -1` once head has its line).
+    for args in [
+        vec!["sim", "--list-policies"],
+        vec!["sim", t, "--policy", "lru", "--mem", "5"],
+        vec!["info", t],
+        vec!["workload", "list"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_swaplab"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn an_empty_trace_file_is_called_empty() {
+    let d = tempfile::tempdir().unwrap();
+    let e = d.path().join("e.parquet");
+    std::fs::write(&e, b"").unwrap();
+    fails(
+        &["info", e.to_str().unwrap()],
+        "the file is empty (0 bytes)",
+    );
+}
+
+/// The `swaplab ...` example lines of the README's tour (```sh blocks),
+/// continuation lines joined, comments dropped, `a; b` split.
+fn readme_examples() -> Vec<Vec<String>> {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
+            .unwrap();
+    let mut out = Vec::new();
+    let mut in_sh = false;
+    let mut pending = String::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            in_sh = line == "```sh";
+            continue;
+        }
+        if !in_sh {
+            continue;
+        }
+        let code = line.split("  #").next().unwrap().trim_end();
+        if let Some(c) = code.strip_suffix('\\') {
+            pending.push_str(c);
+            continue;
+        }
+        pending.push_str(code);
+        let full = std::mem::take(&mut pending);
+        for cmd in full.split("; ") {
+            let cmd = cmd.trim();
+            if cmd.starts_with("swaplab ") {
+                out.push(shlex::split(cmd).unwrap_or_else(|| panic!("README: cannot split {cmd}")));
+            }
+        }
+    }
+    out
+}
+
+/// Every example in the README runs or parses. Run here (in a temporary
+/// directory, with the files they name made first): the trace-file ones
+/// (gen, import of the shared libCacheSim samples, export, info, sim, mrc)
+/// and the quick read-only ones (workload list, doctor, restore with an
+/// empty state directory). Only parsed with clap's `try_parse_from`
+/// (they need root and minutes, a run id or a program the reader has):
+/// demo, bench, run, sweep, trace, analyze, advise, runs, show, compare,
+/// and imports of files that are not here (lackey, perf script).
+#[test]
+fn every_readme_example_runs_or_parses() {
+    use clap::Parser;
+    let examples = readme_examples();
+    assert!(examples.len() >= 25, "{examples:?}");
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path();
+    let state = dir.join("state");
+    let home = dir.join("home");
+    // The files the examples read.
+    let data = shared("cloudPhysicsIO.oracleGeneral.bin.zst").zip(shared("cloudPhysicsIO.csv.zst"));
+    if let Some((bin, csv)) = &data {
+        std::fs::copy(bin, dir.join("trace.oracleGeneral.bin.zst")).unwrap();
+        std::fs::copy(csv, dir.join("blocks.csv.zst")).unwrap();
+    }
+    let mut ran = 0;
+    let mut parsed = 0;
+    for ex in &examples {
+        let args: Vec<&str> = ex[1..].iter().map(String::as_str).collect();
+        if let Err(e) = swaplab::Cli::try_parse_from(ex) {
+            panic!("README example does not parse: {}\n{e}", ex.join(" "));
+        }
+        let runnable = match args[0] {
+            "gen" | "export" | "info" | "sim" | "mrc" | "doctor" | "restore" => true,
+            "workload" => args.get(1) == Some(&"list"),
+            "import" => data.is_some() && !args.contains(&"lackey") && !args.contains(&"perf"),
+            _ => false,
+        };
+        if !runnable {
+            parsed += 1;
+            continue;
+        }
+        let o = Command::new(env!("CARGO_BIN_EXE_swaplab"))
+            .args(&args)
+            .current_dir(dir)
+            .env("CI", "1")
+            .env("SWAPLAB_STATE_DIR", &state)
+            .env("SWAPLAB_HOME", &home)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "README example failed: {}\n{}",
+            ex.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        ran += 1;
+        // `info t.parquet` and later examples read t.parquet, which the imports
+        // write; without the shared samples, the small generated mix stands in.
+        if dir.join("mix.parquet").exists() && !dir.join("t.parquet").exists() {
+            std::fs::copy(dir.join("mix.parquet"), dir.join("t.parquet")).unwrap();
+        }
+    }
+    eprintln!("README examples: {ran} run, {parsed} parsed only");
+    assert!(ran >= 8, "only {ran} examples ran");
 }

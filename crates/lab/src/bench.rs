@@ -70,6 +70,7 @@ fn direct_run(resolved: &[String], out: &std::path::Path) -> Result<(f64, f64)> 
         .stdin(Stdio::null())
         .stdout(f)
         .stderr(Stdio::null());
+    crate::runner::die_with_parent(&mut cmd);
     let t0 = Instant::now();
     let mut child = workload::spawn_retrying(&mut cmd)
         .map_err(|e| Error::io("starting", std::path::Path::new(&resolved[0]), e))?;

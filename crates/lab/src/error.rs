@@ -15,6 +15,9 @@ pub enum Error {
     /// Reading or writing a trace file failed.
     #[error(transparent)]
     Trace(#[from] swaplab_trace::Error),
+    /// A simulation failed (a bad policy or memory size).
+    #[error(transparent)]
+    Sim(#[from] swaplab_sim::SimError),
     /// An analysis failed (a hint file that does not parse, …).
     #[error(transparent)]
     Analysis(#[from] swaplab_analysis::Error),

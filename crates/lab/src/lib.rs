@@ -2,20 +2,27 @@
 //!
 //! * [`runner`] — `swaplab run`: a command in a fresh memory cgroup with a
 //!   limit, swap and kernel settings scoped to the run, measured (rusage,
-//!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz timeline), recorded.
+//!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz [`timeline`]),
+//!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
 //! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
 //!   with per-cell medians, spread and slowdowns.
+//! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
+//!   hints, variants) and the parsers of their human forms.
 //! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
 //!   compares runs and sweeps with a Mann–Whitney U test
 //!   (`swaplab_analysis::stats`).
-//! * [`tracing`] — the tracing instruments around a run (fault events,
+//! * [`tracing`] — the instruments of `swaplab trace` (fault events,
 //!   pagemap swap changes, maps snapshots, the preload library's allocation
-//!   log), written as a trace directory (`swaplab_trace::trace_dir`);
-//!   [`refs`] — full reference capture with valgrind lackey.
+//!   log), written as a trace directory (`swaplab_trace::trace_dir`), and
+//!   hint files resolved for a run; [`refs`] — full page-reference capture
+//!   (valgrind lackey).
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
 //!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
-//! * [`demo`] — the real-workload demo sweep; [`bench`](mod@bench) — the runner's own
-//!   cost; [`bench_trace`] — what tracing costs.
+//! * [`simulate`] — simulation jobs over swaplab-sim: every (policy, size)
+//!   pair in parallel, and the simulation half of `swaplab demo`.
+//! * [`demo`] — the real-workload half of `swaplab demo`;
+//!   [`bench`](mod@bench) — the runner's own cost; [`bench_trace`] — what
+//!   tracing costs.
 //!
 //! Offline analysis of a trace (attribution, advice, hint files,
 //! symbolization) is `swaplab_analysis`: it needs none of this crate.
@@ -45,6 +52,7 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
+pub mod simulate;
 pub mod sweep;
 pub mod timeline;
 pub mod tracing;

@@ -38,9 +38,15 @@ impl FromStr for LimitSpec {
                     "cannot parse memory limit {input:?}: no number before %; use a share like 50% or a size like 64M"
                 ))
             })?;
-            if !(v > 0.0 && v.is_finite() && v <= 10_000.0) {
+            if !(v > 0.0 && v.is_finite()) {
                 return Err(Error::Invalid(format!(
-                    "memory limit {input:?}: the share must be above 0% (and at most 10000%)"
+                    "memory limit {input:?}: the share of the peak must be above 0%"
+                )));
+            }
+            if v > 100.0 {
+                return Err(Error::Invalid(format!(
+                    "memory limit {input:?} is above the command's peak, so it would not limit \
+                     anything; use a share up to 100%, `none` for no limit, or a size such as 2G"
                 )));
             }
             return Ok(LimitSpec::Percent(v));
@@ -301,7 +307,9 @@ impl FromStr for Variant {
                 "name {name:?} must be letters, digits, - _ . +"
             )));
         }
-        let words = split_words(args).map_err(bad)?;
+        let words = shlex::split(args).ok_or_else(|| {
+            bad("unbalanced quotes or a trailing backslash in the arguments".to_string())
+        })?;
         let (options, command) = parse_option_words(&words).map_err(|e| bad(e.to_string()))?;
         Ok(Variant {
             name: name.to_string(),
@@ -368,64 +376,6 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
     }
     o.validate()?;
     Ok((o, command))
-}
-
-/// Splits a string into words like a POSIX shell does for plain words,
-/// single quotes, double quotes and backslashes (no expansions).
-pub fn split_words(s: &str) -> std::result::Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(x) => cur.push(x),
-                        None => return Err("unterminated single quote".into()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(x) => cur.push(x),
-                            None => return Err("trailing backslash".into()),
-                        },
-                        Some(x) => cur.push(x),
-                        None => return Err("unterminated double quote".into()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(x) => cur.push(x),
-                    None => return Err("trailing backslash".into()),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        out.push(cur);
-    }
-    Ok(out)
 }
 
 /// Parses `100%,75%,50%,25%` (or sizes, or `none`).
@@ -546,14 +496,21 @@ mod tests {
     }
 
     #[test]
-    fn words_split_like_a_shell() {
-        assert_eq!(split_words(" a  b ").unwrap(), vec!["a", "b"]);
+    fn variant_words_split_like_a_shell() {
+        let v: Variant = r#"q=--timeout 5s cmd='x y' "z \"q\"" w\ v"#.parse().unwrap();
         assert_eq!(
-            split_words(r#"cmd='x y' "z \"q\"" w\ v"#).unwrap(),
-            vec!["cmd=x y", "z \"q\"", "w v"]
+            v.command.unwrap(),
+            vec!["x y".to_string(), "z \"q\"".into(), "w v".into()]
         );
-        assert_eq!(split_words("''").unwrap(), vec![""]);
-        assert!(split_words("'open").is_err());
+        let e = "q=cmd='open".parse::<Variant>().unwrap_err().to_string();
+        assert!(e.contains("unbalanced quotes"), "{e}");
+    }
+
+    #[test]
+    fn limits_above_the_peak_are_refused() {
+        let e = parse_limits("100%,150%").unwrap_err().to_string();
+        assert!(e.contains("above the command's peak"), "{e}");
+        assert!(parse_limits("100%,25%").is_ok());
     }
 
     #[test]

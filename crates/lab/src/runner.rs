@@ -518,6 +518,7 @@ impl Lab {
             }
         }
         group.attach_on_spawn(&mut cmd)?;
+        die_with_parent(&mut cmd);
         let kswapd = Kswapd::find().ok();
         let paths = SamplerPaths::for_group(group);
         let stats0 = group.stats()?;
@@ -836,6 +837,40 @@ fn last_json_line(path: &std::path::Path) -> Option<serde_json::Value> {
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
     let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
     v.is_object().then_some(v)
+}
+
+/// Makes the command die with swaplab: PR_SET_PDEATHSIG(SIGKILL) in the
+/// child between fork and exec, so a `kill -9` of swaplab does not leave
+/// the workload running (and swapping) on its own. Its own children are
+/// left to the cgroup removal, which the next swaplab start performs from
+/// the journal. The signal follows the *thread* that forked: spawn from a
+/// thread that lives as long as the run (the runner spawns from the
+/// calling thread, which samples the group until the command ends).
+pub fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only
+    // calls prctl(2) and getppid(2), which are async-signal-safe; it
+    // allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The parent died between fork and prctl: the signal will never come.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The directory with a run's files.

@@ -649,6 +649,54 @@ pub fn report_from_catalog(
     Ok(SweepReport::from_runs(&row, &runs))
 }
 
+/// A warning for limits below the peak when no swap area is active and
+/// none is asked for (`--swap`, in the options or in every variant): the
+/// kernel can then only drop page cache, and a program whose anonymous
+/// memory exceeds the limit is OOM-killed on every run. `None` when a run
+/// can swap or no limit is below the peak.
+pub fn no_swap_warning(
+    limits: &[LimitSpec],
+    options: &RunOptions,
+    variants: &[Variant],
+) -> Option<String> {
+    use swaplab_host::swap::SwapSpec;
+    let tight: Vec<String> = limits
+        .iter()
+        .filter(|l| match l {
+            LimitSpec::Percent(p) => *p < 100.0,
+            LimitSpec::Bytes(_) => true,
+            LimitSpec::None => false,
+        })
+        .map(|l| l.to_string())
+        .collect();
+    if tight.is_empty() {
+        return None;
+    }
+    let adds = |o: &RunOptions| {
+        o.swap
+            .iter()
+            .any(|s| matches!(s, SwapSpec::File { .. } | SwapSpec::Zram { .. }))
+    };
+    let requested =
+        adds(options) || (!variants.is_empty() && variants.iter().all(|v| adds(&v.options)));
+    if requested {
+        return None;
+    }
+    let active = swaplab_host::swap::read_swaps()
+        .map(|v| !v.is_empty())
+        .unwrap_or(true);
+    if active {
+        return None;
+    }
+    Some(format!(
+        "no swap area is active and no --swap was given: under {} the kernel \
+         can only drop page cache, so a program whose anonymous memory exceeds the limit is \
+         OOM-killed on every run. Add e.g. `--swap file:1G` (a temporary swap file, removed \
+         afterwards) to measure swapping.",
+        tight.join(", ")
+    ))
+}
+
 /// Describes a limit for people: `50% (32M)`.
 pub fn limit_text(label: &str, bytes: Option<u64>) -> String {
     match bytes {

@@ -764,9 +764,26 @@ pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
     let file = swaplab_analysis::hints::parse(&text, path)?;
     let program = resolved
         .first()
-        .map(PathBuf::from)
+        .map(|p| program_path(p))
         .ok_or_else(|| Error::Invalid("no command given".into()))?;
     resolve_hints(&file, &program)
+}
+
+/// The file a program name runs, as execvp(3) finds it: a name without a
+/// slash is looked up in `PATH` (`sqlite3` → `/usr/bin/sqlite3`), so hint
+/// keys match the program however it was named. Unchanged when not found.
+pub fn program_path(name: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    if name.contains('/') {
+        return PathBuf::from(name);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .map(|d| d.join(name))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// Turns a hint file's symbolic sites into (module path, offset) frames
@@ -838,6 +855,17 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bare_program_names_resolve_through_path() {
+        let sh = program_path("sh");
+        assert!(sh.is_absolute() && sh.is_file(), "{}", sh.display());
+        assert_eq!(program_path("./x"), PathBuf::from("./x"));
+        assert_eq!(
+            program_path("no-such-program-swaplab"),
+            PathBuf::from("no-such-program-swaplab")
+        );
+    }
 
     #[test]
     fn module_names() {

@@ -55,6 +55,14 @@ pub struct RunnerArgs {
     pub command: Vec<String>,
 }
 
+impl BenchAny {
+    /// Whether the bench changes the system (cgroups, swap): it then
+    /// restores what a killed swaplab left before it starts.
+    pub fn changes_system(&self) -> bool {
+        !matches!(self, BenchAny::Other(_))
+    }
+}
+
 pub fn run(cmd: BenchAny) -> Result<()> {
     match cmd {
         BenchAny::Other(c) => crate::cmd::bench::run(c),

@@ -16,8 +16,8 @@ pub struct RunsArgs {
     /// List sweeps (and repeat groups) instead of runs.
     #[arg(long)]
     pub sweeps: bool,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::OutFlags,
 }
 
 #[derive(Args)]
@@ -219,18 +219,14 @@ pub fn runs(a: RunsArgs) -> Result<()> {
     let c = open()?;
     if a.sweeps {
         let v = c.recent_sweeps(a.limit)?;
-        if a.json {
-            println!("{}", serde_json::to_string_pretty(&v)?);
-            return Ok(());
-        }
         let mut rows = Rows::new(&[
             "id", "started", "kind", "status", "limits", "repeat", "command",
         ]);
-        for s in v {
+        for s in &v {
             rows.push(vec![
                 format!("s{}", s.id),
                 when(s.started_unix_ns),
-                s.kind,
+                s.kind.clone(),
                 s.status.as_str().into(),
                 s.spec
                     .get("limits")
@@ -244,14 +240,9 @@ pub fn runs(a: RunsArgs) -> Result<()> {
             ]);
         }
         rows.left = true;
-        println!("{}", rows.render());
-        return Ok(());
+        return crate::out::print(a.out.format(), &rows, &v);
     }
     let v = c.recent_runs(a.limit)?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
-        return Ok(());
-    }
     let mut rows = Rows::new(&[
         "id",
         "started",
@@ -262,7 +253,7 @@ pub fn runs(a: RunsArgs) -> Result<()> {
         "major faults",
         "command",
     ]);
-    for r in v {
+    for r in &v {
         rows.push(vec![
             r.id.to_string(),
             when(r.started_unix_ns),
@@ -290,8 +281,7 @@ pub fn runs(a: RunsArgs) -> Result<()> {
             r.command.join(" "),
         ]);
     }
-    println!("{}", rows.render());
-    Ok(())
+    crate::out::print(a.out.format(), &rows, &v)
 }
 
 pub fn show(a: ShowArgs) -> Result<()> {

@@ -72,8 +72,10 @@ impl SettingArgs {
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Memory limit: a size (64M, 1.5G) or a share of the command's peak (50%), measured
-    /// by an unlimited run first and cached per command. Default: no limit.
+    /// Memory limit: a size (64M, 1.5G) or a share of the command's peak (50%, at most 100%):
+    /// its cgroup's peak, page cache included, measured by an unlimited run first and cached
+    /// per exact command line (wrapping it in `time` or `perf` measures again). Default: no
+    /// limit.
     #[arg(long, value_name = "SIZE|PCT")]
     pub mem_limit: Option<String>,
     #[command(flatten)]
@@ -143,7 +145,7 @@ impl Bar {
         match p {
             Progress::Calibrating { command } => {
                 self.pb.set_message(format!(
-                    "measuring the peak of `{}` (unlimited run)",
+                    "measuring the peak of `{}` (unlimited run, cached for this exact command line)",
                     command.join(" ")
                 ));
             }
@@ -200,6 +202,7 @@ pub fn make_runs(
     repeat: u32,
     show_output: bool,
 ) -> Result<swaplab_lab::runner::RunSet> {
+    Lab::require_runner()?;
     let mut lab = Lab::open().context("opening the catalog")?;
     if show_output {
         lab.output = Output::Inherit;
@@ -219,13 +222,50 @@ pub fn parse_limit(text: Option<&str>) -> Result<Option<LimitSpec>> {
     Ok(text.map(str::parse::<LimitSpec>).transpose()?)
 }
 
-pub fn run(a: RunArgs) -> Result<()> {
+/// The exit status that stands for a run's ending, as `timeout(1)` and
+/// shells report them: the program's own status; 128+N for signal N (137:
+/// the OOM killer's SIGKILL); 124 when swaplab killed it at `--timeout`.
+pub fn exit_status(rec: &swaplab_lab::record::RunRecord) -> i32 {
+    use swaplab_lab::record::Outcome;
+    match rec.outcome {
+        Some(Outcome::Ok) => 0,
+        Some(Outcome::Timeout) => 124,
+        Some(Outcome::Oom) => 137,
+        Some(Outcome::Interrupted) => 130,
+        _ => match (rec.exit_code, rec.term_signal) {
+            (Some(c), _) if c != 0 => c,
+            (_, Some(sig)) => 128 + sig,
+            _ => 1,
+        },
+    }
+}
+
+/// Warns on stderr before any run when limits below the peak would
+/// OOM-kill for want of swap.
+fn warn_without_swap(limits: &[LimitSpec], options: &RunOptions, variants: &[Variant]) {
+    if let Some(w) = swaplab_lab::sweep::no_swap_warning(limits, options, variants) {
+        eprintln!("swaplab: warning: {w}");
+    }
+}
+
+/// `swaplab run`: exits with the status of the first run that did not end
+/// well (see [`exit_status`]), 0 when all did.
+pub fn run(a: RunArgs) -> Result<i32> {
     let mut options = a.settings.options()?;
     options.mem_limit = parse_limit(a.mem_limit.as_deref())?;
+    if let Some(l) = options.mem_limit {
+        warn_without_swap(&[l], &options, &[]);
+    }
     let set = make_runs(&a.command, &options, a.repeat, a.show_output)?;
+    let status = set
+        .runs
+        .iter()
+        .map(exit_status)
+        .find(|&c| c != 0)
+        .unwrap_or(0);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
-        return Ok(());
+        return Ok(status);
     }
     for rec in &set.runs {
         print!("{}", super::catalog::render_run(rec, set.peak_bytes));
@@ -241,10 +281,12 @@ pub fn run(a: RunArgs) -> Result<()> {
             print!("{}", rep.render());
         }
     }
-    Ok(())
+    Ok(status)
 }
 
-pub fn sweep(a: SweepArgs) -> Result<()> {
+/// `swaplab sweep`: exits 1 (after the report) when a cell has a run that
+/// did not exit 0, and says how many.
+pub fn sweep(a: SweepArgs) -> Result<i32> {
     let options = a.settings.options()?;
     let variants: Vec<Variant> = a
         .variants
@@ -263,6 +305,8 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         variants,
         skip_after_timeout: a.skip_after_timeout,
     };
+    Lab::require_runner()?;
+    warn_without_swap(&req.limits, &req.options, &req.variants);
     let lab = Lab::open().context("opening the catalog")?;
     let bar = Bar::new();
     let r = lab.sweep(&req, &mut |p| bar.event(p));
@@ -281,7 +325,27 @@ pub fn sweep(a: SweepArgs) -> Result<()> {
         println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
         print!("{}", rep.render());
     }
-    Ok(())
+    let failed: Vec<_> = rep
+        .cells
+        .iter()
+        .filter(|c| c.oom + c.timeout + c.other > 0)
+        .collect();
+    if failed.is_empty() {
+        return Ok(0);
+    }
+    let sum =
+        |f: fn(&swaplab_lab::sweep::Cell) -> usize| failed.iter().map(|c| f(c)).sum::<usize>();
+    eprintln!(
+        "swaplab: {} of {} cells had failed runs ({} OOM-killed, {} timed out, {} other); \
+         `swaplab show s{}` lists every run",
+        failed.len(),
+        rep.cells.len(),
+        sum(|c| c.oom),
+        sum(|c| c.timeout),
+        sum(|c| c.other),
+        rep.sweep_id
+    );
+    Ok(1)
 }
 
 /// Part 1 of `swaplab demo`: the real-workload sweep when this machine can

@@ -1,11 +1,10 @@
 use crate::out::{self, num, pct, Rows};
 use anyhow::{bail, Result};
 use clap::Args;
-use rayon::prelude::*;
 use serde::Serialize;
 use std::path::PathBuf;
 use swaplab_sim::mrc::{self, ShardsConfig};
-use swaplab_sim::{policies, simulate, PolicySpec, SimResult};
+use swaplab_sim::{policies, PolicySpec, SimResult};
 use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
 use swaplab_trace::DenseTrace;
 
@@ -55,17 +54,11 @@ pub fn run_pairs(
     sizes: &[(String, u64)],
     seed: u64,
 ) -> Result<Vec<SimResult>> {
-    let needs_future = specs.iter().any(|s| s.info().needs_future);
-    let next = needs_future.then(|| t.next_use());
-    let pairs: Vec<(&PolicySpec, u64)> = specs
-        .iter()
-        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
-        .collect();
-    let pb = out::progress(t.len() as u64 * pairs.len() as u64, "simulating");
-    let res: Result<Vec<SimResult>, _> = pairs
-        .par_iter()
-        .map(|(s, c)| simulate(t, next.as_deref(), s, *c as usize, seed, &|n| pb.inc(n)))
-        .collect();
+    let pb = out::progress(
+        t.len() as u64 * (specs.len() * sizes.len()) as u64,
+        "simulating",
+    );
+    let res = swaplab_lab::simulate::run_pairs(t, specs, sizes, seed, &|n| pb.inc(n));
     pb.finish_and_clear();
     Ok(res?)
 }

@@ -170,6 +170,7 @@ pub fn trace_path(arg: &str) -> Result<PathBuf> {
     }
     if let Ok(id) = arg.parse::<i64>() {
         let catalog = swaplab_lab::catalog::Catalog::open_default()?;
+        catalog.run(id)?; // "no run N in the catalog" before "no trace"
         let d = swaplab_lab::runner::run_dir(&catalog, id).join("trace");
         if swaplab_trace::trace_dir::is_trace_dir(&d) {
             return Ok(d);

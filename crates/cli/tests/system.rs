@@ -1,0 +1,403 @@
+//! End-to-end tests of the subcommands that change the system: run, sweep,
+//! trace, analyze, advise, runs, show, compare, doctor, restore, and what a
+//! `kill -9` of swaplab leaves. They need root (skipped, with a message,
+//! otherwise) and use a small workload (`traverse --size 8M`). Each test has
+//! its own SWAPLAB_HOME and SWAPLAB_STATE_DIR under /var/tmp and asserts
+//! that /proc/swaps, the swaplab cgroups under /sys/fs/cgroup/* and the vm
+//! sysctls it may touch are as before. The tests take a lock so that one
+//! test's changes are not seen by another's before/after comparison.
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SYSTEM: Mutex<()> = Mutex::new(());
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// What the tests may change and must leave as they found it.
+fn system_state() -> String {
+    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    if let Ok(roots) = std::fs::read_dir("/sys/fs/cgroup") {
+        let mut groups: Vec<String> = roots
+            .flatten()
+            .flat_map(|h| std::fs::read_dir(h.path()).into_iter().flatten().flatten())
+            .map(|e| e.path().display().to_string())
+            .filter(|p| p.contains("/swaplab-"))
+            .collect();
+        groups.sort();
+        s.push_str(&groups.join("\n"));
+    }
+    for k in [
+        "/proc/sys/vm/swappiness",
+        "/proc/sys/vm/page-cluster",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
+    }
+    s
+}
+
+/// A test's world: its own catalog and state directory, and the system
+/// state it must restore.
+struct Lab {
+    dir: tempfile::TempDir,
+    before: String,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Lab {
+    fn new() -> Option<Lab> {
+        if !is_root() {
+            eprintln!("skipped: needs root");
+            return None;
+        }
+        let lock = SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+        let dir = tempfile::Builder::new()
+            .prefix("swaplab-cli-test-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        Some(Lab {
+            dir,
+            before: system_state(),
+            _lock: lock,
+        })
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_swaplab"));
+        c.args(args)
+            .current_dir(self.dir.path())
+            .env("CI", "1")
+            .env("SWAPLAB_HOME", self.dir.path().join("home"))
+            .env("SWAPLAB_STATE_DIR", self.dir.path().join("state"));
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let o = self.cmd(args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !err.contains("panicked") && o.status.code() != Some(101),
+            "swaplab {args:?} panicked: {err}"
+        );
+        o
+    }
+
+    /// Runs and expects `code`; returns stdout.
+    fn expect(&self, code: i32, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "swaplab {args:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    fn path(&self, p: &str) -> PathBuf {
+        self.dir.path().join(p)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            return;
+        }
+        assert_eq!(
+            self.before,
+            system_state(),
+            "the test changed the system (swap areas, swaplab cgroups, vm sysctls)"
+        );
+    }
+}
+
+const WORKLOAD: [&str; 4] = ["swaplab-workload", "traverse", "--size", "8M"];
+
+fn with_workload<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    let mut v = args.to_vec();
+    v.push("--");
+    v.extend(WORKLOAD);
+    v
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("not JSON ({e}): {s}"))
+}
+
+#[test]
+fn run_exits_with_the_programs_status() {
+    let Some(lab) = Lab::new() else { return };
+    lab.expect(0, &["run", "--", "true"]);
+    lab.expect(3, &["run", "--", "sh", "-c", "exit 3"]);
+    // Killed at --timeout: 124, as timeout(1) says.
+    lab.expect(124, &["run", "--timeout", "300ms", "--", "sleep", "30"]);
+    // OOM-killed (no swap for the group): 137, as a shell says for SIGKILL.
+    let o = lab.run(&[
+        "run",
+        "--mem-limit",
+        "8M",
+        "--swap-limit",
+        "0",
+        "--",
+        "swaplab-workload",
+        "traverse",
+        "--size",
+        "64M",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(137),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A program that is not there: swaplab's own error, status 1, no panic.
+    let o = lab.run(&["run", "--", "/nonexistent/prog"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot start"));
+    // Every run is in the catalog; `runs --csv` is a table for scripts.
+    let csv = lab.expect(0, &["runs", "--csv"]);
+    assert!(csv.starts_with("id,started,sweep,outcome"), "{csv}");
+    for outcome in ["ok", "exit 3", "timeout", "OOM"] {
+        assert!(csv.contains(outcome), "{outcome} missing: {csv}");
+    }
+}
+
+#[test]
+fn run_runs_show_compare_and_a_closed_pipe() {
+    let Some(lab) = Lab::new() else { return };
+    let set = json(&lab.expect(0, &with_workload(&["run", "--repeat", "2", "--json"])));
+    let ids: Vec<i64> = set["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let group = set["group_id"].as_i64().expect("a repeat group");
+    let runs = json(&lab.expect(0, &["runs", "--json"]));
+    assert!(runs.as_array().unwrap().len() >= 2);
+    let (a, b) = (ids[0].to_string(), ids[1].to_string());
+    let show = lab.expect(0, &["show", &a]);
+    assert!(show.contains("traverse"), "{show}");
+    assert_eq!(json(&lab.expect(0, &["show", &a, "--json"]))["id"], ids[0]);
+    lab.expect(0, &["show", &format!("s{group}")]);
+    let cmp = lab.expect(0, &["compare", &a, &b]);
+    assert!(!cmp.is_empty());
+    lab.expect(0, &["compare", &a, &b, "--json"]);
+    // `swaplab show ID | head -1`: the reader leaves first; status 0.
+    let mut child = lab
+        .cmd(&["show", &a])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Ids that are not there.
+    let o = lab.run(&["show", "99999"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no run 99999"));
+}
+
+#[test]
+fn sweep_reports_cells_and_fails_when_a_cell_failed() {
+    let Some(lab) = Lab::new() else { return };
+    let out = lab.expect(
+        0,
+        &with_workload(&[
+            "sweep", "--limits", "100%,50%", "--repeat", "1", "--swap", "file:64M",
+        ]),
+    );
+    assert!(out.contains("sweep s"), "{out}");
+    // A cell whose runs fail: the report, a count on stderr, status 1.
+    let o = lab.run(&[
+        "sweep", "--limits", "64M", "--repeat", "1", "--", "sh", "-c", "exit 2",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 of 1 cells had failed runs"), "{err}");
+    // Refused before any run.
+    let o = lab.run(&["sweep", "--limits", "150%", "--", "true"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("above the command's peak"));
+}
+
+#[test]
+fn a_sweep_that_cannot_swap_is_warned_about_before_it_starts() {
+    let Some(lab) = Lab::new() else { return };
+    if std::fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .nth(1)
+        .is_some()
+    {
+        eprintln!("skipped: a swap area is active on this machine");
+        return;
+    }
+    // The warning comes before the runs; a tiny command keeps it quick.
+    let o = lab.run(&[
+        "sweep", "--limits", "100%,50%", "--repeat", "1", "--", "true",
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no swap area is active and no --swap was given: under 50%"),
+        "{err}"
+    );
+}
+
+#[test]
+fn trace_analyze_advise() {
+    let Some(lab) = Lab::new() else { return };
+    let set = json(&lab.expect(
+        0,
+        &with_workload(&[
+            "trace",
+            "--mem-limit",
+            "50%",
+            "--swap",
+            "file:64M",
+            "--json",
+        ]),
+    ));
+    let id = set["runs"][0]["id"].as_i64().unwrap().to_string();
+    let a = lab.expect(0, &["analyze", &id]);
+    assert!(a.contains("objects"), "{a}");
+    lab.expect(0, &["analyze", &id, "--json"]);
+    let hints = lab.path("hints.toml");
+    lab.expect(0, &["advise", &id, "-o", hints.to_str().unwrap()]);
+    assert!(hints.is_file());
+    // A run id that does not exist is not "a run without a trace".
+    let o = lab.run(&["analyze", "99999"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no run 99999"), "{err}");
+}
+
+fn swap_active_under(dir: &Path) -> bool {
+    std::fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .contains(&dir.display().to_string())
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "waited a minute for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Pids of processes whose command line contains `needle`.
+fn pids_with(needle: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| {
+                    String::from_utf8_lossy(&c)
+                        .replace('\0', " ")
+                        .contains(needle)
+                })
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+#[test]
+fn kill_9_leftovers_are_reported_then_restored_and_the_workload_dies() {
+    let Some(lab) = Lab::new() else { return };
+    let state = lab.path("state");
+    let marker = format!("swaplab-kill9-{}", std::process::id());
+    let script = format!("sleep 60; : {marker}");
+    let mut child = lab
+        .cmd(&["run", "--swap", "file:32M", "--", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the workload", || {
+        swap_active_under(&state) && pids_with(&marker).iter().any(|p| *p != child.id())
+    });
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // The workload dies with swaplab (parent-death signal).
+    wait_for("the workload to die", || pids_with(&marker).is_empty());
+    assert!(
+        swap_active_under(&state),
+        "the swap file stays until restored"
+    );
+    // Read-only commands report the leftovers and the command that repairs them.
+    let o = lab.run(&["runs"]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("left these changes") && err.contains("swaplab restore"),
+        "{err}"
+    );
+    let doc = lab.expect(0, &["doctor"]);
+    assert!(
+        doc.contains("NOT CLEAN") && doc.contains("swapoff"),
+        "{doc}"
+    );
+    let dj = json(&lab.expect(0, &["doctor", "--json"]));
+    assert_eq!(
+        dj["left_by_killed_swaplab"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // A command that changes the system restores first.
+    let o = lab.run(&["run", "--", "true"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("restored what a killed swaplab"));
+    assert!(!swap_active_under(&state));
+    let out = lab.expect(0, &["restore"]);
+    assert!(out.contains("nothing to restore"), "{out}");
+    // The interrupted run is marked so in the catalog.
+    assert!(lab.expect(0, &["runs"]).contains("interrupted"));
+}
+
+#[test]
+fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
+    let Some(lab) = Lab::new() else { return };
+    let state = lab.path("state");
+    let mut child = lab
+        .cmd(&[
+            "sweep", "--limits", "100%", "--repeat", "1", "--swap", "file:32M", "--", "sleep", "30",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the swap file", || swap_active_under(&state));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let out = lab.expect(0, &["restore"]);
+    assert!(
+        out.contains("restored what pid") && out.contains("swapoff"),
+        "{out}"
+    );
+    assert!(!swap_active_under(&state));
+    let doc = lab.expect(0, &["doctor"]);
+    assert!(!doc.contains("NOT CLEAN"), "{doc}");
+}
