@@ -1818,7 +1818,7 @@ mod tests {
             tid: 20 + (i % 5) as u32,
             addr: 0x7f00_0000_0000 + (i % 4096) * 4096,
             ip: 0x40_0000 + (i % 17),
-            kind: if i % 11 == 0 {
+            kind: if i.is_multiple_of(11) {
                 FaultKind::Major
             } else {
                 FaultKind::Minor
@@ -1834,7 +1834,12 @@ mod tests {
         assert_eq!(w.finish().unwrap(), 4_500);
         let f = File::open(&path).unwrap();
         let r = SerializedFileReader::new(f).unwrap();
-        let groups: Vec<i64> = r.metadata().row_groups().iter().map(|g| g.num_rows()).collect();
+        let groups: Vec<i64> = r
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
         assert_eq!(groups, vec![1000, 1000, 1000, 1000, 500]);
         let back = read_faults(&path).unwrap();
         assert_eq!(back, (0..4_500).map(ev).collect::<Vec<_>>());
@@ -1859,13 +1864,19 @@ mod tests {
         let back: TraceMetaFile =
             serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
         assert_eq!(back, m);
-        assert_eq!((m.run_limit_bytes(), m.run_page_cluster()), (Some(64 << 20), Some(0)));
+        assert_eq!(
+            (m.run_limit_bytes(), m.run_page_cluster()),
+            (Some(64 << 20), Some(0))
+        );
         // Written before the typed fields: options.limit_bytes and the
         // environment's knob string.
         m.limit_bytes = None;
         m.page_cluster = None;
         m.options = serde_json::json!({"limit_bytes": 1234});
         m.environment = serde_json::json!({"knobs": {"page_cluster": "3"}});
-        assert_eq!((m.run_limit_bytes(), m.run_page_cluster()), (Some(1234), Some(3)));
+        assert_eq!(
+            (m.run_limit_bytes(), m.run_page_cluster()),
+            (Some(1234), Some(3))
+        );
     }
 }
