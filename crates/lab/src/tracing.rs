@@ -7,15 +7,23 @@
 //! * **fault events** of the whole process tree from
 //!   [`swaplab_host::perf`] (default) or [`swaplab_host::tracefs`]; the
 //!   events are opened in the child between fork and exec, so nothing of the
-//!   program is missed, and drained at every timeline tick (20 Hz);
+//!   program is missed, and drained every [`DRAIN_PERIOD`] by the tracer
+//!   thread;
 //! * **swap state per page** from [`swaplab_host::pagemap`] and **regions**
 //!   from /proc/PID/maps, sampled for every process of the cgroup at
 //!   `pagemap_hz` (default 10 Hz);
 //! * **allocation sites** from the LD_PRELOAD library
 //!   ([`crate::preload`]), symbolized after the run ([`swaplab_analysis::symbolize`]).
 //!
-//! At the end the tables are written to the trace directory
-//! (`<run dir>/trace`, or `--out`) by [`swaplab_trace::trace_dir`]. A hinted run
+//! The tracer thread (`swaplab-tracer`, started by
+//! [`Instruments::started`]) drains the events and scans pagemap and maps;
+//! the timeline sampler's thread does no tracing work. Faults and swap
+//! events stream to `faults.parquet` and `swaps.parquet` in row groups
+//! ([`swaplab_trace::trace_dir::TableWriter`]) as they arrive, so the
+//! tracer's memory does not grow with the run (docs/tracing.md states and
+//! tests the bound). The small tables (regions, processes, allocations,
+//! sites) are written at the end. The trace directory (`<run dir>/trace`,
+//! or `--out`) is the record's typed [`RunRecord::trace_dir`]. A hinted run
 //! loads the same preload library with a resolved hint file (see
 //! [`resolve_hints`]) and records which hints were applied.
 

@@ -94,8 +94,10 @@
 //!
 //! The JSON form of [`TraceMetaFile`]: the command, its resolved argv, the
 //! wall-clock start, the monotonic t0 the times count from, the options and
-//! environment of the run, row counts per table, notes, and the swaplab
-//! version that wrote it.
+//! environment of the run, row counts per table, notes, the swaplab
+//! version that wrote it, and typed fields of the traced run: `run_id`,
+//! `limit_bytes` and `page_cluster` (absent in older traces; readers fall
+//! back to `options.limit_bytes` and `environment.knobs.page_cluster`).
 //!
 //! Size: 1 M realistic fault events (sweeps and random probes over 256 MiB,
 //! 2–20 µs apart, 2 threads, 20 instruction pointers) take about 4 bytes
