@@ -31,8 +31,10 @@ use crate::timeline::Scope;
 
 /// Environment variable naming the catalog directory.
 pub const HOME_ENV: &str = "SWAPLAB_HOME";
-/// Schema version (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+/// Schema version (`PRAGMA user_version`). 1: the first; 2: `runs`
+/// gains `trace_dir` and `timeline_hz`, `details` gains `settings`
+/// (a version-1 catalog is migrated when opened, see [`Catalog::open`]).
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// The catalog directory (see the module docs).
 pub fn default_home() -> PathBuf {
@@ -87,7 +89,9 @@ CREATE TABLE IF NOT EXISTS runs (
     limit_bytes      INTEGER,
     dir              TEXT NOT NULL,
     details          TEXT,
-    error            TEXT
+    error            TEXT,
+    trace_dir        TEXT,
+    timeline_hz      REAL
 );
 CREATE INDEX IF NOT EXISTS runs_sweep ON runs(sweep_id);
 CREATE TABLE IF NOT EXISTS metrics (
@@ -134,7 +138,17 @@ struct Details {
     env: Option<swaplab_host::procfs::Environment>,
     workload_output: Option<serde_json::Value>,
     notes: Vec<String>,
+    #[serde(default)]
+    settings: Option<crate::record::Settings>,
 }
+
+/// Version 1 → 2: the typed columns. A version-1 traced run named its
+/// trace directory only in a `trace: DIR` note: that is moved into the
+/// column once, here, and never read from notes again.
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE runs ADD COLUMN trace_dir TEXT;
+ALTER TABLE runs ADD COLUMN timeline_hz REAL;
+";
 
 /// The catalog: a SQLite connection and the directory.
 #[derive(Debug)]
@@ -205,6 +219,10 @@ impl Catalog {
                 "use a newer swaplab, or set SWAPLAB_HOME to another directory",
             ));
         }
+        if version == 1 {
+            Self::migrate_1_to_2(&conn)
+                .map_err(|e| Error::sql(&db, "migrating to version 2", e))?;
+        }
         conn.execute_batch(&format!(
             "BEGIN; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))
@@ -217,6 +235,29 @@ impl Catalog {
         };
         c.recovered = c.recover_stale()?;
         Ok(c)
+    }
+
+    fn migrate_1_to_2(conn: &Connection) -> rusqlite::Result<()> {
+        let tx = conn.unchecked_transaction()?;
+        tx.execute_batch(MIGRATE_1_TO_2)?;
+        let rows: Vec<(i64, String)> = {
+            let mut st = tx.prepare("SELECT id, details FROM runs WHERE details IS NOT NULL")?;
+            let it = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            it.collect::<rusqlite::Result<_>>()?
+        };
+        for (id, details) in rows {
+            let Ok(d) = serde_json::from_str::<Details>(&details) else {
+                continue;
+            };
+            if let Some(dir) = d.notes.iter().find_map(|n| n.strip_prefix("trace: ")) {
+                tx.execute(
+                    "UPDATE runs SET trace_dir = ?2 WHERE id = ?1",
+                    params![id, dir],
+                )?;
+            }
+        }
+        tx.execute_batch("PRAGMA user_version = 2;")?;
+        tx.commit()
     }
 
     /// The run ids and sweep ids that [`Catalog::open`] marked interrupted.
@@ -406,6 +447,9 @@ impl Catalog {
             workload_output: None,
             notes: Vec::new(),
             error: None,
+            trace_dir: None,
+            settings: None,
+            timeline_hz: None,
         })
     }
 
@@ -424,6 +468,7 @@ impl Catalog {
             env: rec.env.clone(),
             workload_output: rec.workload_output.clone(),
             notes: rec.notes.clone(),
+            settings: rec.settings.clone(),
         };
         let tx = self
             .conn
@@ -431,7 +476,7 @@ impl Catalog {
             .map_err(self.err("finishing a run"))?;
         tx.execute(
             "UPDATE runs SET status = ?2, outcome = ?3, exit_code = ?4, term_signal = ?5, finished_ns = ?6, \
-             details = ?7, error = ?8, limit_bytes = ?9 WHERE id = ?1",
+             details = ?7, error = ?8, limit_bytes = ?9, trace_dir = ?10, timeline_hz = ?11 WHERE id = ?1",
             params![
                 rec.id,
                 rec.status.as_str(),
@@ -442,6 +487,8 @@ impl Catalog {
                 json(&details),
                 rec.error,
                 rec.limit_bytes.map(|b| b as i64),
+                rec.trace_dir.as_ref().map(|d| d.to_string_lossy().into_owned()),
+                rec.timeline_hz,
             ],
         )
         .map_err(self.err("finishing a run"))?;
@@ -494,12 +541,22 @@ impl Catalog {
             limit_bytes: r.get::<_, Option<i64>>("limit_bytes")?.map(|b| b as u64),
             started_unix_ns: r.get("started_ns")?,
             finished_unix_ns: r.get("finished_ns")?,
+            // Runs recorded before `settings` existed: typed from the
+            // environment snapshot's knobs (MGLRU was not recorded then).
+            settings: details.settings.or_else(|| {
+                details
+                    .env
+                    .as_ref()
+                    .map(|e| crate::record::Settings::from_knobs(&e.knobs, None))
+            }),
             cgroup: details.cgroup,
             env: details.env,
             metrics: Metrics::new(),
             workload_output: details.workload_output,
             notes: details.notes,
             error: r.get("error")?,
+            trace_dir: r.get::<_, Option<String>>("trace_dir")?.map(PathBuf::from),
+            timeline_hz: r.get("timeline_hz")?,
         })
     }
 
@@ -554,6 +611,12 @@ impl Catalog {
                     self.db.display()
                 ))
             })
+    }
+
+    /// The trace directory of run `id` (wherever `--out` put it); `None`
+    /// if the run was not traced. An error if there is no such run.
+    pub fn trace_dir_of(&self, id: i64) -> Result<Option<PathBuf>> {
+        Ok(self.run(id)?.trace_dir)
     }
 
     /// The newest runs first, at most `limit`.
@@ -729,6 +792,16 @@ mod tests {
             },
         );
         rec.finished_unix_ns = Some(rec.started_unix_ns + 5);
+        rec.trace_dir = Some(dir.path().join("somewhere/else"));
+        rec.timeline_hz = Some(19.97);
+        rec.settings = Some(crate::record::Settings {
+            page_cluster: Some(0),
+            mglru: Some(crate::record::Mglru {
+                enabled_mask: 7,
+                min_ttl_ms: Some(0),
+            }),
+            ..Default::default()
+        });
         c.finish_run(&rec).unwrap();
         let back = c.run(rec.id).unwrap();
         assert_eq!(back, rec);
@@ -744,5 +817,48 @@ mod tests {
         assert_eq!(c.peak("k").unwrap(), Some((42, Some(rec.id))));
         c.forget_peak("k").unwrap();
         assert_eq!(c.peak("k").unwrap(), None);
+    }
+
+    /// A version-1 catalog (the first schema) opens: the columns are
+    /// added and a traced run's `trace: DIR` note becomes its trace_dir.
+    #[test]
+    fn version_1_catalogs_are_migrated() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("catalog.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            let v1 = SCHEMA
+                .replace("    error            TEXT,\n    trace_dir        TEXT,\n    timeline_hz      REAL\n", "    error            TEXT\n");
+            assert!(!v1.contains("trace_dir"));
+            conn.execute_batch(&format!("{v1} PRAGMA user_version = 1;"))
+                .unwrap();
+            let details = serde_json::json!({
+                "cgroup": null, "env": null, "workload_output": null,
+                "notes": ["a note", "trace: /data/traces/t1"],
+            });
+            conn.execute(
+                "INSERT INTO runs (limit_label, repeat_idx, role, status, pid, pid_start, boot_id, started_ns, \
+                 command, resolved_command, options, dir, details) \
+                 VALUES ('none', 0, 'measure', 'done', 1, 1, 'b', 5, '[\"x\"]', '[\"x\"]', '{}', '/r/1', ?1)",
+                params![details.to_string()],
+            )
+            .unwrap();
+        }
+        let c = Catalog::open(dir.path()).unwrap();
+        let v: i64 = c
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(v, SCHEMA_VERSION);
+        let r = c.run(1).unwrap();
+        assert_eq!(r.trace_dir(), Some(Path::new("/data/traces/t1")));
+        assert_eq!(r.timeline_hz, None);
+        drop(c);
+        // Opening again changes nothing.
+        let c = Catalog::open(dir.path()).unwrap();
+        assert_eq!(
+            c.run(1).unwrap().trace_dir(),
+            Some(Path::new("/data/traces/t1"))
+        );
     }
 }

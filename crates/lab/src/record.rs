@@ -16,7 +16,7 @@ use crate::timeline::Scope;
 pub struct Metric {
     /// The value (counts are exact up to 2^53).
     pub value: f64,
-    /// Its unit: `ns`, `us`, `bytes`, `pages`, `count`, `ratio`.
+    /// Its unit: `ns`, `us`, `bytes`, `pages`, `count`, `ratio`, `hz`.
     pub unit: String,
     /// Whose number it is.
     pub scope: Scope,
@@ -56,6 +56,18 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("samples", "count", "timeline samples taken"),
     ("sampler_cpu_ns", "ns", "CPU time swaplab's sampling thread used during the run"),
     ("sampler_cpu_share", "ratio", "sampler_cpu_ns / wall_ns"),
+    ("timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)"),
+    ("hints_given", "count", "hints in the resolved hint file (swaplab run --hints)"),
+    ("hints_applied", "count", "hints the preload library applied to an allocation"),
+    ("trace_faults", "count", "fault events in the trace (faults.parquet rows)"),
+    ("trace_major_faults", "count", "major fault events in the trace"),
+    ("trace_swap_outs", "count", "swap-out events in the trace (swaps.parquet, dir out)"),
+    ("trace_allocations", "count", "allocations the preload library recorded"),
+    ("trace_lost", "count", "fault events the kernel dropped (buffer overflow)"),
+    ("trace_late_faults", "count", "fault events delivered later than the reorder window (out of time order in faults.parquet)"),
+    ("trace_bytes", "bytes", "size of the trace directory's files"),
+    ("tracer_cpu_ns", "ns", "CPU time of swaplab's tracer thread (draining events, pagemap scans, writing the tables)"),
+    ("tracer_pending_swaps_max", "count", "most swap events the tracer held at once waiting for time order"),
 ];
 
 /// The unit of a known metric.
@@ -184,6 +196,97 @@ pub struct CgroupInfo {
     pub psi_companion: Option<PathBuf>,
 }
 
+/// The kernel's settings during a run, typed: read after swaplab applied
+/// the run's options (so they are what the command ran under, whether
+/// swaplab set them or found them). `None`: this kernel has no such knob.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    /// `vm.swappiness` (0..200).
+    pub swappiness: Option<u32>,
+    /// `vm.page-cluster`: swap readahead of 2^n pages.
+    pub page_cluster: Option<u32>,
+    /// THP `enabled`: `always`, `madvise` or `never`.
+    pub thp_enabled: Option<String>,
+    /// THP `defrag` mode.
+    pub thp_defrag: Option<String>,
+    /// zswap on.
+    pub zswap_enabled: Option<bool>,
+    /// zswap compressor (`lzo`, `lz4`, …).
+    pub zswap_compressor: Option<String>,
+    /// zswap `max_pool_percent`.
+    pub zswap_max_pool_percent: Option<u32>,
+    /// `vm.overcommit_memory` (0, 1, 2).
+    pub overcommit_memory: Option<u32>,
+    /// Multi-generational LRU (`/sys/kernel/mm/lru_gen`); `None`: not built in.
+    pub mglru: Option<Mglru>,
+}
+
+/// MGLRU's state (`/sys/kernel/mm/lru_gen/`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mglru {
+    /// The `enabled` mask (0x0001 the core, 0x0002 page-table walks,
+    /// 0x0004 non-leaf PMD clearing); 0 = off.
+    pub enabled_mask: u32,
+    /// `min_ttl_ms`: thrashing prevention window, ms (0 = off).
+    pub min_ttl_ms: Option<u64>,
+}
+
+impl Mglru {
+    /// MGLRU is in use.
+    pub fn enabled(&self) -> bool {
+        self.enabled_mask & 1 != 0
+    }
+
+    /// Parses `enabled` (`0x0007`, or `y`/`n` as some kernels accept).
+    pub fn parse_enabled(text: &str) -> Option<u32> {
+        let t = text.trim();
+        if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            return u32::from_str_radix(h, 16).ok();
+        }
+        match t {
+            "y" | "Y" => Some(0x7),
+            "n" | "N" => Some(0),
+            _ => t.parse().ok(),
+        }
+    }
+
+    /// Reads this kernel's MGLRU state (`None` without lru_gen).
+    pub fn read() -> Option<Mglru> {
+        let dir = std::path::Path::new("/sys/kernel/mm/lru_gen");
+        let enabled = std::fs::read_to_string(dir.join("enabled")).ok()?;
+        Some(Mglru {
+            enabled_mask: Self::parse_enabled(&enabled)?,
+            min_ttl_ms: std::fs::read_to_string(dir.join("min_ttl_ms"))
+                .ok()
+                .and_then(|s| s.trim().parse().ok()),
+        })
+    }
+}
+
+impl Settings {
+    /// Types the host's knob snapshot (strings as the kernel shows them)
+    /// and adds MGLRU's state.
+    pub fn from_knobs(k: &swaplab_host::sysctl::KnobSnapshot, mglru: Option<Mglru>) -> Settings {
+        let num = |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse().ok());
+        Settings {
+            swappiness: num(&k.swappiness),
+            page_cluster: num(&k.page_cluster),
+            thp_enabled: k.thp_enabled.clone(),
+            thp_defrag: k.thp_defrag.clone(),
+            zswap_enabled: k.zswap_enabled.as_deref().and_then(|v| match v.trim() {
+                "Y" | "y" | "1" | "true" => Some(true),
+                "N" | "n" | "0" | "false" => Some(false),
+                _ => None,
+            }),
+            zswap_compressor: k.zswap_compressor.clone(),
+            zswap_max_pool_percent: num(&k.zswap_max_pool_percent),
+            overcommit_memory: num(&k.overcommit_memory),
+            mglru,
+        }
+    }
+}
+
 /// Everything about one run (the catalog row, its metrics, and `run.json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -233,9 +336,24 @@ pub struct RunRecord {
     pub notes: Vec<String>,
     /// Why swaplab failed, when it did.
     pub error: Option<String>,
+    /// The trace directory of a traced run (absolute; `--out` or
+    /// `<run dir>/trace`).
+    #[serde(default)]
+    pub trace_dir: Option<PathBuf>,
+    /// The kernel settings the command ran under, typed.
+    #[serde(default)]
+    pub settings: Option<Settings>,
+    /// Timeline samples per second achieved (the `timeline_hz` metric).
+    #[serde(default)]
+    pub timeline_hz: Option<f64>,
 }
 
 impl RunRecord {
+    /// The trace directory, if the run was traced.
+    pub fn trace_dir(&self) -> Option<&std::path::Path> {
+        self.trace_dir.as_deref()
+    }
+
     /// A metric's value.
     pub fn get(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).map(|m| m.value)
@@ -250,5 +368,44 @@ impl RunRecord {
             Some(o) => o.as_str().into(),
             None => self.status.as_str().into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_has_a_unit() {
+        for (name, unit, _) in METRICS {
+            assert!(
+                ["ns", "us", "bytes", "pages", "count", "ratio", "hz"].contains(unit),
+                "{name}: {unit}"
+            );
+        }
+    }
+
+    #[test]
+    fn settings_are_typed_from_the_knob_strings() {
+        let k = swaplab_host::sysctl::KnobSnapshot {
+            swappiness: Some("60".into()),
+            page_cluster: Some("0\n".into()),
+            zswap_enabled: Some("N".into()),
+            overcommit_memory: Some("1".into()),
+            thp_enabled: Some("madvise".into()),
+            ..Default::default()
+        };
+        let s = Settings::from_knobs(&k, None);
+        assert_eq!(s.page_cluster, Some(0));
+        assert_eq!(s.swappiness, Some(60));
+        assert_eq!(s.zswap_enabled, Some(false));
+        assert_eq!(s.overcommit_memory, Some(1));
+        assert_eq!(Mglru::parse_enabled("0x0007\n"), Some(7));
+        assert_eq!(Mglru::parse_enabled("0x0000"), Some(0));
+        assert!(Mglru {
+            enabled_mask: 7,
+            min_ttl_ms: None
+        }
+        .enabled());
     }
 }

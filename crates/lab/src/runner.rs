@@ -29,7 +29,9 @@ use swaplab_host::sysctl::Knob;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::options::{format_duration, LimitSpec, RunOptions};
-use crate::record::{metric_unit, CgroupInfo, Metric, Outcome, Role, RunRecord, Status};
+use crate::record::{
+    metric_unit, CgroupInfo, Metric, Mglru, Outcome, Role, RunRecord, Settings, Status,
+};
 use crate::timeline::{self, Sample, Sampler, SamplerPaths, Scope, TimelineMeta};
 use crate::tracing::Instruments;
 use crate::workload;
@@ -470,6 +472,11 @@ impl Lab {
             Ok(env) => rec.env = Some(env),
             Err(e) => rec.notes.push(format!("environment snapshot failed: {e}")),
         }
+        let knobs = match &rec.env {
+            Some(env) => env.knobs.clone(),
+            None => swaplab_host::sysctl::KnobSnapshot::read(),
+        };
+        rec.settings = Some(Settings::from_knobs(&knobs, Mglru::read()));
         let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir) {
             Ok(mut ins) => self
                 .measure(plan, resolved, &group, rec, ins.as_mut())
@@ -540,8 +547,8 @@ impl Lab {
             )
         })?;
         let pid = child.id();
-        if let Some(ins) = instruments.as_deref_mut() {
-            if let Err(e) = ins.started(pid) {
+        if let Some(ins) = instruments {
+            if let Err(e) = ins.started(pid, group) {
                 let _ = group.kill_all(KILL_WAIT);
                 let _ = child.wait();
                 return Err(e);
@@ -579,9 +586,6 @@ impl Lab {
                 Err(RecvTimeoutError::Timeout) => {
                     if samples.len() < MAX_SAMPLES {
                         samples.push(sampler.sample());
-                    }
-                    if let Some(ins) = instruments.as_deref_mut() {
-                        ins.tick(group);
                     }
                     next += period;
                     let now = Instant::now();
@@ -732,6 +736,10 @@ impl Lab {
         put("pgsteal_pages", vm.pgsteal.max(0) as f64, Scope::System);
         put("leftover_tasks", leftover as f64, Scope::Cgroup);
         put("samples", samples.len() as f64, Scope::Swaplab);
+        let hz = achieved_hz(&samples);
+        if let Some(hz) = hz {
+            put("timeline_hz", hz, Scope::Swaplab);
+        }
         put("sampler_cpu_ns", sampler_cpu as f64, Scope::Swaplab);
         if wall_ns > 0.0 {
             put(
@@ -740,6 +748,8 @@ impl Lab {
                 Scope::Swaplab,
             );
         }
+
+        rec.timeline_hz = hz;
 
         // Outcome.
         use std::os::unix::process::ExitStatusExt;
@@ -781,6 +791,14 @@ impl Lab {
         }
         Ok(())
     }
+}
+
+/// Samples per second the timeline achieved: intervals over the time
+/// from the first sample to the last (`None` with fewer than 2 samples).
+fn achieved_hz(samples: &[Sample]) -> Option<f64> {
+    let (first, last) = (samples.first()?, samples.last()?);
+    let span = last.t_ns.saturating_sub(first.t_ns);
+    (samples.len() >= 2 && span > 0).then(|| (samples.len() - 1) as f64 * 1e9 / span as f64)
 }
 
 fn read_psi(group: &MemoryGroup, scope: Option<Scope>) -> Option<Pressure> {

@@ -763,6 +763,9 @@ mod tests {
             workload_output: None,
             notes: vec![],
             error: None,
+            trace_dir: None,
+            settings: None,
+            timeline_hz: None,
         }
     }
 

@@ -7,34 +7,43 @@
 //! * **fault events** of the whole process tree from
 //!   [`swaplab_host::perf`] (default) or [`swaplab_host::tracefs`]; the
 //!   events are opened in the child between fork and exec, so nothing of the
-//!   program is missed, and drained at every timeline tick (20 Hz);
+//!   program is missed, and drained every [`DRAIN_PERIOD`] by the tracer
+//!   thread;
 //! * **swap state per page** from [`swaplab_host::pagemap`] and **regions**
 //!   from /proc/PID/maps, sampled for every process of the cgroup at
 //!   `pagemap_hz` (default 10 Hz);
 //! * **allocation sites** from the LD_PRELOAD library
 //!   ([`crate::preload`]), symbolized after the run ([`swaplab_analysis::symbolize`]).
 //!
-//! At the end the tables are written to the trace directory
-//! (`<run dir>/trace`, or `--out`) by [`swaplab_trace::trace_dir`]. A hinted run
+//! The tracer thread (`swaplab-tracer`, started by
+//! [`Instruments::started`]) drains the events and scans pagemap and maps;
+//! the timeline sampler's thread does no tracing work. Faults and swap
+//! events stream to `faults.parquet` and `swaps.parquet` in row groups
+//! ([`swaplab_trace::trace_dir::TableWriter`]) as they arrive, so the
+//! tracer's memory does not grow with the run (docs/tracing.md states and
+//! tests the bound). The small tables (regions, processes, allocations,
+//! sites) are written at the end. The trace directory (`<run dir>/trace`,
+//! or `--out`) is the record's typed [`RunRecord::trace_dir`]. A hinted run
 //! loads the same preload library with a resolved hint file (see
 //! [`resolve_hints`]) and records which hints were applied.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use swaplab_host::cgroup::MemoryGroup;
-use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, SampleKind};
+use swaplab_host::cgroup::{Cgroup, MemoryGroup};
+use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, FaultTracer, SampleKind};
 use swaplab_host::journal::Session;
 use swaplab_host::maps::{self, MapEntry, RegionTracker};
 use swaplab_host::pagemap::PagemapWatcher;
 use swaplab_trace::alloc_log;
 use swaplab_trace::events::{
     Allocation, FaultEvent, FaultKind, Process, Region, Site, SwapDir, SwapEvent, SwapSource,
-    TraceTables,
 };
 
 use crate::error::{Error, Result};
@@ -43,7 +52,8 @@ use crate::record::{Metric, RunRecord};
 use crate::timeline::Scope;
 use swaplab_analysis::hints::{HintAction as HA, HintFile};
 use swaplab_analysis::symbolize::Symbolizer;
-use swaplab_trace::trace_dir::{self, TraceMetaFile};
+use swaplab_trace::trace_dir::{self, TableRow, TableWriter, TraceMetaFile};
+use swaplab_trace::Error as TraceError;
 
 pub use crate::options::{TraceConfig, DEFAULT_ALLOC_MIN};
 
@@ -62,24 +72,72 @@ struct HintState {
     hints: usize,
 }
 
+/// How often the tracer thread drains the fault buffers. A 4 MiB perf
+/// ring holds about 87 000 faults, which a CPU takes 40 ms or more to
+/// produce even at 2 M faults/s: 10 ms keeps every ring far from full.
+pub const DRAIN_PERIOD: Duration = Duration::from_millis(10);
+
+/// A trace prepared before the command starts.
 struct TraceState {
     cfg: TraceConfig,
     kind: FaultSourceKind,
     dir: PathBuf,
     alloc_dir: Option<PathBuf>,
     setup: Option<swaplab_host::faults::FaultTracerSetup>,
-    tracer: Option<swaplab_host::faults::FaultTracer>,
-    samples: Vec<FaultSample>,
-    watchers: HashMap<u32, PagemapWatcher>,
-    regions: RegionTracker,
-    latest_maps: HashMap<u32, Vec<MapEntry>>,
-    swaps: Vec<SwapEvent>,
-    comms: HashMap<u32, String>,
-    next_scan: Option<Instant>,
     scan_period: Option<Duration>,
-    scan_ns: u64,
+    worker: Option<Worker>,
+    notes: Vec<String>,
+}
+
+/// The tracer thread while the command runs.
+struct Worker {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Result<Collected>>>,
+}
+
+impl Worker {
+    /// Stops the thread (it drains what is left and finishes the streamed
+    /// tables) and takes its result.
+    fn join(mut self) -> Result<Collected> {
+        let h = self.handle.take().expect("joined once");
+        self.stop.store(true, Ordering::Release);
+        h.thread().unpark();
+        h.join().unwrap_or_else(|_| {
+            Err(Error::failed(
+                "tracing the run",
+                "the tracer thread panicked",
+                "report this as a bug",
+            ))
+        })
+    }
+}
+
+impl Drop for Worker {
+    /// A run that failed before [`Instruments::finish`]: the thread must
+    /// not outlive it.
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            self.stop.store(true, Ordering::Release);
+            h.thread().unpark();
+            let _ = h.join();
+        }
+    }
+}
+
+/// What the tracer thread hands back at the end.
+struct Collected {
+    stats: Option<swaplab_host::faults::FaultStats>,
+    faults: u64,
+    majors: u64,
+    late_faults: u64,
+    swaps: u64,
+    swap_outs: u64,
+    regions: RegionTracker,
+    procs: BTreeMap<u32, Process>,
     scans: u64,
-    scan_times: Vec<u64>,
+    scan_ns: u64,
+    cpu_ns: u64,
+    max_pending_swaps: usize,
     notes: Vec<String>,
 }
 
@@ -148,7 +206,7 @@ impl Instruments {
                     cfg.source
                 ))
             })?;
-            let dir = cfg.out.clone().unwrap_or_else(|| run_dir.join("trace"));
+            let dir = trace_dir_for(cfg, run_dir);
             std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
             let alloc_dir = if cfg.allocs {
                 let d = dir.join("alloc-logs");
@@ -178,18 +236,8 @@ impl Instruments {
                 dir,
                 alloc_dir,
                 setup: Some(setup),
-                tracer: None,
-                samples: Vec::with_capacity(1 << 16),
-                watchers: HashMap::new(),
-                regions: RegionTracker::default(),
-                latest_maps: HashMap::new(),
-                swaps: Vec::new(),
-                comms: HashMap::new(),
-                next_scan: None,
                 scan_period,
-                scan_ns: 0,
-                scans: 0,
-                scan_times: Vec::new(),
+                worker: None,
                 notes: Vec::new(),
             });
         }
@@ -227,45 +275,45 @@ impl Instruments {
         self.mono_t0 = mono_ns();
     }
 
-    /// The command started: attach the fault source to it.
-    pub fn started(&mut self, pid: u32) -> Result<()> {
-        if let Some(t) = &mut self.trace {
-            if let Some(setup) = t.setup.take() {
-                t.tracer = Some(setup.attach(pid)?);
-            }
-            if t.scan_period.is_some() {
-                t.next_scan = Some(Instant::now());
-            }
-        }
+    /// The command started: attach the fault source to it and start the
+    /// tracer thread, which drains the fault buffers every
+    /// [`DRAIN_PERIOD`], scans pagemap and maps of every process of
+    /// `group` at the configured rate and streams the events to the trace
+    /// directory. The thread that called this (the timeline sampler) does
+    /// no tracing work.
+    pub fn started(&mut self, pid: u32, group: &MemoryGroup) -> Result<()> {
+        let mono_t0 = self.mono_t0;
+        let Some(t) = &mut self.trace else {
+            return Ok(());
+        };
+        let Some(setup) = t.setup.take() else {
+            return Ok(());
+        };
+        let tracer = setup.attach(pid)?;
+        let collector =
+            Collector::new(tracer, &t.dir, group.memory.clone(), mono_t0, t.scan_period)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop2 = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("swaplab-tracer".into())
+            .spawn(move || collector.run(&stop2))
+            .map_err(|e| {
+                Error::failed(
+                    "starting the tracer thread",
+                    e.to_string(),
+                    "the machine may be out of threads",
+                )
+            })?;
+        t.worker = Some(Worker {
+            stop,
+            handle: Some(handle),
+        });
         Ok(())
     }
 
-    /// Called at every timeline tick while the command runs.
-    pub fn tick(&mut self, group: &MemoryGroup) {
-        let t0 = self.mono_t0;
-        let Some(t) = &mut self.trace else { return };
-        if let Some(tr) = &mut t.tracer {
-            if let Err(e) = tr.drain(&mut t.samples) {
-                if t.notes.len() < 20 {
-                    t.notes.push(format!("reading fault events: {e}"));
-                }
-            }
-        }
-        if let (Some(next), Some(period)) = (t.next_scan, t.scan_period) {
-            let now = Instant::now();
-            if now >= next {
-                t.scan(group, t0);
-                let mut n = next + period;
-                if n < now {
-                    n = now + period;
-                }
-                t.next_scan = Some(n);
-            }
-        }
-    }
-
-    /// After the command ended (before its cgroup is removed): final
-    /// drain, tables written, metrics and notes added to the record.
+    /// After the command ended (before its cgroup is removed): the tracer
+    /// thread's final drain, the tables finished, metrics, the typed trace
+    /// directory and notes added to the record.
     pub fn finish(mut self, rec: &mut RunRecord) -> Result<()> {
         if let Some(h) = &self.hints {
             let applied = read_hint_report(&h.report);
@@ -286,16 +334,16 @@ impl Instruments {
         let Some(mut t) = self.trace.take() else {
             return Ok(());
         };
-        let stats = match t.tracer.take() {
-            Some(tr) => Some(tr.finish(&mut t.samples)?),
-            None => None,
+        let Some(worker) = t.worker.take() else {
+            return Ok(()); // the command never started
         };
+        let mut c = worker.join()?;
         let mono_t0 = self.mono_t0;
         let mut notes = std::mem::take(&mut t.notes);
-        let tables = t.build_tables(mono_t0, &mut notes)?;
-        trace_dir::write_tables(&t.dir, &tables)?;
-        let lost = stats.as_ref().map(|s| s.lost).unwrap_or(0);
-        if let Some(s) = &stats {
+        notes.append(&mut c.notes);
+        let (allocs, sites) = t.finish_small_tables(&mut c, mono_t0, &mut notes)?;
+        let lost = c.stats.as_ref().map(|s| s.lost).unwrap_or(0);
+        if let Some(s) = &c.stats {
             notes.extend(s.notes.iter().cloned());
             if s.lost > 0 {
                 notes.push(format!(
@@ -304,11 +352,22 @@ impl Instruments {
                 ));
             }
         }
-        let majors = tables
-            .faults
-            .iter()
-            .filter(|f| f.kind == FaultKind::Major)
-            .count();
+        if c.late_faults > 0 {
+            notes.push(format!(
+                "{} fault events arrived more than {} ms after they happened and are out of time order in faults.parquet",
+                c.late_faults,
+                swaplab_host::faults::REORDER_WINDOW_NS / 1_000_000
+            ));
+        }
+        let counts = trace_dir::TableCounts {
+            faults: c.faults,
+            swaps: c.swaps,
+            regions: c.regions.regions().len() as u64,
+            allocations: allocs,
+            sites,
+            processes: c.procs.len() as u64,
+        };
+        let page_cluster = rec.settings.as_ref().and_then(|s| s.page_cluster);
         let meta = TraceMetaFile {
             command: rec.command.clone(),
             argv: rec.resolved_command.clone(),
@@ -324,32 +383,40 @@ impl Instruments {
                 "limit_bytes": rec.limit_bytes,
                 "run_id": rec.id,
                 "lost_events": lost,
-                "pagemap_scans": t.scans,
-                "pagemap_scan_ns": t.scan_ns,
+                "late_events": c.late_faults,
+                "pagemap_scans": c.scans,
+                "pagemap_scan_ns": c.scan_ns,
+                "tracer_cpu_ns": c.cpu_ns,
             }),
             environment: serde_json::to_value(&rec.env).unwrap_or_default(),
-            counts: trace_dir::TableCounts::of(&tables),
+            counts,
             notes: notes.clone(),
             swaplab_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: Some(rec.id),
+            limit_bytes: rec.limit_bytes,
+            page_cluster,
         };
         trace_dir::write_meta(&t.dir, &meta)?;
-        put(rec, "trace_faults", tables.faults.len() as f64);
-        put(rec, "trace_major_faults", majors as f64);
-        put(
-            rec,
-            "trace_swap_outs",
-            tables
-                .swaps
-                .iter()
-                .filter(|s| s.dir == SwapDir::Out)
-                .count() as f64,
-        );
-        put(rec, "trace_allocations", tables.allocations.len() as f64);
+        put(rec, "trace_faults", c.faults as f64);
+        put(rec, "trace_major_faults", c.majors as f64);
+        put(rec, "trace_swap_outs", c.swap_outs as f64);
+        put(rec, "trace_allocations", allocs as f64);
         put(rec, "trace_lost", lost as f64);
+        put(rec, "trace_late_faults", c.late_faults as f64);
         put(rec, "trace_bytes", dir_bytes(&t.dir) as f64);
-        rec.notes.push(format!("trace: {}", t.dir.display()));
+        put(rec, "tracer_cpu_ns", c.cpu_ns as f64);
+        put(rec, "tracer_pending_swaps_max", c.max_pending_swaps as f64);
+        rec.trace_dir = Some(t.dir.clone());
         rec.notes.extend(notes);
         Ok(())
+    }
+}
+
+/// Where a run's trace goes: `--out` (made absolute) or `<run dir>/trace`.
+pub fn trace_dir_for(cfg: &TraceConfig, run_dir: &Path) -> PathBuf {
+    match &cfg.out {
+        Some(p) => std::path::absolute(p).unwrap_or_else(|_| p.clone()),
+        None => run_dir.join("trace"),
     }
 }
 
@@ -376,21 +443,349 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 impl TraceState {
-    fn scan(&mut self, group: &MemoryGroup, mono_t0: u64) {
+    /// The tables that are small whatever the run's length (regions,
+    /// processes, allocations, sites), written after the run. Returns the
+    /// allocation and site counts.
+    fn finish_small_tables(
+        &self,
+        c: &mut Collected,
+        mono_t0: u64,
+        notes: &mut Vec<String>,
+    ) -> Result<(u64, u64)> {
+        let regions: Vec<Region> = c
+            .regions
+            .regions()
+            .iter()
+            .map(|r| Region {
+                pid: r.pid,
+                start: r.start,
+                end: r.end,
+                perms: r.perms.clone(),
+                path: r.path.clone(),
+                first_seen_ns: r.first_seen_ns,
+                last_seen_ns: r.last_seen_ns,
+            })
+            .collect();
+        let (mut allocs, mut sites) = (Vec::new(), Vec::new());
+        if let Some(dir) = &self.alloc_dir {
+            let logs = read_alloc_logs(dir, notes);
+            let (a, s, log_procs) = allocations_from_logs(&logs, mono_t0, notes);
+            allocs = a;
+            sites = s;
+            for p in log_procs {
+                let e = c.procs.entry(p.pid).or_insert_with(|| p.clone());
+                e.ppid = p.ppid;
+                e.t_start_ns = p.t_start_ns;
+                if e.comm.is_empty() {
+                    e.comm = p.comm.clone();
+                }
+            }
+        }
+        let procs: Vec<Process> = c.procs.values().cloned().collect();
+        write_small(&self.dir, &regions)?;
+        write_small(&self.dir, &allocs)?;
+        write_small(&self.dir, &sites)?;
+        write_small(&self.dir, &procs)?;
+        Ok((allocs.len() as u64, sites.len() as u64))
+    }
+}
+
+fn write_small<T: TableRow + Clone>(dir: &Path, rows: &[T]) -> std::result::Result<(), TraceError> {
+    let mut w = TableWriter::<T>::create(dir, trace_dir::ROWS_PER_GROUP)?;
+    w.extend(rows.iter().cloned())?;
+    w.finish()?;
+    Ok(())
+}
+
+/// Swap events on their way to `swaps.parquet`, in time order with
+/// bounded memory.
+///
+/// Two streams meet here: swap-ins seen as major faults on anonymous
+/// memory (exact times, in time order up to the fault source's reorder
+/// window) and pagemap changes (all stamped with their scan's time). A
+/// page brought back by a major fault shows up again as a pagemap swap-in
+/// at the next scan: the fault's event is kept (exact time) and the
+/// pagemap one dropped. A scan's batch is therefore held until every fault
+/// up to its time has been seen (the faults' watermark passed it), then
+/// filtered against the fault swap-ins since the previous scan; events are
+/// released in time order once older than the watermark. Held: the fault
+/// swap-ins of one scan period plus the events of at most a few scans.
+#[derive(Default)]
+struct SwapStream {
+    /// Pagemap batches not yet resolved: (scan time, previous scan time, events).
+    batches: VecDeque<(u64, u64, Vec<SwapEvent>)>,
+    /// Fault swap-ins per page since the last resolved scan.
+    fault_ins: HashMap<(u32, u64), Vec<u64>>,
+    /// Resolved events waiting for the watermark.
+    pending: Vec<SwapEvent>,
+    last_scan: u64,
+    max_pending: usize,
+}
+
+impl SwapStream {
+    fn fault_swapin(&mut self, e: SwapEvent) {
+        self.fault_ins
+            .entry((e.pid, e.vaddr))
+            .or_default()
+            .push(e.t_ns);
+        self.pending.push(e);
+    }
+
+    fn scan(&mut self, t: u64, events: Vec<SwapEvent>) {
+        let prev = self.last_scan;
+        self.last_scan = t;
+        self.batches.push_back((t, prev, events));
+    }
+
+    /// Resolves the batches at or below `watermark` and writes the events
+    /// at or below it, in time order.
+    fn release(
+        &mut self,
+        watermark: u64,
+        out: &mut TableWriter<SwapEvent>,
+        outs: &mut u64,
+    ) -> std::result::Result<(), TraceError> {
+        while self.batches.front().is_some_and(|b| b.0 <= watermark) {
+            let (t, prev, events) = self.batches.pop_front().unwrap_or_default();
+            let fault_ins = &self.fault_ins;
+            self.pending.extend(events.into_iter().filter(|e| {
+                if e.dir != SwapDir::In {
+                    return true;
+                }
+                let Some(ts) = fault_ins.get(&(e.pid, e.vaddr)) else {
+                    return true;
+                };
+                !ts.iter().any(|&f| f > prev && f <= t)
+            }));
+            // Later scans only look at fault swap-ins after this one.
+            self.fault_ins.retain(|_, ts| {
+                ts.retain(|&f| f > t);
+                !ts.is_empty()
+            });
+        }
+        self.max_pending = self
+            .max_pending
+            .max(self.pending.len() + self.batches.iter().map(|b| b.2.len()).sum::<usize>());
+        self.pending.sort_by_key(|e| e.t_ns);
+        let n = self.pending.partition_point(|e| e.t_ns <= watermark);
+        for e in self.pending.drain(..n) {
+            if e.dir == SwapDir::Out {
+                *outs += 1;
+            }
+            out.push(e)?;
+        }
+        Ok(())
+    }
+}
+
+/// The tracer thread's state: the fault source, the pagemap watchers and
+/// the streaming writers.
+struct Collector {
+    tracer: Option<FaultTracer>,
+    mono_t0: u64,
+    memory: Cgroup,
+    faults: TableWriter<FaultEvent>,
+    swaps: TableWriter<SwapEvent>,
+    swap_stream: SwapStream,
+    samples: Vec<FaultSample>,
+    watchers: HashMap<u32, PagemapWatcher>,
+    regions: RegionTracker,
+    latest_maps: HashMap<u32, Vec<MapEntry>>,
+    procs: BTreeMap<u32, Process>,
+    scan_period: Option<Duration>,
+    changes: Vec<swaplab_host::pagemap::SwapChange>,
+    majors: u64,
+    swap_outs: u64,
+    late_faults: u64,
+    last_fault_t: u64,
+    scans: u64,
+    scan_ns: u64,
+    notes: Vec<String>,
+}
+
+impl Collector {
+    fn new(
+        tracer: FaultTracer,
+        dir: &Path,
+        memory: Cgroup,
+        mono_t0: u64,
+        scan_period: Option<Duration>,
+    ) -> Result<Collector> {
+        Ok(Collector {
+            tracer: Some(tracer),
+            mono_t0,
+            memory,
+            faults: TableWriter::create(dir, trace_dir::STREAM_ROWS_PER_GROUP)?,
+            swaps: TableWriter::create(dir, trace_dir::STREAM_ROWS_PER_GROUP)?,
+            swap_stream: SwapStream::default(),
+            samples: Vec::with_capacity(1 << 14),
+            watchers: HashMap::new(),
+            regions: RegionTracker::default(),
+            latest_maps: HashMap::new(),
+            procs: BTreeMap::new(),
+            scan_period,
+            changes: Vec::new(),
+            majors: 0,
+            swap_outs: 0,
+            late_faults: 0,
+            last_fault_t: 0,
+            scans: 0,
+            scan_ns: 0,
+            notes: Vec::new(),
+        })
+    }
+
+    fn note(&mut self, n: String) {
+        if self.notes.len() < 20 {
+            self.notes.push(n);
+        }
+    }
+
+    /// The thread's body: drain and scan until `stop`, then the final drain.
+    fn run(mut self, stop: &AtomicBool) -> Result<Collected> {
+        let cpu0 = thread_cpu_ns();
+        let mut next_scan = self.scan_period.map(|_| Instant::now());
+        loop {
+            let stopping = stop.load(Ordering::Acquire);
+            // Everything up to `now - window` is out of the source after the drain.
+            let now = mono_ns();
+            if let Some(Err(e)) = self.tracer.as_mut().map(|t| t.drain(&mut self.samples)) {
+                self.note(format!("reading fault events: {e}"));
+            }
+            self.take_samples()?;
+            if let (Some(next), Some(period), false) = (next_scan, self.scan_period, stopping) {
+                let i = Instant::now();
+                if i >= next {
+                    self.scan();
+                    let mut n = next + period;
+                    if n < i {
+                        n = i + period;
+                    }
+                    next_scan = Some(n);
+                }
+            }
+            let watermark = now
+                .saturating_sub(swaplab_host::faults::REORDER_WINDOW_NS)
+                .saturating_sub(self.mono_t0);
+            self.swap_stream
+                .release(watermark, &mut self.swaps, &mut self.swap_outs)?;
+            if stopping {
+                break;
+            }
+            std::thread::park_timeout(DRAIN_PERIOD);
+        }
+        let stats = match self.tracer.take() {
+            Some(t) => Some(t.finish(&mut self.samples)?),
+            None => None,
+        };
+        self.take_samples()?;
+        self.swap_stream
+            .release(u64::MAX, &mut self.swaps, &mut self.swap_outs)?;
+        let faults = self.faults.finish()?;
+        let swaps = self.swaps.finish()?;
+        Ok(Collected {
+            stats,
+            faults,
+            majors: self.majors,
+            late_faults: self.late_faults,
+            swaps,
+            swap_outs: self.swap_outs,
+            regions: self.regions,
+            procs: self.procs,
+            scans: self.scans,
+            scan_ns: self.scan_ns,
+            cpu_ns: thread_cpu_ns().saturating_sub(cpu0),
+            max_pending_swaps: self.swap_stream.max_pending,
+            notes: self.notes,
+        })
+    }
+
+    /// Writes the drained fault samples; major faults on anonymous memory
+    /// become swap-ins.
+    fn take_samples(&mut self) -> Result<()> {
+        let mono_t0 = self.mono_t0;
+        for s in self.samples.drain(..) {
+            let f = FaultEvent {
+                t_ns: s.time_ns.saturating_sub(mono_t0),
+                pid: s.pid,
+                tid: s.tid,
+                addr: s.addr,
+                ip: s.ip,
+                kind: match s.kind {
+                    SampleKind::Minor => FaultKind::Minor,
+                    SampleKind::Major => FaultKind::Major,
+                    SampleKind::Unknown => FaultKind::Unknown,
+                },
+            };
+            if f.t_ns < self.last_fault_t {
+                self.late_faults += 1;
+            }
+            self.last_fault_t = self.last_fault_t.max(f.t_ns);
+            self.procs.entry(f.pid).or_insert_with(|| Process {
+                pid: f.pid,
+                ppid: 0,
+                t_start_ns: f.t_ns,
+                comm: String::new(),
+            });
+            if f.kind == FaultKind::Major {
+                self.majors += 1;
+                if is_anon_addr(self.latest_maps.get(&f.pid), f.addr) {
+                    self.swap_stream.fault_swapin(SwapEvent {
+                        t_ns: f.t_ns,
+                        pid: f.pid,
+                        vaddr: f.addr & !0xfff,
+                        dir: SwapDir::In,
+                        swap_type: None,
+                        swap_offset: None,
+                        source: SwapSource::Fault,
+                    });
+                }
+            }
+            self.faults.push(f)?;
+        }
+        if self.samples.capacity() > 1 << 16 {
+            self.samples.shrink_to(1 << 14);
+        }
+        Ok(())
+    }
+
+    fn scan(&mut self) {
         let started = Instant::now();
-        let t = mono_ns().saturating_sub(mono_t0);
-        let pids = group.memory.pids().unwrap_or_default();
-        let mut changes = Vec::new();
+        let t = mono_ns().saturating_sub(self.mono_t0);
+        let pids = self.memory.pids().unwrap_or_default();
+        let mut events = Vec::new();
         for pid in pids {
             let Ok(entries) = maps::read_maps(pid) else {
                 continue;
             };
-            self.comms.entry(pid).or_insert_with(|| {
-                std::fs::read_to_string(format!("/proc/{pid}/comm"))
-                    .map(|s| s.trim().to_string())
-                    .unwrap_or_default()
-            });
+            if let std::collections::btree_map::Entry::Vacant(v) = self.procs.entry(pid) {
+                v.insert(Process {
+                    pid,
+                    ppid: 0,
+                    t_start_ns: 0,
+                    comm: String::new(),
+                });
+            }
+            if let Some(p) = self.procs.get_mut(&pid) {
+                if p.comm.is_empty() {
+                    p.comm = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .map(|s| s.trim().to_string())
+                        .unwrap_or_default();
+                }
+            }
             self.regions.ingest(t, pid, &entries);
             let ranges = maps::watch_ranges(&entries);
             self.latest_maps.insert(pid, entries);
@@ -406,12 +801,12 @@ impl TraceState {
                     }
                 },
             };
-            changes.clear();
-            if watcher.scan(&ranges, &mut changes).is_err() {
+            self.changes.clear();
+            if watcher.scan(&ranges, &mut self.changes).is_err() {
                 continue; // the process exited between maps and pagemap
             }
-            for c in &changes {
-                self.swaps.push(SwapEvent {
+            for c in &self.changes {
+                events.push(SwapEvent {
                     t_ns: t,
                     pid,
                     vaddr: c.vaddr,
@@ -426,124 +821,10 @@ impl TraceState {
                 });
             }
         }
+        // Watchers of processes that are gone hold their last state only.
+        self.swap_stream.scan(t, events);
         self.scans += 1;
-        self.scan_times.push(t);
         self.scan_ns += started.elapsed().as_nanos() as u64;
-    }
-
-    fn build_tables(&mut self, mono_t0: u64, notes: &mut Vec<String>) -> Result<TraceTables> {
-        let mut tables = TraceTables::default();
-        // Faults, in time order.
-        self.samples.sort_by_key(|s| s.time_ns);
-        tables.faults = self
-            .samples
-            .iter()
-            .map(|s| FaultEvent {
-                t_ns: s.time_ns.saturating_sub(mono_t0),
-                pid: s.pid,
-                tid: s.tid,
-                addr: s.addr,
-                ip: s.ip,
-                kind: match s.kind {
-                    SampleKind::Minor => FaultKind::Minor,
-                    SampleKind::Major => FaultKind::Major,
-                    SampleKind::Unknown => FaultKind::Unknown,
-                },
-            })
-            .collect();
-        // Swap-ins seen as major faults on anonymous memory (exact time).
-        let mut fault_swapins = Vec::new();
-        for f in &tables.faults {
-            if f.kind != FaultKind::Major {
-                continue;
-            }
-            if is_anon_addr(self.latest_maps.get(&f.pid), f.addr) {
-                fault_swapins.push(SwapEvent {
-                    t_ns: f.t_ns,
-                    pid: f.pid,
-                    vaddr: f.addr & !0xfff,
-                    dir: SwapDir::In,
-                    swap_type: None,
-                    swap_offset: None,
-                    source: SwapSource::Fault,
-                });
-            }
-        }
-        // A page brought back by a major fault shows up again as a
-        // pagemap swap-in at the next scan: keep the fault's (exact time),
-        // drop the pagemap event for that page since the previous scan.
-        let mut swaps = std::mem::take(&mut self.swaps);
-        let mut by_page: HashMap<(u32, u64), Vec<u64>> = HashMap::new();
-        for e in &fault_swapins {
-            by_page.entry((e.pid, e.vaddr)).or_default().push(e.t_ns);
-        }
-        let scan_times = &self.scan_times;
-        swaps.retain(|e| {
-            if e.dir != SwapDir::In || e.source != SwapSource::Pagemap {
-                return true;
-            }
-            let Some(ts) = by_page.get(&(e.pid, e.vaddr)) else {
-                return true;
-            };
-            let prev = match scan_times.binary_search(&e.t_ns) {
-                Ok(i) | Err(i) => i.checked_sub(1).map(|j| scan_times[j]).unwrap_or(0),
-            };
-            !ts.iter().any(|&t| t > prev && t <= e.t_ns)
-        });
-        swaps.extend(fault_swapins);
-        swaps.sort_by_key(|s| s.t_ns);
-        tables.swaps = swaps;
-        tables.regions = self
-            .regions
-            .regions()
-            .iter()
-            .map(|r| Region {
-                pid: r.pid,
-                start: r.start,
-                end: r.end,
-                perms: r.perms.clone(),
-                path: r.path.clone(),
-                first_seen_ns: r.first_seen_ns,
-                last_seen_ns: r.last_seen_ns,
-            })
-            .collect();
-        // Processes seen by sampling or by events.
-        let mut procs: BTreeMap<u32, Process> = BTreeMap::new();
-        for (&pid, comm) in &self.comms {
-            procs.insert(
-                pid,
-                Process {
-                    pid,
-                    ppid: 0,
-                    t_start_ns: 0,
-                    comm: comm.clone(),
-                },
-            );
-        }
-        for f in &tables.faults {
-            procs.entry(f.pid).or_insert_with(|| Process {
-                pid: f.pid,
-                ppid: 0,
-                t_start_ns: f.t_ns,
-                comm: String::new(),
-            });
-        }
-        if let Some(dir) = &self.alloc_dir {
-            let logs = read_alloc_logs(dir, notes);
-            let (allocs, sites, log_procs) = allocations_from_logs(&logs, mono_t0, notes);
-            tables.allocations = allocs;
-            tables.sites = sites;
-            for p in log_procs {
-                let e = procs.entry(p.pid).or_insert_with(|| p.clone());
-                e.ppid = p.ppid;
-                e.t_start_ns = p.t_start_ns;
-                if e.comm.is_empty() {
-                    e.comm = p.comm.clone();
-                }
-            }
-        }
-        tables.processes = procs.into_values().collect();
-        Ok(tables)
     }
 }
 

@@ -3,12 +3,15 @@
 //! the documented on-disk schema of a traced run.
 //!
 //! Every Parquet file is zstd-compressed (level 3, data pages v2), written
-//! in row groups of [`ROWS_PER_GROUP`] rows, atomically (a `.tmp` file
-//! beside it, synced, then renamed), and carries two footer key-value
+//! in row groups of at most [`ROWS_PER_GROUP`] rows, atomically (a `.tmp`
+//! file beside it, synced, then renamed), and carries two footer key-value
 //! entries: `swaplab.table` (the table name, e.g. `faults`) and
 //! `swaplab.schema_version` ([`SCHEMA_VERSION`]). Time and address columns
 //! use DELTA_BINARY_PACKED (they are sorted or nearly so); ids, codes and
-//! strings use a dictionary with RLE indices.
+//! strings use a dictionary with RLE indices. A traced run streams its
+//! `faults` and `swaps` with [`TableWriter`] in row groups of
+//! [`STREAM_ROWS_PER_GROUP`] rows as the events arrive, so the writer
+//! holds at most one row group whatever the length of the run.
 //!
 //! Conventions: times are nanoseconds since the traced command started
 //! (CLOCK_MONOTONIC differences); addresses are virtual addresses of process
@@ -91,8 +94,10 @@
 //!
 //! The JSON form of [`TraceMetaFile`]: the command, its resolved argv, the
 //! wall-clock start, the monotonic t0 the times count from, the options and
-//! environment of the run, row counts per table, notes, and the swaplab
-//! version that wrote it.
+//! environment of the run, row counts per table, notes, the swaplab
+//! version that wrote it, and typed fields of the traced run: `run_id`,
+//! `limit_bytes` and `page_cluster` (absent in older traces; readers fall
+//! back to `options.limit_bytes` and `environment.knobs.page_cluster`).
 //!
 //! Size: 1 M realistic fault events (sweeps and random probes over 256 MiB,
 //! 2–20 µs apart, 2 threads, 20 instruction pointers) take about 4 bytes
@@ -121,8 +126,11 @@ use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 use serde::{Deserialize, Serialize};
 
-/// Rows per Parquet row group.
+/// Rows per Parquet row group (at most).
 pub const ROWS_PER_GROUP: usize = 1 << 20;
+/// Rows per row group of a table streamed during a run (`faults`,
+/// `swaps`): about 5 MiB of buffered fault rows and column data.
+pub const STREAM_ROWS_PER_GROUP: usize = 1 << 16;
 /// Footer key naming the table.
 pub const TABLE_KEY: &str = "swaplab.table";
 /// Footer key holding the schema version.
@@ -173,7 +181,8 @@ enum Enc {
     Dict,
 }
 
-struct Col {
+#[doc(hidden)]
+pub struct Col {
     name: &'static str,
     ty: Ty,
     nullable: bool,
@@ -279,7 +288,8 @@ fn row_err(path: &Path, row: u64, msg: impl std::fmt::Display) -> Error {
 // ---------------------------------------------------------------- writing
 
 /// One column's values for one row group.
-enum ColData {
+#[doc(hidden)]
+pub enum ColData {
     I64(Vec<i64>, Option<Vec<i16>>),
     I32(Vec<i32>, Option<Vec<i16>>),
     Bytes(Vec<ByteArray>),
@@ -331,26 +341,106 @@ fn props(cols: &[Col]) -> Result<WriterProperties> {
     Ok(b.build())
 }
 
-/// Writes one table's rows to `path` atomically.
-fn write_table<T>(
-    path: &Path,
-    table: &str,
-    cols: &[Col],
-    rows: &[T],
-    build: impl Fn(&[T]) -> Result<Vec<ColData>>,
-) -> Result<()> {
-    let pq = |e: parquet::errors::ParquetError| invalid(path, format!("writing Parquet: {e}"));
-    let schema = Arc::new(parse_message_type(&message_type(table, cols)).map_err(pq)?);
-    let out = AtomicFile::create(path)?;
-    let file = out
-        .file()
-        .try_clone()
-        .map_err(|e| Error::file("opening", path, e))?;
-    let mut w = SerializedFileWriter::new(file, schema, Arc::new(props(cols)?)).map_err(pq)?;
-    for chunk in rows.chunks(ROWS_PER_GROUP) {
-        let data = build(chunk)?;
+/// A table row: its table name, columns and how a row group of them
+/// becomes column data.
+pub trait TableRow: Sized {
+    /// The table (`faults`, `swaps`, …): file name and footer `swaplab.table`.
+    const TABLE: &'static str;
+    #[doc(hidden)]
+    fn cols() -> &'static [Col];
+    #[doc(hidden)]
+    fn build(path: &Path, rows: &[Self]) -> Result<Vec<ColData>>;
+}
+
+/// A streaming, atomic writer of one table: rows are buffered and written
+/// as a row group every `rows_per_group` rows, so its memory is bounded by
+/// one row group (rows plus their column data) whatever the table's length;
+/// the file appears (temporary file synced and renamed, see
+/// [`crate::atomic`]) only at [`TableWriter::finish`]. Dropping an
+/// unfinished writer leaves no file.
+pub struct TableWriter<T: TableRow> {
+    path: PathBuf,
+    out: Option<AtomicFile>,
+    w: Option<SerializedFileWriter<File>>,
+    buf: Vec<T>,
+    rows_per_group: usize,
+    rows: u64,
+}
+
+impl<T: TableRow> std::fmt::Debug for TableWriter<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableWriter")
+            .field("path", &self.path)
+            .field("rows", &self.rows)
+            .finish()
+    }
+}
+
+impl<T: TableRow> TableWriter<T> {
+    /// Starts `<dir>/<T::TABLE>.parquet` (the directory must exist), with
+    /// row groups of at most `rows_per_group` rows (at least 1).
+    pub fn create(dir: &Path, rows_per_group: usize) -> Result<TableWriter<T>> {
+        let path = table_path(dir, T::TABLE);
+        let pq = |e: parquet::errors::ParquetError| invalid(&path, format!("writing Parquet: {e}"));
+        let schema = Arc::new(parse_message_type(&message_type(T::TABLE, T::cols())).map_err(pq)?);
+        let out = AtomicFile::create(&path)?;
+        let file = out
+            .file()
+            .try_clone()
+            .map_err(|e| Error::file("opening", &path, e))?;
+        let w = SerializedFileWriter::new(file, schema, Arc::new(props(T::cols())?)).map_err(pq)?;
+        let rows_per_group = rows_per_group.max(1);
+        Ok(TableWriter {
+            out: Some(out),
+            w: Some(w),
+            buf: Vec::with_capacity(rows_per_group.min(1 << 16)),
+            rows_per_group,
+            rows: 0,
+            path,
+        })
+    }
+
+    /// Adds a row (writes a row group when the buffer is full).
+    pub fn push(&mut self, row: T) -> Result<()> {
+        self.buf.push(row);
+        if self.buf.len() >= self.rows_per_group {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Adds rows.
+    pub fn extend(&mut self, rows: impl IntoIterator<Item = T>) -> Result<()> {
+        for r in rows {
+            self.push(r)?;
+        }
+        Ok(())
+    }
+
+    /// Rows added so far.
+    pub fn rows(&self) -> u64 {
+        self.rows + self.buf.len() as u64
+    }
+
+    /// The final path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes the buffered rows as one row group (nothing if empty).
+    pub fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let path = &self.path;
+        let pq = |e: parquet::errors::ParquetError| invalid(path, format!("writing Parquet: {e}"));
+        let w = self
+            .w
+            .as_mut()
+            .ok_or_else(|| invalid(path, "writer used after an error"))?;
+        let data = T::build(path, &self.buf)?;
         let mut rg = w.next_row_group().map_err(pq)?;
-        for (c, d) in cols.iter().zip(&data) {
+        for (c, d) in T::cols().iter().zip(&data) {
             let mut cw = rg
                 .next_column()
                 .map_err(pq)?
@@ -375,14 +465,47 @@ fn write_table<T>(
             cw.close().map_err(pq)?;
         }
         rg.close().map_err(pq)?;
+        self.rows += self.buf.len() as u64;
+        self.buf.clear();
+        if self.buf.capacity() > self.rows_per_group {
+            self.buf.shrink_to(self.rows_per_group);
+        }
+        Ok(())
     }
-    w.append_key_value_metadata(KeyValue::new(TABLE_KEY.to_string(), table.to_string()));
-    w.append_key_value_metadata(KeyValue::new(
-        VERSION_KEY.to_string(),
-        SCHEMA_VERSION.to_string(),
-    ));
-    w.into_inner().map_err(pq)?;
-    out.commit()
+
+    /// Writes the last row group and the footer, syncs and renames the
+    /// file into place. Returns the number of rows.
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush()?;
+        let path = self.path.clone();
+        let pq = |e: parquet::errors::ParquetError| invalid(&path, format!("writing Parquet: {e}"));
+        let mut w = self
+            .w
+            .take()
+            .ok_or_else(|| invalid(&path, "writer used after an error"))?;
+        w.append_key_value_metadata(KeyValue::new(TABLE_KEY.to_string(), T::TABLE.to_string()));
+        w.append_key_value_metadata(KeyValue::new(
+            VERSION_KEY.to_string(),
+            SCHEMA_VERSION.to_string(),
+        ));
+        w.into_inner().map_err(pq)?;
+        let out = self
+            .out
+            .take()
+            .ok_or_else(|| invalid(&path, "writer used after an error"))?;
+        out.commit()?;
+        Ok(self.rows)
+    }
+}
+
+/// Writes one table's rows to `dir` atomically.
+fn write_table<T: TableRow + Clone>(dir: &Path, rows: &[T]) -> Result<()> {
+    let mut w = TableWriter::<T>::create(dir, ROWS_PER_GROUP)?;
+    for chunk in rows.chunks(ROWS_PER_GROUP) {
+        w.extend(chunk.iter().cloned())?;
+    }
+    w.finish()?;
+    Ok(())
 }
 
 fn join_lines(path: &Path, site: &Site, what: &str, parts: &[String]) -> Result<String> {
@@ -403,23 +526,38 @@ fn join_lines(path: &Path, site: &Site, what: &str, parts: &[String]) -> Result<
 /// sites) are written too, empty if `t` has none.
 pub fn write_tables(dir: &Path, t: &TraceTables) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::file("creating directory", dir, e))?;
-    write_table(
-        &table_path(dir, "faults"),
-        "faults",
-        &FAULTS,
-        &t.faults,
-        |r| {
-            Ok(vec![
-                u64s(r, |e| e.t_ns),
-                u32s(r, |e| e.pid),
-                u32s(r, |e| e.tid),
-                u64s(r, |e| e.addr),
-                u64s(r, |e| e.ip),
-                i32s(r, |e| e.kind.code()),
-            ])
-        },
-    )?;
-    write_table(&table_path(dir, "swaps"), "swaps", &SWAPS, &t.swaps, |r| {
+    write_table(dir, &t.faults)?;
+    write_table(dir, &t.swaps)?;
+    write_table(dir, &t.regions)?;
+    write_table(dir, &t.allocations)?;
+    write_table(dir, &t.sites)?;
+    write_table(dir, &t.processes)?;
+    Ok(())
+}
+
+impl TableRow for FaultEvent {
+    const TABLE: &'static str = "faults";
+    fn cols() -> &'static [Col] {
+        &FAULTS
+    }
+    fn build(_: &Path, r: &[Self]) -> Result<Vec<ColData>> {
+        Ok(vec![
+            u64s(r, |e| e.t_ns),
+            u32s(r, |e| e.pid),
+            u32s(r, |e| e.tid),
+            u64s(r, |e| e.addr),
+            u64s(r, |e| e.ip),
+            i32s(r, |e| e.kind.code()),
+        ])
+    }
+}
+
+impl TableRow for SwapEvent {
+    const TABLE: &'static str = "swaps";
+    fn cols() -> &'static [Col] {
+        &SWAPS
+    }
+    fn build(_: &Path, r: &[Self]) -> Result<Vec<ColData>> {
         Ok(vec![
             u64s(r, |e| e.t_ns),
             u32s(r, |e| e.pid),
@@ -429,50 +567,58 @@ pub fn write_tables(dir: &Path, t: &TraceTables) -> Result<()> {
             opt_u64s(r, |e| e.swap_offset),
             i32s(r, |e| source_code(e.source)),
         ])
-    })?;
-    write_table(
-        &table_path(dir, "regions"),
-        "regions",
-        &REGIONS,
-        &t.regions,
-        |r| {
-            Ok(vec![
-                u32s(r, |e| e.pid),
-                u64s(r, |e| e.start),
-                u64s(r, |e| e.end),
-                strs(r, |e| &e.perms),
-                strs(r, |e| &e.path),
-                u64s(r, |e| e.first_seen_ns),
-                u64s(r, |e| e.last_seen_ns),
-            ])
-        },
-    )?;
-    write_table(
-        &table_path(dir, "allocations"),
-        "allocations",
-        &ALLOCATIONS,
-        &t.allocations,
-        |r| {
-            Ok(vec![
-                u32s(r, |e| e.pid),
-                u32s(r, |e| e.tid),
-                u64s(r, |e| e.start),
-                u64s(r, |e| e.size),
-                u64s(r, |e| e.t_alloc_ns),
-                opt_u64s(r, |e| e.t_free_ns),
-                u32s(r, |e| e.site_id),
-                strs(r, |e| &e.func),
-            ])
-        },
-    )?;
-    let sites_path = table_path(dir, "sites");
-    write_table(&sites_path, "sites", &SITES, &t.sites, |r| {
+    }
+}
+
+impl TableRow for Region {
+    const TABLE: &'static str = "regions";
+    fn cols() -> &'static [Col] {
+        &REGIONS
+    }
+    fn build(_: &Path, r: &[Self]) -> Result<Vec<ColData>> {
+        Ok(vec![
+            u32s(r, |e| e.pid),
+            u64s(r, |e| e.start),
+            u64s(r, |e| e.end),
+            strs(r, |e| &e.perms),
+            strs(r, |e| &e.path),
+            u64s(r, |e| e.first_seen_ns),
+            u64s(r, |e| e.last_seen_ns),
+        ])
+    }
+}
+
+impl TableRow for Allocation {
+    const TABLE: &'static str = "allocations";
+    fn cols() -> &'static [Col] {
+        &ALLOCATIONS
+    }
+    fn build(_: &Path, r: &[Self]) -> Result<Vec<ColData>> {
+        Ok(vec![
+            u32s(r, |e| e.pid),
+            u32s(r, |e| e.tid),
+            u64s(r, |e| e.start),
+            u64s(r, |e| e.size),
+            u64s(r, |e| e.t_alloc_ns),
+            opt_u64s(r, |e| e.t_free_ns),
+            u32s(r, |e| e.site_id),
+            strs(r, |e| &e.func),
+        ])
+    }
+}
+
+impl TableRow for Site {
+    const TABLE: &'static str = "sites";
+    fn cols() -> &'static [Col] {
+        &SITES
+    }
+    fn build(sites_path: &Path, r: &[Self]) -> Result<Vec<ColData>> {
         let mut frames = Vec::with_capacity(r.len());
         let mut locations = Vec::with_capacity(r.len());
         for s in r {
             if s.frames.len() != s.locations.len() {
                 return Err(invalid(
-                    &sites_path,
+                    sites_path,
                     format!(
                         "site {}: {} frames but {} locations (one location per frame, empty if unknown)",
                         s.site_id,
@@ -482,10 +628,10 @@ pub fn write_tables(dir: &Path, t: &TraceTables) -> Result<()> {
                 ));
             }
             frames.push(ByteArray::from(
-                join_lines(&sites_path, s, "frame", &s.frames)?.into_bytes(),
+                join_lines(sites_path, s, "frame", &s.frames)?.into_bytes(),
             ));
             locations.push(ByteArray::from(
-                join_lines(&sites_path, s, "location", &s.locations)?.into_bytes(),
+                join_lines(sites_path, s, "location", &s.locations)?.into_bytes(),
             ));
         }
         Ok(vec![
@@ -493,22 +639,22 @@ pub fn write_tables(dir: &Path, t: &TraceTables) -> Result<()> {
             ColData::Bytes(frames),
             ColData::Bytes(locations),
         ])
-    })?;
-    write_table(
-        &table_path(dir, "processes"),
-        "processes",
-        &PROCESSES,
-        &t.processes,
-        |r| {
-            Ok(vec![
-                u32s(r, |e| e.pid),
-                u32s(r, |e| e.ppid),
-                u64s(r, |e| e.t_start_ns),
-                strs(r, |e| &e.comm),
-            ])
-        },
-    )?;
-    Ok(())
+    }
+}
+
+impl TableRow for Process {
+    const TABLE: &'static str = "processes";
+    fn cols() -> &'static [Col] {
+        &PROCESSES
+    }
+    fn build(_: &Path, r: &[Self]) -> Result<Vec<ColData>> {
+        Ok(vec![
+            u32s(r, |e| e.pid),
+            u32s(r, |e| e.ppid),
+            u64s(r, |e| e.t_start_ns),
+            strs(r, |e| &e.comm),
+        ])
+    }
 }
 
 fn dir_code(d: SwapDir) -> i32 {
@@ -1024,6 +1170,36 @@ pub struct TraceMetaFile {
     pub notes: Vec<String>,
     /// The swaplab version that wrote the trace.
     pub swaplab_version: String,
+    /// The catalog run that made the trace (absent in traces older than
+    /// these typed fields, and in imported ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<i64>,
+    /// The memory limit of the traced run, bytes (None: unlimited or unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_bytes: Option<u64>,
+    /// `vm.page-cluster` during the traced run (swap readahead = 2^n pages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_cluster: Option<u32>,
+}
+
+impl TraceMetaFile {
+    /// The traced run's memory limit: the typed field, or for a trace
+    /// written before it existed, `options.limit_bytes`.
+    pub fn run_limit_bytes(&self) -> Option<u64> {
+        self.limit_bytes
+            .or_else(|| self.options.get("limit_bytes").and_then(|v| v.as_u64()))
+    }
+
+    /// `vm.page-cluster` of the traced run: the typed field, or for an
+    /// older trace the environment snapshot's `knobs.page_cluster`.
+    pub fn run_page_cluster(&self) -> Option<u32> {
+        self.page_cluster.or_else(|| {
+            let v = self.environment.get("knobs")?.get("page_cluster")?;
+            v.as_u64()
+                .map(|n| n as u32)
+                .or_else(|| v.as_str()?.trim().parse().ok())
+        })
+    }
 }
 
 impl Default for TraceMetaFile {
@@ -1038,6 +1214,9 @@ impl Default for TraceMetaFile {
             counts: TableCounts::default(),
             notes: Vec::new(),
             swaplab_version: env!("CARGO_PKG_VERSION").to_string(),
+            run_id: None,
+            limit_bytes: None,
+            page_cluster: None,
         }
     }
 }
@@ -1627,5 +1806,79 @@ mod tests {
             "the tables alone make a trace dir"
         );
         assert!(!is_trace_dir(&dir.path().join("faults.parquet")));
+    }
+
+    /// The streaming writer: row groups of the asked size, a file that
+    /// reads back as the batch writer's, nothing visible before `finish`.
+    #[test]
+    fn table_writer_streams_row_groups_and_commits_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = TableWriter::<FaultEvent>::create(dir.path(), 1000).unwrap();
+        let ev = |i: u64| FaultEvent {
+            t_ns: i * 7,
+            pid: 10 + (i % 3) as u32,
+            tid: 20 + (i % 5) as u32,
+            addr: 0x7f00_0000_0000 + (i % 4096) * 4096,
+            ip: 0x40_0000 + (i % 17),
+            kind: if i.is_multiple_of(11) {
+                FaultKind::Major
+            } else {
+                FaultKind::Minor
+            },
+        };
+        for i in 0..4_500 {
+            w.push(ev(i)).unwrap();
+            assert!(w.buf.len() < 1000, "the buffer never holds a full group");
+        }
+        assert_eq!(w.rows(), 4_500);
+        let path = table_path(dir.path(), "faults");
+        assert!(!path.exists(), "nothing appears before finish");
+        assert_eq!(w.finish().unwrap(), 4_500);
+        let f = File::open(&path).unwrap();
+        let r = SerializedFileReader::new(f).unwrap();
+        let groups: Vec<i64> = r
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows())
+            .collect();
+        assert_eq!(groups, vec![1000, 1000, 1000, 1000, 500]);
+        let back = read_faults(&path).unwrap();
+        assert_eq!(back, (0..4_500).map(ev).collect::<Vec<_>>());
+        // An abandoned writer leaves nothing behind.
+        let d2 = tempfile::tempdir().unwrap();
+        let mut w = TableWriter::<SwapEvent>::create(d2.path(), 10).unwrap();
+        for _ in 0..25 {
+            w.push(sample_tables().swaps[0]).unwrap();
+        }
+        drop(w);
+        assert_eq!(std::fs::read_dir(d2.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn meta_typed_fields_and_older_traces() {
+        let mut m = TraceMetaFile {
+            limit_bytes: Some(64 << 20),
+            page_cluster: Some(0),
+            run_id: Some(3),
+            ..Default::default()
+        };
+        let back: TraceMetaFile =
+            serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(
+            (m.run_limit_bytes(), m.run_page_cluster()),
+            (Some(64 << 20), Some(0))
+        );
+        // Written before the typed fields: options.limit_bytes and the
+        // environment's knob string.
+        m.limit_bytes = None;
+        m.page_cluster = None;
+        m.options = serde_json::json!({"limit_bytes": 1234});
+        m.environment = serde_json::json!({"knobs": {"page_cluster": "3"}});
+        assert_eq!(
+            (m.run_limit_bytes(), m.run_page_cluster()),
+            (Some(1234), Some(3))
+        );
     }
 }

@@ -105,9 +105,7 @@ fn absolute(p: PathBuf) -> PathBuf {
 }
 
 fn trace_dir_of(rec: &swaplab_lab::record::RunRecord) -> Option<PathBuf> {
-    rec.notes
-        .iter()
-        .find_map(|n| n.strip_prefix("trace: ").map(PathBuf::from))
+    rec.trace_dir().map(PathBuf::from)
 }
 
 fn trace_refs(a: &TraceArgs) -> Result<()> {
@@ -171,11 +169,14 @@ pub fn trace_path(arg: &str) -> Result<PathBuf> {
     if let Ok(id) = arg.parse::<i64>() {
         let catalog = swaplab_lab::catalog::Catalog::open_default()?;
         catalog.run(id)?; // "no run N in the catalog" before "no trace"
-        let d = swaplab_lab::runner::run_dir(&catalog, id).join("trace");
-        if swaplab_trace::trace_dir::is_trace_dir(&d) {
-            return Ok(d);
+        match catalog.trace_dir_of(id)? {
+            Some(d) if swaplab_trace::trace_dir::is_trace_dir(&d) => return Ok(d),
+            Some(d) => anyhow::bail!(
+                "run {id} was traced into {}, which holds no trace now",
+                d.display()
+            ),
+            None => anyhow::bail!("run {id} has no trace (it was not made with `swaplab trace`)"),
         }
-        anyhow::bail!("run {id} has no trace (it was not made with `swaplab trace`)");
     }
     anyhow::bail!("{arg}: no such directory or run id; make a trace with `swaplab trace -- CMD`")
 }
@@ -361,14 +362,14 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     let meta = swaplab_trace::trace_dir::read_meta(&dir)?;
     let limit = match &a.limit {
         Some(l) => Some(swaplab_host::util::parse_size(l).with_context(|| format!("--limit {l}"))?),
-        None => meta.options["limit_bytes"].as_u64(),
+        None => meta.run_limit_bytes(),
     };
     let an = run_analysis(&t, &AnalyzeOptions::default());
     let ctx = AdviseContext {
         limit_bytes: limit,
         peak_bytes: None,
         mlock_budget_fraction: a.mlock_budget,
-        page_cluster: meta.environment["page_cluster"].as_u64().map(|v| v as u32),
+        page_cluster: meta.run_page_cluster(),
     };
     let advice = run_advice(&an, &t, &ctx);
     let budget = ctx.mlock_budget().unwrap_or(0);
