@@ -14,6 +14,8 @@
 //!   `swaplab run --hints` applies: writer, parser with line-numbered errors.
 //! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
 //!   and a stable key (DWARF and the ELF symbol table).
+//! * [`output`] — the files `swaplab analyze` writes (`analysis.json`,
+//!   `scatter.csv`, `bands.csv`) and their schema.
 //! * [`stats`] — medians, spreads and the Mann–Whitney U test that `compare`
 //!   uses.
 
@@ -23,6 +25,7 @@ pub mod advise;
 pub mod analyze;
 pub mod error;
 pub mod hints;
+pub mod output;
 pub mod stats;
 pub mod symbolize;
 

@@ -204,7 +204,10 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
         .runs
         .first()
         .ok_or_else(|| Error::Invalid("the traced run did not happen".into()))?;
-    let trace_dir = rec.dir.join("trace");
+    let trace_dir = rec
+        .trace_dir()
+        .ok_or_else(|| Error::Invalid("the traced run recorded no trace directory".into()))?
+        .to_path_buf();
     let tables = swaplab_trace::trace_dir::read_tables(&trace_dir)?;
     let an = analyze(&tables, &AnalyzeOptions::default());
     let ctx = AdviseContext {
@@ -212,9 +215,10 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
         ..Default::default()
     };
     let advice = advise(&an, &tables, &ctx);
-    let file = swaplab_analysis::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
+    let mut file = swaplab_analysis::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
+    swaplab_analysis::hints::identify_modules(&mut file, &tables);
     let hints = trace_dir.join("hints.toml");
-    std::fs::write(&hints, file.to_toml()).map_err(|e| Error::io("writing", &hints, e))?;
+    swaplab_trace::atomic::write_atomic(&hints, file.to_toml().as_bytes())?;
     let objects = an
         .objects
         .iter()

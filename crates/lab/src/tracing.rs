@@ -1011,31 +1011,50 @@ pub fn frame_module(key: &str) -> &str {
     key.rfind("+0x").map(|i| &key[..i]).unwrap_or(key)
 }
 
-/// Candidate modules for hint frames: the program and the libraries it
-/// loads (from `ldd`-free search of the usual library directories).
-fn find_module(name: &str, program: &Path) -> Option<PathBuf> {
-    let prog = std::fs::canonicalize(program).ok()?;
-    let pname = prog.file_name()?.to_string_lossy().to_string();
-    if pname == name || module_stem(&pname) == module_stem(name) {
-        return Some(prog);
-    }
-    for dir in [
-        "/lib/x86_64-linux-gnu",
-        "/usr/lib/x86_64-linux-gnu",
-        "/lib/aarch64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/lib64",
-        "/usr/lib64",
-        "/lib",
-        "/usr/lib",
-        "/usr/local/lib",
-    ] {
-        let p = Path::new(dir).join(name);
-        if p.exists() {
-            return std::fs::canonicalize(p).ok();
+/// The file a hint frame's module means: the program itself (by name, or
+/// by stem for a rebuilt built-in workload), else the file the hint file's
+/// `[modules.NAME]` entry names — refused when its ELF build-id is no longer
+/// the one recorded at trace time (its offsets would point elsewhere).
+/// Libraries are never searched for in fixed directories.
+fn find_module(
+    name: &str,
+    program: &Path,
+    modules: &std::collections::BTreeMap<String, swaplab_analysis::hints::ModuleId>,
+) -> std::result::Result<PathBuf, String> {
+    if let Ok(prog) = std::fs::canonicalize(program) {
+        let pname = prog
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        if pname == name || module_stem(&pname) == module_stem(name) {
+            return Ok(prog);
         }
     }
-    None
+    let Some(m) = modules.get(name) else {
+        return Err(format!(
+            "it is not the program ({}) and the hint file has no [modules.\"{name}\"] entry \
+             saying which file it is",
+            program.display()
+        ));
+    };
+    let path = PathBuf::from(&m.path);
+    if !path.is_file() {
+        return Err(format!(
+            "it was {} when traced, and that file is gone",
+            m.path
+        ));
+    }
+    if let Some(want) = &m.build_id {
+        let now = swaplab_analysis::symbolize::build_id(&path);
+        if now.as_deref() != Some(want.as_str()) {
+            return Err(format!(
+                "{} changed since the trace (build-id {want} then, {} now)",
+                m.path,
+                now.as_deref().unwrap_or("none")
+            ));
+        }
+    }
+    Ok(path)
 }
 
 /// Reads, parses and resolves a hint file for the command `resolved`
@@ -1080,13 +1099,10 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
         let mut frames = Vec::with_capacity(h.site.len());
         for key in &h.site {
             let m = frame_module(key);
-            let path = find_module(m, program).ok_or_else(|| {
+            let path = find_module(m, program, &file.modules).map_err(|why| {
                 Error::failed(
                     format!("hint {} names module {m:?}", i + 1),
-                    format!(
-                        "it is neither the program ({}) nor a library in the usual directories",
-                        program.display()
-                    ),
+                    why,
                     "run `swaplab advise` again on a trace of this program",
                 )
             })?;
@@ -1196,5 +1212,40 @@ mod tests {
         assert!(!is_anon_addr(Some(&m), 0x1800));
         assert!(is_anon_addr(Some(&m), 0x4800));
         assert!(is_anon_addr(Some(&m), 0x9000));
+    }
+
+    #[test]
+    fn hint_modules_are_found_by_identity_not_by_directory() {
+        use swaplab_analysis::hints::ModuleId;
+        let sh = std::fs::canonicalize("/bin/sh").unwrap();
+        let name = sh.file_name().unwrap().to_string_lossy().to_string();
+        let real_id = swaplab_analysis::symbolize::build_id(&sh);
+        let prog = Path::new("/bin/true");
+        let mut modules = std::collections::BTreeMap::new();
+        // No entry: not searched for in library directories (libc.so.6 is
+        // in one on every Linux machine).
+        let e = find_module("libc.so.6", prog, &modules).unwrap_err();
+        assert!(e.contains("[modules.\"libc.so.6\"]"), "{e}");
+        // The program itself needs no entry.
+        let t = std::fs::canonicalize(prog).unwrap();
+        let tname = t.file_name().unwrap().to_string_lossy().to_string();
+        assert_eq!(find_module(&tname, prog, &modules).unwrap(), t);
+        // An entry with the file's build-id resolves to that file.
+        modules.insert(
+            name.clone(),
+            ModuleId {
+                path: sh.display().to_string(),
+                build_id: real_id.clone(),
+            },
+        );
+        assert_eq!(find_module(&name, prog, &modules).unwrap(), sh);
+        // Another build-id: the file changed since the trace.
+        modules.get_mut(&name).unwrap().build_id = Some("00ff".into());
+        let e = find_module(&name, prog, &modules).unwrap_err();
+        assert!(e.contains("changed since the trace"), "{e}");
+        // A path that is gone.
+        modules.get_mut(&name).unwrap().path = "/nonexistent/libx.so".into();
+        let e = find_module(&name, prog, &modules).unwrap_err();
+        assert!(e.contains("gone"), "{e}");
     }
 }

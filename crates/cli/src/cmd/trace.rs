@@ -223,53 +223,7 @@ pub fn analyze(a: AnalyzeArgs) -> Result<()> {
         },
     );
     let out = a.out.clone().unwrap_or_else(|| dir.join("analysis"));
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let json = serde_json::json!({
-        "objects": an.objects,
-        "sites": an.sites,
-        "unattributed": an.unattributed,
-        "totals": an.totals,
-        "bands": an.bands,
-        "page_size": an.page_size,
-    });
-    std::fs::write(
-        out.join("analysis.json"),
-        serde_json::to_string_pretty(&json)?,
-    )?;
-    let mut w = csv::Writer::from_path(out.join("scatter.csv"))?;
-    w.write_record(["t_ns", "pid", "vaddr", "kind", "object"])?;
-    for p in &an.scatter {
-        w.write_record([
-            p.t_ns.to_string(),
-            p.pid.to_string(),
-            p.vaddr.to_string(),
-            p.kind.to_string(),
-            p.object.map(|o| o.to_string()).unwrap_or_default(),
-        ])?;
-    }
-    w.flush()?;
-    let mut w = csv::Writer::from_path(out.join("bands.csv"))?;
-    w.write_record([
-        "object",
-        "label",
-        "pid",
-        "start",
-        "end",
-        "t_from_ns",
-        "t_to_ns",
-    ])?;
-    for b in &an.bands {
-        w.write_record([
-            b.object.to_string(),
-            b.label.clone(),
-            b.pid.to_string(),
-            b.start.to_string(),
-            b.end.to_string(),
-            b.t_from.to_string(),
-            b.t_to.to_string(),
-        ])?;
-    }
-    w.flush()?;
+    let json = swaplab_analysis::output::write_analysis(&out, &an)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&json)?);
         return Ok(());
@@ -373,9 +327,10 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     };
     let advice = run_advice(&an, &t, &ctx);
     let budget = ctx.mlock_budget().unwrap_or(0);
-    let file = swaplab_analysis::hints::from_advice(&advice, budget);
+    let mut file = swaplab_analysis::hints::from_advice(&advice, budget);
+    swaplab_analysis::hints::identify_modules(&mut file, &t);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
-    std::fs::write(&out, file.to_toml()).with_context(|| format!("writing {}", out.display()))?;
+    swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
     if a.json {
         println!(
             "{}",
