@@ -200,8 +200,12 @@ fn genome_is_random_and_attributed() {
     check(
         "genome_is_random_and_attributed",
         &["genome", "--size", "16M", "--ops", "200000"],
-        2.0 / 3.0,
-        "file:256M",
+        0.75,
+        // zram: swap-out is synchronous, so reclaim never waits on
+        // writeback. With a swap file, genome's fast first writes outran
+        // the disk and a v1 memcg (no dirty throttling) OOM-killed it at
+        // 90 % of its objects (swap held 2.4 MiB) on a loaded machine.
+        "zram:256M",
         "random",
         "perf",
     );
