@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::{CgroupFs, CgroupMounts, CgroupVersion};
 use crate::error::{Error, Result};
+use crate::perf;
 use crate::swap;
 use crate::sysctl::Knob;
 use crate::util;
@@ -847,61 +848,27 @@ fn probe_tracefs() -> Vec<Probe> {
     out
 }
 
-// perf_event_open(2) ABI (PERF_ATTR_SIZE_VER0 layout).
-#[repr(C)]
-#[derive(Default)]
-struct PerfEventAttr {
-    type_: u32,
-    size: u32,
-    config: u64,
-    sample_period: u64,
-    sample_type: u64,
-    read_format: u64,
-    flags: u64,
-    wakeup_events: u32,
-    bp_type: u32,
-    config1: u64,
-}
-const PERF_TYPE_SOFTWARE: u32 = 1;
-const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
-const PERF_SAMPLE_IP: u64 = 1;
-const PERF_SAMPLE_TID: u64 = 2;
-const PERF_SAMPLE_TIME: u64 = 4;
-const PERF_SAMPLE_ADDR: u64 = 8;
-const FLAG_DISABLED: u64 = 1;
-const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
-const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 
+/// Opens on this process the perf attributes `swaplab` itself uses: the
+/// tracer's fault-sampling attributes ([`perf::fault_sampling_attr`], both
+/// major and minor faults) when `sample`, else the fault counter.
 fn perf_open(sample: bool) -> std::io::Result<OwnedFd> {
-    let mut attr = PerfEventAttr {
-        type_: PERF_TYPE_SOFTWARE,
-        size: std::mem::size_of::<PerfEventAttr>() as u32,
-        config: PERF_COUNT_SW_PAGE_FAULTS,
-        flags: FLAG_DISABLED | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
-        ..Default::default()
-    };
     if sample {
-        attr.sample_period = 1;
-        attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
-    }
-    // SAFETY: attr is a valid, fully initialised perf_event_attr of the size given.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_perf_event_open,
-            &mut attr as *mut PerfEventAttr,
-            0 as libc::pid_t,
-            -1 as libc::c_int,
-            -1 as libc::c_int,
-            0 as libc::c_ulong,
+        let _maj = perf::open(
+            &perf::fault_sampling_attr(perf::PERF_COUNT_SW_PAGE_FAULTS_MAJ),
+            0,
+            -1,
+        )?;
+        perf::open(
+            &perf::fault_sampling_attr(perf::PERF_COUNT_SW_PAGE_FAULTS_MIN),
+            0,
+            -1,
         )
-    };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
+    } else {
+        perf::open(&perf::fault_counting_attr(), 0, -1)
     }
-    // SAFETY: the kernel returned a new file descriptor that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Anonymous private mapping, unmapped on drop.
@@ -985,7 +952,7 @@ fn probe_perf(sample: bool) -> Probe {
     };
     if sample {
         return match perf_open(true) {
-            Ok(_) => probe(name, Status::Ok, format!("PAGE_FAULTS sampling with ADDR|TID|TIME|IP, period 1 (perf_event_paranoid {paranoid})"), &[], ""),
+            Ok(_) => probe(name, Status::Ok, format!("the tracer's attributes: PAGE_FAULTS_MAJ/MIN sampling with ADDR|TID|TIME|IP, period 1, CLOCK_MONOTONIC (perf_event_paranoid {paranoid})"), &[], ""),
             Err(e) => probe(name, Status::Missing, format!("perf_event_open(sampling) failed: {e}"), disables, fix),
         };
     }

@@ -162,6 +162,34 @@ pub fn fault_sampling_attr(config: u64) -> PerfEventAttr {
     }
 }
 
+/// PERF_COUNT_SW_PAGE_FAULTS (minor and major together).
+pub const PERF_COUNT_SW_PAGE_FAULTS: u64 = 2;
+
+/// The attribute of a page-fault counter (user space only, created
+/// disabled): what the doctor counts with to prove that software events work.
+pub fn fault_counting_attr() -> PerfEventAttr {
+    PerfEventAttr {
+        type_: PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: PERF_COUNT_SW_PAGE_FAULTS,
+        flags: FLAG_DISABLED | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV,
+        ..Default::default()
+    }
+}
+
+/// Opens `attr` for `pid` (0 = this process) on `cpu` (-1 = any), close-on-exec.
+/// The doctor opens exactly the attributes the tracer uses
+/// ([`fault_sampling_attr`]), so its "ok" means `swaplab trace` can open them.
+pub fn open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    let fd = perf_event_open(attr, pid, cpu);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel returned a new descriptor that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
 /// perf_event_open(2). Async-signal-safe.
 fn perf_event_open(attr: &PerfEventAttr, pid: i32, cpu: i32) -> RawFd {
     let mut a = *attr;

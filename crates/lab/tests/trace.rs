@@ -62,8 +62,15 @@ fn traced_run(
     };
     let set = lab.run(&cmd, &opts, 1, &mut |_| {}).unwrap();
     let rec = set.runs.into_iter().next().unwrap();
+    if rec.outcome == Some(Outcome::Oom) {
+        eprintln!("OOM-killed under {:?}", opts.mem_limit);
+        return None;
+    }
     assert_eq!(rec.outcome, Some(Outcome::Ok), "{rec:#?}");
-    let tdir = rec.dir.join("trace");
+    let tdir = rec
+        .trace_dir()
+        .expect("a traced run records its trace dir")
+        .to_path_buf();
     let tables = trace_dir::read_tables(&tdir).unwrap();
     Some((dir, rec, tables))
 }
@@ -132,8 +139,32 @@ fn check(test: &str, args: &[&str], keep: f64, swap: &str, expect: &str, source:
     let _g = serial();
     let before = sys_state();
     let mounts_before = tracefs_mounts();
-    let limit = footprint_limit(test, args, keep);
-    let (_d, rec, t) = traced_run(args, limit, swap, source).unwrap();
+    // A v1 memory cgroup OOM-kills a fast random writer when reclaim cannot
+    // keep up (seen for genome and chase on a loaded machine, at limits
+    // where a quiet machine swaps): then the same run again with a limit
+    // 10 % of the objects higher, at most twice. Swapping is still asserted
+    // below, so a limit that no longer forces it fails the test.
+    let mut run = None;
+    for step in 0..3 {
+        let k = (keep + 0.1 * step as f64).min(1.0);
+        let limit = footprint_limit(test, args, k);
+        if let Some(r) = traced_run(args, limit, swap, source) {
+            run = Some(r);
+            break;
+        }
+        assert_eq!(
+            sys_state(),
+            before,
+            "{test}: an OOM-killed run left the system changed"
+        );
+    }
+    let (_d, rec, t) = run.unwrap_or_else(|| {
+        panic!(
+            "{test}: OOM-killed at {keep}, {:.2} and {:.2} of its objects",
+            keep + 0.1,
+            keep + 0.2
+        )
+    });
     assert_eq!(
         tracefs_mounts(),
         mounts_before,
@@ -243,7 +274,8 @@ fn attribution_holds_across_fork() {
     let before = sys_state();
     let args = ["traverse", "--size", "32M", "--passes", "2", "--fork"];
     let limit = footprint_limit(test, &args, 0.5);
-    let (_d, rec, t) = traced_run(&args, limit, "file:256M", "perf").unwrap();
+    let (_d, rec, t) = traced_run(&args, limit, "file:256M", "perf")
+        .expect("traverse --fork was OOM-killed at 50 % of its objects");
     let objs = reported_objects(&rec);
     let parent = t
         .processes
