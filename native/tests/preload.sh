@@ -199,6 +199,8 @@ rm -f "$tmp/report"
 LD_PRELOAD=$SO SWAPLAB_HINTS=$tmp/hints SWAPLAB_HINT_REPORT=$tmp/report "$B" traverse --size 8M >/dev/null 2>&1
 check "mlock hint over budget: ENOMEM" grep -qP "\tmlock\t0x[0-9a-f]+\t8388608\tENOMEM\$" "$tmp/report"
 
+# (64 MiB: the prefetch thread follows the first-touch frontier, and an 8 MiB
+# first pass can end before a loaded machine schedules the thread at all)
 # two hints on one site: mlock 40 % and willneed; both apply (mlock first)
 sed -i 's/^budget\t.*/budget\t67108864/' "$tmp/hints"
 frames=$(grep '^hint' "$tmp/hints" | cut -f6-)
@@ -207,7 +209,7 @@ printf 'hint\t4\tmlock\t%d\t0\t%s\nhint\t5\twillneed\t1048576\t200\t%s\n' \
     "$lock" "$frames" "$frames" >>"$tmp/hints"
 sed -i '/^hint\t3\t/d' "$tmp/hints"
 rm -f "$tmp/report"
-LD_PRELOAD=$SO SWAPLAB_HINTS=$tmp/hints SWAPLAB_HINT_REPORT=$tmp/report "$B" traverse --size 8M --passes 20 \
+LD_PRELOAD=$SO SWAPLAB_HINTS=$tmp/hints SWAPLAB_HINT_REPORT=$tmp/report "$B" traverse --size 64M --passes 2 \
     >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "mlock + willneed: exit 0 ($(cat "$tmp/err"))" [ "$rc" = 0 ]
 check "mlock + willneed: mlock 40% first" grep -qP "^[0-9]+\t4\tmlock\t0x[0-9a-f]+\t$lock\tok\$" <(head -1 "$tmp/report")
