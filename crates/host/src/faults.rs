@@ -60,17 +60,11 @@ use crate::{perf, tracefs};
 /// by [`FaultTracer::drain`] so that the per-CPU buffers merge in time order.
 pub const REORDER_WINDOW_NS: u64 = 50_000_000;
 
-/// Major or minor, as far as the source can tell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SampleKind {
-    /// Resolved without I/O (the kernel's minor; for tracefs: no swap-in seen).
-    Minor,
-    /// Needed I/O (perf: the kernel's VM_FAULT_MAJOR; tracefs: a swap-in,
-    /// including swap-cache hits).
-    Major,
-    /// The source cannot tell (tracefs without `kmem:rss_stat`).
-    Unknown,
-}
+/// Major or minor, as far as the source can tell (perf: the kernel's
+/// VM_FAULT_MAJOR; tracefs: a swap-in seen, including swap-cache hits;
+/// `Unknown`: tracefs without `kmem:rss_stat`). The trace's own type, so a
+/// sample becomes a table row with no conversion.
+pub use swaplab_trace::events::FaultKind;
 
 /// One page fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,7 +81,7 @@ pub struct FaultSample {
     /// The instruction pointer of the faulting instruction.
     pub ip: u64,
     /// Major or minor.
-    pub kind: SampleKind,
+    pub kind: FaultKind,
 }
 
 /// Which facility delivers the faults.
@@ -127,7 +121,7 @@ pub struct FaultOptions {
     pub buffer_bytes_per_cpu: u64,
     /// tracefs only: also record `kmem:rss_stat` (MM_SWAPENTS) to infer
     /// major faults. Without it every tracefs sample is
-    /// [`SampleKind::Unknown`]. Default true.
+    /// [`FaultKind::Unknown`]. Default true.
     pub infer_major: bool,
 }
 
@@ -379,7 +373,7 @@ mod tests {
             tid: 1,
             addr: 0,
             ip: 0,
-            kind: SampleKind::Minor,
+            kind: FaultKind::Minor,
         };
         let mut r = Reorder::default();
         for t in [5, 1, 9, 3] {

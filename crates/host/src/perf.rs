@@ -41,8 +41,8 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::faults::{
-    monotonic_ns, online_cpus, FaultOptions, FaultSample, FaultSourceKind, FaultStats, Reorder,
-    SampleKind, REORDER_WINDOW_NS,
+    monotonic_ns, online_cpus, FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultStats,
+    Reorder, REORDER_WINDOW_NS,
 };
 use crate::util;
 
@@ -727,12 +727,12 @@ impl PerfTracer {
                 PERF_RECORD_SAMPLE if len >= 48 => {
                     let id = u64_at(8);
                     let kind = if id == maj_id {
-                        SampleKind::Major
+                        FaultKind::Major
                     } else if id == min_id {
-                        SampleKind::Minor
+                        FaultKind::Minor
                     } else {
                         self.unknown_ids += 1;
-                        SampleKind::Unknown
+                        FaultKind::Unknown
                     };
                     self.reorder.push(FaultSample {
                         ip: u64_at(16),

@@ -19,11 +19,11 @@
 //! thread id; the process id comes from /proc/TID/status or, for threads
 //! already gone, `saved_tgids`.
 //!
-//! Major/minor is inferred: a fault is [`SampleKind::Major`] when, before
+//! Major/minor is inferred: a fault is [`FaultKind::Major`] when, before
 //! the same thread's next fault, an `rss_stat` event of that thread for its
 //! own mm (`curr` = 1) shows MM_SWAPENTS going *down* — `do_swap_page`
 //! decrements it once the page is back. Otherwise it is
-//! [`SampleKind::Minor`] (or [`SampleKind::Unknown`] without rss_stat).
+//! [`FaultKind::Minor`] (or [`FaultKind::Unknown`] without rss_stat).
 //! Caveats of the inference: a swap-cache hit also decrements MM_SWAPENTS,
 //! so it counts as Major here while the kernel (and perf, and `ru_majflt`)
 //! count it minor — with swap readahead (vm.page-cluster > 0) most swap-ins
@@ -51,8 +51,8 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::faults::{
-    monotonic_ns, online_cpus, FaultOptions, FaultSample, FaultSourceKind, FaultStats, Reorder,
-    SampleKind, REORDER_WINDOW_NS,
+    monotonic_ns, online_cpus, FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultStats,
+    Reorder, REORDER_WINDOW_NS,
 };
 use crate::journal::{Session, Undo};
 use crate::util;
@@ -990,11 +990,11 @@ impl TracefsTracer {
     fn settle(&mut self, tid: u32, p: Pending) {
         let kind = if p.major {
             self.majors += 1;
-            SampleKind::Major
+            FaultKind::Major
         } else if self.setup.formats.rss.is_some() {
-            SampleKind::Minor
+            FaultKind::Minor
         } else {
-            SampleKind::Unknown
+            FaultKind::Unknown
         };
         let pid = self.tgid(tid);
         self.reorder.push(FaultSample {

@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use swaplab_host::faults::{
-    FaultOptions, FaultSample, FaultSourceKind, FaultStats, FaultTracerSetup, SampleKind,
+    FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultStats, FaultTracerSetup,
 };
 use swaplab_host::journal::{Session, SessionOptions};
 
@@ -295,7 +295,7 @@ fn basic(test: &str, kind: FaultSourceKind) {
     eprintln!("{kind}: {} samples, stats {:?}", tr.samples.len(), tr.stats);
     let r1: Vec<_> = tr.samples.iter().filter(|s| in_range(s, b1, N)).collect();
     check_pages(&r1, b1, N, "first range");
-    let want_kind = SampleKind::Minor;
+    let want_kind = FaultKind::Minor;
     assert!(r1.iter().all(|s| s.kind == want_kind), "all minor");
     assert!(r1.iter().all(|s| s.pid == pid), "all of the child");
     let r2: Vec<_> = tr.samples.iter().filter(|s| in_range(s, b2, M)).collect();
@@ -356,7 +356,7 @@ fn major(test: &str, kind: FaultSourceKind) {
         .collect();
     let majors = retouch
         .iter()
-        .filter(|s| s.kind == SampleKind::Major)
+        .filter(|s| s.kind == FaultKind::Major)
         .count() as i64;
     eprintln!(
         "{kind} major: child ru_majflt {ru}, {} ({}), {} faults in range, {} re-touch faults, {majors} Major; stats {:?}",

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use swaplab_host::cgroup::{Cgroup, MemoryGroup};
-use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, FaultTracer, SampleKind};
+use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, FaultTracer};
 use swaplab_host::journal::Session;
 use swaplab_host::maps::{self, MapEntry, RegionTracker};
 use swaplab_host::pagemap::PagemapWatcher;
@@ -724,11 +724,7 @@ impl Collector {
                 tid: s.tid,
                 addr: s.addr,
                 ip: s.ip,
-                kind: match s.kind {
-                    SampleKind::Minor => FaultKind::Minor,
-                    SampleKind::Major => FaultKind::Major,
-                    SampleKind::Unknown => FaultKind::Unknown,
-                },
+                kind: s.kind,
             };
             if f.t_ns < self.last_fault_t {
                 self.late_faults += 1;

@@ -153,12 +153,22 @@ fn native_trace_reads_the_same_in_pyarrow() {
         w.write(&b).unwrap();
     }
     w.finish().unwrap();
+    // Format 2's dense ids: 0, 1, 2, … in order of each page's first
+    // reference (docs/formats.md), computed here independently.
+    let mut first = std::collections::HashMap::new();
+    let id: Vec<u32> = page
+        .iter()
+        .map(|p| {
+            let n = first.len() as u32;
+            *first.entry(*p).or_insert(n)
+        })
+        .collect();
     pyarrow_check(
         &path,
-        &["page", "write", "time_ns", "tid"],
+        &["page", "write", "time_ns", "tid", "id"],
         &json!({
-            "columns": {"page": page, "write": write, "time_ns": time, "tid": tid},
-            "types": {"page": "uint64", "write": "bool", "time_ns": "uint64", "tid": "uint32"},
+            "columns": {"page": page, "write": write, "time_ns": time, "tid": tid, "id": id},
+            "types": {"page": "uint64", "write": "bool", "time_ns": "uint64", "tid": "uint32", "id": "uint32"},
             "metadata_key": "swaplab.trace",
         }),
     );
