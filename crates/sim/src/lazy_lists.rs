@@ -2,6 +2,15 @@
 use crate::util::prefetch;
 use std::collections::VecDeque;
 
+/// How far down a queue `pop_back` prefetches.
+const POP_AHEAD: usize = 8;
+/// How far ahead `filter` prefetches (it reads one random entry per queue entry).
+const FILTER_AHEAD: usize = 16;
+/// A queue is filtered when it holds more than this many times its list's
+/// length (plus 64): each filtering reads one random entry per queue entry,
+/// so the cost per insertion is SLACK / (SLACK - 1) reads.
+const QUEUE_SLACK: usize = 3;
+
 /// Up to 255 LRU lists over page ids (a page in at most one), kept lazily
 /// so that a hit is two writes and no pointer chasing:
 ///
@@ -80,7 +89,7 @@ impl LazyLists {
         self.len[l] += 1;
         let q = &mut self.queues[l];
         q.push_back((u64::from(id) << 32) | u64::from(m));
-        if q.len() > 3 * self.len[l] + 64 {
+        if q.len() > QUEUE_SLACK * self.len[l] + 64 {
             Self::filter(&self.meta, q);
         }
     }
@@ -91,6 +100,9 @@ impl LazyLists {
         let v = q.make_contiguous();
         let mut w = 0;
         for r in 0..v.len() {
+            if let Some(&n) = v.get(r + FILTER_AHEAD) {
+                prefetch(meta.as_ptr().wrapping_add((n >> 32) as usize));
+            }
             let e = v[r];
             v[w] = e;
             w += usize::from(Self::valid(meta, e));
@@ -113,11 +125,13 @@ impl LazyLists {
         }
         let q = &mut self.queues[list as usize];
         while let Some(e) = q.pop_front() {
+            // Keep fetching the entry of the candidate a few places ahead,
+            // so that skipping stale entries overlaps their cache misses
+            // instead of taking them one by one.
+            if let Some(&n) = q.get(POP_AHEAD) {
+                prefetch(self.meta.as_ptr().wrapping_add((n >> 32) as usize));
+            }
             if Self::valid(&self.meta, e) {
-                // The next candidate is known now: start fetching its entry.
-                if let Some(&n) = q.front() {
-                    prefetch(self.meta.as_ptr().wrapping_add((n >> 32) as usize));
-                }
                 let id = (e >> 32) as u32;
                 self.remove(id);
                 return Some(id);

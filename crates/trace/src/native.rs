@@ -5,11 +5,14 @@
 //!
 //! | column    | Parquet type                 | encoding              | meaning |
 //! |-----------|------------------------------|-----------------------|---------|
-//! | `page`    | INT64 (UINT_64)              | DELTA_BINARY_PACKED   | page number (address / page size) |
+//! | `page`    | INT64 (UINT_64)              | BYTE_STREAM_SPLIT (DELTA_BINARY_PACKED before 0.1 sim2) | page number (address / page size) |
 //! | `write`   | BOOLEAN                      | RLE                   | true for a write, false for a read |
 //! | `time_ns` | INT64 (UINT_64), optional    | DELTA_BINARY_PACKED   | time of the reference, ns |
 //! | `tid`     | INT32 (UINT_32), optional    | dictionary            | thread id |
-//! | `id`      | INT32 (UINT_32), format ≥ 2  | DELTA_BINARY_PACKED   | dense page id: 0, 1, 2, … in order of first reference |
+//! | `id`      | INT32 (UINT_32), format ≥ 2  | BYTE_STREAM_SPLIT     | dense page id: 0, 1, 2, … in order of first reference |
+//!
+//! Readers take whatever encoding a file's column chunks declare, so files
+//! written with the earlier DELTA_BINARY_PACKED `page` and `id` still read.
 //!
 //! The `id` column (format 2) is what makes loading for simulation fast:
 //! with it, [`DenseTrace::load`](crate::DenseTrace::load) decodes row
@@ -116,9 +119,12 @@ impl NativeWriter {
             .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
             .set_dictionary_enabled(false)
             .set_column_dictionary_enabled(ColumnPath::from("tid"), true)
-            .set_column_encoding(ColumnPath::from("page"), Encoding::DELTA_BINARY_PACKED)
+            // Byte planes then zstd: 2.9 bytes/ref for the standard trace's
+            // scattered pages (3.15 with DELTA_BINARY_PACKED), 2.3 for ids
+            // (2.8), whose high bytes are nearly constant.
+            .set_column_encoding(ColumnPath::from("page"), Encoding::BYTE_STREAM_SPLIT)
             .set_column_encoding(ColumnPath::from("time_ns"), Encoding::DELTA_BINARY_PACKED)
-            .set_column_encoding(ColumnPath::from("id"), Encoding::DELTA_BINARY_PACKED)
+            .set_column_encoding(ColumnPath::from("id"), Encoding::BYTE_STREAM_SPLIT)
             .set_column_encoding(ColumnPath::from("write"), Encoding::RLE)
             .build();
         let file = File::create(&self.tmp).map_err(|e| Error::io(&self.tmp, e))?;
