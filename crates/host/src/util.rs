@@ -47,6 +47,20 @@ pub fn write_str(path: &Path, value: &str) -> Result<()> {
     })
 }
 
+/// CPU time of the calling thread, ns (0 if the clock cannot be read):
+/// what swaplab's own sampler and tracer threads cost.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// True when the effective user is root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

@@ -124,18 +124,6 @@ pub struct RunSet {
     pub peak_bytes: Option<u64>,
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 fn now_unix_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -571,7 +559,7 @@ impl Lab {
                 )
             })?;
 
-        let cpu0 = thread_cpu_ns();
+        let cpu0 = swaplab_host::util::thread_cpu_ns();
         let mut sampler = Sampler::new(&paths, t0);
         let mut samples: Vec<Sample> = Vec::with_capacity(1024);
         samples.push(sampler.sample());
@@ -627,7 +615,7 @@ impl Lab {
             }
         };
         self.signals.forward_to(None);
-        let sampler_cpu = thread_cpu_ns().saturating_sub(cpu0);
+        let sampler_cpu = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
         let (status, ru) = waited?;
         let wall = end.saturating_duration_since(t0);
         if samples.len() < MAX_SAMPLES {

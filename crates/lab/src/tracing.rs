@@ -443,18 +443,6 @@ fn dir_bytes(dir: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 impl TraceState {
     /// The tables that are small whatever the run's length (regions,
     /// processes, allocations, sites), written after the run. Returns the
@@ -656,7 +644,7 @@ impl Collector {
 
     /// The thread's body: drain and scan until `stop`, then the final drain.
     fn run(mut self, stop: &AtomicBool) -> Result<Collected> {
-        let cpu0 = thread_cpu_ns();
+        let cpu0 = swaplab_host::util::thread_cpu_ns();
         let mut next_scan = self.scan_period.map(|_| Instant::now());
         loop {
             let stopping = stop.load(Ordering::Acquire);
@@ -707,7 +695,7 @@ impl Collector {
             procs: self.procs,
             scans: self.scans,
             scan_ns: self.scan_ns,
-            cpu_ns: thread_cpu_ns().saturating_sub(cpu0),
+            cpu_ns: swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0),
             max_pending_swaps: self.swap_stream.max_pending,
             notes: self.notes,
         })
