@@ -146,8 +146,8 @@ pub fn demo_request(opts: &DemoOptions) -> SweepRequest {
     }
 }
 
-/// Runs the demo sweep (as root) and returns its report; `report.render()`
-/// is the slowdown table. Records everything in the catalog like `swaplab sweep`.
+/// Runs the demo sweep (as root) and returns its report, whose
+/// `rows()` are the slowdown table the binary prints. Records everything in the catalog like `swaplab sweep`.
 pub fn demo_sweep(opts: &DemoOptions, progress: &mut ProgressFn<'_>) -> Result<SweepReport> {
     let missing = demo_missing();
     if !missing.is_empty() {

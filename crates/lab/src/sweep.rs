@@ -347,15 +347,6 @@ impl SweepReport {
         }
         parts.join("; ")
     }
-
-    /// A plain text table with the notes below it.
-    pub fn render(&self) -> String {
-        let mut s = render_rows(&self.rows());
-        for n in &self.notes {
-            s.push_str(&format!("note: {n}\n"));
-        }
-        s
-    }
 }
 
 fn format_size_short(b: u64) -> String {
@@ -373,36 +364,6 @@ fn spread(s: &Summary, scale: f64, digits: usize) -> String {
     } else {
         format!("{} [{}-{}]", f(s.median), f(s.min), f(s.max))
     }
-}
-
-/// Renders rows (header first) as an aligned text table: first column left,
-/// the rest right-aligned.
-pub fn render_rows(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut width = vec![0usize; cols];
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::new();
-        for (i, c) in r.iter().enumerate() {
-            let pad = width[i] - c.chars().count();
-            if i == 0 {
-                line.push_str(c);
-                line.push_str(&" ".repeat(pad));
-            } else {
-                line.push_str("  ");
-                line.push_str(&" ".repeat(pad));
-                line.push_str(c);
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
@@ -811,19 +772,12 @@ mod tests {
         assert_eq!(b50.outcome_text(), "timeout");
         assert!((b50.slowdown_at_least.unwrap() - 10.0).abs() < 1e-9);
         assert_eq!(r.cells[5].outcome_text(), "skipped");
-        let text = r.render();
+        let text = format!("{:?}", r.rows());
+        assert!(text.contains(">=10.0x") && text.contains("OOM"), "{text}");
         assert!(
-            text.contains(">=10.0x") && text.contains("OOM") && text.contains("machine-wide"),
-            "{text}"
+            r.notes.iter().any(|n| n.contains("machine-wide")),
+            "{:?}",
+            r.notes
         );
-    }
-
-    #[test]
-    fn table_alignment() {
-        let t = render_rows(&[
-            vec!["a".into(), "bb".into()],
-            vec!["ccc".into(), "d".into()],
-        ]);
-        assert_eq!(t, "a    bb\nccc   d\n");
     }
 }

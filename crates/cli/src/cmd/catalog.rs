@@ -353,7 +353,7 @@ pub fn show(a: ShowArgs) -> Result<()> {
                 rep.status.as_str(),
                 rep.commands_text()
             );
-            print!("{}", rep.render());
+            print!("{}", crate::out::sweep_table(&rep));
         }
     }
     Ok(())

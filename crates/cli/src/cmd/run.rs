@@ -278,7 +278,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
             let catalog = swaplab_lab::catalog::Catalog::open_default()?;
             let rep = swaplab_lab::sweep::report_from_catalog(&catalog, g)?;
             println!("repeat group s{g}:");
-            print!("{}", rep.render());
+            print!("{}", crate::out::sweep_table(&rep));
         }
     }
     Ok(status)
@@ -323,7 +323,7 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
         println!("{}", serde_json::to_string_pretty(&rep)?);
     } else {
         println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
-        print!("{}", rep.render());
+        print!("{}", crate::out::sweep_table(&rep));
     }
     let failed: Vec<_> = rep
         .cells
@@ -383,7 +383,7 @@ pub fn demo_real_part() {
                 "Slowdown against each workload's unlimited (100 %) run, sweep s{}:",
                 rep.sweep_id
             );
-            print!("{}", rep.render());
+            print!("{}", crate::out::sweep_table(&rep));
             println!(
                 "Every run is in the catalog: `swaplab show s{}`, `swaplab runs`, `swaplab show ID`.\n",
                 rep.sweep_id
@@ -413,7 +413,7 @@ pub fn demo_real_part() {
                 println!("  {a}");
             }
             println!("baseline against hinted, sweep s{}:", d.sweep.sweep_id);
-            print!("{}", d.sweep.render());
+            print!("{}", crate::out::sweep_table(&d.sweep));
             let med = |v: &str| {
                 d.sweep
                     .cells
