@@ -37,17 +37,7 @@ fn main() {
     let src_dir = native.join("workloads");
     let exe = out_dir.join("swaplab-workload");
     let sources = c_sources(&src_dir, "the C workloads live in native/workloads");
-    let compiler = cc::Build::new()
-        .cargo_metadata(false)
-        .opt_level(2)
-        .debug(false)
-        .flag("-g")
-        .flag(&prefix_map)
-        .flag("-std=c11")
-        .flag("-Wall")
-        .flag("-Wextra")
-        .flag("-pthread")
-        .get_compiler();
+    let compiler = c_compiler(&prefix_map, "c11", &["-pthread"]);
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o")
@@ -62,20 +52,7 @@ fn main() {
     let pre_dir = native.join("preload");
     let so = out_dir.join("libswaplab-preload.so");
     let sources = c_sources(&pre_dir, "the preload library lives in native/preload");
-    let compiler = cc::Build::new()
-        .cargo_metadata(false)
-        .opt_level(2)
-        .debug(false)
-        .pic(true)
-        .flag("-g")
-        .flag(&prefix_map)
-        .flag("-fPIC")
-        .flag("-shared")
-        .flag("-std=gnu11")
-        .flag("-Wall")
-        .flag("-Wextra")
-        .flag("-Werror")
-        .get_compiler();
+    let compiler = c_compiler(&prefix_map, "gnu11", &["-fPIC", "-shared", "-Werror"]);
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o").arg(&so).args(&sources);
@@ -86,17 +63,7 @@ fn main() {
     let probe_src = native.join("tests/preload_probe.c");
     println!("cargo:rerun-if-changed={}", probe_src.display());
     let probe = out_dir.join("swaplab-preload-probe");
-    let compiler = cc::Build::new()
-        .cargo_metadata(false)
-        .opt_level(2)
-        .debug(false)
-        .flag("-g")
-        .flag(&prefix_map)
-        .flag("-std=gnu11")
-        .flag("-Wall")
-        .flag("-Wextra")
-        .flag("-Werror")
-        .get_compiler();
+    let compiler = c_compiler(&prefix_map, "gnu11", &["-Werror"]);
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o").arg(&probe).arg(&probe_src);
@@ -162,4 +129,23 @@ fn hash(bytes: &[u8]) -> u64 {
     let mut h = DefaultHasher::new();
     h.write(bytes);
     h.finish()
+}
+
+/// The C compiler as every native build uses it: -O2 with debug info (the
+/// symbolizer reads it), paths relative to the checkout, `-std=STD`, -Wall
+/// -Wextra, plus `extra`.
+fn c_compiler(prefix_map: &str, std: &str, extra: &[&str]) -> cc::Tool {
+    let mut b = cc::Build::new();
+    b.cargo_metadata(false)
+        .opt_level(2)
+        .debug(false)
+        .flag("-g")
+        .flag(prefix_map)
+        .flag(format!("-std={std}"))
+        .flag("-Wall")
+        .flag("-Wextra");
+    for f in extra {
+        b.flag(f);
+    }
+    b.get_compiler()
 }

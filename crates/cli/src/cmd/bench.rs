@@ -128,6 +128,36 @@ fn run_peer(
         .collect())
 }
 
+impl Row {
+    /// A row for `what`, which took `secs` for `n` references (printed as it is made).
+    fn timed(
+        n: f64,
+        what: String,
+        secs: f64,
+        bytes_per_page: Option<usize>,
+        miss_ratio: Option<f64>,
+        note: String,
+    ) -> Row {
+        let rate = n / secs / 1e6;
+        let tg = target(&what);
+        eprintln!("  {what:<14} {rate:>8.1} M refs/s");
+        Row {
+            what,
+            seconds: secs,
+            mrefs_per_s: rate,
+            target_mrefs_per_s: tg,
+            meets_target: tg.map(|x| rate >= x),
+            bytes_per_page,
+            miss_ratio,
+            note,
+            end_to_end_seconds: None,
+            import_and_sim_seconds: None,
+            peer_seconds: None,
+            peer_miss_ratio: None,
+        }
+    }
+}
+
 fn peak_rss_bytes() -> Option<u64> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
@@ -202,23 +232,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     }
     let mut rows: Vec<Row> = Vec::new();
     let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
-        let rate = n / secs / 1e6;
-        let tg = target(&what);
-        eprintln!("  {what:<14} {rate:>8.1} M refs/s");
-        rows.push(Row {
-            what,
-            seconds: secs,
-            mrefs_per_s: rate,
-            target_mrefs_per_s: tg,
-            meets_target: tg.map(|x| rate >= x),
-            bytes_per_page: bpp,
-            miss_ratio: mr,
-            note,
-            end_to_end_seconds: None,
-            import_and_sim_seconds: None,
-            peer_seconds: None,
-            peer_miss_ratio: None,
-        });
+        rows.push(Row::timed(n, what, secs, bpp, mr, note))
     };
     let next = specs.iter().any(|s| s.info().needs_future).then(|| {
         let s = Instant::now();
@@ -252,23 +266,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         }
     }
     let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
-        let rate = n / secs / 1e6;
-        let tg = target(&what);
-        eprintln!("  {what:<14} {rate:>8.1} M refs/s");
-        rows.push(Row {
-            what,
-            seconds: secs,
-            mrefs_per_s: rate,
-            target_mrefs_per_s: tg,
-            meets_target: tg.map(|x| rate >= x),
-            bytes_per_page: bpp,
-            miss_ratio: mr,
-            note,
-            end_to_end_seconds: None,
-            import_and_sim_seconds: None,
-            peer_seconds: None,
-            peer_miss_ratio: None,
-        });
+        rows.push(Row::timed(n, what, secs, bpp, mr, note))
     };
     push(
         "load-native".into(),
