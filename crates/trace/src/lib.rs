@@ -27,6 +27,7 @@ pub mod gen;
 pub mod import;
 pub mod model;
 pub mod native;
+pub mod schema;
 pub mod stats;
 pub mod trace_dir;
 pub mod units;

@@ -78,8 +78,8 @@
 //! | column | type | unit | meaning |
 //! |---|---|---|---|
 //! | `site_id` | INT32 (u32), delta | | the id `allocations.site_id` uses |
-//! | `frames` | UTF8 | | frames joined with `\n`, innermost first: `module!function+0xOFF` or `module+0xOFF` |
-//! | `locations` | UTF8 | | `file:line` per frame (empty where unknown), joined with `\n`: as many as `frames` |
+//! | `frames` | UTF8, dict | | frames joined with `\n`, innermost first: `module!function+0xOFF` or `module+0xOFF` |
+//! | `locations` | UTF8, dict | | `file:line` per frame (empty where unknown), joined with `\n`: as many as `frames` |
 //!
 //! ## `processes.parquet` — one row per process of the traced tree
 //!
@@ -187,75 +187,260 @@ pub struct Col {
     ty: Ty,
     nullable: bool,
     enc: Enc,
+    unit: &'static str,
+    meaning: &'static str,
 }
 
-const fn col(name: &'static str, ty: Ty, enc: Enc) -> Col {
+const fn col(
+    name: &'static str,
+    ty: Ty,
+    enc: Enc,
+    unit: &'static str,
+    meaning: &'static str,
+) -> Col {
     Col {
         name,
         ty,
         nullable: false,
         enc,
+        unit,
+        meaning,
     }
 }
 
-const fn opt(name: &'static str, ty: Ty, enc: Enc) -> Col {
+const fn opt(
+    name: &'static str,
+    ty: Ty,
+    enc: Enc,
+    unit: &'static str,
+    meaning: &'static str,
+) -> Col {
     Col {
         name,
         ty,
         nullable: true,
         enc,
+        unit,
+        meaning,
     }
+}
+
+impl Col {
+    /// The documented type, e.g. `INT64 (u64), nullable, delta`.
+    fn type_doc(&self) -> String {
+        let ty = match self.ty {
+            Ty::U64 => "INT64 (u64)",
+            Ty::U32 => "INT32 (u32)",
+            Ty::U8 => "INT32 (u8)",
+            Ty::Code => "INT32",
+            Ty::Utf8 => "UTF8",
+        };
+        let null = if self.nullable { ", nullable" } else { "" };
+        let enc = match self.enc {
+            Enc::Delta => "delta",
+            Enc::Dict => "dict",
+        };
+        format!("{ty}{null}, {enc}")
+    }
+}
+
+/// Every table of a trace directory: name, what a row is, columns.
+const TABLES: [(&str, &str, &[Col]); 6] = [
+    ("faults", "one row per page fault, in time order", &FAULTS),
+    (
+        "swaps",
+        "one row per page moving to or from swap, in time order",
+        &SWAPS,
+    ),
+    (
+        "regions",
+        "one row per mapping of a process, as /proc/PID/maps showed it",
+        &REGIONS,
+    ),
+    (
+        "allocations",
+        "one row per allocation at or above the preload library's threshold",
+        &ALLOCATIONS,
+    ),
+    (
+        "sites",
+        "one row per deduplicated allocation call stack",
+        &SITES,
+    ),
+    (
+        "processes",
+        "one row per process of the traced tree",
+        &PROCESSES,
+    ),
+];
+
+/// The documented schema of every table of a trace directory, from the
+/// same column definitions the writer and reader use.
+pub fn schemas() -> Vec<crate::schema::TableDoc> {
+    TABLES
+        .iter()
+        .map(|(name, about, cols)| crate::schema::TableDoc {
+            name: format!("{name}.parquet"),
+            about: about.to_string(),
+            columns: cols
+                .iter()
+                .map(|c| crate::schema::ColumnDoc::new(c.name, &c.type_doc(), c.unit, c.meaning))
+                .collect(),
+        })
+        .collect()
 }
 
 use Enc::{Delta, Dict};
 use Ty::{Code, Utf8, U32, U64, U8};
 
 const FAULTS: [Col; 6] = [
-    col("t_ns", U64, Delta),
-    col("pid", U32, Dict),
-    col("tid", U32, Dict),
-    col("addr", U64, Delta),
-    col("ip", U64, Dict),
-    col("kind", Code, Dict),
+    col(
+        "t_ns",
+        U64,
+        Delta,
+        "ns",
+        "time of the fault since the command started",
+    ),
+    col("pid", U32, Dict, "", "process (thread group) id"),
+    col("tid", U32, Dict, "", "thread id"),
+    col("addr", U64, Delta, "address", "the faulting data address"),
+    col(
+        "ip",
+        U64,
+        Dict,
+        "address",
+        "instruction pointer of the faulting instruction",
+    ),
+    col(
+        "kind",
+        Code,
+        Dict,
+        "code",
+        "0 minor, 1 major, 2 unknown ([`FaultKind::code`])",
+    ),
 ];
 const SWAPS: [Col; 7] = [
-    col("t_ns", U64, Delta),
-    col("pid", U32, Dict),
-    col("vaddr", U64, Delta),
-    col("dir", Code, Dict),
-    opt("swap_type", U8, Dict),
-    opt("swap_offset", U64, Delta),
-    col("source", Code, Dict),
+    col(
+        "t_ns",
+        U64,
+        Delta,
+        "ns",
+        "when it was seen (for `source` 0, the later pagemap sample)",
+    ),
+    col("pid", U32, Dict, "", "process id"),
+    col(
+        "vaddr",
+        U64,
+        Delta,
+        "address",
+        "page-aligned virtual address",
+    ),
+    col(
+        "dir",
+        Code,
+        Dict,
+        "code",
+        "0 out (present → swapped), 1 in (swapped → present)",
+    ),
+    opt(
+        "swap_type",
+        U8,
+        Dict,
+        "",
+        "swap area index (pagemap swap type), null if unknown",
+    ),
+    opt(
+        "swap_offset",
+        U64,
+        Delta,
+        "slots",
+        "slot in that area (pagemap swap offset), null if unknown",
+    ),
+    col(
+        "source",
+        Code,
+        Dict,
+        "code",
+        "0 pagemap (sampled), 1 fault (a major fault: exact time)",
+    ),
 ];
 const REGIONS: [Col; 7] = [
-    col("pid", U32, Dict),
-    col("start", U64, Delta),
-    col("end", U64, Delta),
-    col("perms", Utf8, Dict),
-    col("path", Utf8, Dict),
-    col("first_seen_ns", U64, Delta),
-    col("last_seen_ns", U64, Delta),
+    col("pid", U32, Dict, "", "process id"),
+    col("start", U64, Delta, "address", "first byte"),
+    col("end", U64, Delta, "address", "one past the last byte"),
+    col("perms", Utf8, Dict, "", "`rw-p` etc."),
+    col(
+        "path",
+        Utf8,
+        Dict,
+        "",
+        "the file, `[heap]`, `[stack]`, `[anon]` (no name) or another `[...]` name",
+    ),
+    col(
+        "first_seen_ns",
+        U64,
+        Delta,
+        "ns",
+        "first snapshot that showed it",
+    ),
+    col(
+        "last_seen_ns",
+        U64,
+        Delta,
+        "ns",
+        "last snapshot that showed it",
+    ),
 ];
 const ALLOCATIONS: [Col; 8] = [
-    col("pid", U32, Dict),
-    col("tid", U32, Dict),
-    col("start", U64, Delta),
-    col("size", U64, Delta),
-    col("t_alloc_ns", U64, Delta),
-    opt("t_free_ns", U64, Delta),
-    col("site_id", U32, Dict),
-    col("func", Utf8, Dict),
+    col("pid", U32, Dict, "", "process that made it"),
+    col("tid", U32, Dict, "", "thread that made it"),
+    col("start", U64, Delta, "address", "first byte"),
+    col("size", U64, Delta, "bytes", "bytes asked for"),
+    col("t_alloc_ns", U64, Delta, "ns", "when it was made"),
+    opt("t_free_ns", U64, Delta, "ns", "when it was freed / unmapped; null if never"),
+    col("site_id", U32, Dict, "", "its call stack (`sites.site_id`)"),
+    col("func", Utf8, Dict, "", "`malloc`, `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`, `memalign`, `valloc`, `mmap`, `mremap`"),
 ];
 const SITES: [Col; 3] = [
-    col("site_id", U32, Delta),
-    col("frames", Utf8, Dict),
-    col("locations", Utf8, Dict),
+    col(
+        "site_id",
+        U32,
+        Delta,
+        "",
+        "the id `allocations.site_id` uses",
+    ),
+    col(
+        "frames",
+        Utf8,
+        Dict,
+        "",
+        "frames joined with `\\n`, innermost first: `module!function+0xOFF` or `module+0xOFF`",
+    ),
+    col(
+        "locations",
+        Utf8,
+        Dict,
+        "",
+        "`file:line` per frame (empty where unknown), joined with `\\n`: as many as `frames`",
+    ),
 ];
 const PROCESSES: [Col; 4] = [
-    col("pid", U32, Delta),
-    col("ppid", U32, Dict),
-    col("t_start_ns", U64, Delta),
-    col("comm", Utf8, Dict),
+    col("pid", U32, Delta, "", "process id"),
+    col(
+        "ppid",
+        U32,
+        Dict,
+        "",
+        "parent process id (0 for the traced command itself)",
+    ),
+    col(
+        "t_start_ns",
+        U64,
+        Delta,
+        "ns",
+        "when it was first seen (its fork, if the preload library saw it)",
+    ),
+    col("comm", Utf8, Dict, "", "its command name, empty if unknown"),
 ];
 
 fn message_type(table: &str, cols: &[Col]) -> String {
@@ -1276,6 +1461,37 @@ pub fn count_rows(dir: &Path) -> Result<BTreeMap<String, u64>> {
 
 #[cfg(test)]
 mod tests {
+    /// The module docs' tables are the generated schema, character for
+    /// character: one source of truth for docs, writer and report.
+    #[test]
+    fn module_docs_match_the_schema() {
+        let src = include_str!("trace_dir.rs");
+        let docs: String = src
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        for t in super::schemas() {
+            let head = format!("## `{}`", t.name);
+            let at = docs
+                .find(&head)
+                .unwrap_or_else(|| panic!("no doc section {head}"));
+            let after = &docs[at..];
+            let table_at = after.find("| column |").expect("a table");
+            let table: String = after[table_at..]
+                .lines()
+                .take_while(|l| l.starts_with('|'))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_eq!(
+                table,
+                t.markdown(),
+                "docs of {} differ from the code",
+                t.name
+            );
+        }
+    }
+
     use super::*;
 
     /// A small deterministic PRNG (splitmix64).

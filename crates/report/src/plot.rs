@@ -1,0 +1,407 @@
+//! Charts → SVG, drawn with plotters' SVG backend (text as `<text>`
+//! elements in the browser's sans-serif font: no font files needed).
+
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+
+use crate::model::{Axis, Band, Chart, Figure, ScatterGroup, Series};
+use crate::{Error, Result};
+
+/// Width of every figure, pixels.
+pub const WIDTH: u32 = 760;
+/// Height of line charts and scatters, pixels.
+pub const HEIGHT: u32 = 420;
+
+/// Colour of series `i`: the ten colours of Tableau 10 (distinguishable,
+/// also in greyscale print), then plotters' Palette99.
+pub fn colour(i: usize) -> RGBColor {
+    const T10: [(u8, u8, u8); 10] = [
+        (78, 121, 167),
+        (242, 142, 43),
+        (225, 87, 89),
+        (118, 183, 178),
+        (89, 161, 79),
+        (237, 201, 72),
+        (176, 122, 161),
+        (255, 157, 167),
+        (156, 117, 95),
+        (186, 176, 172),
+    ];
+    match T10.get(i) {
+        Some(&(r, g, b)) => RGBColor(r, g, b),
+        None => {
+            let c = Palette99::pick(i).to_rgba();
+            RGBColor(c.0, c.1, c.2)
+        }
+    }
+}
+
+/// Draws `fig` as a standalone SVG document.
+pub fn svg(fig: &Figure) -> Result<String> {
+    let err = |e: &dyn std::fmt::Display| Error::Plot {
+        figure: fig.title.clone(),
+        msg: e.to_string(),
+    };
+    let mut out = String::new();
+    let height = match &fig.chart {
+        Chart::Bars {
+            categories, series, ..
+        } => (90 + categories.len() as u32 * (8 + 12 * series.len().max(1) as u32)).max(260),
+        _ => HEIGHT,
+    };
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        match &fig.chart {
+            Chart::Lines { x, y, series } => lines(&root, &fig.title, x, y, series),
+            Chart::Scatter {
+                x,
+                y,
+                groups,
+                bands,
+                y_marks,
+            } => scatter(&root, &fig.title, x, y, groups, bands, y_marks),
+            Chart::Bars {
+                categories,
+                series,
+                value,
+            } => bars(&root, &fig.title, categories, series, value),
+        }
+        .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(out)
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+type PlotResult = std::result::Result<(), Box<dyn std::error::Error + 'static>>;
+
+fn boxed<E: std::error::Error + Send + Sync + 'static>(e: E) -> Box<dyn std::error::Error> {
+    Box::new(e)
+}
+
+/// The range of `values` padded by 5 % (log: by a factor), never empty.
+fn range(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        if hi <= lo {
+            return (lo / 2.0, hi * 2.0);
+        }
+        return (lo / 1.25, hi * 1.25);
+    }
+    if hi <= lo {
+        let d = if lo == 0.0 { 1.0 } else { lo.abs() * 0.1 };
+        return (lo - d, hi + d);
+    }
+    let pad = (hi - lo) * 0.05;
+    // Counts and times start at zero: keep zero on the axis when it is near.
+    let lo = if lo >= 0.0 && lo - pad * 4.0 <= 0.0 {
+        0.0
+    } else {
+        lo - pad
+    };
+    (lo, hi + pad)
+}
+
+/// Runs `$body` with `$xc`/`$yc` bound to a linear or logarithmic f64
+/// coordinate for each axis (four concrete types, so no trait bounds).
+macro_rules! with_coords {
+    ($x:expr, $y:expr, $xr:expr, $yr:expr, |$xc:ident, $yc:ident| $body:block) => {
+        match ($x.log, $y.log) {
+            (false, false) => {
+                let $xc = $xr.0..$xr.1;
+                let $yc = $yr.0..$yr.1;
+                $body
+            }
+            (true, false) => {
+                let $xc = ($xr.0..$xr.1).log_scale();
+                let $yc = $yr.0..$yr.1;
+                $body
+            }
+            (false, true) => {
+                let $xc = $xr.0..$xr.1;
+                let $yc = ($yr.0..$yr.1).log_scale();
+                $body
+            }
+            (true, true) => {
+                let $xc = ($xr.0..$xr.1).log_scale();
+                let $yc = ($yr.0..$yr.1).log_scale();
+                $body
+            }
+        }
+    };
+}
+
+fn drawable(p: (f64, f64), x: &Axis, y: &Axis) -> bool {
+    p.0.is_finite() && p.1.is_finite() && (!x.log || p.0 > 0.0) && (!y.log || p.1 > 0.0)
+}
+
+fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) -> PlotResult {
+    let xr = range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), x.log);
+    let yr = range(
+        series.iter().flat_map(|s| {
+            s.points
+                .iter()
+                .map(|p| p.1)
+                .chain(s.err.iter().flat_map(|e| [e.0, e.1]))
+        }),
+        y.log,
+    );
+    let named = series.len() > 1 || series.first().is_some_and(|s| !s.name.is_empty());
+    with_coords!(x, y, xr, yr, |xc, yc| {
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(46)
+            .y_label_area_size(78)
+            .build_cartesian_2d(xc, yc)
+            .map_err(boxed)?;
+        chart
+            .configure_mesh()
+            .x_desc(x.label.as_str())
+            .y_desc(y.label.as_str())
+            .light_line_style(RGBColor(240, 240, 240))
+            .label_style(("sans-serif", 12))
+            .draw()
+            .map_err(boxed)?;
+        for (i, s) in series.iter().enumerate() {
+            let c = colour(i);
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|&p| drawable(p, x, y))
+                .collect();
+            let line = chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+                .map_err(boxed)?;
+            if named {
+                line.label(s.name.as_str()).legend(move |(px, py)| {
+                    PathElement::new(vec![(px, py), (px + 18, py)], c.stroke_width(2))
+                });
+            }
+            chart
+                .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                .map_err(boxed)?;
+            if s.err.len() == s.points.len() {
+                chart
+                    .draw_series(s.points.iter().zip(&s.err).filter_map(|(&(px, py), &(lo, hi))| {
+                        (drawable((px, lo), x, y) && drawable((px, hi), x, y))
+                            .then(|| ErrorBar::new_vertical(px, lo, py, hi, c.stroke_width(1), 7))
+                    }))
+                    .map_err(boxed)?;
+            }
+        }
+        if named {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK.mix(0.3))
+                .label_font(("sans-serif", 12))
+                .draw()
+                .map_err(boxed)?;
+        }
+        Ok(())
+    })
+}
+
+fn scatter(
+    area: &Area<'_>,
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    groups: &[ScatterGroup],
+    bands: &[Band],
+    y_marks: &[(f64, String)],
+) -> PlotResult {
+    let xr = range(
+        groups
+            .iter()
+            .flat_map(|g| g.points.iter().map(|p| p.0))
+            .chain(bands.iter().flat_map(|b| [b.x.0, b.x.1])),
+        false,
+    );
+    let yr = range(
+        groups
+            .iter()
+            .flat_map(|g| g.points.iter().map(|p| p.1))
+            .chain(bands.iter().flat_map(|b| [b.y.0, b.y.1]))
+            .chain(y_marks.iter().map(|m| m.0)),
+        false,
+    );
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 17))
+        .margin(12)
+        .x_label_area_size(46)
+        .y_label_area_size(if y_marks.is_empty() { 78 } else { 118 })
+        .build_cartesian_2d::<std::ops::Range<f64>, std::ops::Range<f64>>(xr.0..xr.1, yr.0..yr.1)
+        .map_err(boxed)?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x.label.as_str())
+        .y_desc(y.label.as_str())
+        .light_line_style(RGBColor(240, 240, 240))
+        .label_style(("sans-serif", 12));
+    if !y_marks.is_empty() {
+        mesh.y_labels(0).disable_y_mesh();
+    }
+    mesh.draw().map_err(boxed)?;
+    chart
+        .draw_series(bands.iter().map(|b| {
+            Rectangle::new(
+                [(b.x.0, b.y.0), (b.x.1, b.y.1)],
+                colour(b.group).mix(0.13).filled(),
+            )
+        }))
+        .map_err(boxed)?;
+    draw_y_marks(area, &chart, xr, y_marks)?;
+    for (i, g) in groups.iter().enumerate() {
+        let c = colour(i);
+        chart
+            .draw_series(
+                g.points
+                    .iter()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite())
+                    .map(|&p| Circle::new(p, 2, c.filled())),
+            )
+            .map_err(boxed)?
+            .label(g.name.as_str())
+            .legend(move |(px, py)| Circle::new((px + 8, py), 4, c.filled()));
+    }
+    if !groups.is_empty() {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(boxed)?;
+    }
+    Ok(())
+}
+
+/// Thin grey lines across the plot at each mark, labelled in the y label
+/// area (used for a compressed address axis: the labels are addresses).
+fn draw_y_marks(
+    area: &Area<'_>,
+    chart: &ChartContext<'_, SVGBackend<'_>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    xr: (f64, f64),
+    marks: &[(f64, String)],
+) -> PlotResult {
+    let style = ("sans-serif", 11).into_font().color(&BLACK.mix(0.8));
+    let mut last_py: Option<i32> = None;
+    for (yv, label) in marks {
+        let (x0, py) = chart.backend_coord(&(xr.0, *yv));
+        let (x1, _) = chart.backend_coord(&(xr.1, *yv));
+        area.draw(&PathElement::new(
+            vec![(x0, py), (x1, py)],
+            RGBColor(200, 200, 200).stroke_width(1),
+        ))
+        .map_err(boxed)?;
+        // Labels closer than one line of text would overlap: skip them
+        // (the line is still drawn; the CSV has every address).
+        if last_py.is_none_or(|l| (py - l).abs() >= 13) {
+            area.draw(&Text::new(label.clone(), (x0 - 112, py - 6), style.clone()))
+                .map_err(boxed)?;
+            last_py = Some(py);
+        }
+    }
+    Ok(())
+}
+
+fn bars(
+    area: &Area<'_>,
+    title: &str,
+    categories: &[String],
+    series: &[(String, Vec<f64>)],
+    value: &Axis,
+) -> PlotResult {
+    let n = categories.len().max(1) as i32;
+    let max = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let max = if max > 0.0 { max * 1.08 } else { 1.0 };
+    let label_of = |v: &SegmentValue<i32>| match v {
+        SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => categories
+            .get((n - 1 - *i) as usize)
+            .map(|s| short(s, 34))
+            .unwrap_or_default(),
+        SegmentValue::Last => String::new(),
+    };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 17))
+        .margin(12)
+        .x_label_area_size(46)
+        .y_label_area_size(230)
+        .build_cartesian_2d(0f64..max, (0..n).into_segmented())
+        .map_err(boxed)?;
+    chart
+        .configure_mesh()
+        .x_desc(value.label.as_str())
+        .y_labels(categories.len().max(1))
+        .y_label_formatter(&label_of)
+        .disable_y_mesh()
+        .light_line_style(RGBColor(240, 240, 240))
+        .label_style(("sans-serif", 12))
+        .draw()
+        .map_err(boxed)?;
+    let plot_h = chart.plotting_area().dim_in_pixel().1 as f64;
+    let seg = plot_h / n as f64;
+    let k = series.len().max(1) as f64;
+    let bar = ((seg - 6.0) / k).max(1.0);
+    for (j, (name, values)) in series.iter().enumerate() {
+        let c = colour(j);
+        let top = 3.0 + j as f64 * bar;
+        let bottom = (seg - top - bar).max(0.0);
+        let drawn = chart
+            .draw_series(values.iter().enumerate().map(|(i, &v)| {
+                let row = n - 1 - i as i32;
+                let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
+                let mut r = Rectangle::new(
+                    [(0.0, SegmentValue::Exact(row + 1)), (v, SegmentValue::Exact(row))],
+                    c.filled(),
+                );
+                r.set_margin(top as u32, bottom as u32, 0, 0);
+                r
+            }))
+            .map_err(boxed)?;
+        if series.len() > 1 {
+            drawn.label(name.as_str()).legend(move |(px, py)| {
+                Rectangle::new([(px, py - 5), (px + 10, py + 5)], c.filled())
+            });
+        }
+    }
+    if series.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK.mix(0.3))
+            .label_font(("sans-serif", 12))
+            .draw()
+            .map_err(boxed)?;
+    }
+    Ok(())
+}
+
+/// `s` cut to `max` characters with an ellipsis.
+pub fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
