@@ -257,6 +257,9 @@ pub struct Environment {
     pub kernel_release: String,
     /// /proc/version.
     pub kernel_version: String,
+    /// /proc/cmdline (empty in records made before it was kept).
+    #[serde(default)]
+    pub kernel_cmdline: String,
     /// CPU model name.
     pub cpu_model: Option<String>,
     /// Logical CPUs listed in /proc/cpuinfo.
@@ -291,6 +294,7 @@ impl Environment {
         Ok(Environment {
             kernel_release: util::read_trimmed(Path::new("/proc/sys/kernel/osrelease"))?,
             kernel_version: util::read_trimmed(Path::new("/proc/version")).unwrap_or_default(),
+            kernel_cmdline: util::read_trimmed(Path::new("/proc/cmdline")).unwrap_or_default(),
             cpu_model: cpu.model_name(0).map(str::to_string),
             cpu_count: cpu.num_cores(),
             mem_total_bytes: mem.mem_total,

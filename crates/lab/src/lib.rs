@@ -51,6 +51,7 @@ pub mod options;
 pub mod preload;
 pub mod record;
 pub mod refs;
+pub mod report;
 pub mod runner;
 pub mod simulate;
 pub mod sweep;

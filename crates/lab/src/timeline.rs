@@ -48,6 +48,60 @@ pub const COLUMNS: [&str; 7] = [
     "psi_full_us",
 ];
 
+/// The columns with their documentation (type, unit, meaning), in file
+/// order: the module docs' table and the report's Schema come from here.
+pub const COLUMN_DOCS: [(&str, &str, &str, &str); 7] = [
+    ("t_ns", "INT64", "ns", "time since the workload was started"),
+    (
+        "usage_bytes",
+        "INT64, nullable",
+        "bytes",
+        "the group's memory usage (\"RSS\" of the group: anon + page cache charged to it)",
+    ),
+    (
+        "swap_bytes",
+        "INT64, nullable",
+        "bytes",
+        "the group's memory in swap (v1 memory.stat `swap`, v2 `memory.swap.current`)",
+    ),
+    (
+        "pgfault",
+        "INT64, nullable",
+        "count",
+        "the group's page faults so far (memory.stat)",
+    ),
+    (
+        "pgmajfault",
+        "INT64, nullable",
+        "count",
+        "the group's major faults so far (memory.stat)",
+    ),
+    (
+        "psi_some_us",
+        "INT64, nullable",
+        "µs",
+        "memory PSI \"some\" stall total (cumulative; see `psi_scope`)",
+    ),
+    (
+        "psi_full_us",
+        "INT64, nullable",
+        "µs",
+        "memory PSI \"full\" stall total (cumulative)",
+    ),
+];
+
+/// The documented schema of `timeline.parquet`.
+pub fn schema() -> swaplab_trace::schema::TableDoc {
+    swaplab_trace::schema::TableDoc {
+        name: "timeline.parquet".into(),
+        about: "one row per sample of the run's memory cgroup (about 20 Hz)".into(),
+        columns: COLUMN_DOCS
+            .iter()
+            .map(|c| swaplab_trace::schema::ColumnDoc::new(c.0, c.1, c.2, c.3))
+            .collect(),
+    }
+}
+
 /// One tick.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sample {
@@ -374,6 +428,20 @@ pub fn read_parquet(path: &Path) -> Result<(Vec<Sample>, Option<TimelineMeta>)> 
 
 #[cfg(test)]
 mod tests {
+    /// The module docs, the written columns and the documented schema agree.
+    #[test]
+    fn docs_match_the_columns() {
+        let sch = super::schema();
+        assert_eq!(sch.names(), super::COLUMNS.to_vec());
+        let docs: String = include_str!("timeline.rs")
+            .lines()
+            .take_while(|l| l.starts_with("//!"))
+            .filter(|l| l.starts_with("//! |"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//! ")))
+            .collect();
+        assert_eq!(docs, sch.markdown());
+    }
+
     use super::*;
 
     /// A fake v2 group: the sampler reads what the files say.

@@ -388,6 +388,10 @@ mod tests {
         assert_eq!(csv, "a,b\n1,\"x,\"\"y\"\"\"\n");
         assert_eq!(t.doc.name, "x.csv");
         t.push(vec![1u64.into()]);
-        assert!(t.to_csv().unwrap_err().to_string().contains("row 1 has 1 values"));
+        assert!(t
+            .to_csv()
+            .unwrap_err()
+            .to_string()
+            .contains("row 1 has 1 values"));
     }
 }

@@ -145,7 +145,10 @@ fn drawable(p: (f64, f64), x: &Axis, y: &Axis) -> bool {
 }
 
 fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) -> PlotResult {
-    let xr = range(series.iter().flat_map(|s| s.points.iter().map(|p| p.0)), x.log);
+    let xr = range(
+        series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
+        x.log,
+    );
     let yr = range(
         series.iter().flat_map(|s| {
             s.points
@@ -193,10 +196,13 @@ fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) ->
                 .map_err(boxed)?;
             if s.err.len() == s.points.len() {
                 chart
-                    .draw_series(s.points.iter().zip(&s.err).filter_map(|(&(px, py), &(lo, hi))| {
-                        (drawable((px, lo), x, y) && drawable((px, hi), x, y))
-                            .then(|| ErrorBar::new_vertical(px, lo, py, hi, c.stroke_width(1), 7))
-                    }))
+                    .draw_series(s.points.iter().zip(&s.err).filter_map(
+                        |(&(px, py), &(lo, hi))| {
+                            (drawable((px, lo), x, y) && drawable((px, hi), x, y)).then(|| {
+                                ErrorBar::new_vertical(px, lo, py, hi, c.stroke_width(1), 7)
+                            })
+                        },
+                    ))
                     .map_err(boxed)?;
             }
         }
@@ -369,7 +375,10 @@ fn bars(
                 let row = n - 1 - i as i32;
                 let v = if v.is_finite() { v.max(0.0) } else { 0.0 };
                 let mut r = Rectangle::new(
-                    [(0.0, SegmentValue::Exact(row + 1)), (v, SegmentValue::Exact(row))],
+                    [
+                        (0.0, SegmentValue::Exact(row + 1)),
+                        (v, SegmentValue::Exact(row)),
+                    ],
                     c.filled(),
                 );
                 r.set_margin(top as u32, bottom as u32, 0, 0);

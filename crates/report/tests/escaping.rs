@@ -61,7 +61,10 @@ fn report() -> Report {
         caption: "c".into(),
         chart: Chart::Bars {
             categories: vec![EVIL.into(), "two".into()],
-            series: vec![("in".into(), vec![3.0, 1.0]), ("out".into(), vec![2.0, 0.0])],
+            series: vec![
+                ("in".into(), vec![3.0, 1.0]),
+                ("out".into(), vec![2.0, 0.0]),
+            ],
             value: Axis::linear("pages"),
         },
         data: data.clone(),
@@ -105,7 +108,7 @@ fn nothing_from_the_data_becomes_markup() {
     // Escaped forms are there (HTML and SVG text alike).
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;")); // plotters
     assert!(html.contains("&#60;script&#62;alert(1)&#60;/script&#62;")); // askama
-    // Three figures with their SVG, series lists and CSV links.
+                                                                         // Three figures with their SVG, series lists and CSV links.
     assert_eq!(html.matches("<figure class=\"fig\"").count(), 3);
     assert_eq!(html.matches("<svg").count(), 3);
     assert_eq!(html.matches("class=\"dl-svg\"").count(), 3);
@@ -123,7 +126,9 @@ fn csv_links_decode_to_their_tables() {
     let mut decoded = Vec::new();
     for part in html.split(prefix).skip(1) {
         let b64 = &part[..part.find('"').unwrap()];
-        let bytes = base64::engine::general_purpose::STANDARD.decode(b64).unwrap();
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
         decoded.push(String::from_utf8(bytes).unwrap());
     }
     assert_eq!(decoded.len(), 4);

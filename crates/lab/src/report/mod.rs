@@ -1,0 +1,333 @@
+//! Report sections from swaplab's results: a recorded run, a sweep, a
+//! trace directory, a saved simulation or miss-ratio curve (and, later,
+//! benchmarks). Each builder turns one result into a
+//! [`swaplab_report::Section`]; [`sections_for`] resolves what the user
+//! named (`12`, `s3`, a directory, a file) into sections. A new kind of
+//! saved result adds one line to [`FILE_KINDS`] and a builder, nothing in
+//! the report core.
+
+use std::path::{Path, PathBuf};
+
+use swaplab_host::procfs::Environment;
+use swaplab_report::{ColumnDoc, Section};
+
+use crate::catalog::Catalog;
+use crate::error::{Error, Result};
+use crate::record::{CgroupInfo, RunRecord, Settings};
+
+pub mod run;
+pub mod sim;
+pub mod sweep;
+pub mod trace;
+
+/// A column with its documentation.
+pub(crate) fn col(name: &str, ty: &str, unit: &str, meaning: &str) -> ColumnDoc {
+    ColumnDoc::new(name, ty, unit, meaning)
+}
+
+/// Bytes → MiB.
+pub(crate) fn mib(b: u64) -> f64 {
+    b as f64 / (1024.0 * 1024.0)
+}
+
+/// A command line as a shell would read it back.
+pub fn shell_line(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+}
+
+/// Saved result files: the value of their `"kind"` field and the builder.
+/// Benchmarks add their kinds here.
+pub const FILE_KINDS: &[(&str, fn(&Path, &serde_json::Value) -> Result<Section>)] = &[
+    (sim::SIM_KIND, sim::sim_section),
+    (sim::MRC_KIND, sim::mrc_section),
+];
+
+/// The sections for one source argument: a run id (`12`; a traced run adds
+/// its trace's section), a sweep (`s3`), a trace directory, a run
+/// directory (with `run.json`), or a saved result file (`sim --save`,
+/// `mrc --save`).
+pub fn sections_for(
+    arg: &str,
+    catalog: &mut dyn FnMut() -> Result<Catalog>,
+) -> Result<Vec<Section>> {
+    let p = Path::new(arg);
+    if p.is_dir() {
+        if swaplab_trace::trace_dir::is_trace_dir(p) {
+            return Ok(vec![trace::trace_section(p)?]);
+        }
+        let run_json = p.join("run.json");
+        if run_json.is_file() {
+            let rec: RunRecord = read_json(&run_json)?;
+            return run_sections(&rec);
+        }
+        return Err(Error::Invalid(format!(
+            "{arg}: neither a trace directory (meta.json + faults.parquet) nor a run directory (run.json)"
+        )));
+    }
+    if p.is_file() {
+        let v: serde_json::Value = read_json(p)?;
+        let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+        return match FILE_KINDS.iter().find(|k| k.0 == kind) {
+            Some((_, build)) => Ok(vec![build(p, &v)?]),
+            None => Err(Error::Invalid(format!(
+                "{arg}: not a saved swaplab result (its \"kind\" is {kind:?}; known: {}); make one with `swaplab sim --save FILE` or `swaplab mrc --save FILE`",
+                FILE_KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+            ))),
+        };
+    }
+    if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
+        let c = catalog()?;
+        let rep = crate::sweep::report_from_catalog(&c, id)?;
+        let runs = c.sweep_runs(id)?;
+        return Ok(vec![sweep::sweep_section(&rep, &runs)?]);
+    }
+    if let Ok(id) = arg.parse::<i64>() {
+        let rec = catalog()?.run(id)?;
+        return run_sections(&rec);
+    }
+    Err(Error::Invalid(format!(
+        "{arg}: no such file or directory, run id (12) or sweep id (s3); `swaplab runs` lists runs, `swaplab runs --sweeps` sweeps"
+    )))
+}
+
+/// A run's section, then its trace's when it was traced.
+fn run_sections(rec: &RunRecord) -> Result<Vec<Section>> {
+    let mut v = vec![run::run_section(rec)?];
+    if let Some(d) = rec.trace_dir() {
+        if swaplab_trace::trace_dir::is_trace_dir(d) {
+            v.push(trace::trace_section(d)?);
+        }
+    }
+    Ok(v)
+}
+
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T> {
+    let text = std::fs::read_to_string(p).map_err(|e| Error::io("reading", p, e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: not valid JSON of the expected shape: {e}",
+            p.display()
+        ))
+    })
+}
+
+/// What the Linux config part says about an experiment, from what its
+/// record kept. `None` values read "not recorded".
+pub struct ConfigSource<'a> {
+    /// The machine snapshot taken at the run.
+    pub env: Option<&'a Environment>,
+    /// The settings in force during the run.
+    pub settings: Option<&'a Settings>,
+    /// The memory cgroup.
+    pub cgroup: Option<&'a CgroupInfo>,
+    /// The limit applied (`None`: unlimited).
+    pub limit: Option<(String, Option<u64>)>,
+    /// The swap the run asked for (e.g. `file:1G`).
+    pub swap_asked: Vec<String>,
+    /// The command line that reproduces the experiment.
+    pub reproduce: String,
+}
+
+/// The Linux config rows: kernel, CPU, memory, cgroup and limit, swap
+/// devices, zram/zswap, vm sysctls, THP, MGLRU, swaplab version, and the
+/// command that reproduces it.
+pub fn linux_config(c: &ConfigSource<'_>) -> Vec<(String, String)> {
+    let nr = || "not recorded".to_string();
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut add = |k: &str, val: String| v.push((k.to_string(), val));
+    let env = c.env;
+    add(
+        "kernel release",
+        env.map(|e| e.kernel_release.clone()).unwrap_or_else(nr),
+    );
+    add(
+        "kernel command line",
+        env.map(|e| e.kernel_cmdline.clone())
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(nr),
+    );
+    add(
+        "CPU",
+        env.map(|e| {
+            format!(
+                "{} × {}",
+                e.cpu_count,
+                e.cpu_model
+                    .clone()
+                    .unwrap_or_else(|| "unknown model".into())
+            )
+        })
+        .unwrap_or_else(nr),
+    );
+    add(
+        "memory",
+        env.map(|e| {
+            format!(
+                "{} (page size {})",
+                swaplab_trace::units::format_bytes(e.mem_total_bytes),
+                e.page_size
+            )
+        })
+        .unwrap_or_else(nr),
+    );
+    add(
+        "memory cgroup",
+        match (c.cgroup, env.and_then(|e| e.memory_cgroup)) {
+            (Some(g), _) => format!("{:?} at {}", g.version, g.path.display()),
+            (None, Some(v)) => format!("{v:?} (no cgroup was used)"),
+            (None, None) => "none".into(),
+        },
+    );
+    add(
+        "memory limit",
+        match &c.limit {
+            Some((label, Some(b))) => {
+                format!("{label} = {}", swaplab_trace::units::format_bytes(*b))
+            }
+            Some((label, None)) => format!("{label} (unlimited)"),
+            None => "unlimited".into(),
+        },
+    );
+    add(
+        "swap asked for",
+        if c.swap_asked.is_empty() {
+            "none (the machine's swap areas)".into()
+        } else {
+            c.swap_asked.join(", ")
+        },
+    );
+    add(
+        "swap areas",
+        env.map(|e| {
+            if e.swap_areas.is_empty() {
+                "none".to_string()
+            } else {
+                e.swap_areas
+                    .iter()
+                    .map(|a| {
+                        format!(
+                            "{} ({}, {}, priority {})",
+                            a.filename.display(),
+                            a.kind,
+                            swaplab_trace::units::format_bytes(a.size_bytes),
+                            a.priority
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+        })
+        .unwrap_or_else(nr),
+    );
+    add(
+        "zram",
+        env.map(|e| {
+            if e.zram.is_empty() {
+                "no devices".to_string()
+            } else {
+                e.zram
+                    .iter()
+                    .map(|z| {
+                        format!(
+                            "zram{}: {} {}{}",
+                            z.id,
+                            swaplab_trace::units::format_bytes(z.disksize),
+                            z.comp_algorithm.clone().unwrap_or_default(),
+                            if z.swap_active { ", swap" } else { "" }
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+        })
+        .unwrap_or_else(nr),
+    );
+    let s = c.settings;
+    let knob = |f: &dyn Fn(&Settings) -> Option<String>,
+                g: &dyn Fn(&Environment) -> Option<String>| {
+        s.and_then(f).or_else(|| env.and_then(g)).unwrap_or_else(nr)
+    };
+    add(
+        "zswap",
+        knob(
+            &|s| {
+                s.zswap_enabled.map(|on| {
+                    format!(
+                        "{} (compressor {}, max pool {} %)",
+                        if on { "enabled" } else { "disabled" },
+                        s.zswap_compressor.clone().unwrap_or_else(|| "?".into()),
+                        s.zswap_max_pool_percent
+                            .map(|p| p.to_string())
+                            .unwrap_or_else(|| "?".into())
+                    )
+                })
+            },
+            &|e| e.knobs.zswap_enabled.clone(),
+        ),
+    );
+    add(
+        "vm.swappiness",
+        knob(&|s| s.swappiness.map(|v| v.to_string()), &|e| {
+            e.knobs.swappiness.clone()
+        }),
+    );
+    add(
+        "vm.page-cluster",
+        knob(&|s| s.page_cluster.map(|v| v.to_string()), &|e| {
+            e.knobs.page_cluster.clone()
+        }),
+    );
+    add(
+        "transparent hugepages",
+        knob(
+            &|s| {
+                s.thp_enabled.clone().map(|en| {
+                    format!(
+                        "enabled: {en}; defrag: {}",
+                        s.thp_defrag.clone().unwrap_or_default()
+                    )
+                })
+            },
+            &|e| e.knobs.thp_enabled.clone(),
+        ),
+    );
+    add(
+        "vm.overcommit_memory",
+        knob(&|s| s.overcommit_memory.map(|v| v.to_string()), &|e| {
+            e.knobs.overcommit_memory.clone()
+        }),
+    );
+    add(
+        "MGLRU",
+        match s.map(|s| s.mglru) {
+            Some(Some(m)) => format!(
+                "{} (enabled mask 0x{:04x}, min_ttl_ms {})",
+                if m.enabled() { "on" } else { "off" },
+                m.enabled_mask,
+                m.min_ttl_ms
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "?".into())
+            ),
+            Some(None) => "absent (this kernel has no /sys/kernel/mm/lru_gen)".into(),
+            None => nr(),
+        },
+    );
+    add(
+        "swaplab version",
+        env.map(|e| e.swaplab_version.clone()).unwrap_or_else(nr),
+    );
+    add("reproduce with", c.reproduce.clone());
+    v
+}
+
+/// The record's run directory files that exist, with what they hold.
+pub(crate) fn existing(files: Vec<(PathBuf, &str)>) -> Vec<swaplab_report::DataFile> {
+    files
+        .into_iter()
+        .filter(|(p, _)| p.exists())
+        .map(|(path, about)| swaplab_report::DataFile {
+            path,
+            about: about.to_string(),
+        })
+        .collect()
+}
