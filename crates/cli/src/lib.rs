@@ -87,6 +87,8 @@ enum Cmd {
     Show(cmd::catalog::ShowArgs),
     /// Compare two runs or two sweeps, cell by cell, with a significance test.
     Compare(cmd::catalog::CompareArgs),
+    /// Write one self-contained HTML page of figures from runs, sweeps, traces and saved simulations.
+    Report(cmd::report::ReportArgs),
     /// What this machine offers (cgroups, swap, PSI, tracing, …) and what each gap disables.
     Doctor(cmd::doctor::DoctorArgs),
     /// Undo what killed swaplab processes left behind (swap areas, sysctls, cgroups).
@@ -118,6 +120,7 @@ pub fn main() {
     let r = match cli.cmd {
         Cmd::Demo(a) => cmd::demo::run(a).map(|()| 0),
         Cmd::Gen(a) => cmd::gen::run(a).map(|()| 0),
+        Cmd::Report(a) => cmd::report::run(a).map(|()| 0),
         Cmd::Import(a) => cmd::import::run_import(a).map(|()| 0),
         Cmd::Export(a) => cmd::import::run_export(a).map(|()| 0),
         Cmd::Info(a) => cmd::info::run(a).map(|()| 0),

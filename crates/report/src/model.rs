@@ -240,6 +240,9 @@ pub enum Chart {
         y: Axis,
         /// The lines.
         series: Vec<Series>,
+        /// (x, label) written above the plot, e.g. "75 %" of the peak at
+        /// each memory limit of a MiB axis (a second scale for the same x).
+        x_marks: Vec<(f64, String)>,
     },
     /// Points coloured by group, over bands; `y_marks` label positions of
     /// the y axis (e.g. addresses where a compressed address axis jumps)

@@ -54,7 +54,12 @@ pub fn svg(fig: &Figure) -> Result<String> {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| err(&e))?;
         match &fig.chart {
-            Chart::Lines { x, y, series } => lines(&root, &fig.title, x, y, series),
+            Chart::Lines {
+                x,
+                y,
+                series,
+                x_marks,
+            } => lines(&root, &fig.title, x, y, series, x_marks),
             Chart::Scatter {
                 x,
                 y,
@@ -144,7 +149,14 @@ fn drawable(p: (f64, f64), x: &Axis, y: &Axis) -> bool {
     p.0.is_finite() && p.1.is_finite() && (!x.log || p.0 > 0.0) && (!y.log || p.1 > 0.0)
 }
 
-fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) -> PlotResult {
+fn lines(
+    area: &Area<'_>,
+    title: &str,
+    x: &Axis,
+    y: &Axis,
+    series: &[Series],
+    x_marks: &[(f64, String)],
+) -> PlotResult {
     let xr = range(
         series.iter().flat_map(|s| s.points.iter().map(|p| p.0)),
         x.log,
@@ -161,8 +173,9 @@ fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) ->
     let named = series.len() > 1 || series.first().is_some_and(|s| !s.name.is_empty());
     with_coords!(x, y, xr, yr, |xc, yc| {
         let mut chart = ChartBuilder::on(area)
-            .caption(title, ("sans-serif", 17))
+            .caption(title, ("sans-serif", 21))
             .margin(12)
+            .margin_top(if x_marks.is_empty() { 12 } else { 26 })
             .x_label_area_size(46)
             .y_label_area_size(78)
             .build_cartesian_2d(xc, yc)
@@ -172,7 +185,7 @@ fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) ->
             .x_desc(x.label.as_str())
             .y_desc(y.label.as_str())
             .light_line_style(RGBColor(240, 240, 240))
-            .label_style(("sans-serif", 12))
+            .label_style(("sans-serif", 15))
             .draw()
             .map_err(boxed)?;
         for (i, s) in series.iter().enumerate() {
@@ -196,13 +209,26 @@ fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) ->
                 .map_err(boxed)?;
             if s.err.len() == s.points.len() {
                 chart
-                    .draw_series(s.points.iter().zip(&s.err).filter_map(
-                        |(&(px, py), &(lo, hi))| {
-                            (drawable((px, lo), x, y) && drawable((px, hi), x, y)).then(|| {
-                                ErrorBar::new_vertical(px, lo, py, hi, c.stroke_width(1), 7)
+                    .draw_series(
+                        s.points
+                            .iter()
+                            .zip(&s.err)
+                            .filter(|(&(px, _), &(lo, hi))| {
+                                drawable((px, lo), x, y) && drawable((px, hi), x, y)
                             })
-                        },
-                    ))
+                            .map(|(&(px, py), &(lo, hi))| {
+                                ErrorBar::new_vertical(px, lo, py, hi, c.stroke_width(1), 7)
+                            }),
+                    )
+                    .map_err(boxed)?;
+            }
+        }
+        let top = yr.1;
+        let style = ("sans-serif", 13).into_font().color(&BLACK.mix(0.75));
+        for (xv, label) in x_marks {
+            if drawable((*xv, top), x, y) {
+                let (px, py) = chart.backend_coord(&(*xv, top));
+                area.draw(&Text::new(label.clone(), (px - 12, py - 15), style.clone()))
                     .map_err(boxed)?;
             }
         }
@@ -212,7 +238,7 @@ fn lines(area: &Area<'_>, title: &str, x: &Axis, y: &Axis, series: &[Series]) ->
                 .position(SeriesLabelPosition::UpperRight)
                 .background_style(WHITE.mix(0.85))
                 .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 12))
+                .label_font(("sans-serif", 15))
                 .draw()
                 .map_err(boxed)?;
         }
@@ -245,7 +271,7 @@ fn scatter(
         false,
     );
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 17))
+        .caption(title, ("sans-serif", 21))
         .margin(12)
         .x_label_area_size(46)
         .y_label_area_size(if y_marks.is_empty() { 78 } else { 118 })
@@ -255,7 +281,7 @@ fn scatter(
     mesh.x_desc(x.label.as_str())
         .y_desc(y.label.as_str())
         .light_line_style(RGBColor(240, 240, 240))
-        .label_style(("sans-serif", 12));
+        .label_style(("sans-serif", 15));
     if !y_marks.is_empty() {
         mesh.y_labels(0).disable_y_mesh();
     }
@@ -288,7 +314,7 @@ fn scatter(
             .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 12))
+            .label_font(("sans-serif", 15))
             .draw()
             .map_err(boxed)?;
     }
@@ -303,7 +329,7 @@ fn draw_y_marks(
     xr: (f64, f64),
     marks: &[(f64, String)],
 ) -> PlotResult {
-    let style = ("sans-serif", 11).into_font().color(&BLACK.mix(0.8));
+    let style = ("sans-serif", 13).into_font().color(&BLACK.mix(0.8));
     let mut last_py: Option<i32> = None;
     for (yv, label) in marks {
         let (x0, py) = chart.backend_coord(&(xr.0, *yv));
@@ -346,7 +372,7 @@ fn bars(
         SegmentValue::Last => String::new(),
     };
     let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 17))
+        .caption(title, ("sans-serif", 21))
         .margin(12)
         .x_label_area_size(46)
         .y_label_area_size(230)
@@ -359,7 +385,7 @@ fn bars(
         .y_label_formatter(&label_of)
         .disable_y_mesh()
         .light_line_style(RGBColor(240, 240, 240))
-        .label_style(("sans-serif", 12))
+        .label_style(("sans-serif", 15))
         .draw()
         .map_err(boxed)?;
     let plot_h = chart.plotting_area().dim_in_pixel().1 as f64;
@@ -397,7 +423,7 @@ fn bars(
             .position(SeriesLabelPosition::LowerRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 12))
+            .label_font(("sans-serif", 15))
             .draw()
             .map_err(boxed)?;
     }

@@ -34,6 +34,7 @@ fn report() -> Report {
                     err: vec![],
                 },
             ],
+            x_marks: vec![(1.0, format!("{EVIL} %"))],
         },
         data: data.clone(),
     };

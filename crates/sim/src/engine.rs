@@ -13,7 +13,7 @@
 //! memory to the shared zero page, and may free the swap slot of a page
 //! swapped in while swap is more than half full; neither is modelled.)
 use crate::policy::{Access, PolicyConfig, PolicySpec, Req};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use swaplab_trace::dense::{DenseTrace, NEVER};
 
 #[derive(Debug, thiserror::Error)]
@@ -31,7 +31,7 @@ pub enum SimError {
 }
 
 /// Event counts of one simulation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counters {
     pub references: u64,
     pub hits: u64,
@@ -56,7 +56,7 @@ impl Counters {
 }
 
 /// The result of one (policy, size) simulation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SimResult {
     pub policy: String,
     pub capacity: u64,

@@ -203,3 +203,52 @@ mod count_tests {
         assert!(parse_count("1.5").is_err());
     }
 }
+
+/// A UTC wall-clock time, `2026-11-23 23:13:51Z`, from nanoseconds since
+/// the Unix epoch (civil from days, Howard Hinnant's algorithm: no date
+/// crate needed for this one format).
+pub fn format_utc(unix_ns: i64) -> String {
+    let secs = unix_ns.div_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Now, as [`format_utc`].
+pub fn now_utc() -> String {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64);
+    format_utc(ns)
+}
+
+#[cfg(test)]
+mod utc_tests {
+    #[test]
+    fn known_instants() {
+        assert_eq!(super::format_utc(0), "1970-01-01 00:00:00Z");
+        // `date -u -d @1795475631` = Mon Nov 23 23:13:51 UTC 2026.
+        assert_eq!(
+            super::format_utc(1_795_475_631_000_000_000),
+            "2026-11-23 23:13:51Z"
+        );
+        assert_eq!(
+            super::format_utc(951_782_400_000_000_000),
+            "2000-02-29 00:00:00Z"
+        );
+    }
+}

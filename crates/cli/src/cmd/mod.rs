@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod gen;
 pub mod import;
 pub mod info;
+pub mod report;
 pub mod run;
 pub mod sim;
 pub mod trace;

@@ -30,6 +30,12 @@ pub struct SimArgs {
     /// List the policies and their parameters.
     #[arg(long)]
     list_policies: bool,
+    /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -116,10 +122,56 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         return out::print(a.out.format(), &rows, &j);
     }
     let specs = PolicySpec::parse_list(&a.policy)?;
-    let t = crate::trace_io::load(a.trace.as_ref().expect("required by clap"))?;
+    let path = a.trace.as_ref().expect("required by clap");
+    let t = crate::trace_io::load(path)?;
     let sizes = sizes(&a.mem, &t)?;
     let res = run_pairs(&t, &specs, &sizes, a.seed)?;
-    out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)
+    out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
+    if a.save.is_some() || a.report.is_some() {
+        use swaplab_lab::report::sim::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
+        let saved = SavedSim {
+            kind: SIM_KIND.into(),
+            command: crate::cmd::report::argv(),
+            trace: TraceInfo::of(path, &t),
+            seed: a.seed,
+            sizes,
+            results: res,
+            machine: swaplab_host::procfs::Environment::capture().ok(),
+        };
+        save_and_report(
+            &saved,
+            a.save.as_deref(),
+            a.report.as_deref(),
+            sim_section,
+            save,
+        )?;
+    }
+    Ok(())
+}
+
+/// `--save FILE` and `--report OUT.html` of `sim` and `mrc`.
+fn save_and_report<T: Serialize>(
+    saved: &T,
+    save_to: Option<&std::path::Path>,
+    report_to: Option<&std::path::Path>,
+    section: swaplab_lab::report::SectionBuilder,
+    save: fn(&std::path::Path, &T) -> swaplab_lab::error::Result<()>,
+) -> Result<()> {
+    if let Some(p) = save_to {
+        save(p, saved)?;
+        eprintln!(
+            "saved {} (read it with `swaplab report {}`)",
+            p.display(),
+            p.display()
+        );
+    }
+    if let Some(r) = report_to {
+        let v = serde_json::to_value(saved)?;
+        let sec = section(save_to.unwrap_or(std::path::Path::new("")), &v)?;
+        let argv = crate::cmd::report::argv();
+        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), r)?;
+    }
+    Ok(())
 }
 
 #[derive(Args)]
@@ -152,6 +204,12 @@ pub struct MrcArgs {
     policy: Option<String>,
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -246,7 +304,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         a.out.format(),
         &rows,
         &MrcOut {
-            sizes,
+            sizes: sizes.clone(),
             curves: curves
                 .iter()
                 .map(|c| Curve {
@@ -257,6 +315,33 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
                 .collect(),
         },
     )?;
+    if a.save.is_some() || a.report.is_some() {
+        use swaplab_lab::report::sim::{
+            mrc_section, save, SavedCurve, SavedMrc, TraceInfo, MRC_KIND,
+        };
+        let saved = SavedMrc {
+            kind: MRC_KIND.into(),
+            command: crate::cmd::report::argv(),
+            trace: TraceInfo::of(&a.trace, &t),
+            sizes,
+            curves: curves
+                .iter()
+                .map(|c| SavedCurve {
+                    name: c.name.clone(),
+                    miss_ratio: c.miss_ratio.clone(),
+                    mae: c.mae,
+                })
+                .collect(),
+            machine: swaplab_host::procfs::Environment::capture().ok(),
+        };
+        save_and_report(
+            &saved,
+            a.save.as_deref(),
+            a.report.as_deref(),
+            mrc_section,
+            save,
+        )?;
+    }
     if a.out.format() == out::Format::Table {
         for c in curves.iter().filter(|c| c.mae.is_some()) {
             eprintln!("{}: mean absolute error {:.4} against the exact curve (1 %..100 % of the footprint)", c.name, c.mae.unwrap_or(0.0));

@@ -35,9 +35,12 @@ pub fn shell_line(argv: &[String]) -> String {
     shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
 }
 
+/// Builds a section from a saved result file and its parsed JSON.
+pub type SectionBuilder = fn(&Path, &serde_json::Value) -> Result<Section>;
+
 /// Saved result files: the value of their `"kind"` field and the builder.
 /// Benchmarks add their kinds here.
-pub const FILE_KINDS: &[(&str, fn(&Path, &serde_json::Value) -> Result<Section>)] = &[
+pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (sim::SIM_KIND, sim::sim_section),
     (sim::MRC_KIND, sim::mrc_section),
 ];
@@ -88,6 +91,46 @@ pub fn sections_for(
     Err(Error::Invalid(format!(
         "{arg}: no such file or directory, run id (12) or sweep id (s3); `swaplab runs` lists runs, `swaplab runs --sweeps` sweeps"
     )))
+}
+
+/// A report of the sections of every source, in the order given. The
+/// catalog is opened only when a run or sweep id is named.
+pub fn build(
+    sources: &[String],
+    title: Option<&str>,
+    argv: &[String],
+) -> Result<swaplab_report::Report> {
+    let mut open = Catalog::open_default;
+    let mut sections = Vec::new();
+    for s in sources {
+        sections.extend(sections_for(s, &mut open)?);
+    }
+    Ok(report_of(sections, title, argv))
+}
+
+/// Wraps sections into a report titled `title` (default: the first
+/// section's title), saying which command made it and when.
+pub fn report_of(
+    sections: Vec<Section>,
+    title: Option<&str>,
+    argv: &[String],
+) -> swaplab_report::Report {
+    let title = title
+        .map(str::to_string)
+        .unwrap_or_else(|| match sections.as_slice() {
+            [one] => format!("swaplab report: {}", one.title),
+            many => format!("swaplab report: {} sections", many.len()),
+        });
+    swaplab_report::Report {
+        title,
+        generated_by: format!(
+            "made by swaplab {} on {} with `{}`",
+            env!("CARGO_PKG_VERSION"),
+            swaplab_trace::units::now_utc(),
+            shell_line(argv)
+        ),
+        sections,
+    }
 }
 
 /// A run's section, then its trace's when it was traced.

@@ -1,15 +1,342 @@
-//! The section of one recorded run.
+//! The section of one recorded run: timelines of memory, swap, faults and
+//! pressure, and the metrics table.
 
-use swaplab_report::Section;
+use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, TableDoc, Value};
 
+use super::{col, linux_config, mib, shell_line, ConfigSource};
 use crate::error::Result;
-use crate::record::RunRecord;
+use crate::record::{RunRecord, METRICS};
+use crate::timeline::{self, Sample};
+
+/// Whether a y axis of these values should be logarithmic: positive values
+/// spanning more than two decades.
+pub(crate) fn wants_log(values: impl Iterator<Item = f64>) -> bool {
+    let (lo, hi) = values
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    hi > 0.0 && hi / lo > 100.0
+}
+
+/// The metrics table of a run (known metrics in their documented order,
+/// then any others).
+pub fn metrics_table(rec: &RunRecord) -> Table {
+    let mut t = Table::new(
+        &format!("run-{}-metrics", rec.id),
+        "one row per metric of the run",
+        vec![
+            col("metric", "text", "", "metric name (docs/catalog.md)"),
+            col("value", "float", "", "its value, in `unit`"),
+            col(
+                "unit",
+                "text",
+                "",
+                "ns, us, bytes, pages, count, ratio or hz",
+            ),
+            col(
+                "scope",
+                "text",
+                "",
+                "whose number: the command, its cgroup, or the whole system",
+            ),
+            col("meaning", "text", "", "what it measures"),
+        ],
+    );
+    let known = METRICS.iter().map(|m| (m.0, m.2));
+    let extra = rec
+        .metrics
+        .keys()
+        .filter(|k| !METRICS.iter().any(|m| m.0 == k.as_str()))
+        .map(|k| (k.as_str(), ""));
+    for (name, meaning) in known.chain(extra) {
+        if let Some(m) = rec.metrics.get(name) {
+            t.push(vec![
+                name.into(),
+                m.value.into(),
+                m.unit.clone().into(),
+                m.scope.as_str().into(),
+                meaning.into(),
+            ]);
+        }
+    }
+    t
+}
+
+/// The command that reproduces a run (its recorded options, best effort).
+pub(crate) fn reproduce(rec: &RunRecord) -> String {
+    let mut argv = vec!["swaplab".to_string(), "run".to_string()];
+    if let (Some(_), label) = (rec.limit_bytes, &rec.limit_label) {
+        argv.push("--mem-limit".into());
+        argv.push(label.clone());
+    }
+    for s in &rec.options.swap {
+        argv.push("--swap".into());
+        argv.push(s.to_string());
+    }
+    if let Some(v) = rec.options.swappiness {
+        argv.push("--swappiness".into());
+        argv.push(v.to_string());
+    }
+    if let Some(v) = rec.options.page_cluster {
+        argv.push("--page-cluster".into());
+        argv.push(v.to_string());
+    }
+    if let Some(h) = &rec.options.hints {
+        argv.push("--hints".into());
+        argv.push(h.display().to_string());
+    }
+    argv.push("--".into());
+    argv.extend(rec.command.iter().cloned());
+    shell_line(&argv)
+}
+
+/// One run's Linux config.
+pub(crate) fn run_config(rec: &RunRecord, reproduce: String) -> Vec<(String, String)> {
+    linux_config(&ConfigSource {
+        env: rec.env.as_ref(),
+        settings: rec.settings.as_ref(),
+        cgroup: rec.cgroup.as_ref(),
+        limit: Some((rec.limit_label.clone(), rec.limit_bytes)),
+        swap_asked: rec.options.swap.iter().map(ToString::to_string).collect(),
+        reproduce,
+    })
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Rates between consecutive samples of a cumulative counter.
+fn rate(s: &[Sample], get: impl Fn(&Sample) -> Option<u64>, scale: f64) -> Vec<(f64, f64)> {
+    s.windows(2)
+        .filter_map(|w| {
+            let (a, b) = (get(&w[0])?, get(&w[1])?);
+            let dt = secs(w[1].t_ns.saturating_sub(w[0].t_ns));
+            (dt > 0.0).then(|| (secs(w[1].t_ns), b.saturating_sub(a) as f64 / dt * scale))
+        })
+        .collect()
+}
+
+fn timeline_figures(rec: &RunRecord, s: &[Sample]) -> Vec<Figure> {
+    let mut data = Table::new(
+        &format!("run-{}-timeline", rec.id),
+        "one row per timeline sample",
+        vec![
+            col("t_s", "float", "s", "time since the command started"),
+            col("usage_mib", "float", "MiB", "the cgroup's memory usage"),
+            col("swap_mib", "float", "MiB", "the cgroup's memory in swap"),
+            col(
+                "faults_per_s",
+                "float",
+                "1/s",
+                "page faults per second since the previous sample",
+            ),
+            col(
+                "major_per_s",
+                "float",
+                "1/s",
+                "major faults per second since the previous sample",
+            ),
+            col(
+                "psi_some_pct",
+                "float",
+                "%",
+                "share of time some task stalled on memory since the previous sample",
+            ),
+            col(
+                "psi_full_pct",
+                "float",
+                "%",
+                "share of time all non-idle tasks stalled on memory since the previous sample",
+            ),
+        ],
+    );
+    let faults = rate(s, |x| x.pgfault, 1.0);
+    let major = rate(s, |x| x.pgmajfault, 1.0);
+    // µs of stall per s of time → percent.
+    let some = rate(s, |x| x.psi_some_us, 1e-4);
+    let full = rate(s, |x| x.psi_full_us, 1e-4);
+    let at =
+        |v: &[(f64, f64)], t: f64| -> Value { v.iter().find(|p| p.0 == t).map(|p| p.1).into() };
+    for x in s {
+        let t = secs(x.t_ns);
+        data.push(vec![
+            t.into(),
+            x.usage_bytes.map(mib).into(),
+            x.swap_bytes.map(mib).into(),
+            at(&faults, t),
+            at(&major, t),
+            at(&some, t),
+            at(&full, t),
+        ]);
+    }
+    let pts = |get: &dyn Fn(&Sample) -> Option<u64>| -> Vec<(f64, f64)> {
+        s.iter()
+            .filter_map(|x| Some((secs(x.t_ns), mib(get(x)?))))
+            .collect()
+    };
+    let t_end = s.last().map_or(0.0, |x| secs(x.t_ns));
+    let mut mem = vec![
+        Series {
+            name: "memory usage".into(),
+            points: pts(&|x| x.usage_bytes),
+            err: vec![],
+        },
+        Series {
+            name: "in swap".into(),
+            points: pts(&|x| x.swap_bytes),
+            err: vec![],
+        },
+    ];
+    if let Some(l) = rec.limit_bytes {
+        mem.push(Series {
+            name: format!("limit ({})", rec.limit_label),
+            points: vec![(0.0, mib(l)), (t_end, mib(l))],
+            err: vec![],
+        });
+    }
+    let n = s.len();
+    let hz = rec
+        .timeline_hz
+        .map(|h| format!("{h:.1} Hz"))
+        .unwrap_or_else(|| "about 20 Hz".into());
+    let mut figs = vec![Figure {
+        title: "Memory and swap over time".into(),
+        caption: format!(
+            "The run's memory cgroup sampled {n} times ({hz}): its charged memory (anonymous + page cache) and its memory in swap."
+        ),
+        chart: Chart::Lines {
+            x: Axis::linear("time since start (s)"),
+            y: Axis::linear("MiB"),
+            series: mem,
+            x_marks: Vec::new(),
+        },
+        data: data.clone(),
+    }];
+    if !faults.is_empty() {
+        let log = wants_log(faults.iter().chain(&major).map(|p| p.1));
+        figs.push(Figure {
+            title: "Page-fault rate over time".into(),
+            caption: format!(
+                "Faults per second between consecutive samples (memory.stat pgfault and pgmajfault deltas){}.",
+                if log { "; log scale, intervals with no fault are not drawn" } else { "" }
+            ),
+            chart: Chart::Lines {
+                x: Axis::linear("time since start (s)"),
+                y: if log { Axis::log("faults per second, log scale") } else { Axis::linear("faults per second") },
+                series: vec![
+                    Series { name: "all faults".into(), points: faults, err: vec![] },
+                    Series { name: "major faults".into(), points: major, err: vec![] },
+                ],
+                x_marks: Vec::new(),
+            },
+            data: data.clone(),
+        });
+    }
+    if !some.is_empty() {
+        figs.push(Figure {
+            title: "Memory pressure (PSI) over time".into(),
+            caption: format!(
+                "Share of each sampling interval in which some task (or all non-idle tasks: full) stalled waiting for memory; scope: {}.",
+                rec.metrics.get("psi_some_us").map(|m| m.scope.as_str()).unwrap_or("unknown")
+            ),
+            chart: Chart::Lines {
+                x: Axis::linear("time since start (s)"),
+                y: Axis::linear("stalled share of time (%)"),
+                series: vec![
+                    Series { name: "some".into(), points: some, err: vec![] },
+                    Series { name: "full".into(), points: full, err: vec![] },
+                ],
+                x_marks: Vec::new(),
+            },
+            data,
+        });
+    }
+    figs
+}
 
 /// A run's section.
 pub fn run_section(rec: &RunRecord) -> Result<Section> {
+    let tl_path = rec.dir.join("timeline.parquet");
+    let mut notes = rec.notes.clone();
+    let samples = if tl_path.is_file() {
+        match timeline::read_parquet(&tl_path) {
+            Ok((s, _)) => s,
+            Err(e) => {
+                notes.push(format!("timeline not drawn: {e}"));
+                Vec::new()
+            }
+        }
+    } else {
+        notes.push("this run has no timeline.parquet (no memory cgroup was sampled)".into());
+        Vec::new()
+    };
+    if let Some(e) = &rec.error {
+        notes.push(format!("error: {e}"));
+    }
+    let wall = rec.get("wall_ns").map(|w| format!("{:.3} s", w / 1e9));
+    let limit = match rec.limit_bytes {
+        Some(b) => format!(
+            "a memory limit of {} ({})",
+            swaplab_trace::units::format_bytes(b),
+            rec.limit_label
+        ),
+        None => "no memory limit".into(),
+    };
+    let swap = if rec.options.swap.is_empty() {
+        "the machine's swap areas".to_string()
+    } else {
+        format!(
+            "swap {}",
+            rec.options
+                .swap
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut design = vec![format!(
+        "swaplab ran `{}` once in a fresh memory cgroup with {limit} and {swap}, measured it with wait4 rusage, the cgroup's counters, /proc/vmstat and PSI before and after, and sampled the cgroup about 20 times a second. Outcome: {}{}.",
+        shell_line(&rec.command),
+        rec.outcome_text(),
+        wall.map(|w| format!(" after {w}")).unwrap_or_default()
+    )];
+    if let Some(sid) = rec.sweep_id {
+        design.push(format!(
+            "Part of sweep s{sid}: variant {}, limit {}, repeat {}.",
+            rec.variant.clone().unwrap_or_else(|| "base".into()),
+            rec.limit_label,
+            rec.repeat_idx + 1
+        ));
+    }
+    let figures = if samples.len() >= 2 {
+        timeline_figures(rec, &samples)
+    } else {
+        Vec::new()
+    };
+    let mut file_schemas: Vec<TableDoc> = Vec::new();
+    if tl_path.is_file() {
+        file_schemas.push(timeline::schema());
+    }
     Ok(Section {
         kind: "run".into(),
-        title: format!("Run {}", rec.id),
-        ..Default::default()
+        title: format!("Run {}: {}", rec.id, shell_line(&rec.command)),
+        design,
+        figures,
+        tables: vec![metrics_table(rec)],
+        file_schemas,
+        config: run_config(rec, reproduce(rec)),
+        files: super::existing(vec![
+            (
+                rec.dir.join("run.json"),
+                "the run record (JSON: options, environment, metrics)",
+            ),
+            (tl_path, "the cgroup timeline (Parquet)"),
+            (rec.dir.join("stdout"), "the command's standard output"),
+            (rec.dir.join("stderr"), "the command's standard error"),
+        ]),
+        notes,
     })
 }

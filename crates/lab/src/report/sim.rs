@@ -1,22 +1,464 @@
-//! Sections of saved simulations and miss-ratio curves.
+//! Saved simulations and miss-ratio curves (`swaplab sim --save FILE`,
+//! `swaplab mrc --save FILE`): their file format and their sections.
+//!
+//! Both files are JSON objects with a `"kind"` field ([`SIM_KIND`],
+//! [`MRC_KIND`]), the command that made them, the trace they ran on and
+//! the machine they ran on; `swaplab report` and `swaplab compare` read
+//! them back.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use swaplab_report::Section;
+use serde::{Deserialize, Serialize};
+use swaplab_host::procfs::Environment;
+use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, Value};
+use swaplab_sim::SimResult;
 
-use crate::error::Result;
+use super::{col, shell_line};
+use crate::error::{Error, Result};
 
 /// `"kind"` of a saved `swaplab sim` result.
 pub const SIM_KIND: &str = "swaplab.sim";
 /// `"kind"` of a saved `swaplab mrc` result.
 pub const MRC_KIND: &str = "swaplab.mrc";
 
+/// The trace a simulation ran on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TraceInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// References.
+    pub references: u64,
+    /// Distinct pages (the footprint).
+    pub distinct_pages: u64,
+    /// Page size, bytes.
+    pub page_size: u64,
+}
+
+/// A saved `swaplab sim` result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedSim {
+    /// [`SIM_KIND`].
+    pub kind: String,
+    /// The swaplab command line that made it.
+    pub command: Vec<String>,
+    /// The trace.
+    pub trace: TraceInfo,
+    /// Seed of randomised policies.
+    pub seed: u64,
+    /// The memory sizes asked for: (as written, pages).
+    pub sizes: Vec<(String, u64)>,
+    /// One result per (policy, size).
+    pub results: Vec<SimResult>,
+    /// The machine it ran on.
+    pub machine: Option<Environment>,
+}
+
+/// One curve of a saved `swaplab mrc` result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedCurve {
+    /// `lru (exact)`, `shards rate=0.01`, a policy name.
+    pub name: String,
+    /// Miss ratio at each size.
+    pub miss_ratio: Vec<f64>,
+    /// Mean absolute error against the exact LRU curve (sampled curves).
+    pub mae: Option<f64>,
+}
+
+/// A saved `swaplab mrc` result.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SavedMrc {
+    /// [`MRC_KIND`].
+    pub kind: String,
+    /// The swaplab command line that made it.
+    pub command: Vec<String>,
+    /// The trace.
+    pub trace: TraceInfo,
+    /// Memory sizes, pages.
+    pub sizes: Vec<u64>,
+    /// The curves.
+    pub curves: Vec<SavedCurve>,
+    /// The machine it ran on.
+    pub machine: Option<Environment>,
+}
+
+impl TraceInfo {
+    /// What a loaded trace says about itself.
+    pub fn of(path: &Path, t: &swaplab_trace::DenseTrace) -> TraceInfo {
+        TraceInfo {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            references: t.len() as u64,
+            distinct_pages: t.distinct() as u64,
+            page_size: t.page_size,
+        }
+    }
+}
+
+/// Writes a saved result as pretty JSON, atomically.
+pub fn save<T: Serialize>(path: &Path, v: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| Error::Invalid(format!("encoding {}: {e}", path.display())))?;
+    swaplab_trace::atomic::write_atomic(path, text.as_bytes())
+        .map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(p: &Path, v: &serde_json::Value) -> Result<T> {
+    T::deserialize(v).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: a saved result of an unexpected shape ({e}); save it again with this swaplab",
+            p.display()
+        ))
+    })
+}
+
+/// Simulated results have no Linux run: say so, and where it ran.
+fn sim_config(
+    machine: Option<&Environment>,
+    command: &[String],
+    trace: &TraceInfo,
+) -> Vec<(String, String)> {
+    let mut v = vec![(
+        "what ran".to_string(),
+        "a simulation (no program ran under Linux; the settings below are of the machine that simulated)"
+            .to_string(),
+    )];
+    if let Some(e) = machine {
+        v.push(("kernel release".into(), e.kernel_release.clone()));
+        v.push((
+            "CPU".into(),
+            format!(
+                "{} × {}",
+                e.cpu_count,
+                e.cpu_model.clone().unwrap_or_default()
+            ),
+        ));
+        v.push((
+            "memory".into(),
+            swaplab_trace::units::format_bytes(e.mem_total_bytes),
+        ));
+        v.push(("swaplab version".into(), e.swaplab_version.clone()));
+    }
+    v.push((
+        "trace".into(),
+        format!(
+            "{} ({} references, {} distinct pages of {} bytes)",
+            trace.path.display(),
+            trace.references,
+            trace.distinct_pages,
+            trace.page_size
+        ),
+    ));
+    v.push(("reproduce with".into(), shell_line(command)));
+    v
+}
+
+fn miss_axis() -> Axis {
+    Axis::linear("miss ratio (misses / references)")
+}
+
+/// The x axis of a size sweep: MiB (log when the sizes span decades).
+fn size_axis(pages: &[u64], page_size: u64) -> (Axis, Vec<f64>) {
+    let mibs: Vec<f64> = pages.iter().map(|&p| super::mib(p * page_size)).collect();
+    let (lo, hi) = mibs
+        .iter()
+        .filter(|v| **v > 0.0)
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let label = "memory size (MiB)";
+    let axis = if hi / lo >= 30.0 {
+        Axis::log(&format!("{label}, log scale"))
+    } else {
+        Axis::linear(label)
+    };
+    (axis, mibs)
+}
+
 /// A saved simulation's section.
-pub fn sim_section(_p: &Path, _v: &serde_json::Value) -> Result<Section> {
-    Ok(Section::default())
+pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
+    let s: SavedSim = parse(p, v)?;
+    let ps = s.trace.page_size;
+    let mut policies: Vec<String> = Vec::new();
+    for r in &s.results {
+        if !policies.contains(&r.policy) {
+            policies.push(r.policy.clone());
+        }
+    }
+    let mut data = Table::new(
+        "sim-results",
+        "one row per (policy, memory size)",
+        vec![
+            col("policy", "text", "", "policy with its parameters"),
+            col("mem_pages", "integer", "pages", "memory size"),
+            col("mem_mib", "float", "MiB", "memory size"),
+            col("references", "integer", "count", "references simulated"),
+            col(
+                "misses",
+                "integer",
+                "count",
+                "references that missed (minor + major faults)",
+            ),
+            col("miss_ratio", "float", "ratio", "misses / references"),
+            col(
+                "minor_faults",
+                "integer",
+                "count",
+                "first touches (a page never seen before)",
+            ),
+            col(
+                "major_faults",
+                "integer",
+                "count",
+                "misses of pages seen before (they had been evicted)",
+            ),
+            col(
+                "swap_outs",
+                "integer",
+                "count",
+                "evictions of written (dirty) pages",
+            ),
+            col(
+                "bytes_per_page",
+                "integer",
+                "bytes",
+                "policy metadata per distinct page plus the engine's state byte",
+            ),
+        ],
+    );
+    for r in &s.results {
+        let c = &r.counters;
+        data.push(vec![
+            r.policy.clone().into(),
+            r.capacity.into(),
+            super::mib(r.capacity * ps).into(),
+            c.references.into(),
+            c.misses().into(),
+            r.miss_ratio.into(),
+            c.minor_faults.into(),
+            c.major_faults.into(),
+            c.swap_outs.into(),
+            (r.bytes_per_page as u64).into(),
+        ]);
+    }
+    let mut sizes: Vec<u64> = s.results.iter().map(|r| r.capacity).collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    let mut figures = Vec::new();
+    if sizes.len() > 1 {
+        let (x, _) = size_axis(&sizes, ps);
+        let series = policies
+            .iter()
+            .map(|name| Series {
+                name: name.clone(),
+                points: s
+                    .results
+                    .iter()
+                    .filter(|r| &r.policy == name)
+                    .map(|r| (super::mib(r.capacity * ps), r.miss_ratio))
+                    .collect(),
+                err: Vec::new(),
+            })
+            .collect();
+        figures.push(Figure {
+            title: "Miss ratio against memory size".into(),
+            caption: format!(
+                "One line per policy; each point is one deterministic simulation of the whole trace (no repeats, so no error bars; randomised policies use seed {}).",
+                s.seed
+            ),
+            chart: Chart::Lines {
+                x,
+                y: miss_axis(),
+                series,
+                x_marks: Vec::new(),
+            },
+            data: data.clone(),
+        });
+    } else {
+        figures.push(Figure {
+            title: "Miss ratio by policy".into(),
+            caption: format!(
+                "One bar per policy at {} pages; one deterministic simulation each (seed {}).",
+                sizes.first().copied().unwrap_or(0),
+                s.seed
+            ),
+            chart: Chart::Bars {
+                categories: policies.clone(),
+                series: vec![(
+                    "miss ratio".into(),
+                    policies
+                        .iter()
+                        .map(|n| {
+                            s.results
+                                .iter()
+                                .find(|r| &r.policy == n)
+                                .map_or(0.0, |r| r.miss_ratio)
+                        })
+                        .collect(),
+                )],
+                value: miss_axis(),
+            },
+            data: data.clone(),
+        });
+    }
+    let size_text: Vec<String> = s
+        .sizes
+        .iter()
+        .map(|(label, pages)| format!("{label} = {pages} pages"))
+        .collect();
+    Ok(Section {
+        kind: "sim".into(),
+        title: format!("Simulation of {}", s.trace.path.display()),
+        design: vec![format!(
+            "swaplab's simulator replayed the trace {} ({} references to {} distinct pages of {} bytes) under {} {} at {} memory size{} ({}). Every (policy, size) pair is one deterministic run over the whole trace; a miss is a reference to a page not resident, counted as a minor fault on first touch and a major fault afterwards.",
+            s.trace.path.display(),
+            s.trace.references,
+            s.trace.distinct_pages,
+            ps,
+            policies.len(),
+            if policies.len() == 1 { "policy" } else { "policies" },
+            sizes.len(),
+            if sizes.len() == 1 { "" } else { "s" },
+            size_text.join(", ")
+        )],
+        figures,
+        tables: vec![data],
+        file_schemas: Vec::new(),
+        config: sim_config(s.machine.as_ref(), &s.command, &s.trace),
+        files: super::existing(vec![
+            (p.to_path_buf(), "the saved simulation (JSON)"),
+            (s.trace.path.clone(), "the trace"),
+        ]),
+        notes: Vec::new(),
+    })
 }
 
 /// A saved miss-ratio curve's section.
-pub fn mrc_section(_p: &Path, _v: &serde_json::Value) -> Result<Section> {
-    Ok(Section::default())
+pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
+    let m: SavedMrc = parse(p, v)?;
+    let ps = m.trace.page_size;
+    for c in &m.curves {
+        if c.miss_ratio.len() != m.sizes.len() {
+            return Err(Error::Invalid(format!(
+                "{}: curve {:?} has {} points for {} sizes",
+                p.display(),
+                c.name,
+                c.miss_ratio.len(),
+                m.sizes.len()
+            )));
+        }
+    }
+    let mut columns = vec![
+        col("mem_pages", "integer", "pages", "memory size"),
+        col("mem_mib", "float", "MiB", "memory size"),
+    ];
+    for c in &m.curves {
+        columns.push(col(
+            &c.name,
+            "float",
+            "ratio",
+            "miss ratio of this curve at the size",
+        ));
+    }
+    let mut data = Table::new("mrc", "one row per memory size", columns);
+    for (i, &pages) in m.sizes.iter().enumerate() {
+        let mut row: Vec<Value> = vec![pages.into(), super::mib(pages * ps).into()];
+        row.extend(m.curves.iter().map(|c| Value::Float(c.miss_ratio[i])));
+        data.push(row);
+    }
+    let (x, mibs) = size_axis(&m.sizes, ps);
+    let series = m
+        .curves
+        .iter()
+        .map(|c| Series {
+            name: c.name.clone(),
+            points: mibs
+                .iter()
+                .copied()
+                .zip(c.miss_ratio.iter().copied())
+                .collect(),
+            err: Vec::new(),
+        })
+        .collect();
+    let maes: Vec<String> = m
+        .curves
+        .iter()
+        .filter_map(|c| c.mae.map(|e| format!("{}: {e:.4}", c.name)))
+        .collect();
+    let mut caption = "The exact LRU curve comes from one pass of stack distances (Mattson et al.); SHARDS curves from spatially sampled references (Waldspurger et al., FAST 2015); other policies are simulated at each size.".to_string();
+    if !maes.is_empty() {
+        caption.push_str(&format!(
+            " Mean absolute error of the sampled curves against the exact one, over 1–100 % of the footprint: {}.",
+            maes.join(", ")
+        ));
+    }
+    let mut summary = Table::new(
+        "mrc-curves",
+        "one row per curve",
+        vec![
+            col("curve", "text", "", "curve name"),
+            col(
+                "min_miss_ratio",
+                "float",
+                "ratio",
+                "its lowest miss ratio over the sizes",
+            ),
+            col(
+                "max_miss_ratio",
+                "float",
+                "ratio",
+                "its highest miss ratio over the sizes",
+            ),
+            col(
+                "mae",
+                "float",
+                "ratio",
+                "mean absolute error against the exact LRU curve (sampled curves only)",
+            ),
+        ],
+    );
+    for c in &m.curves {
+        let lo = c.miss_ratio.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = c
+            .miss_ratio
+            .iter()
+            .copied()
+            .fold(f64::NEG_INFINITY, f64::max);
+        summary.push(vec![
+            c.name.clone().into(),
+            lo.into(),
+            hi.into(),
+            c.mae.into(),
+        ]);
+    }
+    Ok(Section {
+        kind: "mrc".into(),
+        title: format!("Miss-ratio curves of {}", m.trace.path.display()),
+        design: vec![format!(
+            "Miss ratio against memory size for the trace {} ({} references to {} distinct pages), at {} sizes from {} to {} pages.",
+            m.trace.path.display(),
+            m.trace.references,
+            m.trace.distinct_pages,
+            m.sizes.len(),
+            m.sizes.first().copied().unwrap_or(0),
+            m.sizes.last().copied().unwrap_or(0)
+        )],
+        figures: vec![Figure {
+            title: "Miss-ratio curves".into(),
+            caption,
+            chart: Chart::Lines {
+                x,
+                y: miss_axis(),
+                series,
+                x_marks: Vec::new(),
+            },
+            data,
+        }],
+        tables: vec![summary],
+        file_schemas: Vec::new(),
+        config: sim_config(m.machine.as_ref(), &m.command, &m.trace),
+        files: super::existing(vec![
+            (p.to_path_buf(), "the saved curves (JSON)"),
+            (m.trace.path.clone(), "the trace"),
+        ]),
+        notes: Vec::new(),
+    })
 }
