@@ -74,7 +74,9 @@ const FLAGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
-const STEP_MS = 5000; // one click, one download
+// One click or one download; generous, as several checks may share 2 cores
+// (it is waited for in full only when something is wrong).
+const STEP_MS = 15000;
 
 function usage(msg) {
   if (msg) console.error(`check-report: ${msg}`);
