@@ -20,3 +20,26 @@ if command -v python3 >/dev/null 2>&1 && ! python3 -c 'import pyarrow' >/dev/nul
     || python3 -m pip install --quiet --break-system-packages pyarrow >/dev/null 2>&1 \
     || echo "could not install pyarrow (python3 -m pip install pyarrow): the cross-reader tests will skip, or fail on CI"
 fi
+# The browser checks of HTML reports (tests/browser/check-report.mjs) drive
+# Debian's Chromium with playwright-core: install both when missing (about
+# 30 s for chromium on a fresh machine, 2 s for npm ci). Playwright's own
+# browser download does not work here.
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing chromium with apt-get (for the browser checks of reports)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+      || echo "could not install chromium (apt-get install chromium): the browser tests will skip, or fail on CI"
+  else
+    echo "chromium is missing (apt-get install chromium as root): the browser tests will skip, or fail on CI"
+  fi
+fi
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  # npm ci writes node_modules/.package-lock.json last: older than the
+  # lockfile (or missing) means stale or half-installed.
+  if [ tests/browser/package-lock.json -nt tests/browser/node_modules/.package-lock.json ]; then
+    npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error >/dev/null 2>&1 \
+      || echo "could not install playwright-core (npm ci --prefix tests/browser): the browser tests will skip, or fail on CI"
+  fi
+else
+  echo "node and npm are missing (Node.js >= 20): the browser tests will skip, or fail on CI"
+fi

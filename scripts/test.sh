@@ -5,7 +5,8 @@
 # ends with "N passed, N failed, N skipped" and lists each skip with its
 # reason. A test skips only for a missing facility (crates/testkit); on CI
 # (CI=true) a facility this machine kind has (cgroup v1 memory, swap files,
-# zram, perf, pagemap, process_madvise, tracefs, root) fails instead.
+# zram, perf, pagemap, process_madvise, tracefs, root, the browser for
+# report checks) fails instead.
 # The system state that tests may touch (swap areas, swaplab cgroups, zram,
 # zswap, sysctls, tracefs mounts and instances) is recorded before and
 # compared after: the suite fails if anything was left changed, even when a

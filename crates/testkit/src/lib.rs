@@ -15,6 +15,8 @@
 //! something that is present is a test failure: probe the facility with
 //! [`Facility::missing`] (independent file checks), and unwrap the rest.
 
+pub mod browser;
+
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,6 +53,10 @@ pub enum Facility {
     SharedData,
     /// Something about the CPU architecture.
     Arch,
+    /// Headless Chromium for the browser checks of HTML reports: Debian's
+    /// /usr/bin/chromium, node >= 20 and tests/browser/node_modules
+    /// (scripts/setup.sh installs them; see [`browser`]).
+    Browser,
     /// The machine's current state makes the test moot (e.g. tracefs
     /// already mounted by someone else, so there is no mount of ours to
     /// undo).
@@ -73,6 +79,7 @@ impl fmt::Display for Facility {
             Facility::Program(p) => write!(f, "program {p}"),
             Facility::SharedData => f.write_str("shared data (../shared/data)"),
             Facility::Arch => f.write_str("CPU architecture"),
+            Facility::Browser => f.write_str("browser (chromium, node, playwright-core)"),
             Facility::MachineState => f.write_str("machine state"),
         }
     }
@@ -94,6 +101,7 @@ impl Facility {
                 | Facility::Tracefs
                 | Facility::SharedData
                 | Facility::Program("python3")
+                | Facility::Browser
         )
     }
 
@@ -174,6 +182,7 @@ impl Facility {
                     .then(|| "this kernel has no tracefs (not in /proc/filesystems)".into())
             }
             Facility::Kswapd => None,
+            Facility::Browser => browser::missing(),
             Facility::Program(_)
             | Facility::SharedData
             | Facility::Arch
@@ -295,6 +304,7 @@ mod tests {
             Facility::Pagemap,
             Facility::ProcessMadvise,
             Facility::Tracefs,
+            Facility::Browser,
         ] {
             assert!(f.required_on_ci(), "{f}");
         }
