@@ -4,6 +4,7 @@
 use plotters::coord::ranged1d::SegmentValue;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor;
 
 use crate::model::{Axis, Band, Chart, Figure, ScatterGroup, Series};
 use crate::{Error, Result};
@@ -175,8 +176,7 @@ fn lines(
         let mut chart = ChartBuilder::on(area)
             .caption(title, ("sans-serif", 21))
             .margin(12)
-            .margin_top(if x_marks.is_empty() { 12 } else { 26 })
-            .x_label_area_size(46)
+            .x_label_area_size(if x_marks.is_empty() { 46 } else { 72 })
             .y_label_area_size(78)
             .build_cartesian_2d(xc, yc)
             .map_err(boxed)?;
@@ -184,6 +184,8 @@ fn lines(
             .configure_mesh()
             .x_desc(x.label.as_str())
             .y_desc(y.label.as_str())
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
             .light_line_style(RGBColor(240, 240, 240))
             .label_style(("sans-serif", 15))
             .draw()
@@ -223,12 +225,19 @@ fn lines(
                     .map_err(boxed)?;
             }
         }
-        let top = yr.1;
-        let style = ("sans-serif", 13).into_font().color(&BLACK.mix(0.75));
+        // The second scale: a row of labels under the x tick labels.
+        let bottom = yr.0;
+        let style = ("sans-serif", 13)
+            .into_font()
+            .color(&RGBColor(90, 90, 160))
+            .pos(text_anchor::Pos::new(
+                text_anchor::HPos::Center,
+                text_anchor::VPos::Top,
+            ));
         for (xv, label) in x_marks {
-            if drawable((*xv, top), x, y) {
-                let (px, py) = chart.backend_coord(&(*xv, top));
-                area.draw(&Text::new(label.clone(), (px - 12, py - 15), style.clone()))
+            if drawable((*xv, bottom), x, y) {
+                let (px, py) = chart.backend_coord(&(*xv, bottom));
+                area.draw(&Text::new(label.clone(), (px, py + 24), style.clone()))
                     .map_err(boxed)?;
             }
         }
@@ -280,6 +289,8 @@ fn scatter(
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(x.label.as_str())
         .y_desc(y.label.as_str())
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
         .light_line_style(RGBColor(240, 240, 240))
         .label_style(("sans-serif", 15));
     if !y_marks.is_empty() {
@@ -381,6 +392,7 @@ fn bars(
     chart
         .configure_mesh()
         .x_desc(value.label.as_str())
+        .x_label_formatter(&|v| tick(*v))
         .y_labels(categories.len().max(1))
         .y_label_formatter(&label_of)
         .disable_y_mesh()
@@ -430,6 +442,36 @@ fn bars(
     Ok(())
 }
 
+/// A tick label: integers as integers, large values with k/M/G, others
+/// with at most 3 significant decimals (no trailing zeros).
+pub fn tick(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1e4 {
+        for (div, suffix) in [(1e9, "G"), (1e6, "M"), (1e3, "k")] {
+            if a >= div {
+                return format!("{}{suffix}", trim(format!("{:.2}", v / div)));
+            }
+        }
+    }
+    if v == v.round() {
+        return format!("{v:.0}");
+    }
+    let decimals = if a >= 1.0 {
+        2
+    } else {
+        (3.0 - a.log10().floor()).clamp(3.0, 9.0) as usize
+    };
+    trim(format!("{v:.decimals$}"))
+}
+
+fn trim(s: String) -> String {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// `s` cut to `max` characters with an ellipsis.
 pub fn short(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -438,5 +480,23 @@ pub fn short(s: &str, max: usize) -> String {
         let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');
         t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    #[test]
+    fn tick_labels() {
+        assert_eq!(tick(14000.0), "14k");
+        assert_eq!(tick(2500000.0), "2.5M");
+        assert_eq!(tick(40.0), "40");
+        assert_eq!(tick(2.5), "2.5");
+        assert_eq!(tick(0.05), "0.05");
+        assert_eq!(tick(0.125), "0.125");
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(-3.0), "-3");
+        assert_eq!(tick(0.00012), "0.00012");
     }
 }

@@ -152,7 +152,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
     };
     let limit_axis = || {
         Axis::linear(if peak.is_some() {
-            "memory limit (MiB); above the plot: % of the measured peak"
+            "memory limit (MiB); second row: % of the measured peak"
         } else {
             "memory limit (MiB)"
         })
@@ -367,7 +367,9 @@ fn sort_by_x(s: &mut Series) {
     let mut idx: Vec<usize> = (0..s.points.len()).collect();
     idx.sort_by(|&a, &b| s.points[a].0.total_cmp(&s.points[b].0));
     s.points = idx.iter().map(|&i| s.points[i]).collect();
-    s.err = idx.iter().map(|&i| s.err[i]).collect();
+    if s.err.len() == idx.len() {
+        s.err = idx.iter().map(|&i| s.err[i]).collect();
+    }
 }
 
 /// Each variant against the first (the base), limit by limit: medians,
