@@ -19,12 +19,18 @@ pub struct DemoArgs {
     /// Only the simulation demo (skip the real-workload sweep, which needs root and ~4 minutes).
     #[arg(long)]
     pub sim_only: bool,
+    /// Where to write the demo's report (its sweeps, its trace, its simulations).
+    #[arg(long, value_name = "OUT.html", default_value = "swaplab-demo.html")]
+    report: std::path::PathBuf,
 }
 
 pub fn run(a: DemoArgs) -> Result<()> {
-    if !a.sim_only {
-        crate::cmd::run::demo_real_part();
-    }
+    // Report sources of the real part: its sweeps and its trace.
+    let real: Vec<String> = if a.sim_only {
+        Vec::new()
+    } else {
+        crate::cmd::run::demo_real_part()
+    };
     println!("swaplab demo: page-replacement policies on a generated trace (no root needed)\n");
     let pb = crate::out::progress(0, "simulating");
     let d = sim_demo(a.count, a.seed, a.save.as_deref(), &|n| pb.inc(n))?;
@@ -74,9 +80,30 @@ pub fn run(a: DemoArgs) -> Result<()> {
         "pages",
         curve_chart(&pts)
     );
+    let argv = crate::cmd::report::argv();
+    let mut sections = Vec::new();
+    let mut open = swaplab_lab::catalog::Catalog::open_default;
+    for s in &real {
+        match swaplab_lab::report::sections_for(s, &mut open) {
+            Ok(v) => sections.extend(v),
+            Err(e) => eprintln!("swaplab demo: leaving {s} out of the report: {e}"),
+        }
+    }
+    sections.extend(swaplab_lab::report::sim::demo_sections(
+        &d,
+        &argv,
+        a.seed,
+        a.save.as_deref(),
+    )?);
+    let report = swaplab_lab::report::report_of(sections, Some("swaplab demo"), &argv);
+    crate::cmd::report::write(&report, &a.report)?;
     println!(
-        "Next: `swaplab gen`, `swaplab sim TRACE --policy ... --mem ...`, `swaplab mrc TRACE`; \
-         every subcommand has --help."
+        "\nThe demo's report: {} (open it in a browser: every figure with its data, schema and Linux config).",
+        a.report.display()
+    );
+    println!(
+        "Next: `swaplab gen`, `swaplab sim TRACE --policy ... --mem ...`, `swaplab mrc TRACE`, \
+         `swaplab report`; every subcommand has --help."
     );
     Ok(())
 }

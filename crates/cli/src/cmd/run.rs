@@ -351,7 +351,10 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
 /// Part 1 of `swaplab demo`: the real-workload sweep when this machine can
 /// run it (root, a memory cgroup, a disk for the swap file); otherwise say
 /// what it needs. Never fails the demo: the simulation part follows.
-pub fn demo_real_part() {
+/// The real-workload parts of the demo; returns what its report shows
+/// (the sweeps, as `sN`, and the traced run's trace directory).
+pub fn demo_real_part() -> Vec<String> {
+    let mut sources = Vec::new();
     let missing = swaplab_lab::demo::demo_missing();
     if !missing.is_empty() {
         println!(
@@ -359,7 +362,7 @@ pub fn demo_real_part() {
              file — needs {}. Showing the simulation demo only; `sudo swaplab demo` runs both.)\n",
             missing.join("; ")
         );
-        return;
+        return sources;
     }
     let opts = swaplab_lab::DemoOptions::default();
     println!(
@@ -379,6 +382,7 @@ pub fn demo_real_part() {
     bar.finish();
     match r {
         Ok(rep) => {
+            sources.push(format!("s{}", rep.sweep_id));
             println!(
                 "Slowdown against each workload's unlimited (100 %) run, sweep s{}:",
                 rep.sweep_id
@@ -404,6 +408,8 @@ pub fn demo_real_part() {
     bar.finish();
     match r {
         Ok(d) => {
+            sources.push(d.trace_dir.display().to_string());
+            sources.push(format!("s{}", d.sweep.sweep_id));
             println!("traced run {} ({}):", d.trace_run, d.trace_dir.display());
             for o in &d.objects {
                 println!("  {o}");
@@ -441,4 +447,5 @@ pub fn demo_real_part() {
         }
     }
     println!("swaplab demo, part 3: simulation\n");
+    sources
 }

@@ -462,3 +462,58 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         notes: Vec::new(),
     })
 }
+
+/// The demo's simulation as two sections (the policy table as a
+/// simulation, the exact LRU curve as an MRC), through the same saved
+/// forms as `sim --save` and `mrc --save`.
+pub fn demo_sections(
+    d: &crate::simulate::SimDemo,
+    command: &[String],
+    seed: u64,
+    trace: Option<&Path>,
+) -> Result<Vec<Section>> {
+    let info = TraceInfo {
+        path: trace.map_or_else(
+            || {
+                PathBuf::from(format!(
+                    "(generated: {})",
+                    crate::simulate::DEMO_PATTERNS.join(" | ")
+                ))
+            },
+            Path::to_path_buf,
+        ),
+        references: d.references,
+        distinct_pages: d.distinct,
+        page_size: d.page_size,
+    };
+    let machine = Environment::capture().ok();
+    let sim = SavedSim {
+        kind: SIM_KIND.into(),
+        command: command.to_vec(),
+        trace: info.clone(),
+        seed,
+        sizes: d.sizes.clone(),
+        results: d.results.clone(),
+        machine: machine.clone(),
+    };
+    let mrc = SavedMrc {
+        kind: MRC_KIND.into(),
+        command: command.to_vec(),
+        trace: info,
+        sizes: d.lru_curve.iter().map(|p| p.0).collect(),
+        curves: vec![SavedCurve {
+            name: "lru (exact)".into(),
+            miss_ratio: d.lru_curve.iter().map(|p| p.2).collect(),
+            mae: None,
+        }],
+        machine,
+    };
+    Ok(vec![
+        sim_section(Path::new(""), &to_json(&sim)?)?,
+        mrc_section(Path::new(""), &to_json(&mrc)?)?,
+    ])
+}
+
+fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value> {
+    serde_json::to_value(v).map_err(|e| Error::Invalid(format!("encoding a result as JSON: {e}")))
+}
