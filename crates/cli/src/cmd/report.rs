@@ -51,6 +51,13 @@ pub fn argv() -> Vec<String> {
         .collect()
 }
 
+/// Builds and writes the report of `sources` (the `--report` of run,
+/// sweep and trace).
+pub fn write_sources(sources: &[String], out: &Path) -> Result<()> {
+    let report = swaplab_lab::report::build(sources, None, &argv())?;
+    write(&report, out)
+}
+
 pub fn run(a: ReportArgs) -> Result<()> {
     let report = swaplab_lab::report::build(&a.sources, a.title.as_deref(), &argv())?;
     write(&report, &a.out)

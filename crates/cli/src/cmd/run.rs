@@ -86,6 +86,9 @@ pub struct RunArgs {
     /// Let the command print to the terminal instead of into the run directory.
     #[arg(long)]
     pub show_output: bool,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<std::path::PathBuf>,
     /// Print the run records as JSON.
     #[arg(long)]
     pub json: bool,
@@ -112,6 +115,9 @@ pub struct SweepArgs {
     /// Skip a variant's smaller limits once one of its cells timed out.
     #[arg(long)]
     pub skip_after_timeout: bool,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<std::path::PathBuf>,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -263,6 +269,10 @@ pub fn run(a: RunArgs) -> Result<i32> {
         .map(exit_status)
         .find(|&c| c != 0)
         .unwrap_or(0);
+    if let Some(out) = &a.report {
+        let sources: Vec<String> = set.runs.iter().map(|r| r.id.to_string()).collect();
+        super::report::write_sources(&sources, out)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
         return Ok(status);
@@ -319,6 +329,9 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
             return Err(e.into());
         }
     };
+    if let Some(out) = &a.report {
+        super::report::write_sources(&[format!("s{}", rep.sweep_id)], out)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rep)?);
     } else {

@@ -46,6 +46,9 @@ pub struct TraceArgs {
     /// Let the command print to the terminal.
     #[arg(long)]
     pub show_output: bool,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<std::path::PathBuf>,
     /// Print the run record as JSON.
     #[arg(long)]
     pub json: bool,
@@ -56,6 +59,9 @@ pub struct TraceArgs {
 
 pub fn trace(a: TraceArgs) -> Result<()> {
     if a.refs {
+        if a.report.is_some() {
+            anyhow::bail!("--report draws page-fault traces; with --refs, simulate the trace with `swaplab sim TRACE --report OUT.html`");
+        }
         return trace_refs(&a);
     }
     let mut options = a.settings.options()?;
@@ -73,6 +79,10 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     cfg.validate()?;
     options.trace = Some(cfg);
     let set = make_runs(&a.command, &options, 1, a.show_output)?;
+    if let Some(out) = &a.report {
+        let sources: Vec<String> = set.runs.iter().map(|r| r.id.to_string()).collect();
+        super::report::write_sources(&sources, out)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string_pretty(&set)?);
         return Ok(());
