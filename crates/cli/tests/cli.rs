@@ -299,7 +299,8 @@ fn readme_examples() -> Vec<Vec<String>> {
 
 /// Every example in the README runs or parses. Run here (in a temporary
 /// directory, with the files they name made first): the trace-file ones
-/// (gen, import of the shared libCacheSim samples, export, info, sim, mrc)
+/// (gen, import of the shared libCacheSim samples, export, info, sim, mrc,
+/// report of saved files)
 /// and the quick read-only ones (workload list, doctor, restore with an
 /// empty state directory). Only parsed with clap's `try_parse_from`
 /// (they need root and minutes, a run id or a program the reader has):
@@ -329,6 +330,11 @@ fn every_readme_example_runs_or_parses() {
         }
         let runnable = match args[0] {
             "gen" | "export" | "info" | "sim" | "mrc" | "doctor" | "restore" => true,
+            // Reports of saved files run; of run or sweep ids only parse.
+            "report" => args.iter().all(|a| {
+                let id = a.strip_prefix('s').unwrap_or(a);
+                id.parse::<u64>().is_err()
+            }),
             "workload" => args.get(1) == Some(&"list"),
             "import" => data.is_some() && !args.contains(&"lackey") && !args.contains(&"perf"),
             _ => false,

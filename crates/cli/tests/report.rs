@@ -33,35 +33,11 @@ fn figure_csv(html: &str, fig: &str) -> Vec<csv::StringRecord> {
     let prefix = "href=\"data:text/csv;charset=utf-8;base64,";
     let start = rest.find(prefix).expect("a CSV link") + prefix.len();
     let b64 = &rest[start..start + rest[start..].find('"').unwrap()];
-    let bytes = decode_base64(b64);
+    let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
     csv::Reader::from_reader(bytes.as_slice())
         .records()
         .map(Result::unwrap)
         .collect()
-}
-
-/// Standard base64 (the test's own decoder: independent of the writer's).
-fn decode_base64(s: &str) -> Vec<u8> {
-    let val = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => (c - b'A') as u32,
-            b'a'..=b'z' => (c - b'a' + 26) as u32,
-            b'0'..=b'9' => (c - b'0' + 52) as u32,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {c}"),
-        }
-    };
-    let mut out = Vec::new();
-    for chunk in s.as_bytes().chunks(4) {
-        let n = chunk.iter().filter(|&&c| c != b'=').count();
-        let mut v = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            v |= if c == b'=' { 0 } else { val(c) } << (18 - 6 * i);
-        }
-        out.extend(&v.to_be_bytes()[1..n]);
-    }
-    out
 }
 
 #[test]

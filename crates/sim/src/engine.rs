@@ -44,7 +44,7 @@ pub struct Counters {
 impl Counters {
     /// Misses = minor + major faults.
     pub fn misses(&self) -> u64 {
-        self.minor_faults + self.major_faults
+        self.minor_faults.saturating_add(self.major_faults)
     }
     pub fn miss_ratio(&self) -> f64 {
         if self.references == 0 {

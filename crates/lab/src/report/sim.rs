@@ -157,7 +157,10 @@ fn miss_axis() -> Axis {
 
 /// The x axis of a size sweep: MiB (log when the sizes span decades).
 fn size_axis(pages: &[u64], page_size: u64) -> (Axis, Vec<f64>) {
-    let mibs: Vec<f64> = pages.iter().map(|&p| super::mib(p * page_size)).collect();
+    let mibs: Vec<f64> = pages
+        .iter()
+        .map(|&p| super::mib(p.saturating_mul(page_size)))
+        .collect();
     let (lo, hi) = mibs
         .iter()
         .filter(|v| **v > 0.0)
@@ -229,7 +232,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         data.push(vec![
             r.policy.clone().into(),
             r.capacity.into(),
-            super::mib(r.capacity * ps).into(),
+            super::mib(r.capacity.saturating_mul(ps)).into(),
             c.references.into(),
             c.misses().into(),
             r.miss_ratio.into(),
@@ -253,7 +256,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                     .results
                     .iter()
                     .filter(|r| &r.policy == name)
-                    .map(|r| (super::mib(r.capacity * ps), r.miss_ratio))
+                    .map(|r| (super::mib(r.capacity.saturating_mul(ps)), r.miss_ratio))
                     .collect(),
                 err: Vec::new(),
             })
@@ -360,7 +363,7 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     }
     let mut data = Table::new("mrc", "one row per memory size", columns);
     for (i, &pages) in m.sizes.iter().enumerate() {
-        let mut row: Vec<Value> = vec![pages.into(), super::mib(pages * ps).into()];
+        let mut row: Vec<Value> = vec![pages.into(), super::mib(pages.saturating_mul(ps)).into()];
         row.extend(m.curves.iter().map(|c| Value::Float(c.miss_ratio[i])));
         data.push(row);
     }
@@ -516,4 +519,103 @@ pub fn demo_sections(
 
 fn to_json<T: Serialize>(v: &T) -> Result<serde_json::Value> {
     serde_json::to_value(v).map_err(|e| Error::Invalid(format!("encoding a result as JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saved() -> serde_json::Value {
+        serde_json::json!({
+            "kind": SIM_KIND,
+            "command": ["swaplab", "sim", "t.parquet"],
+            "trace": {"path": "t.parquet", "references": 10, "distinct_pages": 4, "page_size": 4096},
+            "seed": 42,
+            "sizes": [["50%", 2], ["100%", 4]],
+            "results": [
+                {"policy": "lru", "capacity": 2, "references": 10, "hits": 4, "minor_faults": 4,
+                 "major_faults": 2, "swap_outs": 0, "evictions": 2, "miss_ratio": 0.6, "bytes_per_page": 9},
+                {"policy": "lru", "capacity": 4, "references": 10, "hits": 6, "minor_faults": 4,
+                 "major_faults": 0, "swap_outs": 0, "evictions": 0, "miss_ratio": 0.4, "bytes_per_page": 9}
+            ],
+            "machine": null
+        })
+    }
+
+    #[test]
+    fn a_saved_simulation_becomes_a_line_per_policy() {
+        let s = sim_section(Path::new("x.json"), &saved()).unwrap();
+        assert_eq!(s.figures.len(), 1);
+        let Chart::Lines { series, .. } = &s.figures[0].chart else {
+            panic!("a line chart")
+        };
+        assert_eq!(series.len(), 1);
+        assert_eq!(
+            series[0].points,
+            vec![(8.0 / 1024.0, 0.6), (16.0 / 1024.0, 0.4)]
+        );
+        assert_eq!(s.tables[0].rows.len(), 2);
+        assert_eq!(
+            s.tables[0].rows[0][4],
+            Value::UInt(6),
+            "misses = minor + major"
+        );
+    }
+
+    /// Damaged or hostile saved files give an error or a section, never a
+    /// panic: every field replaced by each of a set of odd values.
+    #[test]
+    fn damaged_saved_files_never_panic() {
+        let odd = [
+            serde_json::json!(null),
+            serde_json::json!(-1),
+            serde_json::json!(u64::MAX),
+            serde_json::json!(1e308),
+            serde_json::json!("x"),
+            serde_json::json!([]),
+            serde_json::json!({}),
+        ];
+        let base = saved();
+        let mut paths: Vec<Vec<String>> = Vec::new();
+        fn walk(v: &serde_json::Value, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+            out.push(at.clone());
+            match v {
+                serde_json::Value::Object(m) => {
+                    for (k, x) in m {
+                        at.push(k.clone());
+                        walk(x, at, out);
+                        at.pop();
+                    }
+                }
+                serde_json::Value::Array(a) => {
+                    for (i, x) in a.iter().enumerate() {
+                        at.push(i.to_string());
+                        walk(x, at, out);
+                        at.pop();
+                    }
+                }
+                _ => {}
+            }
+        }
+        walk(&base, &mut Vec::new(), &mut paths);
+        let mut tried = 0;
+        for p in &paths {
+            for o in &odd {
+                let mut v = base.clone();
+                let mut cur = &mut v;
+                for k in p {
+                    cur = match cur {
+                        serde_json::Value::Object(m) => m.get_mut(k).unwrap(),
+                        serde_json::Value::Array(a) => &mut a[k.parse::<usize>().unwrap()],
+                        _ => unreachable!(),
+                    };
+                }
+                *cur = o.clone();
+                let _ = sim_section(Path::new("x.json"), &v);
+                let _ = mrc_section(Path::new("x.json"), &v);
+                tried += 1;
+            }
+        }
+        assert!(tried > 100);
+    }
 }
