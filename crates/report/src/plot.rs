@@ -374,7 +374,11 @@ fn bars(
         .flat_map(|s| s.1.iter().copied())
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
-    let max = if max > 0.0 { max * 1.08 } else { 1.0 };
+    let max = if max > 0.0 {
+        max * if series.len() > 1 { 1.45 } else { 1.08 }
+    } else {
+        1.0
+    };
     let label_of = |v: &SegmentValue<i32>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => categories
             .get((n - 1 - *i) as usize)
@@ -387,7 +391,7 @@ fn bars(
         .margin(12)
         .x_label_area_size(46)
         .y_label_area_size(230)
-        .build_cartesian_2d(0f64..max, (0..n).into_segmented())
+        .build_cartesian_2d(0f64..max, (0..n - 1).into_segmented())
         .map_err(boxed)?;
     chart
         .configure_mesh()
@@ -432,7 +436,7 @@ fn bars(
     if series.len() > 1 {
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
+            .position(SeriesLabelPosition::UpperRight)
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK.mix(0.3))
             .label_font(("sans-serif", 15))

@@ -28,6 +28,12 @@ pub enum BenchCmd {
         /// Policies to time.
         #[arg(long, default_value = "all")]
         policy: String,
+        /// Save the result as JSON (for `swaplab report`).
+        #[arg(long, value_name = "FILE")]
+        save: Option<std::path::PathBuf>,
+        /// Also write a report page (HTML) of the result.
+        #[arg(long, value_name = "OUT.html")]
+        report: Option<std::path::PathBuf>,
         #[command(flatten)]
         out: crate::OutFlags,
     },
@@ -170,6 +176,8 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         pages,
         mem,
         policy,
+        save,
+        report,
         out: of,
     } = cmd;
     let specs = PolicySpec::parse_list(&policy)?;
@@ -374,6 +382,10 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     }
     #[derive(Serialize)]
     struct Report<'a> {
+        /// `swaplab.bench.sim` (the saved form `swaplab report` reads).
+        kind: &'static str,
+        command: Vec<String>,
+        machine: Option<swaplab_host::procfs::Environment>,
         refs: u64,
         pages: u64,
         distinct: usize,
@@ -385,22 +397,39 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         peer_note: Option<String>,
         rows: &'a [Row],
     }
-    out::print(
-        of.format(),
-        &tr,
-        &Report {
-            refs,
-            pages,
-            distinct: t.distinct(),
-            mem_pages: mem,
-            threads: 1,
-            peak_rss_bytes: rss,
-            load_native_seconds: load_native,
-            load_oracle_general_seconds: load_og,
-            peer_note: peer.as_ref().err().cloned(),
-            rows: &rows,
-        },
-    )?;
+    let result = Report {
+        kind: swaplab_lab::report::bench::BENCH_SIM_KIND,
+        command: crate::cmd::report::argv(),
+        machine: swaplab_host::procfs::Environment::capture().ok(),
+        refs,
+        pages,
+        distinct: t.distinct(),
+        mem_pages: mem,
+        threads: 1,
+        peak_rss_bytes: rss,
+        load_native_seconds: load_native,
+        load_oracle_general_seconds: load_og,
+        peer_note: peer.as_ref().err().cloned(),
+        rows: &rows,
+    };
+    out::print(of.format(), &tr, &result)?;
+    if let Some(p) = &save {
+        swaplab_lab::report::sim::save(p, &result)?;
+        eprintln!(
+            "saved {} (read it with `swaplab report {}`)",
+            p.display(),
+            p.display()
+        );
+    }
+    if let Some(r) = &report {
+        let v = serde_json::to_value(&result)?;
+        let sec = swaplab_lab::report::bench::bench_sim_section(
+            save.as_deref().unwrap_or(std::path::Path::new("")),
+            &v,
+        )?;
+        let argv = crate::cmd::report::argv();
+        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), r)?;
+    }
     if of.format() == out::Format::Table {
         println!(
             "peak RSS {} (trace in memory: {} bytes/ref + {} bytes/distinct page); policies run one at a time on one core",

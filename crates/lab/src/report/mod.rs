@@ -15,6 +15,7 @@ use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::record::{CgroupInfo, RunRecord, Settings};
 
+pub mod bench;
 pub mod run;
 pub mod sim;
 pub mod sweep;
@@ -43,6 +44,7 @@ pub type SectionBuilder = fn(&Path, &serde_json::Value) -> Result<Section>;
 pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (sim::SIM_KIND, sim::sim_section),
     (sim::MRC_KIND, sim::mrc_section),
+    (bench::BENCH_SIM_KIND, bench::bench_sim_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds
