@@ -30,7 +30,7 @@ pub struct ShowArgs {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// First run (12) or sweep (s3).
+    /// First run (12), sweep (s3) or saved simulation (sim --save FILE).
     pub a: String,
     /// Second run or sweep.
     pub b: String,
@@ -373,6 +373,9 @@ fn fmt_val(v: Option<f64>, unit: &str) -> String {
 }
 
 pub fn compare_cmd(a: CompareArgs) -> Result<()> {
+    if std::path::Path::new(&a.a).is_file() || std::path::Path::new(&a.b).is_file() {
+        return compare_saved_sims(&a);
+    }
     let c = open()?;
     let cmp = compare(&c, a.a.parse()?, a.b.parse()?)?;
     if a.json {
@@ -429,5 +432,53 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     for n in &cmp.notes {
         println!("note: {n}");
     }
+    Ok(())
+}
+
+/// `compare A.json B.json`: two saved simulations, (policy, size) by
+/// (policy, size).
+fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
+    use swaplab_lab::report::sim::{compare_saved, read_saved_sim};
+    let (sa, sb) = (
+        read_saved_sim(std::path::Path::new(&a.a))?,
+        read_saved_sim(std::path::Path::new(&a.b))?,
+    );
+    let pairs = compare_saved(&sa, &sb);
+    if pairs.is_empty() {
+        anyhow::bail!(
+            "{} and {} share no (policy, memory size): simulate the same policies at the same sizes",
+            a.a,
+            a.b
+        );
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&pairs)?);
+        return Ok(());
+    }
+    println!(
+        "{} vs {}   (ratio = misses of the second / the first)",
+        a.a, a.b
+    );
+    let mut rows = Rows::new(&[
+        "policy",
+        "mem_pages",
+        "misses A",
+        "misses B",
+        "ratio",
+        "miss ratio A",
+        "miss ratio B",
+    ]);
+    for p in &pairs {
+        rows.push(vec![
+            p.policy.clone(),
+            num(p.mem_pages),
+            num(p.misses_a),
+            num(p.misses_b),
+            p.ratio.map_or("-".into(), |r| format!("{r:.3}")),
+            crate::out::pct(p.miss_ratio_a),
+            crate::out::pct(p.miss_ratio_b),
+        ]);
+    }
+    print!("{}", rows.render());
     Ok(())
 }

@@ -70,6 +70,11 @@ pub fn sections_for(
         )));
     }
     if p.is_file() {
+        if swaplab_trace::native::is_native(p) {
+            return Err(Error::Invalid(format!(
+                "{arg} is a page-reference trace: draw it with `swaplab sim {arg} --report OUT.html` or `swaplab mrc {arg} --report OUT.html`"
+            )));
+        }
         let v: serde_json::Value = read_json(p)?;
         let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
         return match FILE_KINDS.iter().find(|k| k.0 == kind) {
@@ -147,10 +152,10 @@ fn run_sections(rec: &RunRecord) -> Result<Vec<Section>> {
 }
 
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T> {
-    let text = std::fs::read_to_string(p).map_err(|e| Error::io("reading", p, e))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let bytes = std::fs::read(p).map_err(|e| Error::io("reading", p, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
         Error::Invalid(format!(
-            "{}: not valid JSON of the expected shape: {e}",
+            "{}: not a swaplab result file ({e}); reports read run.json and the files of `sim --save`, `mrc --save` and `bench sim --save`",
             p.display()
         ))
     })

@@ -619,3 +619,58 @@ mod tests {
         assert!(tried > 100);
     }
 }
+
+/// One (policy, size) of two saved simulations side by side.
+#[derive(Debug, Clone, Serialize)]
+pub struct SimPair {
+    /// Policy.
+    pub policy: String,
+    /// Memory size, pages.
+    pub mem_pages: u64,
+    /// Misses in the first result.
+    pub misses_a: u64,
+    /// Misses in the second.
+    pub misses_b: u64,
+    /// misses_b / misses_a.
+    pub ratio: Option<f64>,
+    /// Miss ratios.
+    pub miss_ratio_a: f64,
+    /// Miss ratio of the second.
+    pub miss_ratio_b: f64,
+}
+
+/// Reads a saved simulation (`sim --save`).
+pub fn read_saved_sim(p: &Path) -> Result<SavedSim> {
+    let v: serde_json::Value = super::read_json(p)?;
+    if v.get("kind").and_then(|k| k.as_str()) != Some(SIM_KIND) {
+        return Err(Error::Invalid(format!(
+            "{}: not a saved simulation (make one with `swaplab sim TRACE --save FILE`)",
+            p.display()
+        )));
+    }
+    parse(p, &v)
+}
+
+/// The (policy, size) pairs two saved simulations share, side by side (a
+/// simulation is deterministic: no repeats, no test).
+pub fn compare_saved(a: &SavedSim, b: &SavedSim) -> Vec<SimPair> {
+    a.results
+        .iter()
+        .filter_map(|ra| {
+            let rb = b
+                .results
+                .iter()
+                .find(|rb| rb.policy == ra.policy && rb.capacity == ra.capacity)?;
+            let (ma, mb) = (ra.counters.misses(), rb.counters.misses());
+            Some(SimPair {
+                policy: ra.policy.clone(),
+                mem_pages: ra.capacity,
+                misses_a: ma,
+                misses_b: mb,
+                ratio: (ma > 0).then(|| mb as f64 / ma as f64),
+                miss_ratio_a: ra.miss_ratio,
+                miss_ratio_b: rb.miss_ratio,
+            })
+        })
+        .collect()
+}
