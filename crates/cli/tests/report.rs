@@ -120,6 +120,20 @@ fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
         let misses = r["minor_faults"].as_u64().unwrap() + r["major_faults"].as_u64().unwrap();
         assert_eq!(row[4].parse::<u64>().unwrap(), misses);
     }
+    // `compare` reads saved simulations: the pairs they share.
+    swaplab(d, &["sim", "t.parquet", "--policy", "lru", "--mem", "10%,75%", "--save", "lru.json"]);
+    let pairs: serde_json::Value =
+        serde_json::from_str(&swaplab(d, &["compare", "sim.json", "lru.json", "--json"])).unwrap();
+    let pairs = pairs.as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "only lru at 10% is in both: {pairs:?}");
+    let lru10 = &results[1];
+    assert_eq!(lru10["policy"], "lru");
+    assert_eq!(pairs[0]["mem_pages"], lru10["capacity"]);
+    assert_eq!(pairs[0]["misses_a"], pairs[0]["misses_b"]);
+    assert_eq!(
+        pairs[0]["misses_a"].as_u64().unwrap(),
+        lru10["minor_faults"].as_u64().unwrap() + lru10["major_faults"].as_u64().unwrap()
+    );
     // The title is text, not markup.
     assert!(
         html.contains("&#60;b&#62;sims&#60;/b&#62;"),
