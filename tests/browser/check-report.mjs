@@ -28,8 +28,9 @@
 //   height, and it holds at least one drawing element (polyline, polygon,
 //   circle, ellipse, rect, path, line) with a non-empty box, not counting a
 //   rect that covers the whole SVG (the background).
-// * Beside each figure fig-N: one <a class="dl-svg" download="fig-N.svg"
-//   data-for="fig-N"> and one <a class="dl-csv" download="fig-N.csv">.
+// * For each figure fig-N: one <a class="dl-svg" download="fig-N.svg"
+//   data-for="fig-N">, and inside the figure one <a class="dl-csv"> (its
+//   data; the download is named after its table).
 //   Clicking a dl-svg link must download a file named as its download
 //   attribute that parses as XML with an <svg> root in the SVG namespace
 //   holding a drawing element.
