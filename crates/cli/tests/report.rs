@@ -121,7 +121,19 @@ fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
         assert_eq!(row[4].parse::<u64>().unwrap(), misses);
     }
     // `compare` reads saved simulations: the pairs they share.
-    swaplab(d, &["sim", "t.parquet", "--policy", "lru", "--mem", "10%,75%", "--save", "lru.json"]);
+    swaplab(
+        d,
+        &[
+            "sim",
+            "t.parquet",
+            "--policy",
+            "lru",
+            "--mem",
+            "10%,75%",
+            "--save",
+            "lru.json",
+        ],
+    );
     let pairs: serde_json::Value =
         serde_json::from_str(&swaplab(d, &["compare", "sim.json", "lru.json", "--json"])).unwrap();
     let pairs = pairs.as_array().unwrap();
@@ -167,4 +179,54 @@ fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
     // 2 figure CSVs + the sim table + the mrc summary table.
     assert_eq!(c.csv_links_checked, 4);
     assert_eq!(c.svg_links_checked, 2);
+}
+
+/// A benchmark's saved result is a report source like the others: its
+/// speed bars hold the benchmark's own numbers.
+#[test]
+fn a_benchmark_report_holds_its_numbers_and_opens_in_a_browser() {
+    let test = "a_benchmark_report_holds_its_numbers_and_opens_in_a_browser";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = swaplab(
+        d,
+        &[
+            "bench",
+            "sim",
+            "--refs",
+            "200k",
+            "--pages",
+            "50k",
+            "--mem",
+            "5k",
+            "--policy",
+            "fifo,lru",
+            "--json",
+            "--save",
+            "bench.json",
+        ],
+    );
+    let printed: serde_json::Value = serde_json::from_str(&out).unwrap();
+    swaplab(d, &["report", "bench.json", "-o", "bench.html"]);
+    let html = std::fs::read_to_string(d.join("bench.html")).unwrap();
+    let rows = figure_csv(&html, "fig-1");
+    for name in ["fifo", "lru"] {
+        let row = rows.iter().find(|r| &r[0] == name).expect(name);
+        let want = printed["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["what"] == name)
+            .unwrap()["mrefs_per_s"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(row[2].parse::<f64>().unwrap(), want, "{name}");
+    }
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(&d.join("bench.html"), Path::new("bench.png"), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+    assert_eq!(c.figures[0].series_found, ["swaplab", "target"]);
 }
