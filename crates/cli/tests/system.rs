@@ -401,3 +401,140 @@ fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
     let doc = lab.expect(0, &["doctor"]);
     assert!(!doc.contains("NOT CLEAN"), "{doc}");
 }
+
+/// `--report` of sweep, trace and run, opened in headless Chromium: every
+/// figure drawn with its series, every part opens, every data link
+/// decodes; the sweep figure's medians are the medians of the runs the
+/// catalog lists; the Linux config is this machine's; a program whose
+/// name and arguments hold markup reads as text and runs nothing.
+#[test]
+fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
+    use swaplab_testkit::{browser, skip, Facility};
+    let test = "reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser";
+    let Some(lab) = Lab::new() else { return };
+    let html = |name: &str| lab.path(name).display().to_string();
+    let (sweep_html, trace_html, run_html) =
+        (html("sweep.html"), html("trace.html"), html("run.html"));
+    lab.expect(
+        0,
+        &with_workload(&[
+            "sweep",
+            "--limits",
+            "100%,50%",
+            "--repeat",
+            "2",
+            "--swap",
+            "file:64M",
+            "--variant",
+            "base=",
+            "--variant",
+            "pc0=--page-cluster 0",
+            "--report",
+            &sweep_html,
+        ]),
+    );
+    lab.expect(
+        0,
+        &with_workload(&[
+            "trace",
+            "--mem-limit",
+            "50%",
+            "--swap",
+            "file:64M",
+            "--report",
+            &trace_html,
+        ]),
+    );
+    // A program named with markup and quotes (a link to `true`), and an
+    // argument with a script.
+    let name = r#"<b>"q" 'x' &amp;"#;
+    std::os::unix::fs::symlink("/bin/true", lab.path(name)).unwrap();
+    let evil_arg = "<script>alert(1)</script>";
+    let prog = lab.path(name).display().to_string();
+    lab.expect(0, &["run", "--report", &run_html, "--", &prog, evil_arg]);
+
+    // The sweep figure's data: medians of the catalog's runs, cell by cell.
+    let runs = json(&lab.expect(0, &["runs", "--json", "--limit", "1000"]));
+    let page = std::fs::read_to_string(&sweep_html).unwrap();
+    let marker = "download=\"sweep-";
+    assert!(page.contains(marker), "no sweep CSV");
+    let at = page
+        .find("href=\"data:text/csv;charset=utf-8;base64,")
+        .unwrap()
+        + 41;
+    let b64 = &page[at..at + page[at..].find('"').unwrap()];
+    let csv_bytes =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, b64).unwrap();
+    let mut checked = 0;
+    for rec in csv::Reader::from_reader(csv_bytes.as_slice()).records() {
+        let rec = rec.unwrap();
+        if &rec[4] != "wall_s" || rec[6].is_empty() {
+            continue;
+        }
+        let mut walls: Vec<f64> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| {
+                r["role"] == "measure"
+                    && r["outcome"] == "ok"
+                    && r["variant"].as_str() == Some(&rec[0])
+                    && r["limit_label"].as_str() == Some(&rec[1])
+                    && r["sweep_id"].is_i64()
+                    && r["command"][1] == "traverse"
+                    && r["options"]["trace"].is_null()
+            })
+            .map(|r| r["metrics"]["wall_ns"]["value"].as_f64().unwrap() / 1e9)
+            .collect();
+        walls.sort_by(f64::total_cmp);
+        assert_eq!(walls.len(), 2, "two repeats of {}/{}", &rec[0], &rec[1]);
+        let median = (walls[0] + walls[1]) / 2.0;
+        let drawn: f64 = rec[6].parse().unwrap();
+        assert!(
+            (drawn - median).abs() < 1e-9,
+            "{}/{}: drew {drawn}, runs say {median}",
+            &rec[0],
+            &rec[1]
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 4, "2 variants × 2 limits");
+    // The Linux config is this machine's.
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
+    assert!(page.contains(&format!(
+        "<th>kernel release</th><td><code>{}</code>",
+        release.trim()
+    )));
+    assert!(page.contains(&format!(
+        "<th>vm.swappiness</th><td><code>{}</code>",
+        swappiness.trim()
+    )));
+
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(Path::new(&sweep_html), Path::new("sweep.png"), &[])
+        .unwrap_or_else(|e| panic!("sweep report: {e}"));
+    assert_eq!(c.sections, 1);
+    assert!(c.figures.len() >= 5, "{:?}", c.figures);
+    for f in c.figures.iter() {
+        assert_eq!(f.series_found, ["base", "pc0"], "{}", f.id);
+    }
+    assert_eq!(c.details_opened, 3);
+    let c = browser::check_report(Path::new(&trace_html), Path::new("trace.png"), &[])
+        .unwrap_or_else(|e| panic!("trace report: {e}"));
+    assert_eq!(c.sections, 2, "the run and its trace");
+    assert!(c.figures.iter().any(|f| !f.series_found.is_empty()));
+    // The page shows the command as a shell reads it back: the program's
+    // path quoted (it holds quotes and spaces), the argument as typed.
+    let quoted = shlex::try_quote(&prog).unwrap().into_owned();
+    assert!(quoted.contains("<b>"), "{quoted}");
+    let c = browser::check_report(
+        Path::new(&run_html),
+        Path::new("run.png"),
+        &[&quoted, evil_arg],
+    )
+    .unwrap_or_else(|e| panic!("run report: {e}"));
+    assert_eq!(c.sections, 1);
+}

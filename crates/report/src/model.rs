@@ -278,7 +278,10 @@ impl Chart {
                 series.iter().map(|s| s.name.clone()).collect()
             }
             Chart::Lines { .. } => Vec::new(),
-            Chart::Scatter { groups, .. } => groups.iter().map(|g| g.name.clone()).collect(),
+            Chart::Scatter { groups, .. } => groups
+                .iter()
+                .map(|g| crate::plot::legend_text(&g.name))
+                .collect(),
             Chart::Bars { series, .. } if series.len() > 1 => {
                 series.iter().map(|s| s.0.clone()).collect()
             }

@@ -49,6 +49,7 @@ pub fn svg(fig: &Figure) -> Result<String> {
         Chart::Bars {
             categories, series, ..
         } => (90 + categories.len() as u32 * (8 + 12 * series.len().max(1) as u32)).max(260),
+        Chart::Scatter { groups, .. } => HEIGHT + legend_height(groups.len()),
         _ => HEIGHT,
     };
     {
@@ -279,6 +280,10 @@ fn scatter(
             .chain(y_marks.iter().map(|m| m.0)),
         false,
     );
+    // The legend goes below the plot: a scatter's points fill the plot,
+    // and a legend over them would hide data.
+    let (area, legend_area) = area.split_vertically(HEIGHT);
+    let area = &area;
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 21))
         .margin(12)
@@ -315,21 +320,35 @@ fn scatter(
                     .filter(|p| p.0.is_finite() && p.1.is_finite())
                     .map(|&p| Circle::new(p, 2, c.filled())),
             )
-            .map_err(boxed)?
-            .label(g.name.as_str())
-            .legend(move |(px, py)| Circle::new((px + 8, py), 4, c.filled()));
-    }
-    if !groups.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.3))
-            .label_font(("sans-serif", 15))
-            .draw()
+            .map_err(boxed)?;
+        let (col, row) = ((i % 2) as i32, (i / 2) as i32);
+        let (lx, ly) = (60 + col * 350, 4 + row * LEGEND_ROW);
+        legend_area
+            .draw(&Circle::new((lx, ly + 8), 4, c.filled()))
+            .map_err(boxed)?;
+        legend_area
+            .draw(&Text::new(
+                legend_text(&g.name),
+                (lx + 10, ly),
+                ("sans-serif", 14).into_font().color(&BLACK),
+            ))
             .map_err(boxed)?;
     }
     Ok(())
+}
+
+/// A scatter's legend entry for a group name (long names are cut: two
+/// entries share a row).
+pub fn legend_text(name: &str) -> String {
+    short(name, 50)
+}
+
+/// Pixels per row of a scatter's legend (two entries per row).
+const LEGEND_ROW: i32 = 20;
+
+/// The height of a scatter's legend of `n` entries.
+fn legend_height(n: usize) -> u32 {
+    (n.div_ceil(2) as i32 * LEGEND_ROW + 8) as u32
 }
 
 /// Thin grey lines across the plot at each mark, labelled in the y label
@@ -368,7 +387,9 @@ fn bars(
     series: &[(String, Vec<f64>)],
     value: &Axis,
 ) -> PlotResult {
-    let n = categories.len().max(1) as i32;
+    // At least two rows: plotters draws a one-segment axis (0..0) with no
+    // height and no label, so a single category gets an empty row below.
+    let n = categories.len().max(2) as i32;
     let max = series
         .iter()
         .flat_map(|s| s.1.iter().copied())
@@ -397,7 +418,7 @@ fn bars(
         .configure_mesh()
         .x_desc(value.label.as_str())
         .x_label_formatter(&|v| tick(*v))
-        .y_labels(categories.len().max(1))
+        .y_labels(n as usize)
         .y_label_formatter(&label_of)
         .disable_y_mesh()
         .light_line_style(RGBColor(240, 240, 240))
@@ -502,5 +523,47 @@ mod tests {
         assert_eq!(tick(0.0), "0");
         assert_eq!(tick(-3.0), "-3");
         assert_eq!(tick(0.00012), "0.00012");
+    }
+}
+
+#[cfg(test)]
+mod bar_tests {
+    use super::*;
+    use crate::model::{Figure, Table};
+
+    fn bars_svg(cats: &[&str], values: &[f64]) -> String {
+        svg(&Figure {
+            title: "t".into(),
+            caption: String::new(),
+            chart: Chart::Bars {
+                categories: cats.iter().map(|s| s.to_string()).collect(),
+                series: vec![("s".into(), values.to_vec())],
+                value: Axis::linear("v"),
+            },
+            data: Table::new("x", "", vec![]),
+        })
+        .unwrap()
+    }
+
+    /// The bars of a series are the rectangles in its colour.
+    fn bars_of(svg: &str) -> usize {
+        let c = colour(0);
+        let fill = format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        svg.split("<rect")
+            .skip(1)
+            .filter(|r| r.split('>').next().unwrap_or("").contains(&fill))
+            .count()
+    }
+
+    #[test]
+    fn every_category_gets_its_bar_and_label_even_alone() {
+        for cats in [vec!["only"], vec!["a1", "b2", "c3"]] {
+            let values: Vec<f64> = (1..=cats.len()).map(|v| v as f64 * 10.0).collect();
+            let s = bars_svg(&cats, &values);
+            assert_eq!(bars_of(&s), cats.len(), "{cats:?}");
+            for c in &cats {
+                assert!(s.lines().any(|l| l.trim() == *c), "label {c} missing: {s}");
+            }
+        }
     }
 }
