@@ -1135,14 +1135,16 @@ mod tests {
                 .push(swap(i * 10_000, A + (x >> 30) % gib_pages * 4096, dir));
         }
         let dir = tempfile::tempdir().unwrap();
+        trace_dir::write_tables(dir.path(), &t).unwrap();
+        trace_dir::write_meta(dir.path(), &meta()).unwrap();
         let started = std::time::Instant::now();
-        let s = section_of(dir.path(), &meta(), &t);
+        let s = trace_section(dir.path()).unwrap();
         let marks: usize = s.figures.iter().take(2).map(|f| f.data.rows.len()).sum();
         let rep = super::super::report_of(vec![s], None, &["test".into()]);
         let out = dir.path().join("r.html");
         let bytes = rep.write(&out).unwrap();
         eprintln!(
-            "report of 1000000 events ({marks} marks): {bytes} bytes, built in {:.2} s (test profile)",
+            "report of a trace directory of 1000000 events ({marks} marks): {bytes} bytes, read, analysed and written in {:.2} s",
             started.elapsed().as_secs_f64()
         );
         // Every cell of both scatters is occupied.
