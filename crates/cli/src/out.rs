@@ -158,15 +158,7 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
 /// A sweep's cell table (through [`Rows`], like every table) with its notes
 /// below it.
 pub fn sweep_table(rep: &swaplab_lab::sweep::SweepReport) -> String {
-    let mut rows = rep.rows().into_iter();
-    let header = rows.next().unwrap_or_default();
-    let mut t = Rows {
-        header,
-        rows: rows.collect(),
-        left: false,
-    };
-    t.rows.retain(|r| !r.is_empty());
-    let mut s = t.render();
+    let mut s = crate::cmd::catalog::sweep_rows(rep).render();
     s.push('\n');
     for n in &rep.notes {
         s.push_str(&format!("note: {n}\n"));

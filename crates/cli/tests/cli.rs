@@ -224,6 +224,39 @@ fn every_subcommand_has_help() {
     }
 }
 
+/// The README says which commands print tables; each has `--json` and
+/// `--csv`, and the two exclude each other.
+#[test]
+fn every_table_command_has_json_and_csv() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let mut lines = readme.lines();
+    lines
+        .find(|l| l.contains("also have `--csv`"))
+        .expect("the README says which commands have --csv");
+    let line = lines.next().unwrap();
+    let listed: Vec<&str> = line
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| !w.starts_with("--"))
+        .collect();
+    for cmd in [
+        "info", "sim", "mrc", "runs", "show", "compare", "run", "sweep",
+    ] {
+        assert!(listed.contains(&cmd), "README does not list {cmd}: {line}");
+        let help = ok(&[cmd, "--help"]);
+        assert!(
+            help.contains("--json") && help.contains("--csv"),
+            "{cmd}: {help}"
+        );
+    }
+    // A usage error: clap's status 2 and its message.
+    let o = swaplab(&["runs", "--json", "--csv"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+}
+
 #[test]
 fn a_closed_pipe_ends_output_quietly_with_status_0() {
     use std::process::Stdio;

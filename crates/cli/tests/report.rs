@@ -146,6 +146,18 @@ fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
         pairs[0]["misses_a"].as_u64().unwrap(),
         lru10["minor_faults"].as_u64().unwrap() + lru10["major_faults"].as_u64().unwrap()
     );
+    // ... and as CSV: the same pair, numbers without separators.
+    let csv = swaplab(d, &["compare", "sim.json", "lru.json", "--csv"]);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        "policy,mem_pages,misses A,misses B,ratio,miss ratio A,miss ratio B"
+    );
+    let row: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(row[0], "lru");
+    assert_eq!(row[1], lru10["capacity"].to_string());
+    assert_eq!(row[2], pairs[0]["misses_a"].to_string());
+    assert_eq!(lines.next(), None);
     // The title is text, not markup.
     assert!(
         html.contains("&#60;b&#62;sims&#60;/b&#62;"),

@@ -192,9 +192,31 @@ fn run_runs_show_compare_and_a_closed_pipe() {
     assert!(show.contains("traverse"), "{show}");
     assert_eq!(json(&lab.expect(0, &["show", &a, "--json"]))["id"], ids[0]);
     lab.expect(0, &["show", &format!("s{group}")]);
+    // `--csv`: the record's metrics, raw numbers, one row per metric.
+    let rec = json(&lab.expect(0, &["show", &a, "--json"]));
+    let csv = lab.expect(0, &["show", &a, "--csv"]);
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("run,metric,value,unit,scope"));
+    let mut n = 0;
+    for l in lines {
+        let f: Vec<&str> = l.split(',').collect();
+        assert_eq!(f[0], a);
+        let want = rec["metrics"][f[1]]["value"].as_f64().unwrap();
+        let got: f64 = f[2].parse().unwrap();
+        assert!(
+            (got - want).abs() <= 1e-6 * want.abs().max(1.0),
+            "{l}: {want}"
+        );
+        n += 1;
+    }
+    assert_eq!(n, rec["metrics"].as_object().unwrap().len());
+    let sweep_csv = lab.expect(0, &["show", &format!("s{group}"), "--csv"]);
+    assert!(sweep_csv.lines().count() >= 2, "{sweep_csv}");
     let cmp = lab.expect(0, &["compare", &a, &b]);
     assert!(!cmp.is_empty());
     lab.expect(0, &["compare", &a, &b, "--json"]);
+    let cmp_csv = lab.expect(0, &["compare", &a, &b, "--csv"]);
+    assert!(cmp_csv.starts_with("metric,"), "{cmp_csv}");
     // `swaplab show ID | head -1`: the reader leaves first; status 0.
     let mut child = lab
         .cmd(&["show", &a])

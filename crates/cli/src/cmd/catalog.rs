@@ -1,5 +1,5 @@
 //! `swaplab runs`, `swaplab show`, `swaplab compare`: the catalog.
-use crate::out::{num, Rows};
+use crate::out::{num, Format, Rows};
 use anyhow::Result;
 use clap::Args;
 use swaplab_host::util::format_size;
@@ -24,8 +24,9 @@ pub struct RunsArgs {
 pub struct ShowArgs {
     /// A run id (12, r12) or a sweep id (s3).
     pub id: String,
-    #[arg(long)]
-    pub json: bool,
+    /// `--json`: the whole record; `--csv`: a run's metrics or a sweep's table.
+    #[command(flatten)]
+    pub out: crate::OutFlags,
 }
 
 #[derive(Args)]
@@ -34,8 +35,8 @@ pub struct CompareArgs {
     pub a: String,
     /// Second run or sweep.
     pub b: String,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub out: crate::OutFlags,
 }
 
 fn open() -> Result<Catalog> {
@@ -70,39 +71,28 @@ fn count(v: Option<f64>) -> String {
 }
 
 fn when(ns: i64) -> String {
-    // UTC wall clock without a date crate.
-    let secs = ns / 1_000_000_000;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil from days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    swaplab_trace::units::format_utc(ns)
 }
 
-/// A run for people (used by `run` and `show`).
+/// A run for people (used by `run`, `trace` and `show`): a key/value
+/// table headed by the run's id and command.
 pub fn render_run(r: &RunRecord, peak: Option<u64>) -> String {
-    let mut s = String::new();
+    let mut s = run_rows(r, peak).render();
+    s.push('\n');
+    s
+}
+
+/// A run's summary as key/value rows.
+fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
+    let mut rows = Rows::new(&[&format!("run {}", r.id), &r.command.join(" ")]);
+    rows.left = true;
     let g = |n: &str| r.get(n);
     let scope = |n: &str| r.metrics.get(n).map(|m| m.scope.as_str()).unwrap_or("");
     let mut limit = limit_text(&r.limit_label, r.limit_bytes);
     if let (Some(p), true) = (peak, r.limit_label.ends_with('%')) {
         limit.push_str(&format!(" of peak {}", bytes(Some(p as f64))));
     }
-    s.push_str(&format!("run {}  {}\n", r.id, r.command.join(" ")));
-    let mut kv = |k: &str, v: String| s.push_str(&format!("  {k:<12} {v}\n"));
+    let mut kv = |k: &str, v: String| rows.push(vec![k.to_string(), v]);
     kv("limit", limit);
     let settings = r.options.summary();
     if !settings.is_empty() {
@@ -123,7 +113,7 @@ pub fn render_run(r: &RunRecord, peak: Option<u64>) -> String {
         kv("error", e.clone());
     }
     if r.metrics.is_empty() {
-        return s;
+        return rows;
     }
     kv("wall", secs(g("wall_ns")));
     kv(
@@ -212,7 +202,51 @@ pub fn render_run(r: &RunRecord, peak: Option<u64>) -> String {
         kv("note", n.clone());
     }
     kv("record", r.dir.join("run.json").display().to_string());
-    s
+    rows
+}
+
+/// Every metric of the runs, known ones in their documented order: one
+/// row per (run, metric), raw values in CSV.
+pub fn metrics_rows(runs: &[&RunRecord]) -> Rows {
+    let mut rows = Rows::new(&["run", "metric", "value", "unit", "scope"]);
+    for r in runs {
+        let mut names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
+        for k in r.metrics.keys() {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+        for n in names {
+            if let Some(m) = r.metrics.get(n) {
+                let v = if m.value.fract() == 0.0 && m.value.abs() < 9e15 {
+                    num(m.value as u64)
+                } else {
+                    format!("{:.6}", m.value)
+                };
+                rows.push(vec![
+                    r.id.to_string(),
+                    n.to_string(),
+                    v,
+                    m.unit.clone(),
+                    m.scope.as_str().into(),
+                ]);
+            }
+        }
+    }
+    rows
+}
+
+/// A sweep's table as rows (the header first, as `SweepReport::rows`).
+pub fn sweep_rows(rep: &swaplab_lab::sweep::SweepReport) -> Rows {
+    let mut rows = rep.rows().into_iter();
+    let header = rows.next().unwrap_or_default();
+    let mut t = Rows {
+        header,
+        rows: rows.collect(),
+        left: false,
+    };
+    t.rows.retain(|r| !r.is_empty());
+    t
 }
 
 pub fn runs(a: RunsArgs) -> Result<()> {
@@ -289,35 +323,20 @@ pub fn show(a: ShowArgs) -> Result<()> {
     match a.id.parse::<Target>()? {
         Target::Run(id) => {
             let r = c.run(id)?;
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-                return Ok(());
+            match a.out.format() {
+                Format::Json => {
+                    println!("{}", serde_json::to_string_pretty(&r)?);
+                    return Ok(());
+                }
+                Format::Csv => {
+                    print!("{}", metrics_rows(&[&r]).csv()?);
+                    return Ok(());
+                }
+                Format::Table => {}
             }
             print!("{}", render_run(&r, None));
             println!("\nall metrics:");
-            let mut rows = Rows::new(&["metric", "value", "unit", "scope"]);
-            let mut names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
-            for k in r.metrics.keys() {
-                if !names.contains(&k.as_str()) {
-                    names.push(k);
-                }
-            }
-            for n in names {
-                if let Some(m) = r.metrics.get(n) {
-                    let v = if m.value.fract() == 0.0 && m.value.abs() < 9e15 {
-                        num(m.value as u64)
-                    } else {
-                        format!("{:.6}", m.value)
-                    };
-                    rows.push(vec![
-                        n.to_string(),
-                        v,
-                        m.unit.clone(),
-                        m.scope.as_str().into(),
-                    ]);
-                }
-            }
-            println!("{}", rows.render());
+            println!("{}", metrics_rows(&[&r]).render());
             if let Some(env) = &r.env {
                 println!(
                     "environment: kernel {}, {} CPUs ({}), swappiness {}, page-cluster {}, THP {}, zswap {}, swap areas: {}",
@@ -342,9 +361,16 @@ pub fn show(a: ShowArgs) -> Result<()> {
         }
         Target::Sweep(id) => {
             let rep = report_from_catalog(&c, id)?;
-            if a.json {
-                println!("{}", serde_json::to_string_pretty(&rep)?);
-                return Ok(());
+            match a.out.format() {
+                Format::Json => {
+                    println!("{}", serde_json::to_string_pretty(&rep)?);
+                    return Ok(());
+                }
+                Format::Csv => {
+                    print!("{}", sweep_rows(&rep).csv()?);
+                    return Ok(());
+                }
+                Format::Table => {}
             }
             println!(
                 "sweep s{} ({}, {}): {}",
@@ -378,14 +404,11 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     }
     let c = open()?;
     let cmp = compare(&c, a.a.parse()?, a.b.parse()?)?;
-    if a.json {
+    let fmt = a.out.format();
+    if fmt == Format::Json {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
         return Ok(());
     }
-    println!(
-        "{} vs {}   (ratio = {} / {}; test: {})",
-        cmp.a, cmp.b, cmp.b, cmp.a, cmp.test
-    );
     let cells = cmp.rows.iter().any(|r| !r.cell.is_empty());
     let mut header: Vec<String> = Vec::new();
     if cells {
@@ -428,6 +451,14 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         }
         rows.push(row);
     }
+    if fmt == Format::Csv {
+        print!("{}", rows.csv()?);
+        return Ok(());
+    }
+    println!(
+        "{} vs {}   (ratio = {} / {}; test: {})",
+        cmp.a, cmp.b, cmp.b, cmp.a, cmp.test
+    );
     println!("{}", rows.render());
     for n in &cmp.notes {
         println!("note: {n}");
@@ -451,14 +482,11 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
             a.b
         );
     }
-    if a.json {
+    let fmt = a.out.format();
+    if fmt == Format::Json {
         println!("{}", serde_json::to_string_pretty(&pairs)?);
         return Ok(());
     }
-    println!(
-        "{} vs {}   (ratio = misses of the second / the first)",
-        a.a, a.b
-    );
     let mut rows = Rows::new(&[
         "policy",
         "mem_pages",
@@ -479,6 +507,14 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
             crate::out::pct(p.miss_ratio_b),
         ]);
     }
+    if fmt == Format::Csv {
+        print!("{}", rows.csv()?);
+        return Ok(());
+    }
+    println!(
+        "{} vs {}   (ratio = misses of the second / the first)",
+        a.a, a.b
+    );
     print!("{}", rows.render());
     Ok(())
 }

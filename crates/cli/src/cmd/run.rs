@@ -89,9 +89,9 @@ pub struct RunArgs {
     /// Also write a report page (HTML) of the result.
     #[arg(long, value_name = "OUT.html")]
     pub report: Option<std::path::PathBuf>,
-    /// Print the run records as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// `--json`: the run records; `--csv`: their metrics, a row per (run, metric).
+    #[command(flatten)]
+    pub out: crate::OutFlags,
     /// The command (after --). `swaplab-workload NAME --size SIZE` runs a built-in workload.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -118,9 +118,9 @@ pub struct SweepArgs {
     /// Also write a report page (HTML) of the result.
     #[arg(long, value_name = "OUT.html")]
     pub report: Option<std::path::PathBuf>,
-    /// Print the report as JSON.
-    #[arg(long)]
-    pub json: bool,
+    /// `--json`: the sweep's report; `--csv`: its table.
+    #[command(flatten)]
+    pub out: crate::OutFlags,
     /// The command (after --).
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
@@ -273,9 +273,17 @@ pub fn run(a: RunArgs) -> Result<i32> {
         let sources: Vec<String> = set.runs.iter().map(|r| r.id.to_string()).collect();
         super::report::write_sources(&sources, out)?;
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&set)?);
-        return Ok(status);
+    match a.out.format() {
+        crate::out::Format::Json => {
+            println!("{}", serde_json::to_string_pretty(&set)?);
+            return Ok(status);
+        }
+        crate::out::Format::Csv => {
+            let runs: Vec<&_> = set.runs.iter().collect();
+            print!("{}", super::catalog::metrics_rows(&runs).csv()?);
+            return Ok(status);
+        }
+        crate::out::Format::Table => {}
     }
     for rec in &set.runs {
         print!("{}", super::catalog::render_run(rec, set.peak_bytes));
@@ -332,11 +340,13 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
     if let Some(out) = &a.report {
         super::report::write_sources(&[format!("s{}", rep.sweep_id)], out)?;
     }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rep)?);
-    } else {
-        println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
-        print!("{}", crate::out::sweep_table(&rep));
+    match a.out.format() {
+        crate::out::Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
+        crate::out::Format::Csv => print!("{}", super::catalog::sweep_rows(&rep).csv()?),
+        crate::out::Format::Table => {
+            println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
+            print!("{}", crate::out::sweep_table(&rep));
+        }
     }
     let failed: Vec<_> = rep
         .cells
