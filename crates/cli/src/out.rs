@@ -103,7 +103,20 @@ impl Rows {
                 CellAlignment::Right
             });
         }
+        // No padding after the last column (a long cell would pad every line).
         t.to_string()
+            .lines()
+            .map(str::trim_end)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+    /// The table without its first column (e.g. a key every row shares).
+    pub fn without_first_column(mut self) -> Self {
+        self.header.remove(0);
+        for r in &mut self.rows {
+            r.remove(0);
+        }
+        self
     }
     pub fn csv(&self) -> Result<String> {
         let mut w = csv::Writer::from_writer(Vec::new());

@@ -336,7 +336,7 @@ pub fn show(a: ShowArgs) -> Result<()> {
             }
             print!("{}", render_run(&r, None));
             println!("\nall metrics:");
-            println!("{}", metrics_rows(&[&r]).render());
+            println!("{}", metrics_rows(&[&r]).without_first_column().render());
             if let Some(env) = &r.env {
                 println!(
                     "environment: kernel {}, {} CPUs ({}), swappiness {}, page-cluster {}, THP {}, zswap {}, swap areas: {}",
