@@ -41,7 +41,7 @@ use std::path::Path;
 use swaplab_analysis::advise::{advise, AdviseContext};
 use swaplab_analysis::analyze::{analyze, Analysis, AnalyzeOptions, PatternKind};
 use swaplab_host::procfs::Environment;
-use swaplab_report::{Axis, Band, Chart, Figure, ScatterGroup, Section, Table, Value};
+use swaplab_report::{Axis, Band, Chart, ColumnDoc, Figure, ScatterGroup, Section, Table, Value};
 use swaplab_trace::events::TraceTables;
 use swaplab_trace::trace_dir::{self, TraceMetaFile};
 use swaplab_trace::units::format_bytes;
@@ -545,65 +545,118 @@ fn worth_a_bar(events: impl Iterator<Item = u64>) -> Vec<usize> {
 /// Bars of the per-object and per-site figures at most.
 const BARS: usize = 12;
 
+/// One bar group: its legend label, its table label, the second column's
+/// value (pid or objects), and (swap-ins, swap-outs, major faults).
+struct BarRow {
+    category: String,
+    label: String,
+    second: u64,
+    counts: [u64; 3],
+}
+
+/// What a per-object or per-site bar figure says about its rows.
+struct BarFigure<'a> {
+    file: String,
+    title: &'a str,
+    about: &'a str,
+    first: ColumnDoc,
+    second: ColumnDoc,
+    whose: &'a str,
+    caption: String,
+}
+
+fn bar_figure(f: BarFigure<'_>, rows: Vec<BarRow>) -> Option<Figure> {
+    if rows.is_empty() {
+        return None;
+    }
+    let w = f.whose;
+    let mut data = Table::new(
+        &f.file,
+        f.about,
+        vec![
+            f.first,
+            f.second,
+            col(
+                "swap_ins",
+                "integer",
+                "pages",
+                &format!("pages of {w} swapped in"),
+            ),
+            col(
+                "swap_outs",
+                "integer",
+                "pages",
+                &format!("pages of {w} swapped out"),
+            ),
+            col(
+                "major_faults",
+                "integer",
+                "count",
+                &format!("major faults on {w}"),
+            ),
+        ],
+    );
+    let mut series: Vec<(String, Vec<f64>)> = ["swap-ins", "swap-outs", "major faults"]
+        .iter()
+        .map(|n| (n.to_string(), Vec::new()))
+        .collect();
+    let mut categories = Vec::new();
+    for r in rows {
+        for (s, &v) in series.iter_mut().zip(&r.counts) {
+            s.1.push(v as f64);
+        }
+        let mut row: Vec<Value> = vec![r.label.into(), r.second.into()];
+        row.extend(r.counts.iter().map(|&v| Value::from(v)));
+        data.push(row);
+        categories.push(r.category);
+    }
+    Some(Figure {
+        title: f.title.into(),
+        caption: f.caption,
+        chart: Chart::Bars {
+            categories,
+            series,
+            value: Axis::linear("pages / faults"),
+        },
+        data,
+    })
+}
+
+const BAR_RULE: &str =
+    "with at least 1 % of the swap events and major faults of the one with the most";
+
 fn object_bars(an: &Analysis, name: &str) -> Option<Figure> {
     let objs = worth_a_bar(
         an.objects
             .iter()
             .map(|o| o.swap_ins + o.swap_outs + o.major_faults),
     );
-    if objs.is_empty() {
-        return None;
-    }
-    let mut data = Table::new(
-        &format!("{name}-objects-swapping"),
-        "one row per object drawn: its swap traffic and major faults",
-        vec![
-            col(
-                "object",
-                "text",
-                "",
-                "the object's label (allocation site and size, or mapping)",
-            ),
-            col("pid", "integer", "", "its process"),
-            col("swap_ins", "integer", "pages", "pages of it swapped in"),
-            col("swap_outs", "integer", "pages", "pages of it swapped out"),
-            col("major_faults", "integer", "count", "major faults on it"),
-        ],
-    );
-    let mut cats = Vec::new();
-    let mut series: Vec<(String, Vec<f64>)> = vec![
-        ("swap-ins".into(), vec![]),
-        ("swap-outs".into(), vec![]),
-        ("major faults".into(), vec![]),
-    ];
-    for &i in &objs {
-        let o = &an.objects[i];
-        cats.push(group_label(an, i));
-        series[0].1.push(o.swap_ins as f64);
-        series[1].1.push(o.swap_outs as f64);
-        series[2].1.push(o.major_faults as f64);
-        data.push(vec![
-            o.label.as_str().into(),
-            (o.pid as u64).into(),
-            o.swap_ins.into(),
-            o.swap_outs.into(),
-            o.major_faults.into(),
-        ]);
-    }
-    Some(Figure {
-        title: "Swapping per object".into(),
+    let f = BarFigure {
+        file: format!("{name}-objects-swapping"),
+        title: "Swapping per object",
+        about: "one row per object drawn: its swap traffic and major faults",
+        first: col("object", "text", "", "the object's label (allocation site and address, or mapping)"),
+        second: col("pid", "integer", "", "its process"),
+        whose: "it",
         caption: format!(
-            "{} of the {} objects: those with at least 1 % of the swap events and major faults of the one with the most ({BARS} at most), ranked by major faults + swap-ins: pages swapped in and out, and major faults. All objects are in the objects table.",
+            "{} of the {} objects: those {BAR_RULE} ({BARS} at most), ranked by major faults + swap-ins: pages swapped in and out, and major faults. All objects are in the objects table.",
             objs.len(),
             an.objects.len()
         ),
-        chart: Chart::Bars {
-            categories: cats,
-            series,
-            value: Axis::linear("pages / faults"),
-        },
-        data,
-    })
+    };
+    let rows = objs
+        .iter()
+        .map(|&i| {
+            let o = &an.objects[i];
+            BarRow {
+                category: group_label(an, i),
+                label: o.label.clone(),
+                second: o.pid as u64,
+                counts: [o.swap_ins, o.swap_outs, o.major_faults],
+            }
+        })
+        .collect();
+    bar_figure(f, rows)
 }
 
 fn site_bars(an: &Analysis, name: &str) -> Option<Figure> {
@@ -612,79 +665,32 @@ fn site_bars(an: &Analysis, name: &str) -> Option<Figure> {
             .iter()
             .map(|s| s.swap_ins + s.swap_outs + s.major_faults),
     );
-    if sites.is_empty() {
-        return None;
-    }
-    let mut data = Table::new(
-        &format!("{name}-sites-swapping"),
-        "one row per allocation site drawn: the swap traffic and major faults of all its objects",
-        vec![
-            col(
-                "site",
-                "text",
-                "",
-                "the site's label: the first frame outside allocator wrappers, with its file:line",
-            ),
-            col(
-                "objects",
-                "integer",
-                "count",
-                "objects allocated there that have events",
-            ),
-            col(
-                "swap_ins",
-                "integer",
-                "pages",
-                "pages of its objects swapped in",
-            ),
-            col(
-                "swap_outs",
-                "integer",
-                "pages",
-                "pages of its objects swapped out",
-            ),
-            col(
-                "major_faults",
-                "integer",
-                "count",
-                "major faults on its objects",
-            ),
-        ],
-    );
-    let mut cats = Vec::new();
-    let mut series: Vec<(String, Vec<f64>)> = vec![
-        ("swap-ins".into(), vec![]),
-        ("swap-outs".into(), vec![]),
-        ("major faults".into(), vec![]),
-    ];
-    for &i in &sites {
-        let s = &an.sites[i];
-        cats.push(s.label.clone());
-        series[0].1.push(s.swap_ins as f64);
-        series[1].1.push(s.swap_outs as f64);
-        series[2].1.push(s.major_faults as f64);
-        data.push(vec![
-            s.label.as_str().into(),
-            (s.objects as u64).into(),
-            s.swap_ins.into(),
-            s.swap_outs.into(),
-            s.major_faults.into(),
-        ]);
-    }
-    Some(Figure {
-        title: "Swapping per allocation site".into(),
+    let f = BarFigure {
+        file: format!("{name}-sites-swapping"),
+        title: "Swapping per allocation site",
+        about: "one row per allocation site drawn: the swap traffic and major faults of all its objects",
+        first: col("site", "text", "", "the site's label: the first frame outside allocator wrappers, with its file:line"),
+        second: col("objects", "integer", "count", "objects allocated there that have events"),
+        whose: "its objects",
         caption: format!(
-            "{} of the {} allocation sites: those with at least 1 % of the swap events and major faults of the one with the most ({BARS} at most); the sums over their objects.",
+            "{} of the {} allocation sites: those {BAR_RULE} ({BARS} at most); the sums over their objects.",
             sites.len(),
             an.sites.len()
         ),
-        chart: Chart::Bars {
-            categories: cats,
-            series,
-            value: Axis::linear("pages / faults"),
-        },
-        data,
-    })
+    };
+    let rows = sites
+        .iter()
+        .map(|&i| {
+            let s = &an.sites[i];
+            BarRow {
+                category: s.label.clone(),
+                label: s.label.clone(),
+                second: s.objects as u64,
+                counts: [s.swap_ins, s.swap_outs, s.major_faults],
+            }
+        })
+        .collect();
+    bar_figure(f, rows)
 }
 
 fn secs(ns: Option<u64>) -> Value {
