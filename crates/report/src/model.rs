@@ -274,9 +274,10 @@ impl Chart {
     /// The names of the series a legend shows (empty: a single unnamed one).
     pub fn series_names(&self) -> Vec<String> {
         match self {
-            Chart::Lines { series, .. } if series.len() > 1 || has_name(series) => {
-                series.iter().map(|s| s.name.clone()).collect()
-            }
+            Chart::Lines { series, .. } if series.len() > 1 || has_name(series) => series
+                .iter()
+                .map(|s| crate::plot::legend_text(&s.name))
+                .collect(),
             Chart::Lines { .. } => Vec::new(),
             Chart::Scatter { groups, .. } => groups
                 .iter()

@@ -50,7 +50,7 @@ pub fn svg(fig: &Figure) -> Result<String> {
             categories, series, ..
         } => (90 + categories.len() as u32 * (8 + 12 * series.len().max(1) as u32)).max(260),
         Chart::Scatter { groups, .. } => HEIGHT + legend_height(groups.len()),
-        _ => HEIGHT,
+        Chart::Lines { .. } => HEIGHT + legend_height(fig.chart.series_names().len()),
     };
     {
         let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
@@ -173,6 +173,17 @@ fn lines(
         y.log,
     );
     let named = series.len() > 1 || series.first().is_some_and(|s| !s.name.is_empty());
+    // The legend goes below the plot, where it hides no data.
+    let (area, legend_area) = area.split_vertically(HEIGHT);
+    let area = &area;
+    if named {
+        let entries: Vec<(String, RGBColor)> = series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.clone(), colour(i)))
+            .collect();
+        draw_legend(&legend_area, &entries, true)?;
+    }
     with_coords!(x, y, xr, yr, |xc, yc| {
         let mut chart = ChartBuilder::on(area)
             .caption(title, ("sans-serif", 21))
@@ -199,14 +210,9 @@ fn lines(
                 .copied()
                 .filter(|&p| drawable(p, x, y))
                 .collect();
-            let line = chart
+            chart
                 .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
                 .map_err(boxed)?;
-            if named {
-                line.label(s.name.as_str()).legend(move |(px, py)| {
-                    PathElement::new(vec![(px, py), (px + 18, py)], c.stroke_width(2))
-                });
-            }
             chart
                 .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
                 .map_err(boxed)?;
@@ -241,16 +247,6 @@ fn lines(
                 area.draw(&Text::new(label.clone(), (px, py + 24), style.clone()))
                     .map_err(boxed)?;
             }
-        }
-        if named {
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK.mix(0.3))
-                .label_font(("sans-serif", 15))
-                .draw()
-                .map_err(boxed)?;
         }
         Ok(())
     })
@@ -321,33 +317,58 @@ fn scatter(
                     .map(|&p| Circle::new(p, 2, c.filled())),
             )
             .map_err(boxed)?;
+    }
+    let entries: Vec<(String, RGBColor)> = groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.name.clone(), colour(i)))
+        .collect();
+    draw_legend(&legend_area, &entries, false)
+}
+
+/// A legend under the plot, two entries per row: a line with a marker
+/// (line charts) or a dot (scatters), then the name.
+fn draw_legend(area: &Area<'_>, entries: &[(String, RGBColor)], line: bool) -> PlotResult {
+    for (i, (name, c)) in entries.iter().enumerate() {
         let (col, row) = ((i % 2) as i32, (i / 2) as i32);
         let (lx, ly) = (60 + col * 350, 4 + row * LEGEND_ROW);
-        legend_area
-            .draw(&Circle::new((lx, ly + 8), 4, c.filled()))
-            .map_err(boxed)?;
-        legend_area
-            .draw(&Text::new(
-                legend_text(&g.name),
-                (lx + 10, ly),
-                ("sans-serif", 14).into_font().color(&BLACK),
+        if line {
+            area.draw(&PathElement::new(
+                vec![(lx - 8, ly + 8), (lx + 8, ly + 8)],
+                c.stroke_width(2),
             ))
             .map_err(boxed)?;
+        }
+        area.draw(&Circle::new(
+            (lx, ly + 8),
+            if line { 3 } else { 4 },
+            c.filled(),
+        ))
+        .map_err(boxed)?;
+        area.draw(&Text::new(
+            legend_text(name),
+            (lx + 14, ly),
+            ("sans-serif", 14).into_font().color(&BLACK),
+        ))
+        .map_err(boxed)?;
     }
     Ok(())
 }
 
-/// A scatter's legend entry for a group name (long names are cut: two
+/// The legend entry of a series or group name (long names are cut: two
 /// entries share a row).
 pub fn legend_text(name: &str) -> String {
     short(name, 50)
 }
 
-/// Pixels per row of a scatter's legend (two entries per row).
+/// Pixels per row of a legend (two entries per row).
 const LEGEND_ROW: i32 = 20;
 
-/// The height of a scatter's legend of `n` entries.
+/// The height of a legend of `n` entries (none for no entries).
 fn legend_height(n: usize) -> u32 {
+    if n == 0 {
+        return 0;
+    }
     (n.div_ceil(2) as i32 * LEGEND_ROW + 8) as u32
 }
 
