@@ -43,7 +43,7 @@ static A: Counting = Counting;
 
 /// Policies whose report is documented as an upper bound (RRIP counts the
 /// per-frame part as if every page had a frame).
-const UPPER_BOUND: &[&str] = &["srrip", "brrip", "drrip", "linux-rrip"];
+const UPPER_BOUND: &[&str] = &["srrip", "brrip", "drrip"];
 
 // One test in this file: the counter is process-wide, so nothing else may
 // allocate concurrently.

@@ -96,7 +96,8 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("linux-rrip").unwrap(), 14);
+        // Flags 1 + RRPV 1 + shadow age 4; the queues are still empty.
+        assert_eq!(build("linux-rrip").unwrap(), 6);
         assert!(build("linux-rrip:m=8").is_ok());
         assert!(build("linux-rrip:m=0").is_err());
         assert!(build("linux-rrip:m=9").is_err());
