@@ -29,11 +29,31 @@
 //! * G drops its oldest ids beyond M's capacity.
 //!
 //! Not modelled: libCacheSim's newer `S3FIFO.c` variant that inserts into M
-//! while S is full before the first eviction. Memory: one set of intrusive
-//! links holding S, M and G (a page is in at most one) and a state byte
-//! (queue and frequency): 9 bytes per page.
-use super::lists2::Links;
+//! while S is full before the first eviction.
+//!
+//! **Data structure.** Every queue is only ever entered at its head, and S
+//! and M are only ever left at their tails, so S and M are plain FIFO
+//! queues of page ids (`VecDeque<u32>`, tail at the front) instead of
+//! linked lists. G is also left from its middle (a ghost hit takes the page
+//! back into M), so it is a FIFO with lazy deletion: a ghost hit only
+//! clears the page's queue bits and counts one more stale G entry in the
+//! high nibble of its state byte; popping G's oldest entry skips it (and
+//! decrements the count) while the page has stale entries, since a page's
+//! valid G entry, if any, is always its newest. G is filtered down to its
+//! valid entries when it holds more than twice its capacity (plus 64) or a
+//! page would have 16 stale entries, so it holds at most about 2× M's
+//! capacity and filtering costs O(1) amortised per insertion. A hit reads
+//! and writes only the page's state byte (which the engine's prefetch hint
+//! brings in early); evictions read the queues sequentially and prefetch
+//! the state of the pages a few places behind each tail.
+//!
+//! Memory: the state byte (frequency, queue, stale G entries) per page,
+//! plus 4 bytes per entry of S, M and G (whose capacities grow in powers of
+//! two): 3 bytes per page with 1/8 of the pages resident, as in
+//! `tests/memory.rs` (9 with the linked lists this replaced).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
+use crate::util::prefetch;
+use std::collections::VecDeque;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "s3fifo",
@@ -47,7 +67,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
         let cap = c.capacity.max(1);
         let small_cap = ((cap as f64 * small) as usize).clamp(1, cap);
         Ok(Box::new(S3Fifo {
-            q: Links::new(3, c.pages),
+            s: VecDeque::new(),
+            m: VecDeque::new(),
+            g: VecDeque::new(),
+            g_len: 0,
             st: vec![0; c.pages],
             cap,
             small_cap,
@@ -57,20 +80,28 @@ pub const INFO: PolicyInfo = PolicyInfo {
     },
 };
 
-const S: usize = 0;
-const M: usize = 1;
-const G: usize = 2;
-
-/// Per-page state byte: the frequency in bits 0-1 and, in bits 2-3, the
-/// queue (`IN_S`, `IN_M`, `IN_G` or 0), so that a hit reads one byte.
+/// Per-page state byte: the frequency in bits 0-1, in bits 2-3 the queue
+/// (`IN_S`, `IN_M`, `IN_G` or 0), so that a hit reads one byte, and in
+/// bits 4-7 the number of stale entries of the page in G's queue.
 const FREQ: u8 = 3;
 const IN_S: u8 = 4;
 const IN_M: u8 = 8;
 const IN_G: u8 = 12;
 const QUEUE: u8 = 12;
+const STALE: u8 = 0xF0;
+const ONE_STALE: u8 = 0x10;
+
+/// How far behind a queue's tail evictions prefetch page state.
+const AHEAD: usize = 8;
 
 struct S3Fifo {
-    q: Links,
+    /// S and M: tail (oldest) at the front.
+    s: VecDeque<u32>,
+    m: VecDeque<u32>,
+    /// G's entries, oldest at the front, with stale ones (see the module doc).
+    g: VecDeque<u32>,
+    /// Valid entries of G.
+    g_len: usize,
     st: Vec<u8>,
     cap: usize,
     small_cap: usize,
@@ -79,36 +110,88 @@ struct S3Fifo {
     mv: u8,
 }
 
+/// Pops the front of `q`, prefetching the state of the page `AHEAD` behind it.
+#[inline]
+fn pop(q: &mut VecDeque<u32>, st: &[u8]) -> Option<u32> {
+    if let Some(&n) = q.get(AHEAD) {
+        prefetch(st.as_ptr().wrapping_add(n as usize));
+    }
+    q.pop_front()
+}
+
 impl S3Fifo {
     fn evict_main(&mut self) -> Option<u32> {
-        while let Some(t) = self.q.back(M) {
+        while let Some(t) = pop(&mut self.m, &self.st) {
             let s = &mut self.st[t as usize];
             if *s & FREQ > 0 {
                 *s -= 1;
-                self.q.move_front(M, M, t);
+                self.m.push_back(t);
             } else {
-                *s = 0;
-                self.q.remove(M, t);
+                *s &= STALE;
                 return Some(t);
             }
         }
         None
     }
 
+    /// Drops G's oldest valid entry (and the stale ones before it).
+    fn pop_ghost(&mut self) {
+        while let Some(g) = pop(&mut self.g, &self.st) {
+            let s = &mut self.st[g as usize];
+            if *s & STALE != 0 {
+                *s -= ONE_STALE;
+            } else {
+                debug_assert_eq!(*s & QUEUE, IN_G);
+                *s = 0;
+                self.g_len -= 1;
+                return;
+            }
+        }
+    }
+
+    /// Drops every stale entry of G (keeping the order of the valid ones)
+    /// and zeroes every stale count.
+    fn filter_ghosts(&mut self) {
+        let st = &mut self.st;
+        for &g in &self.g {
+            st[g as usize] &= !STALE;
+        }
+        // Newest first: a page's first entry seen is its valid one, if it
+        // is in G; mark it (count 1) so that older entries are dropped.
+        let v = self.g.make_contiguous();
+        let mut w = v.len();
+        for r in (0..v.len()).rev() {
+            let g = v[r];
+            let s = &mut st[g as usize];
+            if *s & QUEUE == IN_G && *s & STALE == 0 {
+                *s |= ONE_STALE;
+                w -= 1;
+                v[w] = g;
+            }
+        }
+        self.g.drain(..w);
+        for &g in &self.g {
+            st[g as usize] &= !STALE;
+        }
+        debug_assert_eq!(self.g.len(), self.g_len);
+    }
+
     fn evict(&mut self) -> Option<u32> {
-        if self.q.len(S) >= self.small_cap {
-            while let Some(t) = self.q.back(S) {
+        if self.s.len() >= self.small_cap {
+            while let Some(t) = pop(&mut self.s, &self.st) {
                 let s = &mut self.st[t as usize];
                 if *s & FREQ >= self.mv {
-                    *s = IN_M;
-                    self.q.move_front(S, M, t);
+                    *s = (*s & STALE) | IN_M;
+                    self.m.push_back(t);
                 } else {
-                    *s = IN_G;
-                    self.q.move_front(S, G, t);
-                    while self.q.len(G) > self.ghost_cap {
-                        if let Some(g) = self.q.pop_back(G) {
-                            self.st[g as usize] = 0;
-                        }
+                    *s = (*s & STALE) | IN_G;
+                    self.g.push_back(t);
+                    self.g_len += 1;
+                    while self.g_len > self.ghost_cap {
+                        self.pop_ghost();
+                    }
+                    if self.g.len() > 2 * self.ghost_cap + 64 {
+                        self.filter_ghosts();
                     }
                     return Some(t);
                 }
@@ -117,8 +200,8 @@ impl S3Fifo {
         // M is not empty here: the memory is full and S is below its share
         // (or was emptied into M). Fall back to S only to stay total.
         self.evict_main().or_else(|| {
-            let t = self.q.pop_back(S)?;
-            self.st[t as usize] = 0;
+            let t = self.s.pop_front()?;
+            self.st[t as usize] &= STALE;
             Some(t)
         })
     }
@@ -127,36 +210,50 @@ impl S3Fifo {
 impl Policy for S3Fifo {
     #[inline]
     fn access(&mut self, id: u32, _req: &Req) -> Access {
-        let s = self.st[id as usize];
+        let i = id as usize;
+        let s = self.st[i];
         let queue = s & QUEUE;
         if queue == IN_S || queue == IN_M {
             if s & FREQ < 3 {
-                self.st[id as usize] = s + 1;
+                self.st[i] = s + 1;
             }
             return Access::Hit;
         }
         let ghost = queue == IN_G;
         if ghost {
-            self.q.remove(G, id);
-            self.st[id as usize] = 0;
+            // Leave G: its entry goes stale.
+            self.g_len -= 1;
+            if s & STALE == STALE {
+                self.st[i] = s & STALE;
+                self.filter_ghosts();
+            } else {
+                self.st[i] = (s & STALE) + ONE_STALE;
+            }
         }
-        let victim = if self.q.len(S) + self.q.len(M) >= self.cap {
+        let victim = if self.s.len() + self.m.len() >= self.cap {
             self.evict()
         } else {
             None
         };
+        let s = self.st[i] & STALE;
         if ghost {
-            self.st[id as usize] = IN_M;
-            self.q.push_front(M, id);
+            self.st[i] = s | IN_M;
+            self.m.push_back(id);
         } else {
-            self.st[id as usize] = IN_S;
-            self.q.push_front(S, id);
+            self.st[i] = s | IN_S;
+            self.s.push_back(id);
         }
         Access::Miss { victim }
     }
 
+    #[inline]
+    fn prefetch(&self, id: u32) {
+        prefetch(self.st.as_ptr().wrapping_add(id as usize));
+    }
+
     fn bytes_per_page(&self) -> usize {
-        Links::BYTES_PER_PAGE + 1
+        let queues = 4 * (self.s.capacity() + self.m.capacity() + self.g.capacity());
+        (self.st.len() + queues).div_ceil(self.st.len().max(1))
     }
 }
 
@@ -247,13 +344,107 @@ mod tests {
         assert!(!*hits("s3fifo", 10, &t).last().unwrap());
     }
 
+    /// S3-FIFO transcribed directly: three `VecDeque`s (front = tail),
+    /// O(n) membership tests and O(n) removal from G, a frequency map.
+    fn reference(cap: usize, small: f64, mv: u8, t: &[u32]) -> Vec<crate::policy::Access> {
+        use crate::policy::Access;
+        use std::collections::{HashMap, VecDeque};
+        let small_cap = ((cap as f64 * small) as usize).clamp(1, cap);
+        let ghost_cap = cap - small_cap;
+        let (mut s, mut m, mut g) = (VecDeque::new(), VecDeque::new(), VecDeque::new());
+        let mut freq: HashMap<u32, u8> = HashMap::new();
+        let mut out = Vec::new();
+        for &x in t {
+            if s.contains(&x) || m.contains(&x) {
+                let f = freq.get_mut(&x).unwrap();
+                *f = (*f + 1).min(3);
+                out.push(Access::Hit);
+                continue;
+            }
+            let ghost = g.contains(&x);
+            g.retain(|&y| y != x);
+            let mut victim = None;
+            if s.len() + m.len() >= cap {
+                if s.len() >= small_cap {
+                    while let Some(y) = s.pop_front() {
+                        if freq[&y] >= mv {
+                            freq.insert(y, 0);
+                            m.push_back(y);
+                        } else {
+                            g.push_back(y);
+                            while g.len() > ghost_cap {
+                                g.pop_front();
+                            }
+                            victim = Some(y);
+                            break;
+                        }
+                    }
+                }
+                while victim.is_none() {
+                    let Some(y) = m.pop_front() else { break };
+                    if freq[&y] > 0 {
+                        *freq.get_mut(&y).unwrap() -= 1;
+                        m.push_back(y);
+                    } else {
+                        victim = Some(y);
+                    }
+                }
+                if victim.is_none() {
+                    victim = s.pop_front();
+                }
+            }
+            freq.insert(x, 0);
+            if ghost {
+                m.push_back(x);
+            } else {
+                s.push_back(x);
+            }
+            out.push(Access::Miss { victim });
+        }
+        out
+    }
+
+    #[test]
+    fn matches_a_direct_transcription() {
+        use crate::engine::testutil::replay::replay;
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(6000, 120, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for cap in [1, 2, 3, 10, 40, 100, 119, 200] {
+                for (small, mv) in [(0.1, 2), (0.5, 1), (0.3, 3), (1.0, 2)] {
+                    let spec = format!("s3fifo:small={small}:move={mv}");
+                    assert_eq!(
+                        replay(&spec, cap, &t),
+                        reference(cap, small, mv, &t),
+                        "cap {cap} {spec}"
+                    );
+                }
+            }
+        }
+        // Few pages and a small memory: pages cycle through G so often
+        // that some collect 16 stale G entries, and G is filtered early.
+        for seed in 1..4 {
+            let t: Vec<u32> = random_trace(20000, 20, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for small in [0.1, 0.3] {
+                let spec = format!("s3fifo:small={small}");
+                assert_eq!(replay(&spec, 4, &t), reference(4, small, 2, &t), "{spec}");
+            }
+        }
+    }
+
     fn build(spec: &str) -> Result<usize, SimError> {
         crate::engine::testutil::build_bytes(spec, 100, 1000)
     }
 
     #[test]
     fn params_are_checked() {
-        assert_eq!(build("s3fifo").unwrap(), 9);
+        // The state byte; the queues are still empty.
+        assert_eq!(build("s3fifo").unwrap(), 1);
         assert!(build("s3fifo:small=0.2:move=1").is_ok());
         assert!(build("s3fifo:small=1.5").is_err());
         assert!(build("s3fifo:small=-0.1").is_err());
