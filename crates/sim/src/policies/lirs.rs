@@ -425,6 +425,105 @@ mod tests {
         assert_eq!(hits("lirs:hir=100", 4, &t), hits("lru", 4, &t));
     }
 
+    /// LIRS transcribed directly from the module doc: S and Q as vectors
+    /// (bottom / front first) with O(n) searches and removals.
+    fn reference(cap: usize, hir: f64, t: &[u32]) -> Vec<Access> {
+        use std::collections::HashSet;
+        let lhirs = ((cap as f64 * hir / 100.0) as usize).clamp(1, cap);
+        let llirs = cap - lhirs;
+        let (mut s, mut q): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        let mut lir: HashSet<u32> = HashSet::new();
+        let prune = |s: &mut Vec<u32>, lir: &HashSet<u32>| {
+            while s.first().is_some_and(|b| !lir.contains(b)) {
+                s.remove(0);
+            }
+        };
+        let to_end = |v: &mut Vec<u32>, x: u32| {
+            v.retain(|&y| y != x);
+            v.push(x);
+        };
+        let promote = |s: &mut Vec<u32>, q: &mut Vec<u32>, lir: &mut HashSet<u32>, x: u32| {
+            q.retain(|&y| y != x);
+            lir.insert(x);
+            to_end(s, x);
+            while lir.len() > llirs {
+                prune(s, lir);
+                if s.is_empty() {
+                    break;
+                }
+                let b = s.remove(0);
+                lir.remove(&b);
+                q.push(b);
+            }
+            prune(s, lir);
+        };
+        let mut out = Vec::new();
+        for &x in t {
+            if lir.contains(&x) {
+                let bottom = s.first() == Some(&x);
+                to_end(&mut s, x);
+                if bottom {
+                    prune(&mut s, &lir);
+                }
+                out.push(Access::Hit);
+                continue;
+            }
+            if q.contains(&x) {
+                if s.contains(&x) {
+                    promote(&mut s, &mut q, &mut lir, x);
+                } else {
+                    to_end(&mut s, x);
+                    to_end(&mut q, x);
+                    prune(&mut s, &lir);
+                }
+                out.push(Access::Hit);
+                continue;
+            }
+            let mut victim = None;
+            if lir.len() + q.len() >= cap {
+                if !q.is_empty() {
+                    victim = Some(q.remove(0));
+                } else {
+                    prune(&mut s, &lir);
+                    let v = s.remove(0);
+                    lir.remove(&v);
+                    prune(&mut s, &lir);
+                    victim = Some(v);
+                }
+            }
+            if s.contains(&x) || lir.len() < llirs {
+                promote(&mut s, &mut q, &mut lir, x);
+            } else {
+                to_end(&mut s, x);
+                to_end(&mut q, x);
+                prune(&mut s, &lir);
+            }
+            out.push(Access::Miss { victim });
+        }
+        out
+    }
+
+    #[test]
+    fn matches_a_direct_transcription() {
+        use crate::engine::testutil::replay::replay;
+        for (seed, pages) in [(1, 120), (2, 120), (3, 40), (4, 300)] {
+            let t: Vec<u32> = random_trace(6000, pages, seed)
+                .into_iter()
+                .map(|x| x as u32)
+                .collect();
+            for cap in [1, 2, 3, 10, 40, 100, 119, 200] {
+                for hir in [1.0, 10.0, 30.0, 100.0] {
+                    let spec = format!("lirs:hir={hir}");
+                    assert_eq!(
+                        replay(&spec, cap, &t),
+                        reference(cap, hir, &t),
+                        "cap {cap} {spec}"
+                    );
+                }
+            }
+        }
+    }
+
     fn build(spec: &str) -> Result<usize, SimError> {
         crate::engine::testutil::build_bytes(spec, 100, 1000)
     }
