@@ -10,7 +10,6 @@ pub mod lfu;
 pub mod linux;
 pub mod linux_rrip;
 pub mod lirs;
-pub(crate) mod lists2;
 pub mod lru;
 pub mod opt;
 pub mod rrip;
