@@ -47,6 +47,24 @@ impl LazyLists {
     /// Stamps are below this (29 bits).
     const STAMPS: u32 = 1 << 29;
 
+    /// The most pages one list may hold: stamps are renumbered from 0 up to
+    /// a list's length and must stay below 2^29.
+    pub const MAX_LEN: usize = (1 << 29) - 1;
+
+    /// An error naming `policy` when its lists, each holding at most
+    /// `longest` pages (and never more than the trace's `pages`), could
+    /// outgrow [`Self::MAX_LEN`].
+    pub fn check(policy: &str, longest: usize, pages: usize) -> Result<(), crate::SimError> {
+        let n = longest.min(pages);
+        if n > Self::MAX_LEN {
+            return Err(crate::SimError::BadParam(format!(
+                "{policy} keeps at most {} pages in one list, and this memory size and trace could need {n}: use a smaller memory size (or another policy)",
+                Self::MAX_LEN
+            )));
+        }
+        Ok(())
+    }
+
     /// `lists` (at most 7) lists over pages `0..pages`.
     pub fn new(lists: usize, pages: usize) -> Self {
         assert!(lists <= 7);
@@ -194,6 +212,16 @@ impl LazyLists {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lists_that_could_outgrow_the_stamps_are_refused() {
+        let max = LazyLists::MAX_LEN;
+        assert!(LazyLists::check("arc", max, usize::MAX).is_ok());
+        let e = LazyLists::check("arc", max + 1, max + 1).unwrap_err();
+        assert!(e.to_string().contains("smaller memory size"), "{e}");
+        // A list never holds more than the trace's pages.
+        assert!(LazyLists::check("2q", usize::MAX, 1000).is_ok());
+    }
 
     #[test]
     fn lazy_lists_match_linked_lists() {

@@ -46,6 +46,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
     needs_future: false,
     build: |c| {
         c.params.allow("arc", &[])?;
+        // T1 + B1 <= c and T2 + B2 <= 2c.
+        LazyLists::check("arc", c.capacity.saturating_mul(2), c.pages)?;
         Ok(Box::new(Arc::new(c.capacity, c.pages)))
     },
 };

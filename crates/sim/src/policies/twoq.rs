@@ -39,6 +39,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         let pct = |p: u64| {
             usize::try_from(c.capacity as u128 * u128::from(p) / 100).unwrap_or(usize::MAX)
         };
+        LazyLists::check("2q", c.capacity.max(pct(kout)), c.pages)?;
         Ok(Box::new(TwoQ {
             lists: LazyLists::new(3, c.pages),
             cap: c.capacity,
