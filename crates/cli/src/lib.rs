@@ -41,6 +41,14 @@ pub struct OutFlags {
     pub csv: bool,
 }
 
+/// The parser of the command after `--`: any bytes, kept as text by
+/// `swaplab_trace::arg::encode` (arguments that are not UTF-8 survive to
+/// the program exactly).
+pub(crate) fn command_arg() -> impl clap::builder::TypedValueParser<Value = String> {
+    use clap::builder::TypedValueParser;
+    clap::builder::OsStringValueParser::new().map(|s| swaplab_trace::arg::encode(&s))
+}
+
 impl OutFlags {
     pub fn format(&self) -> out::Format {
         out::Format::from_flags(self.json, self.csv)

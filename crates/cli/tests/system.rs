@@ -560,3 +560,52 @@ fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     .unwrap_or_else(|e| panic!("run report: {e}"));
     assert_eq!(c.sections, 1);
 }
+
+/// A program whose name and argument are not UTF-8: it gets exactly its
+/// bytes, and the record, `show` and the report show them as a shell
+/// reads them back (`$'…\xHH…'`), with nothing executed on the page.
+#[test]
+fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use swaplab_testkit::{browser, skip, Facility};
+    let test = "a_command_that_is_not_utf8_runs_exactly_and_reads_correctly";
+    let Some(lab) = Lab::new() else { return };
+    let mut prog = lab.dir.path().as_os_str().as_bytes().to_vec();
+    prog.extend_from_slice(b"/echo\xff <i>");
+    let prog = OsStr::from_bytes(&prog);
+    std::os::unix::fs::symlink("/bin/echo", prog).unwrap();
+    let html = lab.path("run.html").display().to_string();
+    let o = lab
+        .cmd(&["run", "--json", "--report", &html, "--"])
+        .arg(prog)
+        .arg(OsStr::from_bytes(b"caf\xe9 'x'"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let set = json(&String::from_utf8(o.stdout).unwrap());
+    let rec = &set["runs"][0];
+    // The program ran with the exact bytes (echo printed them back).
+    let dir = PathBuf::from(rec["dir"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(dir.join("stdout.txt")).unwrap(),
+        b"caf\xe9 'x'\n"
+    );
+    // People see the shell form.
+    let id = rec["id"].to_string();
+    let show = lab.expect(0, &["show", &id]);
+    let arg_shown = r"$'caf\xe9 \'x\''";
+    assert!(show.contains(arg_shown), "{show}");
+    assert!(show.contains(r"/echo\xff <i>'"), "{show}");
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(
+        Path::new(&html),
+        Path::new("run-not-utf8.png"),
+        &[arg_shown, r"/echo\xff <i>'"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+}

@@ -378,7 +378,10 @@ impl Journal {
                 pid,
                 start_time: util::process_start_time(pid).unwrap_or(0),
                 boot_id: util::boot_id(),
-                cmdline: std::env::args().collect(),
+                // args() would panic on an argument that is not UTF-8.
+                cmdline: std::env::args_os()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect(),
                 actions: Vec::new(),
             },
         };

@@ -65,8 +65,8 @@ pub struct RunnerBench {
 
 fn direct_run(resolved: &[String], out: &std::path::Path) -> Result<(f64, f64)> {
     let f = std::fs::File::create(out).map_err(|e| Error::io("creating", out, e))?;
-    let mut cmd = Command::new(&resolved[0]);
-    cmd.args(&resolved[1..])
+    let mut cmd = Command::new(swaplab_trace::arg::decode(&resolved[0]));
+    cmd.args(resolved[1..].iter().map(|a| swaplab_trace::arg::decode(a)))
         .stdin(Stdio::null())
         .stdout(f)
         .stderr(Stdio::null());
@@ -157,7 +157,11 @@ pub fn bench_runner(
         if rec.outcome != Some(Outcome::Ok) {
             let _ = std::fs::remove_file(&tmp);
             return Err(Error::failed(
-                format!("the runner's run {} of `{}`", rec.id, command.join(" ")),
+                format!(
+                    "the runner's run {} of `{}`",
+                    rec.id,
+                    swaplab_trace::arg::shell_line(command)
+                ),
                 format!("ended with {}", rec.outcome_text()),
                 "pick a command that succeeds",
             ));

@@ -107,13 +107,14 @@ fn find_program(name: &str) -> Option<PathBuf> {
             .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
             .unwrap_or(false)
     };
-    if name.contains('/') {
+    let name = swaplab_trace::arg::decode(name);
+    if name.as_encoded_bytes().contains(&b'/') {
         let p = PathBuf::from(name);
         return exec(&p).then_some(p);
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     std::env::split_paths(&path)
-        .map(|d| d.join(name))
+        .map(|d| d.join(&name))
         .find(|p| exec(p))
 }
 
@@ -250,7 +251,8 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
     let argv = workload::resolve_command(command)?;
     if find_program(&argv[0]).is_none() {
         return Err(Error::Invalid(format!(
-            "cannot capture '{program}': no such executable{}",
+            "cannot capture {}: no such executable{}",
+            swaplab_trace::arg::shell_word(program),
             if argv[0].contains('/') {
                 ""
             } else {
@@ -285,7 +287,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         .arg("--trace-mem=yes")
         .arg("--basic-counts=no")
         .arg(format!("--log-fd={LOG_FD}"))
-        .args(&argv);
+        .args(argv.iter().map(|a| swaplab_trace::arg::decode(a)));
     if let Some(p) = &opts.stderr_to {
         let f = File::create(p).map_err(|e| Error::io("creating", p, e))?;
         cmd.stderr(Stdio::from(f));

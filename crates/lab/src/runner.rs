@@ -239,7 +239,10 @@ impl Lab {
                 Ok(p)
             }
             _ => Err(Error::failed(
-                format!("cannot measure the peak memory of `{}`", command.join(" ")),
+                format!(
+                    "cannot measure the peak memory of `{}`",
+                    swaplab_trace::arg::shell_line(command)
+                ),
                 format!(
                     "its unlimited run (run {}) ended with {}{}",
                     rec.id,
@@ -499,8 +502,11 @@ impl Lab {
         let program = resolved
             .first()
             .ok_or_else(|| Error::Invalid("no command given".into()))?;
-        let mut cmd = Command::new(program);
-        cmd.args(&resolved[1..]).stdin(Stdio::null());
+        // Arguments that are not UTF-8 are kept encoded as text: the
+        // program gets their exact bytes back.
+        let mut cmd = Command::new(swaplab_trace::arg::decode(program));
+        cmd.args(resolved[1..].iter().map(|a| swaplab_trace::arg::decode(a)))
+            .stdin(Stdio::null());
         if self.output == Output::Capture {
             for (name, is_out) in [("stdout.txt", true), ("stderr.txt", false)] {
                 let p = rec.dir.join(name);

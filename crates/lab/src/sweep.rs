@@ -340,7 +340,7 @@ impl SweepReport {
                     .collect::<std::collections::BTreeSet<_>>()
                     .len()
         {
-            parts.push(self.command.join(" "));
+            parts.push(swaplab_trace::arg::shell_line(&self.command));
         }
         for (n, c) in &self.variant_commands {
             parts.push(format!("{n} = {}", c.join(" ")));

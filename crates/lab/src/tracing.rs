@@ -1058,12 +1058,13 @@ pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
 /// keys match the program however it was named. Unchanged when not found.
 pub fn program_path(name: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    if name.contains('/') {
+    let name = swaplab_trace::arg::decode(name);
+    if name.as_encoded_bytes().contains(&b'/') {
         return PathBuf::from(name);
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
     std::env::split_paths(&path)
-        .map(|d| d.join(name))
+        .map(|d| d.join(&name))
         .find(|p| {
             std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc_log;
+pub mod arg;
 pub mod atomic;
 pub mod dense;
 pub mod error;

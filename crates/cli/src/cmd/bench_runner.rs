@@ -39,7 +39,7 @@ pub struct TraceBenchArgs {
     #[arg(long)]
     pub json: bool,
     /// The workload (default: swaplab-workload genome --size 4M; about 100 s per run at 50 % with a swapfile).
-    #[arg(last = true)]
+    #[arg(last = true, value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }
 
@@ -51,7 +51,7 @@ pub struct RunnerArgs {
     #[arg(long)]
     pub json: bool,
     /// The workload (default: swaplab-workload qsort --size 64M, about 2.5 s, never swaps).
-    #[arg(last = true)]
+    #[arg(last = true, value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }
 
@@ -114,7 +114,7 @@ fn trace(a: TraceBenchArgs) -> Result<()> {
     }
     println!(
         "tracing cost on `{}` at {} ({}), {} rounds, medians:",
-        b.command.join(" "),
+        swaplab_trace::arg::shell_line(&b.command),
         b.limit,
         b.limit_bytes
             .map(swaplab_trace::units::format_bytes)
@@ -220,7 +220,7 @@ fn runner(a: RunnerArgs) -> Result<()> {
     };
     println!(
         "runner cost on `{}` ({} interleaved pairs, medians [min-max]):",
-        b.command.join(" "),
+        swaplab_trace::arg::shell_line(&b.command),
         b.repeat
     );
     println!("  direct run wall          {}", s(&b.direct_wall_ns));

@@ -84,7 +84,10 @@ pub fn render_run(r: &RunRecord, peak: Option<u64>) -> String {
 
 /// A run's summary as key/value rows.
 fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
-    let mut rows = Rows::new(&[&format!("run {}", r.id), &r.command.join(" ")]);
+    let mut rows = Rows::new(&[
+        &format!("run {}", r.id),
+        &swaplab_trace::arg::shell_line(&r.command),
+    ]);
     rows.left = true;
     let g = |n: &str| r.get(n);
     let scope = |n: &str| r.metrics.get(n).map(|m| m.scope.as_str()).unwrap_or("");
@@ -270,7 +273,7 @@ pub fn runs(a: RunsArgs) -> Result<()> {
                     .get("repeat")
                     .map(|l| l.to_string())
                     .unwrap_or_default(),
-                s.command.join(" "),
+                swaplab_trace::arg::shell_line(&s.command),
             ]);
         }
         rows.left = true;
@@ -312,7 +315,7 @@ pub fn runs(a: RunsArgs) -> Result<()> {
             limit_text(&r.limit_label, r.limit_bytes),
             secs(r.get("wall_ns")),
             count(r.get("majflt")),
-            r.command.join(" "),
+            swaplab_trace::arg::shell_line(&r.command),
         ]);
     }
     crate::out::print(a.out.format(), &rows, &v)

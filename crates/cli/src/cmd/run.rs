@@ -93,7 +93,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub out: crate::OutFlags,
     /// The command (after --). `swaplab-workload NAME --size SIZE` runs a built-in workload.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required = true, value_name = "CMD", value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }
 
@@ -122,7 +122,7 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub out: crate::OutFlags,
     /// The command (after --).
-    #[arg(last = true, value_name = "CMD")]
+    #[arg(last = true, value_name = "CMD", value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }
 
@@ -152,7 +152,7 @@ impl Bar {
             Progress::Calibrating { command } => {
                 self.pb.set_message(format!(
                     "measuring the peak of `{}` (unlimited run, cached for this exact command line)",
-                    command.join(" ")
+                    swaplab_trace::arg::shell_line(command)
                 ));
             }
             Progress::RunStarted { index, total, plan } => {

@@ -53,7 +53,7 @@ pub struct TraceArgs {
     #[arg(long)]
     pub json: bool,
     /// The command (after --).
-    #[arg(last = true, required = true, value_name = "CMD")]
+    #[arg(last = true, required = true, value_name = "CMD", value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }
 

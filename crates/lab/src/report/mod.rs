@@ -31,9 +31,10 @@ pub(crate) fn mib(b: u64) -> f64 {
     b as f64 / (1024.0 * 1024.0)
 }
 
-/// A command line as a shell would read it back.
+/// A command line as a shell would read it back (arguments that are not
+/// UTF-8 in bash's `$'…'` form).
 pub fn shell_line(argv: &[String]) -> String {
-    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    swaplab_trace::arg::shell_line(argv)
 }
 
 /// Builds a section from a saved result file and its parsed JSON.
