@@ -177,6 +177,28 @@ bad_args list --bogus
 check "allocation failure -> exit 4 (got $rc)" [ "$rc" = 4 ]
 check "allocation failure message" grep -q 'cannot allocate' "$tmp/err"
 
+# bench-vma: what /proc/self/maps reports for each pattern's region
+for p in control cont strided random frag; do
+    run bench-vma --pattern "$p" --ops 512 --points 16 --lat "$tmp/lat.$p" --samples "$tmp/smp.$p"
+    check "bench-vma $p: exit 0 (got $rc: $(head -c 300 "$tmp/err"))" [ "$rc" = 0 ]
+    timed=$(field .timed_ops)
+    check "bench-vma $p: one u32 latency per timed operation" \
+        [ "$(stat -c %s "$tmp/lat.$p")" = "$((timed * 4))" ]
+    check "bench-vma $p: 17 samples + header" [ "$(wc -l <"$tmp/smp.$p")" = 18 ]
+done
+run bench-vma --pattern cont --ops 512 --points 16 --lat "$tmp/lat" --samples "$tmp/smp"
+check "bench-vma cont: one VMA for the region" [ "$(field .region_vmas)" = 1 ]
+run bench-vma --pattern strided --ops 512 --points 16 --lat "$tmp/lat" --samples "$tmp/smp"
+check "bench-vma strided: one VMA per mapping" [ "$(field .region_vmas)" = 512 ]
+run bench-vma --pattern frag --ops 512 --points 16 --lat "$tmp/lat" --samples "$tmp/smp"
+check "bench-vma frag: the blocks left in place are separate VMAs" [ "$(field .region_vmas)" = 256 ]
+for a in "" "--pattern x --ops 5 --lat a --samples b" "--pattern cont --ops 0 --lat a --samples b" \
+         "--pattern cont --lat a --samples b" "--pattern frag --ops 1 --lat a --samples b"; do
+    # shellcheck disable=SC2086
+    run bench-vma $a
+    check "bench-vma '$a' -> exit 2 (got $rc)" [ "$rc" = 2 ]
+done
+
 check "preload library (native/tests/preload.sh)" "$here/tests/preload.sh" "$tmp/build"
 
 echo "$pass passed, $fail failed"

@@ -164,4 +164,7 @@ int run_traverse(const struct opts *o, struct result *r);
 int run_chase(const struct opts *o, struct result *r);
 int run_kv(const struct opts *o, struct result *r);
 
+/* `swaplab-workload bench-vma ...` (vmabench.c): its own arguments. */
+int run_bench_vma(int argc, char **argv);
+
 #endif

@@ -3,6 +3,7 @@
  *   swaplab-workload NAME --size SIZE [--seed N] [--passes N] [--ops N]
  *                         [--threads N] [--fork] [--objects] [--stop]
  *   swaplab-workload list [--json]
+ *   swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE
  *
  * Prints exactly one JSON line on stdout at the end. */
 #define _GNU_SOURCE
@@ -38,6 +39,8 @@ static void usage(FILE *f)
         "usage: swaplab-workload NAME --size SIZE [--seed N] [--passes N] [--ops N]\n"
         "                        [--threads N] [--fork] [--objects] [--stop]\n"
         "       swaplab-workload list [--json]\n"
+        "       swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE\n"
+        "                        (VMA bookkeeping costs; see bench-vma --help)\n"
         "\n"
         "workloads:\n", f);
     for (size_t i = 0; i < NWORKLOADS; i++)
@@ -123,6 +126,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
+    if (!strcmp(name, "bench-vma"))
+        return run_bench_vma(argc, argv);
     if (!strcmp(name, "list")) {
         int json = 0;
         for (int i = 2; i < argc; i++) {
