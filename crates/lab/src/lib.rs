@@ -43,6 +43,7 @@
 
 pub mod bench;
 pub mod bench_trace;
+pub mod bench_vma;
 pub mod catalog;
 pub mod compare;
 pub mod demo;

@@ -37,6 +37,41 @@ pub enum BenchCmd {
         #[command(flatten)]
         out: crate::OutFlags,
     },
+    /// What the kernel pays to manage VMAs: mmap latency, vm_area_struct slab, page tables
+    /// and memory as the VMA count grows, under five allocation patterns (control, cont,
+    /// strided, random, frag), each in its own process; pages are never touched. Raises
+    /// vm.max_map_count for the run when needed (root; journaled and restored).
+    Vma {
+        /// Operations per pattern (frag: blocks mapped; it times the N/2 growths).
+        #[arg(long, default_value = "1M", value_parser = swaplab_trace::units::parse_count)]
+        ops: u64,
+        /// A quick run for demos and tests: 16K operations, 2 repeats.
+        #[arg(long, conflicts_with_all = ["ops", "repeat"])]
+        quick: bool,
+        /// Runs per pattern (interleaved); points are medians across them.
+        #[arg(long, default_value_t = 5)]
+        repeat: usize,
+        /// Patterns to run: control, cont, strided, random, frag, or all.
+        #[arg(long, default_value = "all")]
+        pattern: String,
+        /// Sample points per run (VMA count, slab, VmPTE, memory).
+        #[arg(long, default_value_t = 256)]
+        points: u64,
+        /// Seed of the random pattern.
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Memory sizes to extrapolate the costs to, e.g. 1T,64T.
+        #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = swaplab_trace::units::parse_bytes)]
+        extrapolate: Vec<u64>,
+        /// Save the result as JSON (for `swaplab report`).
+        #[arg(long, value_name = "FILE")]
+        save: Option<std::path::PathBuf>,
+        /// Also write a report page (HTML) of the result.
+        #[arg(long, value_name = "OUT.html")]
+        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        out: crate::OutFlags,
+    },
 }
 
 /// The speed targets of issue 2, in millions of references per second.
@@ -171,15 +206,194 @@ fn peak_rss_bytes() -> Option<u64> {
 }
 
 pub fn run(cmd: BenchCmd) -> Result<()> {
-    let BenchCmd::Sim {
-        refs,
-        pages,
-        mem,
-        policy,
-        save,
-        report,
-        out: of,
-    } = cmd;
+    match cmd {
+        BenchCmd::Sim {
+            refs,
+            pages,
+            mem,
+            policy,
+            save,
+            report,
+            out,
+        } => run_sim(refs, pages, mem, policy, save, report, out),
+        BenchCmd::Vma {
+            ops,
+            quick,
+            repeat,
+            pattern,
+            points,
+            seed,
+            extrapolate,
+            save,
+            report,
+            out,
+        } => {
+            let (ops, repeat) = if quick { (16 << 10, 2) } else { (ops, repeat) };
+            let opts = swaplab_lab::bench_vma::VmaOptions {
+                ops,
+                repeat,
+                patterns: swaplab_lab::bench_vma::parse_patterns(&pattern)?,
+                points,
+                seed,
+                extrapolate,
+                ..Default::default()
+            };
+            run_vma(&opts, save, report, out)
+        }
+    }
+}
+
+fn f1(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{v:.1}"))
+}
+
+fn run_vma(
+    opts: &swaplab_lab::bench_vma::VmaOptions,
+    save: Option<std::path::PathBuf>,
+    report: Option<std::path::PathBuf>,
+    of: crate::OutFlags,
+) -> Result<()> {
+    use swaplab_lab::bench_vma;
+    use swaplab_trace::units::format_bytes;
+    eprintln!(
+        "bench vma: {} operations × {} patterns × {} repeats, {} sample points per run",
+        num(opts.ops),
+        opts.patterns.len(),
+        opts.repeat,
+        opts.points
+    );
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let total = opts.patterns.len() * opts.repeat;
+    let mut done = 0usize;
+    let t0 = Instant::now();
+    let r = bench_vma::run(opts, crate::cmd::report::argv(), &mut |p, rep| {
+        done += 1;
+        if !quiet {
+            let el = t0.elapsed().as_secs_f64();
+            let eta = if done > 1 {
+                format!(
+                    ", ETA {:.0}s",
+                    el / (done - 1) as f64 * (total - done + 1) as f64
+                )
+            } else {
+                String::new()
+            };
+            eprint!(
+                "\r  [{done}/{total}] {p:<8} repeat {} ({el:.0}s{eta})   ",
+                rep + 1
+            );
+        }
+    })?;
+    if !quiet {
+        eprintln!();
+    }
+    let mut t = Rows::new(&[
+        "pattern",
+        "timed ops",
+        "VMAs created",
+        "region VMAs",
+        "p50 ns",
+        "p99 ns",
+        "ns per ln(VMAs)",
+        "slab objs/VMA",
+        "slab B/VMA",
+        "PTE B/GiB",
+        "Δmem − control",
+    ]);
+    for p in &r.patterns {
+        let s = &p.summary;
+        let mut region: Vec<f64> = p.repeats.iter().map(|x| x.region_vmas as f64).collect();
+        t.push(vec![
+            p.pattern.clone(),
+            num(p.timed_ops),
+            format!("{:.0}", s.vmas_created),
+            format!("{:.0}", bench_vma::median(&mut region)),
+            format!("{:.0}", s.p50_ns),
+            format!("{:.0}", s.p99_ns),
+            f1(s.slope_ns_per_ln_vma),
+            s.slab_objs_per_vma
+                .map_or("-".into(), |v| format!("{v:.2}")),
+            f1(s.slab_bytes_per_vma),
+            format!("{:.0}", s.pte_bytes_per_gib),
+            s.mem_delta_adjusted.map_or("-".into(), |v| {
+                let sign = if v < 0.0 { "-" } else { "" };
+                format!("{sign}{}", format_bytes(v.abs() as u64))
+            }),
+        ]);
+    }
+    out::print(of.format(), &t, &r)?;
+    if of.format() == out::Format::Table {
+        println!(
+            "timer: {} (its own {:.1} ns subtracted); vm.max_map_count {} → {} for the run → {} after; {:.0}s in all",
+            r.timer,
+            r.timer_overhead_ns,
+            r.max_map_count_before,
+            r.max_map_count_set.map_or("unchanged".into(), |v| v.to_string()),
+            r.max_map_count_after,
+            r.wall_s
+        );
+        println!("settling: {}", r.settling);
+        if !r.extrapolation.is_empty() {
+            let mut e = Rows::new(&[
+                "memory",
+                "pattern",
+                "VMAs",
+                "slab",
+                "page tables (untouched)",
+                "page tables (touched)",
+                "mmap ns at that count",
+            ]);
+            for x in &r.extrapolation {
+                e.push(vec![
+                    format_bytes(x.memory_bytes),
+                    x.pattern.clone(),
+                    num(x.vmas as u64),
+                    x.slab_bytes.map_or("-".into(), |b| format_bytes(b as u64)),
+                    format_bytes(x.page_table_untouched_bytes as u64),
+                    format_bytes(x.page_table_touched_bytes as u64),
+                    f1(x.latency_ns),
+                ]);
+            }
+            println!("\n{}", e.render());
+            println!("assumptions:");
+            for a in &r.assumptions {
+                println!("  - {a}");
+            }
+        }
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    if let Some(p) = &save {
+        bench_vma::save(p, &r)?;
+        eprintln!(
+            "saved {} (read it with `swaplab report {}`)",
+            p.display(),
+            p.display()
+        );
+    }
+    if let Some(out) = &report {
+        let v = serde_json::to_value(&r)?;
+        let sec = swaplab_lab::report::bench::bench_vma_section(
+            save.as_deref().unwrap_or(std::path::Path::new("")),
+            &v,
+        )?;
+        let argv = crate::cmd::report::argv();
+        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), out)?;
+    }
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_sim(
+    refs: u64,
+    pages: u64,
+    mem: u64,
+    policy: String,
+    save: Option<std::path::PathBuf>,
+    report: Option<std::path::PathBuf>,
+    of: crate::OutFlags,
+) -> Result<()> {
     let specs = PolicySpec::parse_list(&policy)?;
     eprintln!(
         "generating the standard trace: {} refs, Zipf 1.0 over {} pages, seed 42 …",

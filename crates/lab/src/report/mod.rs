@@ -46,6 +46,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (sim::SIM_KIND, sim::sim_section),
     (sim::MRC_KIND, sim::mrc_section),
     (bench::BENCH_SIM_KIND, bench::bench_sim_section),
+    (bench::BENCH_VMA_KIND, bench::bench_vma_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds
@@ -156,7 +157,7 @@ pub(crate) fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T> {
     let bytes = std::fs::read(p).map_err(|e| Error::io("reading", p, e))?;
     serde_json::from_slice(&bytes).map_err(|e| {
         Error::Invalid(format!(
-            "{}: not a swaplab result file ({e}); reports read run.json and the files of `sim --save`, `mrc --save` and `bench sim --save`",
+            "{}: not a swaplab result file ({e}); reports read run.json and the files of `sim --save`, `mrc --save`, `bench sim --save` and `bench vma --save`",
             p.display()
         ))
     })
