@@ -89,7 +89,7 @@ fn each_pattern_makes_the_vmas_the_kernel_reports() {
     assert!(moved >= 1 && moved <= n / 2 + 64, "{frag}");
     let created = i(&frag["vmas_end"]) - i(&frag["vmas_start"]);
     assert!(
-        created >= n / 2 + 1 && created <= n / 2 + moved,
+        created > n / 2 && created <= n / 2 + moved,
         "frag created {created} VMAs: {frag}"
     );
     // latencies were measured and the timer's cost is within the budget

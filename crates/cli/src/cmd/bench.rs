@@ -43,7 +43,8 @@ pub enum BenchCmd {
     /// vm.max_map_count for the run when needed (root; journaled and restored).
     Vma {
         /// Operations per pattern (frag: blocks mapped; it times the N/2 growths).
-        #[arg(long, default_value = "1M", value_parser = swaplab_trace::units::parse_count)]
+        /// Default 2^20.
+        #[arg(long, default_value = "1048576", value_parser = swaplab_trace::units::parse_count)]
         ops: u64,
         /// A quick run for demos and tests: 16K operations, 2 repeats.
         #[arg(long, conflicts_with_all = ["ops", "repeat"])]
