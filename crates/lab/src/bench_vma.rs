@@ -249,10 +249,10 @@ pub struct PatternSummary {
     pub vmas_created: f64,
     /// Bytes mapped by the pattern.
     pub mapped_bytes: u64,
-    /// `vm_area_struct` active objects added per VMA created (None: no
-    /// slabinfo, or no VMAs created).
+    /// `vm_area_struct` active objects added per VMA, at the sample point
+    /// with the most VMAs (None: no slabinfo, or no VMAs created).
     pub slab_objs_per_vma: Option<f64>,
-    /// Slab bytes added per VMA created.
+    /// Slab bytes added per VMA, at the same point.
     pub slab_bytes_per_vma: Option<f64>,
     /// The object size.
     pub slab_objsize: Option<i64>,
@@ -648,7 +648,15 @@ pub fn reduce(pattern: &str, runs: &[ProcessRun], control: Option<&[Point]>) -> 
         _ => s.region_mapped_bytes,
     });
     let last = points.last();
-    let per_vma = |x: Option<f64>| x.filter(|_| vmas_created >= 1.0).map(|x| x / vmas_created);
+    // Slab per VMA at the point with the most VMAs (for `random`, whose
+    // mappings end merged into one VMA, the end would divide by 1).
+    let v0 = points.first().map_or(0.0, |p| p.vmas);
+    let peak = points.iter().max_by(|a, b| a.vmas.total_cmp(&b.vmas));
+    let per_vma = |f: fn(&Point) -> Option<f64>| {
+        let p = peak?;
+        let dv = p.vmas - v0;
+        (dv >= 1.0).then(|| f(p).map(|x| x / dv)).flatten()
+    };
     let summary = PatternSummary {
         p50_ns: median(&mut p50),
         p99_ns: median(&mut p99),
@@ -657,8 +665,8 @@ pub fn reduce(pattern: &str, runs: &[ProcessRun], control: Option<&[Point]>) -> 
         r2: fit.map(|f| f.2),
         vmas_created,
         mapped_bytes,
-        slab_objs_per_vma: per_vma(last.and_then(|p| p.slab_objs_delta)),
-        slab_bytes_per_vma: per_vma(last.and_then(|p| p.slab_bytes_delta)),
+        slab_objs_per_vma: per_vma(|p| p.slab_objs_delta),
+        slab_bytes_per_vma: per_vma(|p| p.slab_bytes_delta),
         slab_objsize: runs
             .first()
             .and_then(|r| r.samples.last())
