@@ -401,21 +401,10 @@ int run_bench_vma(int argc, char **argv)
             t1 = ticks();
             break;
         case 1:
-        case 2: {
-            uint64_t a = base + i * stride;
-            t0 = ticks();
-            void *p = mmap((void *)a, block, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-            t1 = ticks();
-            if ((uint64_t)p != a) {
-                if (p == MAP_FAILED)
-                    map_failed("mmap", i, errno);
-                map_at(a, block, i);
-            }
-            break;
-        }
+        case 2:
         case 3: {
-            uint64_t a = base + (uint64_t)perm[i] * PAGE;
+            /* cont and strided: in increasing order; random: a permutation. */
+            uint64_t a = pat == 3 ? base + (uint64_t)perm[i] * PAGE : base + i * stride;
             t0 = ticks();
             void *p = mmap((void *)a, block, PROT_READ | PROT_WRITE,
                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);

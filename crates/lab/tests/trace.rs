@@ -249,7 +249,10 @@ fn chase_is_random_and_attributed() {
         "chase_is_random_and_attributed",
         &["chase", "--size", "24M", "--ops", "300000"],
         0.8,
-        "file:256M",
+        // zram, as for genome below: with a swap file, a v1 memcg
+        // OOM-killed chase at 80, 90 and 95 % of its objects on a loaded
+        // fresh-clone CI run (reclaim waiting on swap writeback).
+        "zram:256M",
         "random",
         "perf",
     );

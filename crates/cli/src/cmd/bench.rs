@@ -365,24 +365,13 @@ fn run_vma(
             println!("note: {n}");
         }
     }
-    if let Some(p) = &save {
-        bench_vma::save(p, &r)?;
-        eprintln!(
-            "saved {} (read it with `swaplab report {}`)",
-            p.display(),
-            p.display()
-        );
-    }
-    if let Some(out) = &report {
-        let v = serde_json::to_value(&r)?;
-        let sec = swaplab_lab::report::bench::bench_vma_section(
-            save.as_deref().unwrap_or(std::path::Path::new("")),
-            &v,
-        )?;
-        let argv = crate::cmd::report::argv();
-        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), out)?;
-    }
-    Ok(())
+    save_and_report(
+        &r,
+        save.as_deref(),
+        report.as_deref(),
+        |p, r| Ok(bench_vma::save(p, r)?),
+        swaplab_lab::report::bench::bench_vma_section,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -628,23 +617,13 @@ fn run_sim(
         rows: &rows,
     };
     out::print(of.format(), &tr, &result)?;
-    if let Some(p) = &save {
-        swaplab_lab::report::sim::save(p, &result)?;
-        eprintln!(
-            "saved {} (read it with `swaplab report {}`)",
-            p.display(),
-            p.display()
-        );
-    }
-    if let Some(r) = &report {
-        let v = serde_json::to_value(&result)?;
-        let sec = swaplab_lab::report::bench::bench_sim_section(
-            save.as_deref().unwrap_or(std::path::Path::new("")),
-            &v,
-        )?;
-        let argv = crate::cmd::report::argv();
-        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), r)?;
-    }
+    save_and_report(
+        &result,
+        save.as_deref(),
+        report.as_deref(),
+        |p, r| Ok(swaplab_lab::report::sim::save(p, r)?),
+        swaplab_lab::report::bench::bench_sim_section,
+    )?;
     if of.format() == out::Format::Table {
         println!(
             "peak RSS {} (trace in memory: {} bytes/ref + {} bytes/distinct page); policies run one at a time on one core",
@@ -659,6 +638,32 @@ fn run_sim(
             ),
             Err(e) => println!("peer columns empty: {e}"),
         }
+    }
+    Ok(())
+}
+
+/// `--save FILE` and `--report OUT.html` of a benchmark: the result as a
+/// file `swaplab report` reads, and its report section written now.
+fn save_and_report<T: serde::Serialize>(
+    result: &T,
+    save: Option<&std::path::Path>,
+    report: Option<&std::path::Path>,
+    saver: impl Fn(&std::path::Path, &T) -> Result<()>,
+    section: swaplab_lab::report::SectionBuilder,
+) -> Result<()> {
+    if let Some(p) = save {
+        saver(p, result)?;
+        eprintln!(
+            "saved {} (read it with `swaplab report {}`)",
+            p.display(),
+            p.display()
+        );
+    }
+    if let Some(out) = report {
+        let v = serde_json::to_value(result)?;
+        let sec = section(save.unwrap_or(std::path::Path::new("")), &v)?;
+        let argv = crate::cmd::report::argv();
+        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), out)?;
     }
     Ok(())
 }
