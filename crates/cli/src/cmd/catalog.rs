@@ -221,8 +221,10 @@ pub fn metrics_rows(runs: &[&RunRecord]) -> Rows {
         }
         for n in names {
             if let Some(m) = r.metrics.get(n) {
-                let v = if m.value.fract() == 0.0 && m.value.abs() < 9e15 {
+                let v = if m.value.fract() == 0.0 && (0.0..9e15).contains(&m.value) {
                     num(m.value as u64)
+                } else if m.value.fract() == 0.0 && m.value.abs() < 9e15 {
+                    format!("{}", m.value as i64)
                 } else {
                     format!("{:.6}", m.value)
                 };

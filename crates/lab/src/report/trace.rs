@@ -196,7 +196,9 @@ fn design(meta: &TraceMetaFile, an: &Analysis, advice: usize) -> Vec<String> {
                 None => "without a memory limit".into(),
             },
             hz.map(|h| format!(", scanned {h} times a second")).unwrap_or_default(),
-            o.get("alloc_min").and_then(|v| v.as_str()).unwrap_or("the default size"),
+            o.get("alloc_min")
+                .and_then(|v| v.as_u64())
+                .map_or_else(|| "the default size".to_string(), format_bytes),
         ),
         format!(
             "Over {:.3} s and {} process{}, it recorded {} faults ({} major), {} swap-ins and {} swap-outs{}, and {} allocation{} at {} site{}. Every event is attributed to the allocation live at its address and time, else to its mapping (docs/tracing.md, Analysis); {} faults and {} swap events belong to nothing known. Each object's access pattern is classified from its faults; {advice} piece{} of advice follow{} (advise's rules, mlock budget half the limit).",
@@ -1003,7 +1005,7 @@ mod tests {
             argv: vec![],
             started_unix_ns: 0,
             t0_monotonic_ns: 0,
-            options: serde_json::json!({"source": "perf", "pagemap_hz": 100.0}),
+            options: serde_json::json!({"source": "perf", "pagemap_hz": 100.0, "alloc_min": 65536}),
             environment: serde_json::Value::Null,
             counts: Default::default(),
             notes: vec![],
@@ -1094,6 +1096,7 @@ mod tests {
             table.to_csv().unwrap();
         }
         assert!(s.design[0].contains("limited to 2M"), "{}", s.design[0]);
+        assert!(s.design[0].contains("at least 64K from"), "{}", s.design[0]);
         assert!(s
             .config
             .iter()
