@@ -325,7 +325,7 @@ fn run_vma(
     out::print(of.format(), &t, &r)?;
     if of.format() == out::Format::Table {
         println!(
-            "timer: {} (its own {:.1} ns subtracted); vm.max_map_count {} → {} for the run → {} after; {:.0}s in all",
+            "timer: {} (its own {:.1} ns subtracted; budget 50 ns); vm.max_map_count {} → {} for the run → {} after; {:.0}s in all",
             r.timer,
             r.timer_overhead_ns,
             r.max_map_count_before,
