@@ -4,6 +4,8 @@
 //!   limit, swap and kernel settings scoped to the run, measured (rusage,
 //!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz [`timeline`]),
 //!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
+//! * [`statflush`] — `--flush-stats`: fresh memory-cgroup statistics
+//!   during a run (a guard against spurious OOM kills in small groups).
 //! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
 //!   with per-cell medians, spread and slowdowns.
 //! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
@@ -55,6 +57,7 @@ pub mod refs;
 pub mod report;
 pub mod runner;
 pub mod simulate;
+pub mod statflush;
 pub mod sweep;
 pub mod timeline;
 pub mod tracing;

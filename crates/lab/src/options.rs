@@ -183,6 +183,14 @@ pub struct RunOptions {
     /// Trace the run (`swaplab trace`); see [`crate::tracing`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceConfig>,
+    /// Read the group's `memory.stat` this often during the run, which
+    /// flushes its statistics (see [`crate::statflush`]).
+    #[serde(
+        default,
+        with = "opt_duration_ns",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub flush_stats: Option<Duration>,
 }
 
 mod opt_duration_ns {
@@ -213,6 +221,15 @@ impl RunOptions {
                 )));
             }
         }
+        if let Some(t) = self.flush_stats {
+            use crate::statflush::{MAX_INTERVAL, MIN_INTERVAL};
+            if !(MIN_INTERVAL..=MAX_INTERVAL).contains(&t) {
+                return Err(Error::Invalid(format!(
+                    "--flush-stats {}: must be 100us..1s (1ms keeps a small group's statistics fresh)",
+                    format_duration(t)
+                )));
+            }
+        }
         if let Some(t) = &self.thp {
             if !THP_MODES.contains(&t.as_str()) {
                 return Err(Error::Invalid(format!(
@@ -239,6 +256,7 @@ impl RunOptions {
             timeout: over.timeout.or(self.timeout),
             hints: over.hints.clone().or_else(|| self.hints.clone()),
             trace: over.trace.clone().or_else(|| self.trace.clone()),
+            flush_stats: over.flush_stats.or(self.flush_stats),
         }
     }
 
@@ -265,6 +283,9 @@ impl RunOptions {
         }
         if let Some(h) = &self.hints {
             parts.push(format!("hints={}", h.display()));
+        }
+        if let Some(t) = self.flush_stats {
+            parts.push(format!("flush-stats={}", format_duration(t)));
         }
         if self.trace.is_some() {
             parts.push("traced".into());
@@ -366,9 +387,10 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
             "--timeout" => o.timeout = Some(parse_duration(&value()?)?),
             "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
             "--hints" => o.hints = Some(PathBuf::from(value()?)),
+            "--flush-stats" => o.flush_stats = Some(parse_duration(&value()?)?),
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, cmd=...)"
+                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, --flush-stats, cmd=...)"
                 )))
             }
         }
@@ -527,6 +549,20 @@ mod tests {
         assert_eq!(v.command.unwrap(), vec!["prog", "--flag", "a b"]);
         let v: Variant = "g=cmd= prog x".parse().unwrap();
         assert_eq!(v.command.unwrap(), vec!["prog", "x"]);
+        let v: Variant = "fresh=--flush-stats 1ms".parse().unwrap();
+        assert_eq!(v.options.flush_stats, Some(Duration::from_millis(1)));
+        assert_eq!(v.options.summary(), "flush-stats=1ms");
+        for bad in [
+            "x=--flush-stats 10us",
+            "x=--flush-stats 2s",
+            "x=--flush-stats often",
+        ] {
+            let e = bad.parse::<Variant>().unwrap_err().to_string();
+            assert!(
+                e.contains("--flush-stats") || e.contains("duration"),
+                "{bad}: {e}"
+            );
+        }
         for bad in [
             "nameonly",
             "=--thp never",

@@ -56,6 +56,8 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("samples", "count", "timeline samples taken"),
     ("sampler_cpu_ns", "ns", "CPU time swaplab's sampling thread used during the run"),
     ("sampler_cpu_share", "ratio", "sampler_cpu_ns / wall_ns"),
+    ("stat_flushes", "count", "reads of the group's memory.stat by --flush-stats (each flushes its statistics)"),
+    ("flusher_cpu_ns", "ns", "CPU time of swaplab's --flush-stats thread during the run"),
     ("timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)"),
     ("hints_given", "count", "hints in the resolved hint file (swaplab run --hints)"),
     ("hints_applied", "count", "hints the preload library applied to an allocation"),

@@ -32,6 +32,7 @@ use crate::options::{format_duration, LimitSpec, RunOptions};
 use crate::record::{
     metric_unit, CgroupInfo, Metric, Mglru, Outcome, Role, RunRecord, Settings, Status,
 };
+use crate::statflush::StatFlusher;
 use crate::timeline::{self, Sample, Sampler, SamplerPaths, Scope, TimelineMeta};
 use crate::tracing::Instruments;
 use crate::workload;
@@ -225,6 +226,7 @@ impl Lab {
                 timeout: options.timeout,
                 hints: None,
                 trace: None,
+                flush_stats: None,
             },
             limit_label: "none".into(),
             limit_bytes: None,
@@ -532,6 +534,11 @@ impl Lab {
             ins.configure(&mut cmd);
         }
 
+        let flusher = plan
+            .options
+            .flush_stats
+            .map(|every| StatFlusher::start(&group.memory.file("memory.stat"), every))
+            .transpose()?;
         let t0 = Instant::now();
         let mut child = workload::spawn_retrying(&mut cmd).map_err(|e| {
             Error::failed(
@@ -622,6 +629,7 @@ impl Lab {
         };
         self.signals.forward_to(None);
         let sampler_cpu = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
+        let flushed = flusher.map(StatFlusher::finish);
         let (status, ru) = waited?;
         let wall = end.saturating_duration_since(t0);
         if samples.len() < MAX_SAMPLES {
@@ -735,6 +743,10 @@ impl Lab {
             put("timeline_hz", hz, Scope::Swaplab);
         }
         put("sampler_cpu_ns", sampler_cpu as f64, Scope::Swaplab);
+        if let Some(f) = flushed {
+            put("stat_flushes", f.flushes as f64, Scope::Swaplab);
+            put("flusher_cpu_ns", f.cpu_ns as f64, Scope::Swaplab);
+        }
         if wall_ns > 0.0 {
             put(
                 "sampler_cpu_share",
@@ -759,6 +771,17 @@ impl Lab {
                 (None, None) => Outcome::Exit,
             },
         });
+        if rec.outcome == Some(Outcome::Oom)
+            && plan.options.flush_stats.is_none()
+            && !plan.options.swap.is_empty()
+        {
+            rec.notes.push(
+                "OOM-killed with swap set up: if its swap had room (swap peak against the swap area), \
+                 reclaim may have read stale memory-cgroup statistics, which happens in small groups \
+                 whose pages churn fast; `--flush-stats 1ms` keeps them fresh (docs/decisions.md)"
+                    .into(),
+            );
+        }
         if killed_for == Some(Outcome::Timeout) {
             if let Some(t) = timeout {
                 rec.notes

@@ -34,6 +34,11 @@ pub struct SettingArgs {
     /// preload library: mlock, prefetch (willneed), cold/pageout per allocation site.
     #[arg(long, value_name = "FILE")]
     pub hints: Option<std::path::PathBuf>,
+    /// Read the group's memory.stat this often (1ms) during the run, which flushes its
+    /// statistics: guards a small, fast-churning group against OOM kills that stale
+    /// statistics cause in reclaim. Its cost is recorded (stat_flushes, flusher_cpu_ns).
+    #[arg(long, value_name = "T")]
+    pub flush_stats: Option<String>,
 }
 
 impl SettingArgs {
@@ -56,6 +61,11 @@ impl SettingArgs {
             timeout: self.timeout.as_deref().map(parse_duration).transpose()?,
             hints: self.hints.clone(),
             trace: None,
+            flush_stats: self
+                .flush_stats
+                .as_deref()
+                .map(parse_duration)
+                .transpose()?,
         };
         if let Some(h) = &self.hints {
             if !h.is_file() {
