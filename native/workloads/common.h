@@ -167,4 +167,7 @@ int run_kv(const struct opts *o, struct result *r);
 /* `swaplab-workload bench-vma ...` (vmabench.c): its own arguments. */
 int run_bench_vma(int argc, char **argv);
 
+/* `swaplab-workload bench-touch ...` (touchbench.c): its own arguments. */
+int run_bench_touch(int argc, char **argv);
+
 #endif

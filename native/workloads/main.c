@@ -4,6 +4,7 @@
  *                         [--threads N] [--fork] [--objects] [--stop]
  *   swaplab-workload list [--json]
  *   swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE
+ *   swaplab-workload bench-touch --size SIZE --pattern seq|random --lat FILE --rss FILE
  *
  * Prints exactly one JSON line on stdout at the end. */
 #define _GNU_SOURCE
@@ -41,6 +42,8 @@ static void usage(FILE *f)
         "       swaplab-workload list [--json]\n"
         "       swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE\n"
         "                        (VMA bookkeeping costs; see bench-vma --help)\n"
+        "       swaplab-workload bench-touch --size SIZE --pattern seq|random --lat FILE --rss FILE\n"
+        "                        (latency of every page touch; see bench-touch --help)\n"
         "\n"
         "workloads:\n", f);
     for (size_t i = 0; i < NWORKLOADS; i++)
@@ -128,6 +131,8 @@ int main(int argc, char **argv)
     }
     if (!strcmp(name, "bench-vma"))
         return run_bench_vma(argc, argv);
+    if (!strcmp(name, "bench-touch"))
+        return run_bench_touch(argc, argv);
     if (!strcmp(name, "list")) {
         int json = 0;
         for (int i = 2; i < argc; i++) {

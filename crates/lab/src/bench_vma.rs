@@ -790,7 +790,7 @@ pub fn run(
     }
     let t0 = Instant::now();
     let body = (|| -> Result<Vec<(String, Vec<ProcessRun>)>> {
-        let dir = tempdir()?;
+        let dir = tempdir("bench-vma")?;
         let mut runs: Vec<(String, Vec<ProcessRun>)> = opts
             .patterns
             .iter()
@@ -885,11 +885,12 @@ pub fn run(
     })
 }
 
-/// A private temporary directory for the programs' files.
-fn tempdir() -> Result<std::path::PathBuf> {
+/// A private temporary directory for the programs' files
+/// (`$TMPDIR/swaplab-{what}-PID-N`, mode 0700).
+pub(crate) fn tempdir(what: &str) -> Result<std::path::PathBuf> {
     let base = std::env::temp_dir();
     for i in 0..100u32 {
-        let d = base.join(format!("swaplab-bench-vma-{}-{i}", std::process::id()));
+        let d = base.join(format!("swaplab-{what}-{}-{i}", std::process::id()));
         match std::fs::DirBuilder::new().mode(0o700).create(&d) {
             Ok(()) => return Ok(d),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

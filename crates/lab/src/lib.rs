@@ -44,6 +44,7 @@
 //! ```
 
 pub mod bench;
+pub mod bench_touch;
 pub mod bench_trace;
 pub mod bench_vma;
 pub mod catalog;

@@ -73,6 +73,55 @@ pub enum BenchCmd {
         #[command(flatten)]
         out: crate::OutFlags,
     },
+    /// The latency of every page touch while a process swaps: a region larger than a memory
+    /// cgroup limit, one byte written per 4 KiB page (seq: each page once in address order;
+    /// random: as many touches at random pages), each touch timed. Every configuration is an
+    /// ordinary recorded run (catalog, timeline, swap set up and removed).
+    Touch {
+        /// The memory cgroup limit that stands in for the machine's RAM.
+        #[arg(long, default_value = "256M", value_parser = swaplab_trace::units::parse_bytes)]
+        mem_limit: u64,
+        /// The region: a size (1.2G) or a multiple of the limit. Default 1.125x (2x with
+        /// --quick, so that random touches, which reach ~63 % of the pages, swap too).
+        #[arg(long)]
+        size: Option<String>,
+        /// Touches per run (default: one per page; random may take more, seq at most that).
+        #[arg(long, value_parser = swaplab_trace::units::parse_count)]
+        touches: Option<u64>,
+        /// Patterns: seq, random or both.
+        #[arg(long, default_value = "seq,random")]
+        pattern: String,
+        /// Swap configurations, each its own set of runs: file:2x,file:8x compares two
+        /// swapfile sizes (Nx: N times the region); file:SIZE, zram:SIZE, zswap as in `run`.
+        #[arg(long, default_value = "file:2x")]
+        swap: String,
+        /// Runs per configuration (interleaved); summary numbers are medians across them.
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// A quick run for demos and tests: a 64M limit, a 2x region, 1 repeat.
+        #[arg(long, conflicts_with_all = ["mem_limit", "repeat"])]
+        quick: bool,
+        /// RSS samples per run.
+        #[arg(long, default_value_t = 1024)]
+        points: u32,
+        /// Seed of the random pattern (repeat i uses seed + i).
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Kill a run after this long (it is then left out of the summary).
+        #[arg(long, value_name = "T", default_value = "10m")]
+        timeout: String,
+        /// Read the group's memory.stat this often during each run (see `run --flush-stats`).
+        #[arg(long, value_name = "T")]
+        flush_stats: Option<String>,
+        /// Save the result as JSON (for `swaplab report`).
+        #[arg(long, value_name = "FILE")]
+        save: Option<std::path::PathBuf>,
+        /// Also write a report page (HTML) of the result.
+        #[arg(long, value_name = "OUT.html")]
+        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        out: crate::OutFlags,
+    },
 }
 
 /// The speed targets of issue 2, in millions of references per second.
@@ -241,7 +290,148 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             };
             run_vma(&opts, save, report, out)
         }
+        BenchCmd::Touch {
+            mem_limit,
+            size,
+            touches,
+            pattern,
+            swap,
+            repeat,
+            quick,
+            points,
+            seed,
+            timeout,
+            flush_stats,
+            save,
+            report,
+            out,
+        } => {
+            use swaplab_lab::bench_touch;
+            use swaplab_lab::options::parse_duration;
+            let (mem_limit, repeat) = if quick {
+                (64 << 20, 1)
+            } else {
+                (mem_limit, repeat)
+            };
+            let size = size.unwrap_or_else(|| if quick { "2x" } else { "1.125x" }.into());
+            let size = bench_touch::parse_region(&size, mem_limit)?;
+            let opts = bench_touch::TouchOptions {
+                mem_limit,
+                size,
+                touches,
+                patterns: bench_touch::parse_patterns(&pattern)?,
+                swaps: bench_touch::parse_swaps(&swap, size)?,
+                repeat,
+                points,
+                seed,
+                timeout: Some(parse_duration(&timeout)?),
+                flush_stats: flush_stats.as_deref().map(parse_duration).transpose()?,
+            };
+            run_touch(&opts, save, report, out)
+        }
     }
+}
+
+fn run_touch(
+    opts: &swaplab_lab::bench_touch::TouchOptions,
+    save: Option<std::path::PathBuf>,
+    report: Option<std::path::PathBuf>,
+    of: crate::OutFlags,
+) -> Result<()> {
+    use swaplab_lab::bench_touch;
+    use swaplab_trace::units::format_bytes;
+    let touches = bench_touch::check(opts)?;
+    eprintln!(
+        "bench touch: a {} region under a {} limit, {} touches per run, {} patterns × {} swap configurations × {} repeats",
+        format_bytes(opts.size),
+        format_bytes(opts.mem_limit),
+        num(touches),
+        opts.patterns.len(),
+        opts.swaps.len(),
+        opts.repeat
+    );
+    let lab = swaplab_lab::runner::Lab::open()?;
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let t0 = Instant::now();
+    let r = bench_touch::run(
+        &lab,
+        opts,
+        crate::cmd::report::argv(),
+        &mut |what, done, total| {
+            if !quiet && done < total {
+                eprint!(
+                    "\r  [{}/{total}] {what} ({:.0}s)          ",
+                    done + 1,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+        },
+    )?;
+    if !quiet {
+        eprintln!();
+    }
+    let ms = |ns: f64| format!("{:.3}", ns / 1e6);
+    let pct = |x: f64| format!("{:.1}", x * 100.0);
+    let mut t = Rows::new(&[
+        "pattern",
+        "swap",
+        "runs",
+        "p50 ms",
+        "p99 ms",
+        "p99.9 ms",
+        "p99.99 ms",
+        "max ms",
+        "touch s",
+        "% time >1ms",
+        "% time >10ms",
+        "major faults",
+        "swap-outs",
+        "RSS plateau",
+    ]);
+    for c in &r.configs {
+        let s = &c.summary;
+        t.push(vec![
+            c.pattern.clone(),
+            c.swap.clone(),
+            s.repeats.to_string(),
+            ms(s.p50_ns),
+            ms(s.p99_ns),
+            ms(s.p999_ns),
+            ms(s.p9999_ns),
+            ms(s.max_ns),
+            format!("{:.2}", s.touch_s),
+            pct(s.slow_1ms_time_share),
+            pct(s.slow_10ms_time_share),
+            s.majflt_cgroup.map_or("-".into(), |v| num(v as u64)),
+            s.swapout_pages.map_or("-".into(), |v| num(v as u64)),
+            s.rss_plateau_bytes
+                .map_or("-".into(), |v| format_bytes(v as u64)),
+        ]);
+    }
+    let fmt = of.format();
+    out::print(fmt, &t, &r)?;
+    if fmt == out::Format::Table {
+        println!(
+            "limit {}, region {}; runs: {}",
+            format_bytes(r.mem_limit_bytes),
+            format_bytes(r.region_bytes),
+            r.configs
+                .iter()
+                .flat_map(|c| c.runs.iter().map(|x| x.run_id.to_string()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    save_and_report(
+        &r,
+        save.as_deref(),
+        report.as_deref(),
+        |p, r| Ok(bench_touch::save(p, r)?),
+        swaplab_lab::report::bench::bench_touch_section,
+    )
 }
 
 fn f1(x: Option<f64>) -> String {

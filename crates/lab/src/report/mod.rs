@@ -47,6 +47,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (sim::MRC_KIND, sim::mrc_section),
     (bench::BENCH_SIM_KIND, bench::bench_sim_section),
     (bench::BENCH_VMA_KIND, bench::bench_vma_section),
+    (bench::BENCH_TOUCH_KIND, bench::bench_touch_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds

@@ -1,0 +1,198 @@
+//! `swaplab bench touch` against what the kernel itself reports: the
+//! process's own getrusage major faults, wait4's and the memory cgroup's
+//! pgmajfault agree; the seq pattern swaps out at least what the limit
+//! forces out; the summary's tail shares recomputed from the raw latency
+//! file; the system as it was afterwards; the report opens in a browser.
+use std::path::Path;
+use std::process::{Command, Output};
+
+use swaplab_testkit::{browser, skip, skip_unless, Facility};
+
+fn swaplab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env("SWAPLAB_HOME", dir.join("home"))
+        .env("SWAPLAB_STATE_DIR", dir.join("state"))
+        .output()
+        .unwrap()
+}
+
+/// Swap areas, swaplab cgroups and the settings a run may touch.
+fn system_state() -> String {
+    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    for root in [
+        "/sys/fs/cgroup/memory",
+        "/sys/fs/cgroup/unified",
+        "/sys/fs/cgroup",
+    ] {
+        let mut groups: Vec<String> = std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("swaplab-"))
+            .collect();
+        groups.sort();
+        s.push_str(&groups.join("\n"));
+    }
+    for k in [
+        "/proc/sys/vm/swappiness",
+        "/proc/sys/vm/page-cluster",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
+    }
+    s
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn touch_faults_agree_with_the_cgroup_and_rusage() {
+    let test = "touch_faults_agree_with_the_cgroup_and_rusage";
+    if skip_unless(
+        test,
+        &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
+    ) {
+        return;
+    }
+    let before = system_state();
+    let dir = tempfile::Builder::new()
+        .prefix("swaplab-touch-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let d = dir.path();
+    let o = swaplab(
+        d,
+        &[
+            "bench", "touch", "--quick", "--json", "--save", "t.json", "--report", "t.html",
+        ],
+    );
+    assert_eq!(
+        system_state(),
+        before,
+        "{test}: the system was left changed"
+    );
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let limit = f(&v["mem_limit_bytes"]);
+    let region = f(&v["region_bytes"]);
+    assert_eq!(
+        (limit, region),
+        (64.0 * 1048576.0, 128.0 * 1048576.0),
+        "--quick"
+    );
+    let configs = v["configs"].as_array().unwrap();
+    assert_eq!(configs.len(), 2, "seq and random on file:2x");
+    for c in configs {
+        let name = format!("{} {}", c["pattern"], c["swap"]);
+        let runs = c["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 1, "{name}");
+        let r = &runs[0];
+        assert_eq!(r["outcome"], "ok", "{name}: {r}");
+        // Major faults three ways: the process's own getrusage after its
+        // touches, wait4's rusage at exit, the memory cgroup's pgmajfault.
+        let own = f(&r["majflt_self"]);
+        let rusage = f(&r["majflt_rusage"]);
+        let cgroup = f(&r["majflt_cgroup"]);
+        eprintln!("{test}: {name}: major faults self {own}, rusage {rusage}, cgroup {cgroup}");
+        assert!(
+            own <= rusage && rusage - own <= 64.0,
+            "{name}: getrusage {own} vs wait4 {rusage}"
+        );
+        assert!(
+            (cgroup - rusage).abs() <= 16.0_f64.max(0.02 * rusage),
+            "{name}: cgroup {cgroup} vs rusage {rusage}"
+        );
+        // The raw file: one u32 per touch; the tail shares recomputed.
+        let lat =
+            std::fs::read(Path::new(r["run_dir"].as_str().unwrap()).join("touch_ns.u32")).unwrap();
+        let lat: Vec<f64> = lat
+            .chunks_exact(4)
+            .map(|b| f64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+            .collect();
+        assert_eq!(lat.len() as f64, f(&r["touches"]), "{name}");
+        let total: f64 = lat.iter().sum();
+        let slow: f64 = lat.iter().filter(|&&x| x > 1e6).sum();
+        assert!(
+            (f(&r["slow_1ms_time_share"]) - slow / total).abs() < 1e-9,
+            "{name}"
+        );
+        assert_eq!(
+            f(&r["max_ns"]),
+            lat.iter().cloned().fold(0.0, f64::max),
+            "{name}"
+        );
+        let s = &c["summary"];
+        let q = ["p50_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"].map(|k| f(&s[k]));
+        assert!(q.windows(2).all(|w| w[0] <= w[1]), "{name}: {q:?}");
+        // The anonymous RSS levels off under the limit.
+        let plateau = f(&s["rss_plateau_bytes"]);
+        assert!(
+            plateau <= limit && plateau >= 0.75 * limit,
+            "{name}: plateau {plateau} against the limit {limit}"
+        );
+        match c["pattern"].as_str().unwrap() {
+            "seq" => {
+                // Each page once: what does not fit must have been written out.
+                assert_eq!(f(&r["distinct_pages"]), region / 4096.0);
+                assert!(
+                    f(&r["swapout_pages"]) >= (region - limit) / 4096.0,
+                    "{name}: {} pages swapped out",
+                    r["swapout_pages"]
+                );
+            }
+            _ => {
+                // Random pages come back from swap: major faults happen.
+                assert!(own >= 100.0, "{name}: only {own} major faults");
+            }
+        }
+    }
+    let html = std::fs::read_to_string(d.join("t.html")).unwrap();
+    assert!(html.contains("Touch latency under swap"));
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(&d.join("t.html"), Path::new("bench-touch.png"), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+    assert_eq!(c.figures.len(), 6, "{c:?}");
+    assert_eq!(c.figures[0].series_found, ["seq file:2x", "random file:2x"]);
+}
+
+#[test]
+fn bad_touch_arguments_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["bench", "touch", "--mem-limit", "64M", "--size", "32M"][..],
+            "not larger than --mem-limit",
+        ),
+        (
+            &["bench", "touch", "--pattern", "zigzag"][..],
+            "seq, random",
+        ),
+        (&["bench", "touch", "--swap", "disk:1G"][..], "swap"),
+        (&["bench", "touch", "--swap", "file:twox"][..], "multiple"),
+        (
+            &["bench", "touch", "--pattern", "seq", "--touches", "100M"][..],
+            "seq touches each page once",
+        ),
+        (&["bench", "touch", "--repeat", "0"][..], "--repeat"),
+    ] {
+        let o = swaplab(dir.path(), args);
+        assert!(!o.status.success(), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
