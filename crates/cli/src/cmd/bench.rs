@@ -342,7 +342,7 @@ fn run_touch(
     use swaplab_trace::units::format_bytes;
     let touches = bench_touch::check(opts)?;
     eprintln!(
-        "bench touch: a {} region under a {} limit, {} touches per run, {} patterns × {} swap configurations × {} repeats",
+        "bench touch: a {} region under a {} limit, {} touches per run, {} pattern(s) × {} swap configuration(s) × {} repeat(s)",
         format_bytes(opts.size),
         format_bytes(opts.mem_limit),
         num(touches),
@@ -370,16 +370,17 @@ fn run_touch(
     if !quiet {
         eprintln!();
     }
-    let ms = |ns: f64| format!("{:.3}", ns / 1e6);
+    let ms = |ns: f64| format!("{:.1}", ns / 1e6);
+    let us = |ns: f64| format!("{:.2}", ns / 1e3);
     let pct = |x: f64| format!("{:.1}", x * 100.0);
     let mut t = Rows::new(&[
         "pattern",
         "swap",
         "runs",
-        "p50 ms",
-        "p99 ms",
-        "p99.9 ms",
-        "p99.99 ms",
+        "p50 µs",
+        "p99 µs",
+        "p99.9 µs",
+        "p99.99 µs",
         "max ms",
         "touch s",
         "% time >1ms",
@@ -394,10 +395,10 @@ fn run_touch(
             c.pattern.clone(),
             c.swap.clone(),
             s.repeats.to_string(),
-            ms(s.p50_ns),
-            ms(s.p99_ns),
-            ms(s.p999_ns),
-            ms(s.p9999_ns),
+            us(s.p50_ns),
+            us(s.p99_ns),
+            us(s.p999_ns),
+            us(s.p9999_ns),
             ms(s.max_ns),
             format!("{:.2}", s.touch_s),
             pct(s.slow_1ms_time_share),
