@@ -170,4 +170,7 @@ int run_bench_vma(int argc, char **argv);
 /* `swaplab-workload bench-touch ...` (touchbench.c): its own arguments. */
 int run_bench_touch(int argc, char **argv);
 
+/* `swaplab-workload balloon --size SIZE` (balloon.c): hold memory mlocked. */
+int run_balloon(int argc, char **argv);
+
 #endif

@@ -5,6 +5,7 @@
  *   swaplab-workload list [--json]
  *   swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE
  *   swaplab-workload bench-touch --size SIZE --pattern seq|random --lat FILE --rss FILE
+ *   swaplab-workload balloon --size SIZE
  *
  * Prints exactly one JSON line on stdout at the end. */
 #define _GNU_SOURCE
@@ -44,6 +45,8 @@ static void usage(FILE *f)
         "                        (VMA bookkeeping costs; see bench-vma --help)\n"
         "       swaplab-workload bench-touch --size SIZE --pattern seq|random --lat FILE --rss FILE\n"
         "                        (latency of every page touch; see bench-touch --help)\n"
+        "       swaplab-workload balloon --size SIZE\n"
+        "                        (hold SIZE of memory mlocked until killed)\n"
         "\n"
         "workloads:\n", f);
     for (size_t i = 0; i < NWORKLOADS; i++)
@@ -133,6 +136,8 @@ int main(int argc, char **argv)
         return run_bench_vma(argc, argv);
     if (!strcmp(name, "bench-touch"))
         return run_bench_touch(argc, argv);
+    if (!strcmp(name, "balloon"))
+        return run_balloon(argc, argv);
     if (!strcmp(name, "list")) {
         int json = 0;
         for (int i = 2; i < argc; i++) {

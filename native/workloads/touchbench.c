@@ -3,10 +3,11 @@
  *
  *   swaplab-workload bench-touch --size SIZE --pattern seq|random
  *                                --lat FILE --rss FILE [--touches T]
- *                                [--points P] [--seed N]
+ *                                [--points P] [--seed N] [--hugepage never|system]
  *
  * Maps an anonymous region of SIZE bytes (MADV_NOHUGEPAGE: every touch is
- * one 4 KiB page) and writes one byte of a page T times (default: one touch
+ * one 4 KiB page; --hugepage system leaves it to the system's THP setting,
+ * for bench reclaim's THP comparison) and writes one byte of a page T times (default: one touch
  * per page, T = SIZE/4096; seq allows T <= SIZE/4096 only):
  *   seq     page 0, 1, 2, ... in increasing address order (each page once)
  *   random  a uniformly random page each time (the same number of touches;
@@ -83,14 +84,15 @@ struct rss_point {
 
 int run_bench_touch(int argc, char **argv)
 {
-    const char *pattern = NULL, *lat_path = NULL, *rss_path = NULL;
+    const char *pattern = NULL, *lat_path = NULL, *rss_path = NULL, *hugepage = "never";
     uint64_t size = 0, points = 1024, seed = 42, touches = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             puts("usage: swaplab-workload bench-touch --size SIZE --pattern seq|random\n"
-                 "         --lat FILE --rss FILE [--touches T] [--points P] [--seed N]");
+                 "         --lat FILE --rss FILE [--touches T] [--points P] [--seed N]\n"
+                 "         [--hugepage never|system]");
             return EXIT_OK;
         }
         if (!v)
@@ -102,6 +104,11 @@ int run_bench_touch(int argc, char **argv)
             lat_path = v;
         else if (!strcmp(a, "--rss"))
             rss_path = v;
+        else if (!strcmp(a, "--hugepage")) {
+            if (strcmp(v, "never") && strcmp(v, "system"))
+                die(EXIT_USAGE, "bench-touch: --hugepage must be never or system");
+            hugepage = v;
+        }
         else if (!strcmp(a, "--size")) {
             if (parse_size(v, &size) || size < 2 * PAGE || size > (1ULL << 44))
                 die(EXIT_USAGE, "bench-touch: --size '%s' must be 8K..16T (e.g. 1.125G)", v);
@@ -143,7 +150,7 @@ int run_bench_touch(int argc, char **argv)
     if (region == MAP_FAILED)
         die(EXIT_NOMEM, "bench-touch: cannot map %llu bytes: %s",
             (unsigned long long)(pages * PAGE), strerror(errno));
-    int nohuge = madvise(region, pages * PAGE, MADV_NOHUGEPAGE) == 0;
+    int nohuge = !strcmp(hugepage, "never") && madvise(region, pages * PAGE, MADV_NOHUGEPAGE) == 0;
 
     double hz = calibrate();
     uint64_t ovh = timer_overhead();

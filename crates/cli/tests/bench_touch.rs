@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use swaplab_testkit::{browser, skip, skip_unless, Facility};
+use swaplab_testkit::{browser, skip, skip_unless, system_state, Facility};
 
 fn swaplab(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_swaplab"))
@@ -17,34 +17,6 @@ fn swaplab(dir: &Path, args: &[&str]) -> Output {
         .env("SWAPLAB_STATE_DIR", dir.join("state"))
         .output()
         .unwrap()
-}
-
-/// Swap areas, swaplab cgroups and the settings a run may touch.
-fn system_state() -> String {
-    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    for root in [
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-    ] {
-        let mut groups: Vec<String> = std::fs::read_dir(root)
-            .into_iter()
-            .flatten()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("swaplab-"))
-            .collect();
-        groups.sort();
-        s.push_str(&groups.join("\n"));
-    }
-    for k in [
-        "/proc/sys/vm/swappiness",
-        "/proc/sys/vm/page-cluster",
-        "/sys/kernel/mm/transparent_hugepage/enabled",
-    ] {
-        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
-    }
-    s
 }
 
 fn f(v: &serde_json::Value) -> f64 {

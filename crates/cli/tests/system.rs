@@ -22,28 +22,7 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-/// What the tests may change and must leave as they found it.
-fn system_state() -> String {
-    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if let Ok(roots) = std::fs::read_dir("/sys/fs/cgroup") {
-        let mut groups: Vec<String> = roots
-            .flatten()
-            .flat_map(|h| std::fs::read_dir(h.path()).into_iter().flatten().flatten())
-            .map(|e| e.path().display().to_string())
-            .filter(|p| p.contains("/swaplab-"))
-            .collect();
-        groups.sort();
-        s.push_str(&groups.join("\n"));
-    }
-    for k in [
-        "/proc/sys/vm/swappiness",
-        "/proc/sys/vm/page-cluster",
-        "/sys/kernel/mm/transparent_hugepage/enabled",
-    ] {
-        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
-    }
-    s
-}
+use swaplab_testkit::system_state;
 
 /// A test's world: its own catalog and state directory, and the system
 /// state it must restore.

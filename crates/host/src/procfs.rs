@@ -109,6 +109,25 @@ pub struct VmStatDelta {
     pub fields: BTreeMap<String, i64>,
 }
 
+/// The CPU time of all CPUs together, busy and idle (user + nice + system +
+/// idle + iowait + irq + softirq + steal of /proc/stat's `cpu` line), in
+/// ns: the Journey study's denominator of kswapd's CPU share.
+pub fn cpu_total_ns() -> Result<u64> {
+    use ::procfs::CurrentSI;
+    let s = ::procfs::KernelStats::current().map_err(|e| proc_err("/proc/stat", e))?;
+    let t = &s.total;
+    let ticks = t.user
+        + t.nice
+        + t.system
+        + t.idle
+        + t.iowait.unwrap_or(0)
+        + t.irq.unwrap_or(0)
+        + t.softirq.unwrap_or(0)
+        + t.steal.unwrap_or(0);
+    let tps = ::procfs::ticks_per_second().max(1);
+    Ok(ticks.saturating_mul(1_000_000_000) / tps)
+}
+
 /// System-wide memory PSI (/proc/pressure/memory); `None` without PSI.
 pub fn memory_pressure() -> Result<Option<Pressure>> {
     let p = Path::new("/proc/pressure/memory");

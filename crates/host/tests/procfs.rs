@@ -205,3 +205,23 @@ fn environment_snapshot() {
     let json = serde_json::to_string_pretty(&env).unwrap();
     assert!(json.contains("kernel_release"));
 }
+
+/// /proc/stat's total CPU time grows by the wall time times the CPUs (each
+/// CPU is either busy or idle): checked over a 300 ms sleep, within the
+/// tick granularity.
+#[test]
+fn total_cpu_time_grows_by_wall_time_times_cpus() {
+    let cpus = std::thread::available_parallelism().unwrap().get() as f64;
+    let a = swaplab_host::procfs::cpu_total_ns().unwrap();
+    let t = std::time::Instant::now();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let b = swaplab_host::procfs::cpu_total_ns().unwrap();
+    let wall = t.elapsed().as_secs_f64();
+    let got = (b - a) as f64 / 1e9;
+    let want = wall * cpus;
+    // Ticks are 10 ms per CPU (USER_HZ 100): allow two per CPU, plus 10 %.
+    assert!(
+        (got - want).abs() <= 0.02 * cpus + 0.1 * want,
+        "{got} s of CPU time over {wall} s on {cpus} CPUs"
+    );
+}

@@ -392,7 +392,7 @@ pub fn read_rss(p: &Path) -> Result<Vec<(u64, f64)>> {
     Ok(out)
 }
 
-fn median(mut xs: Vec<f64>) -> Option<f64> {
+pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }
@@ -548,7 +548,7 @@ pub fn run(
 }
 
 /// The programs' temporary directory, removed however the benchmark ends.
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -558,7 +558,7 @@ impl Drop for Scratch {
 
 /// Moves a run's latency and RSS files into its run directory and reads
 /// its numbers.
-fn collect(rec: &RunRecord, rep: u32, lat: &Path, rss: &Path) -> Result<TouchRun> {
+pub(crate) fn collect(rec: &RunRecord, rep: u32, lat: &Path, rss: &Path) -> Result<TouchRun> {
     let outcome = rec.outcome.map_or("unknown", |o| o.as_str()).to_string();
     let out = rec.workload_output.clone().unwrap_or_default();
     let mut run = TouchRun {

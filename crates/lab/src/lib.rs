@@ -43,7 +43,9 @@
 //! # Ok(()) }
 //! ```
 
+pub mod balloon;
 pub mod bench;
+pub mod bench_reclaim;
 pub mod bench_touch;
 pub mod bench_trace;
 pub mod bench_vma;

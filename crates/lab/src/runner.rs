@@ -529,6 +529,7 @@ impl Lab {
         let psi0 = read_psi(group, psi_scope);
         let vm0 = VmStat::read()?;
         let ksw0 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
+        let cpu_total0 = hostproc::cpu_total_ns().ok();
         self.check_signal()?;
         if let Some(ins) = instruments.as_deref_mut() {
             ins.configure(&mut cmd);
@@ -639,6 +640,7 @@ impl Lab {
         let psi1 = read_psi(group, psi_scope);
         let vm = VmStat::read()?.delta_since(&vm0);
         let ksw1 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
+        let cpu_total1 = hostproc::cpu_total_ns().ok();
         let mut left = std::collections::BTreeSet::new();
         for g in group.groups() {
             left.extend(g.pids().unwrap_or_default());
@@ -736,6 +738,47 @@ impl Lab {
         }
         put("pgscan_pages", vm.pgscan.max(0) as f64, Scope::System);
         put("pgsteal_pages", vm.pgsteal.max(0) as f64, Scope::System);
+        // Reclaim by who did it, and THP events (counters this kernel lacks
+        // are left out rather than recorded as 0).
+        let allocstall: Vec<i64> = vm
+            .fields
+            .iter()
+            .filter(|(k, _)| k.starts_with("allocstall"))
+            .map(|(_, v)| *v)
+            .collect();
+        if !allocstall.is_empty() {
+            put(
+                "allocstall",
+                allocstall.iter().sum::<i64>().max(0) as f64,
+                Scope::System,
+            );
+        }
+        for (metric, counter) in [
+            ("pgscan_direct_pages", "pgscan_direct"),
+            ("pgsteal_direct_pages", "pgsteal_direct"),
+            ("pgscan_kswapd_pages", "pgscan_kswapd"),
+            ("pgsteal_kswapd_pages", "pgsteal_kswapd"),
+            ("thp_fault_alloc", "thp_fault_alloc"),
+            ("thp_fault_fallback", "thp_fault_fallback"),
+            ("thp_swpout", "thp_swpout"),
+            ("thp_swpout_fallback", "thp_swpout_fallback"),
+            ("thp_split_page", "thp_split_page"),
+        ] {
+            if let Some(v) = vm.fields.get(counter) {
+                put(metric, (*v).max(0) as f64, Scope::System);
+            }
+        }
+        if let (Some(a), Some(b)) = (cpu_total0, cpu_total1) {
+            let total = b.saturating_sub(a) as f64;
+            put("cpu_total_ns", total, Scope::System);
+            if let (Some(k0), Some(k1), true) = (ksw0, ksw1, total > 0.0) {
+                put(
+                    "kswapd_machine_share",
+                    k1.saturating_sub(k0) as f64 / total,
+                    Scope::System,
+                );
+            }
+        }
         put("leftover_tasks", leftover as f64, Scope::Cgroup);
         put("samples", samples.len() as f64, Scope::Swaplab);
         let hz = achieved_hz(&samples);

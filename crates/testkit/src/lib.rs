@@ -282,6 +282,55 @@ pub fn shared_data(manifest_dir: &str) -> Option<PathBuf> {
     d.is_dir().then_some(d)
 }
 
+/// What a test that runs swaplab as root may change and must leave as it
+/// found it: the swap areas, every `swaplab-*` cgroup of every hierarchy,
+/// swappiness, page-cluster, THP, and any balloon process
+/// (`swaplab-workload balloon`). Compare the strings before and after.
+pub fn system_state() -> String {
+    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    if let Ok(roots) = std::fs::read_dir("/sys/fs/cgroup") {
+        let mut groups: Vec<String> = roots
+            .flatten()
+            .flat_map(|h| std::fs::read_dir(h.path()).into_iter().flatten().flatten())
+            .map(|e| e.path().display().to_string())
+            .filter(|p| p.contains("/swaplab-"))
+            .collect();
+        groups.sort();
+        s.push_str(&groups.join("\n"));
+    }
+    for k in [
+        "/proc/sys/vm/swappiness",
+        "/proc/sys/vm/page-cluster",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+    ] {
+        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
+    }
+    let mut balloons: Vec<String> = balloon_pids().iter().map(|p| p.to_string()).collect();
+    balloons.sort();
+    if !balloons.is_empty() {
+        s.push_str(&format!("\nballoon processes: {}", balloons.join(" ")));
+    }
+    s
+}
+
+/// Pids of running `swaplab-workload balloon` processes.
+pub fn balloon_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmd = std::fs::read(e.path().join("cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+            let program = String::from_utf8_lossy(args[0]);
+            let name = program.rsplit('/').next().unwrap_or("");
+            (args.len() > 1 && name.starts_with("swaplab-workload") && args[1] == b"balloon")
+                .then_some(pid)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

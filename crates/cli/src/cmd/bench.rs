@@ -122,6 +122,53 @@ pub enum BenchCmd {
         #[command(flatten)]
         out: crate::OutFlags,
     },
+    /// Who pays for reclaim while a random-touch workload swaps: kswapd (its share of the
+    /// machine's CPU) or the faulting task (direct reclaim), with transparent huge pages on
+    /// and off. Pressure from a memory cgroup limit (--mem-limit) or from the whole machine
+    /// (--machine-mem: an mlocked balloon with a watchdog leaves that much available).
+    Reclaim {
+        /// Memory cgroup limit (reclaim is then mostly direct). Default 256M unless
+        /// --machine-mem is given.
+        #[arg(long, value_parser = swaplab_trace::units::parse_bytes, conflicts_with = "machine_mem")]
+        mem_limit: Option<u64>,
+        /// Leave only this much of the machine's memory available (global pressure: kswapd
+        /// works). Root; the balloon is journaled and dies with swaplab.
+        #[arg(long, value_parser = swaplab_trace::units::parse_bytes)]
+        machine_mem: Option<u64>,
+        /// The workload's region: a size or a multiple of the memory given (default 1.5x).
+        #[arg(long, default_value = "1.5x")]
+        size: String,
+        /// Random touches per run, as a count or a multiple of the region's pages (default 2x).
+        #[arg(long, default_value = "2x")]
+        touches: String,
+        /// THP modes to compare, e.g. always,never (journaled and restored); default: as the
+        /// machine has it.
+        #[arg(long, default_value = "")]
+        thp: String,
+        /// The swap area of every run (Nx: N times the region).
+        #[arg(long, default_value = "file:2x")]
+        swap: String,
+        /// Runs per THP mode (interleaved); summary numbers are medians.
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// A quick run for demos and tests: a 64M limit (or the given --machine-mem), 1 repeat.
+        #[arg(long, conflicts_with_all = ["mem_limit", "repeat"])]
+        quick: bool,
+        /// Seed of the random touches (repeat i uses seed + i).
+        #[arg(long, default_value_t = 42)]
+        seed: u64,
+        /// Kill a run after this long (it is then left out of the summary).
+        #[arg(long, value_name = "T", default_value = "10m")]
+        timeout: String,
+        /// Save the result as JSON (for `swaplab report`).
+        #[arg(long, value_name = "FILE")]
+        save: Option<std::path::PathBuf>,
+        /// Also write a report page (HTML) of the result.
+        #[arg(long, value_name = "OUT.html")]
+        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        out: crate::OutFlags,
+    },
 }
 
 /// The speed targets of issue 2, in millions of references per second.
@@ -329,7 +376,176 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             };
             run_touch(&opts, save, report, out)
         }
+        BenchCmd::Reclaim {
+            mem_limit,
+            machine_mem,
+            size,
+            touches,
+            thp,
+            swap,
+            repeat,
+            quick,
+            seed,
+            timeout,
+            save,
+            report,
+            out,
+        } => {
+            use swaplab_lab::bench_reclaim::{self, Pressure};
+            use swaplab_lab::bench_touch;
+            use swaplab_lab::options::parse_duration;
+            let repeat = if quick { 1 } else { repeat };
+            let pressure = match (machine_mem, mem_limit) {
+                (Some(m), _) => Pressure::MachineMem(m),
+                (None, Some(l)) => Pressure::MemLimit(l),
+                (None, None) => Pressure::MemLimit(if quick { 64 << 20 } else { 256 << 20 }),
+            };
+            let room = match pressure {
+                Pressure::MemLimit(b) | Pressure::MachineMem(b) => b,
+            };
+            let size = bench_touch::parse_region(&size, room)?;
+            let touches = match touches.trim().strip_suffix('x') {
+                Some(n) => {
+                    let f: f64 = n.parse().ok().filter(|f: &f64| f.is_finite() && *f > 0.0).ok_or_else(|| {
+                        anyhow::anyhow!("--touches {touches:?}: a count (1M) or a multiple of the pages (2x)")
+                    })?;
+                    ((size / 4096) as f64 * f) as u64
+                }
+                None => swaplab_trace::units::parse_count(&touches)
+                    .map_err(|e| anyhow::anyhow!("--touches: {e}"))?,
+            };
+            let mut swaps = bench_touch::parse_swaps(&swap, size)?;
+            if swaps.len() != 1 {
+                anyhow::bail!("--swap: bench reclaim takes one swap area (compare swap sizes with bench touch)");
+            }
+            let opts = bench_reclaim::ReclaimOptions {
+                pressure,
+                size,
+                touches,
+                thp: bench_reclaim::parse_thp(&thp)?,
+                swap: swaps.remove(0),
+                repeat,
+                seed,
+                timeout: Some(parse_duration(&timeout)?),
+            };
+            run_reclaim(&opts, save, report, out)
+        }
     }
+}
+
+fn run_reclaim(
+    opts: &swaplab_lab::bench_reclaim::ReclaimOptions,
+    save: Option<std::path::PathBuf>,
+    report: Option<std::path::PathBuf>,
+    of: crate::OutFlags,
+) -> Result<()> {
+    use swaplab_lab::bench_reclaim::{self, Pressure};
+    use swaplab_trace::units::format_bytes;
+    bench_reclaim::check(opts)?;
+    let pressure = match opts.pressure {
+        Pressure::MemLimit(b) => format!("a {} memory cgroup limit", format_bytes(b)),
+        Pressure::MachineMem(b) => {
+            format!("{} of the machine's memory left available", format_bytes(b))
+        }
+    };
+    eprintln!(
+        "bench reclaim: random touches of a {} region ({} touches) under {pressure}, THP {}, {} repeat(s)",
+        format_bytes(opts.size),
+        num(opts.touches),
+        if opts.thp.is_empty() { "as set".to_string() } else { opts.thp.join(" vs ") },
+        opts.repeat
+    );
+    let lab = swaplab_lab::runner::Lab::open()?;
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let t0 = Instant::now();
+    let r = bench_reclaim::run(
+        &lab,
+        opts,
+        crate::cmd::report::argv(),
+        &mut |what, done, total| {
+            if !quiet && done < total {
+                eprint!(
+                    "\r  [{}/{total}] {what} ({:.0}s)          ",
+                    done + 1,
+                    t0.elapsed().as_secs_f64()
+                );
+            }
+        },
+    )?;
+    if !quiet {
+        eprintln!();
+    }
+    let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.2}", v * 100.0));
+    let n = |x: Option<f64>| x.map_or("-".into(), |v| num(v as u64));
+    let mut t = Rows::new(&[
+        "THP",
+        "runs",
+        "wall s",
+        "kswapd % of machine",
+        "workload sys % of machine",
+        "reclaimed: direct",
+        "cgroup limit",
+        "kswapd",
+        "dominant",
+        "allocstall",
+        "THP faults",
+        "THP splits",
+        "p99.99 µs",
+        "max ms",
+    ]);
+    for m in &r.modes {
+        let s = &m.summary;
+        let thp = |k: &str| s.thp_counters.iter().find(|c| c.0 == k).map(|c| c.1);
+        t.push(vec![
+            m.thp.clone(),
+            s.repeats.to_string(),
+            s.wall_s.map_or("-".into(), |w| format!("{w:.2}")),
+            pct(s.kswapd_machine_share),
+            pct(s.sys_machine_share),
+            n(s.pgsteal_direct),
+            n(s.limit_reclaim),
+            n(s.pgsteal_kswapd),
+            s.dominant.clone(),
+            n(s.allocstall),
+            n(thp("thp_fault_alloc")),
+            n(thp("thp_split_page")),
+            format!("{:.1}", s.p9999_ns / 1e3),
+            format!("{:.1}", s.max_ns / 1e6),
+        ]);
+    }
+    let fmt = of.format();
+    out::print(fmt, &t, &r)?;
+    if fmt == out::Format::Table {
+        if let Some(b) = &r.balloon {
+            println!(
+                "balloon: {} held (inflated in {:.1} s; {} available after){}",
+                format_bytes(b.bytes),
+                b.inflate_s,
+                format_bytes(b.available_after),
+                b.released
+                    .as_ref()
+                    .map_or(String::new(), |w| format!("; released early: {w}"))
+            );
+        }
+        println!(
+            "runs: {}",
+            r.modes
+                .iter()
+                .flat_map(|m| m.runs.iter().map(|x| x.touch.run_id.to_string()))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        for n in &r.notes {
+            println!("note: {n}");
+        }
+    }
+    save_and_report(
+        &r,
+        save.as_deref(),
+        report.as_deref(),
+        |p, r| Ok(bench_reclaim::save(p, r)?),
+        swaplab_lab::report::bench::bench_reclaim_section,
+    )
 }
 
 fn run_touch(

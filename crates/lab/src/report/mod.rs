@@ -48,6 +48,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (bench::BENCH_SIM_KIND, bench::bench_sim_section),
     (bench::BENCH_VMA_KIND, bench::bench_vma_section),
     (bench::BENCH_TOUCH_KIND, bench::bench_touch_section),
+    (bench::BENCH_RECLAIM_KIND, bench::bench_reclaim_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds
