@@ -345,10 +345,16 @@ pub fn run(
 }
 
 fn reduce(m: &mut ReclaimMode, notes: &mut Vec<String>) -> Result<()> {
-    let ok: Vec<&ReclaimRun> = m.runs.iter().filter(|r| r.touch.outcome == "ok").collect();
+    // A run during which the watchdog released the balloon ran under a
+    // pressure that changed half-way: it is left out like a failed one.
+    let ok: Vec<&ReclaimRun> = m
+        .runs
+        .iter()
+        .filter(|r| r.touch.outcome == "ok" && r.balloon_released.is_none())
+        .collect();
     if ok.len() < m.runs.len() {
         notes.push(format!(
-            "thp {}: {} of {} runs did not end ok; they are left out",
+            "thp {}: {} of {} runs did not end ok or lost the balloon half-way; they are left out",
             m.thp,
             m.runs.len() - ok.len(),
             m.runs.len()
