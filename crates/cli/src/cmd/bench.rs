@@ -456,25 +456,8 @@ fn run_reclaim(
         opts.repeat
     );
     let lab = swaplab_lab::runner::Lab::open()?;
-    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let t0 = Instant::now();
-    let r = bench_reclaim::run(
-        &lab,
-        opts,
-        crate::cmd::report::argv(),
-        &mut |what, done, total| {
-            if !quiet && done < total {
-                eprint!(
-                    "\r  [{}/{total}] {what} ({:.0}s)          ",
-                    done + 1,
-                    t0.elapsed().as_secs_f64()
-                );
-            }
-        },
-    )?;
-    if !quiet {
-        eprintln!();
-    }
+    let r = bench_reclaim::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
+    end_progress();
     let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.2}", v * 100.0));
     let n = |x: Option<f64>| x.map_or("-".into(), |v| num(v as u64));
     let mut t = Rows::new(&[
@@ -548,6 +531,29 @@ fn run_reclaim(
     )
 }
 
+/// The `[i/n] what (Ns)` line of the benchmarks made of runs, on a
+/// terminal only.
+fn run_progress() -> impl FnMut(&str, usize, usize) {
+    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let t0 = Instant::now();
+    move |what, done, total| {
+        if !quiet && done < total {
+            eprint!(
+                "\r  [{}/{total}] {what} ({:.0}s)          ",
+                done + 1,
+                t0.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
+/// Ends [`run_progress`]'s line.
+fn end_progress() {
+    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        eprintln!();
+    }
+}
+
 fn run_touch(
     opts: &swaplab_lab::bench_touch::TouchOptions,
     save: Option<std::path::PathBuf>,
@@ -567,25 +573,8 @@ fn run_touch(
         opts.repeat
     );
     let lab = swaplab_lab::runner::Lab::open()?;
-    let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let t0 = Instant::now();
-    let r = bench_touch::run(
-        &lab,
-        opts,
-        crate::cmd::report::argv(),
-        &mut |what, done, total| {
-            if !quiet && done < total {
-                eprint!(
-                    "\r  [{}/{total}] {what} ({:.0}s)          ",
-                    done + 1,
-                    t0.elapsed().as_secs_f64()
-                );
-            }
-        },
-    )?;
-    if !quiet {
-        eprintln!();
-    }
+    let r = bench_touch::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
+    end_progress();
     let ms = |ns: f64| format!("{:.1}", ns / 1e6);
     let us = |ns: f64| format!("{:.2}", ns / 1e3);
     let pct = |x: f64| format!("{:.1}", x * 100.0);
