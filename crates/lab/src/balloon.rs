@@ -87,8 +87,9 @@ pub struct Balloon {
 }
 
 impl Balloon {
-    /// Inflates a balloon that leaves about `leave` bytes available.
-    pub fn inflate(leave: u64) -> Result<Balloon> {
+    /// Inflates a balloon that leaves about `leave` bytes available;
+    /// `interrupted` (Ctrl-C, SIGTERM) stops the inflating early.
+    pub fn inflate(leave: u64, interrupted: &dyn Fn() -> Option<i32>) -> Result<Balloon> {
         if !swaplab_host::util::is_root() {
             return Err(Error::failed(
                 "--machine-mem",
@@ -163,7 +164,22 @@ impl Balloon {
             }
             let _ = tx.send(line);
         });
-        let line = rx.recv_timeout(INFLATE_TIMEOUT).unwrap_or_default();
+        let mut line = String::new();
+        while t0.elapsed() < INFLATE_TIMEOUT {
+            match rx.recv_timeout(Duration::from_millis(200)) {
+                Ok(l) => {
+                    line = l;
+                    break;
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some(sig) = interrupted() {
+                        balloon.release();
+                        return Err(Error::Interrupted(sig));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
         if !line.contains("\"ready\"") {
             let why = balloon.fired().unwrap_or_else(|| {
                 balloon

@@ -220,7 +220,7 @@ pub fn run(
     let balloon = match opts.pressure {
         Pressure::MachineMem(leave) => {
             progress("inflating the balloon", 0, 1);
-            Some(Balloon::inflate(leave)?)
+            Some(Balloon::inflate(leave, &|| lab.interrupted())?)
         }
         Pressure::MemLimit(_) => None,
     };

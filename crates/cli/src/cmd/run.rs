@@ -479,6 +479,81 @@ pub fn demo_real_part() -> Vec<String> {
             eprintln!("swaplab demo: the trace/advise part failed: {e}\n(continuing with the simulation demo)\n");
         }
     }
-    println!("swaplab demo, part 3: simulation\n");
+    if let Some(p) = demo_touch_part() {
+        sources.push(p.display().to_string());
+    }
+    println!("swaplab demo, part 4: simulation\n");
     sources
+}
+
+/// Part 3 of the demo: `bench touch --quick`, saved beside the catalog for
+/// the report. The saved file's path, or `None` when it failed (said why).
+fn demo_touch_part() -> Option<std::path::PathBuf> {
+    use swaplab_lab::bench_touch;
+    println!(
+        "swaplab demo, part 3: the latency of every page touch while swapping\n\
+         `swaplab bench touch --quick`: a 128M region written page by page (seq) and at random \
+         under a 64M limit with a swap file. A few seconds.\n"
+    );
+    let size = 128 << 20;
+    let r = (|| -> swaplab_lab::Result<(bench_touch::TouchResult, std::path::PathBuf)> {
+        let opts = bench_touch::TouchOptions {
+            mem_limit: 64 << 20,
+            size,
+            touches: None,
+            patterns: bench_touch::PATTERNS
+                .iter()
+                .map(|p| p.to_string())
+                .collect(),
+            swaps: bench_touch::parse_swaps("file:2x", size)?,
+            repeat: 1,
+            points: 1024,
+            seed: 42,
+            timeout: Some(std::time::Duration::from_secs(120)),
+            flush_stats: None,
+        };
+        let lab = Lab::open()?;
+        let r = bench_touch::run(
+            &lab,
+            &opts,
+            vec![
+                "swaplab".into(),
+                "bench".into(),
+                "touch".into(),
+                "--quick".into(),
+            ],
+            &mut |_, _, _| {},
+        )?;
+        let dir = lab.catalog.home().join("benches");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| swaplab_lab::Error::Invalid(format!("creating {}: {e}", dir.display())))?;
+        let p = dir.join(format!("touch-demo-{}.json", std::process::id()));
+        bench_touch::save(&p, &r)?;
+        Ok((r, p))
+    })();
+    match r {
+        Ok((r, p)) => {
+            for c in &r.configs {
+                let s = &c.summary;
+                println!(
+                    "  {:<6} p50 {:.1} µs, p99.99 {:.0} µs, max {:.1} ms; {:.0} % of the touch time in touches slower than 1 ms",
+                    c.pattern,
+                    s.p50_ns / 1e3,
+                    s.p9999_ns / 1e3,
+                    s.max_ns / 1e6,
+                    s.slow_1ms_time_share * 100.0
+                );
+            }
+            println!(
+                "Saved {}; the full benchmark: `swaplab bench touch --mem-limit 1G --swap file:2x,file:8x` (docs/journey.md).\n",
+                p.display()
+            );
+            Some(p)
+        }
+        Err(e) => {
+            exit_if_interrupted(&e);
+            eprintln!("swaplab demo: the touch benchmark failed: {e}\n(continuing with the simulation demo)\n");
+            None
+        }
+    }
 }
