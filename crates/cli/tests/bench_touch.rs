@@ -131,6 +131,26 @@ fn touch_faults_agree_with_the_cgroup_and_rusage() {
     }
     let html = std::fs::read_to_string(d.join("t.html")).unwrap();
     assert!(html.contains("Touch latency under swap"));
+    // The benchmark is in the catalog as a group of its runs.
+    let id = v["sweep_id"].as_i64().expect("a catalog group id");
+    let o = swaplab(d, &["show", &format!("s{id}")]);
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && shown.contains("bench-touch"),
+        "{shown}"
+    );
+    for c in configs {
+        let name = format!(
+            "{} {}",
+            c["pattern"].as_str().unwrap(),
+            c["swap"].as_str().unwrap()
+        );
+        assert!(shown.contains(&name), "{name} not in:\n{shown}");
+    }
+    let o = swaplab(d, &["report", &format!("s{id}"), "-o", "s.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let again = std::fs::read_to_string(d.join("s.html")).unwrap();
+    assert!(again.contains("Touch latency under swap"));
     if let Some(why) = browser::missing() {
         return skip(test, Facility::Browser, why);
     }

@@ -16,6 +16,7 @@ fn swaplab(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_swaplab"))
         .args(args)
         .current_dir(dir)
+        .env("SWAPLAB_HOME", dir.join("home"))
         .env("SWAPLAB_STATE_DIR", dir.join("state"))
         .output()
         .unwrap()
@@ -220,6 +221,13 @@ fn the_vma_report_holds_its_numbers_and_opens_in_a_browser() {
             "vma.json",
         ],
     );
+    // Recorded in the catalog: `swaplab report sN` draws the same section.
+    let id = v["sweep_id"].as_i64().expect("a catalog group id");
+    let o = swaplab(d, &["report", &format!("s{id}"), "-o", "s.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read_to_string(d.join("s.html"))
+        .unwrap()
+        .contains("VMA costs by allocation pattern"));
     let o = swaplab(d, &["report", "vma.json", "-o", "vma.html"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(d.join("vma.html")).unwrap();

@@ -23,6 +23,7 @@ use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 
 use crate::balloon::Balloon;
+use crate::bench_group::BenchGroup;
 use crate::bench_touch::{self, median, Curve, Scratch, TouchRun};
 use crate::options::{LimitSpec, RunOptions, THP_MODES};
 use crate::runner::Lab;
@@ -150,6 +151,9 @@ pub struct BalloonInfo {
 pub struct ReclaimResult {
     pub kind: String,
     pub version: u32,
+    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
     pub command: Vec<String>,
     pub machine: Option<Environment>,
     pub pressure: Pressure,
@@ -201,13 +205,35 @@ pub fn run(
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<ReclaimResult> {
     check(opts)?;
-    let exe = crate::workload::executable()?;
-    let t0 = Instant::now();
     let modes: Vec<String> = if opts.thp.is_empty() {
         vec!["system".into()]
     } else {
         opts.thp.clone()
     };
+    let limit = match opts.pressure {
+        Pressure::MemLimit(b) => LimitSpec::Bytes(b),
+        Pressure::MachineMem(_) => LimitSpec::None,
+    };
+    let names: Vec<String> = modes.iter().map(|m| format!("THP {m}")).collect();
+    let group = BenchGroup::begin(lab, "bench-reclaim", &command, limit, &names)?;
+    let result = measure(lab, &group, opts, &modes, command, progress).map(|mut r| {
+        r.sweep_id = Some(group.id);
+        r
+    });
+    group.finish(result, save)
+}
+
+/// The runs of every (repeat, THP mode), reduced.
+fn measure(
+    lab: &Lab,
+    group: &BenchGroup<'_>,
+    opts: &ReclaimOptions,
+    modes: &[String],
+    command: Vec<String>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<ReclaimResult> {
+    let exe = crate::workload::executable()?;
+    let t0 = Instant::now();
     let mut out: Vec<ReclaimMode> = modes
         .iter()
         .map(|m| ReclaimMode {
@@ -269,14 +295,7 @@ pub fn run(
                 timeout: opts.timeout,
                 ..Default::default()
             };
-            let set = lab.run(&cmd, &ro, 1, &mut |_| {})?;
-            let rec = set.runs.into_iter().next().ok_or_else(|| {
-                Error::failed(
-                    "bench reclaim",
-                    "the run left no record",
-                    "report this as a bug",
-                )
-            })?;
+            let rec = group.run(&cmd, &ro, &format!("THP {mode}"), rep)?;
             let touch = bench_touch::collect(&rec, rep, &lat, &rss)?;
             let g = |k: &str| rec.get(k);
             let thp_counters = [
@@ -329,6 +348,7 @@ pub fn run(
     }
     Ok(ReclaimResult {
         kind: BENCH_RECLAIM_KIND.into(),
+        sweep_id: None,
         version: 1,
         command,
         machine: Environment::capture().ok(),

@@ -24,6 +24,7 @@ use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::{format_size, parse_size};
 
+use crate::bench_group::BenchGroup;
 use crate::options::{LimitSpec, RunOptions};
 use crate::record::{Outcome, RunRecord};
 use crate::runner::Lab;
@@ -226,6 +227,9 @@ pub struct TouchConfig {
 pub struct TouchResult {
     pub kind: String,
     pub version: u32,
+    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
     pub command: Vec<String>,
     pub machine: Option<Environment>,
     pub mem_limit_bytes: u64,
@@ -470,6 +474,49 @@ pub fn run(
             });
         }
     }
+    let names: Vec<String> = configs
+        .iter()
+        .map(|c| format!("{} {}", c.pattern, c.swap))
+        .collect();
+    let group = BenchGroup::begin(
+        lab,
+        "bench-touch",
+        &command,
+        LimitSpec::Bytes(opts.mem_limit),
+        &names,
+    )?;
+    let result =
+        measure(&group, opts, touches, exe, configs, &names, progress).map(|(configs, notes)| {
+            TouchResult {
+                kind: BENCH_TOUCH_KIND.into(),
+                version: 1,
+                sweep_id: Some(group.id),
+                command,
+                machine: Environment::capture().ok(),
+                mem_limit_bytes: opts.mem_limit,
+                region_bytes: opts.size,
+                touches,
+                repeat: opts.repeat,
+                seed: opts.seed,
+                flush_stats_ms: opts.flush_stats.map(|d| d.as_secs_f64() * 1e3),
+                configs,
+                wall_s: t0.elapsed().as_secs_f64(),
+                notes,
+            }
+        });
+    group.finish(result, save)
+}
+
+/// The runs of every (repeat, swap, pattern), reduced.
+fn measure(
+    group: &BenchGroup<'_>,
+    opts: &TouchOptions,
+    touches: u64,
+    exe: PathBuf,
+    mut configs: Vec<TouchConfig>,
+    names: &[String],
+    progress: &mut TouchProgress<'_>,
+) -> Result<(Vec<TouchConfig>, Vec<String>)> {
     let total = configs.len() * opts.repeat as usize;
     let mut done = 0;
     let mut notes = Vec::new();
@@ -512,14 +559,7 @@ pub fn run(
                     flush_stats: opts.flush_stats,
                     ..Default::default()
                 };
-                let set = lab.run(&cmd, &ro, 1, &mut |_| {})?;
-                let rec = set.runs.into_iter().next().ok_or_else(|| {
-                    Error::failed(
-                        "bench touch",
-                        "the run left no record",
-                        "report this as a bug",
-                    )
-                })?;
+                let rec = group.run(&cmd, &ro, &names[ci], rep)?;
                 let run = collect(&rec, rep, &lat, &rss)?;
                 configs[ci].runs.push(run);
                 done += 1;
@@ -530,21 +570,7 @@ pub fn run(
     for c in &mut configs {
         reduce(c, opts.mem_limit, &mut notes)?;
     }
-    Ok(TouchResult {
-        kind: BENCH_TOUCH_KIND.into(),
-        version: 1,
-        command,
-        machine: Environment::capture().ok(),
-        mem_limit_bytes: opts.mem_limit,
-        region_bytes: opts.size,
-        touches,
-        repeat: opts.repeat,
-        seed: opts.seed,
-        flush_stats_ms: opts.flush_stats.map(|d| d.as_secs_f64() * 1e3),
-        configs,
-        wall_s: t0.elapsed().as_secs_f64(),
-        notes,
-    })
+    Ok((configs, notes))
 }
 
 /// The programs' temporary directory, removed however the benchmark ends.

@@ -301,6 +301,9 @@ pub struct Extrapolation {
 pub struct VmaResult {
     /// [`BENCH_VMA_KIND`].
     pub kind: String,
+    /// Its record in the catalog (`swaplab report sN`).
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
     /// The command line.
     pub command: Vec<String>,
     /// The machine.
@@ -856,6 +859,7 @@ pub fn run(
     let extrapolation = extrapolate(&patterns, &opts.extrapolate);
     Ok(VmaResult {
         kind: BENCH_VMA_KIND.into(),
+        sweep_id: None,
         command,
         machine: Environment::capture().ok(),
         ops: opts.ops,

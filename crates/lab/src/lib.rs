@@ -45,6 +45,7 @@
 
 pub mod balloon;
 pub mod bench;
+pub mod bench_group;
 pub mod bench_reclaim;
 pub mod bench_touch;
 pub mod bench_trace;

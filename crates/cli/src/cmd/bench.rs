@@ -458,6 +458,9 @@ fn run_reclaim(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_reclaim::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
+    if let Some(id) = r.sweep_id {
+        eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
+    }
     let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.2}", v * 100.0));
     let n = |x: Option<f64>| x.map_or("-".into(), |v| num(v as u64));
     let mut t = Rows::new(&[
@@ -575,6 +578,9 @@ fn run_touch(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_touch::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
+    if let Some(id) = r.sweep_id {
+        eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
+    }
     let ms = |ns: f64| format!("{:.1}", ns / 1e6);
     let us = |ns: f64| format!("{:.2}", ns / 1e3);
     let pct = |x: f64| format!("{:.1}", x * 100.0);
@@ -663,7 +669,7 @@ fn run_vma(
     let total = opts.patterns.len() * opts.repeat;
     let mut done = 0usize;
     let t0 = Instant::now();
-    let r = bench_vma::run(opts, crate::cmd::report::argv(), &mut |p, rep| {
+    let mut r = bench_vma::run(opts, crate::cmd::report::argv(), &mut |p, rep| {
         done += 1;
         if !quiet {
             let el = t0.elapsed().as_secs_f64();
@@ -684,6 +690,17 @@ fn run_vma(
     if !quiet {
         eprintln!();
     }
+    let catalog = swaplab_lab::catalog::Catalog::open_default()?;
+    let command = r.command.clone();
+    let id = swaplab_lab::bench_group::record(
+        &catalog,
+        "bench-vma",
+        &command,
+        &mut r,
+        |r, id| r.sweep_id = Some(id),
+        bench_vma::save,
+    )?;
+    eprintln!("recorded as s{id} (`swaplab report s{id}`)");
     let mut t = Rows::new(&[
         "pattern",
         "timed ops",

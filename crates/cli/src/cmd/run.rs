@@ -479,16 +479,16 @@ pub fn demo_real_part() -> Vec<String> {
             eprintln!("swaplab demo: the trace/advise part failed: {e}\n(continuing with the simulation demo)\n");
         }
     }
-    if let Some(p) = demo_touch_part() {
-        sources.push(p.display().to_string());
+    if let Some(s) = demo_touch_part() {
+        sources.push(s);
     }
     println!("swaplab demo, part 4: simulation\n");
     sources
 }
 
-/// Part 3 of the demo: `bench touch --quick`, saved beside the catalog for
-/// the report. The saved file's path, or `None` when it failed (said why).
-fn demo_touch_part() -> Option<std::path::PathBuf> {
+/// Part 3 of the demo: `bench touch --quick`, recorded in the catalog. Its
+/// group (`sN`, a report source), or `None` when it failed (said why).
+fn demo_touch_part() -> Option<String> {
     use swaplab_lab::bench_touch;
     println!(
         "swaplab demo, part 3: the latency of every page touch while swapping\n\
@@ -496,7 +496,7 @@ fn demo_touch_part() -> Option<std::path::PathBuf> {
          under a 64M limit with a swap file. A few seconds.\n"
     );
     let size = 128 << 20;
-    let r = (|| -> swaplab_lab::Result<(bench_touch::TouchResult, std::path::PathBuf)> {
+    let r = (|| -> swaplab_lab::Result<bench_touch::TouchResult> {
         let opts = bench_touch::TouchOptions {
             mem_limit: 64 << 20,
             size,
@@ -524,15 +524,10 @@ fn demo_touch_part() -> Option<std::path::PathBuf> {
             ],
             &mut |_, _, _| {},
         )?;
-        let dir = lab.catalog.home().join("benches");
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| swaplab_lab::Error::Invalid(format!("creating {}: {e}", dir.display())))?;
-        let p = dir.join(format!("touch-demo-{}.json", std::process::id()));
-        bench_touch::save(&p, &r)?;
-        Ok((r, p))
+        Ok(r)
     })();
     match r {
-        Ok((r, p)) => {
+        Ok(r) => {
             for c in &r.configs {
                 let s = &c.summary;
                 println!(
@@ -544,11 +539,11 @@ fn demo_touch_part() -> Option<std::path::PathBuf> {
                     s.slow_1ms_time_share * 100.0
                 );
             }
+            let id = r.sweep_id?;
             println!(
-                "Saved {}; the full benchmark: `swaplab bench touch --mem-limit 1G --swap file:2x,file:8x` (docs/journey.md).\n",
-                p.display()
+                "Recorded as s{id} (`swaplab show s{id}`); the full benchmark: `swaplab bench touch --mem-limit 1G --swap file:2x,file:8x` (docs/journey.md).\n"
             );
-            Some(p)
+            Some(format!("s{id}"))
         }
         Err(e) => {
             exit_if_interrupted(&e);

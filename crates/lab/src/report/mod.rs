@@ -91,6 +91,28 @@ pub fn sections_for(
     }
     if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
         let c = catalog()?;
+        let row = c.sweep(id)?;
+        if crate::bench_group::is_bench_kind(&row.kind) {
+            // A benchmark: its own section, from the result it saved.
+            let p = crate::bench_group::result_path(&c, id);
+            if !p.is_file() {
+                return Err(Error::Invalid(format!(
+                    "s{id} is a benchmark ({}, {}) whose result {} is missing: it did not finish, or the file was removed",
+                    row.kind,
+                    row.status.as_str(),
+                    p.display()
+                )));
+            }
+            let v: serde_json::Value = read_json(&p)?;
+            let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+            return match FILE_KINDS.iter().find(|k| k.0 == kind) {
+                Some((_, build)) => Ok(vec![build(&p, &v)?]),
+                None => Err(Error::Invalid(format!(
+                    "{}: not a saved benchmark result",
+                    p.display()
+                ))),
+            };
+        }
         let rep = crate::sweep::report_from_catalog(&c, id)?;
         let runs = c.sweep_runs(id)?;
         return Ok(vec![sweep::sweep_section(&rep, &runs)?]);
