@@ -46,20 +46,26 @@ pub const PSI_FULL_LIMIT: f64 = 50.0;
 /// How long inflating may take.
 const INFLATE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// A /proc/meminfo field in bytes.
-fn meminfo(key: &str) -> Result<u64> {
+/// /proc/meminfo fields in bytes, in the order asked, from one read.
+fn meminfo<const N: usize>(keys: [&str; N]) -> Result<[u64; N]> {
     let text = std::fs::read_to_string("/proc/meminfo")
         .map_err(|e| Error::io("reading", std::path::Path::new("/proc/meminfo"), e))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
-        .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|v| v * 1024)
-        .ok_or_else(|| Error::Invalid(format!("/proc/meminfo has no {key}")))
+    let mut out = [0; N];
+    for (o, key) in out.iter_mut().zip(keys) {
+        *o = text
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|v| v * 1024)
+            .ok_or_else(|| Error::Invalid(format!("/proc/meminfo has no {key}")))?;
+    }
+    Ok(out)
 }
 
 /// The machine's MemAvailable and MemTotal, bytes.
 pub fn mem_available() -> Result<(u64, u64)> {
-    Ok((meminfo("MemAvailable")?, meminfo("MemTotal")?))
+    let [a, t] = meminfo(["MemAvailable", "MemTotal"])?;
+    Ok((a, t))
 }
 
 /// `vm.min_free_kbytes` in bytes (the kernel's reserve).
@@ -261,7 +267,7 @@ fn start_watchdog(
             let mut low_since: Option<Instant> = None;
             let floor = min_free();
             while !stop.load(Ordering::Relaxed) {
-                let free = meminfo("MemFree").unwrap_or(u64::MAX);
+                let free = meminfo(["MemFree"]).map_or(u64::MAX, |[f]| f);
                 let psi_full = swaplab_host::procfs::memory_pressure()
                     .ok()
                     .flatten()

@@ -104,18 +104,9 @@ pub fn parse_swaps(s: &str, region: u64) -> Result<Vec<(String, SwapSpec)>> {
         let spec_text = match label.split_once(':') {
             Some((kind, rest)) => {
                 let (size, more) = rest.split_once(',').map_or((rest, ""), |(a, b)| (a, b));
-                let size = match size.strip_suffix('x') {
-                    Some(n) => {
-                        let f: f64 = n.parse().map_err(|_| {
-                            Error::Invalid(format!(
-                                "--swap {label}: {size:?} is not a multiple such as 2x"
-                            ))
-                        })?;
-                        if !(f.is_finite() && f > 0.0) {
-                            return Err(Error::Invalid(format!(
-                                "--swap {label}: the multiple must be positive"
-                            )));
-                        }
+                let size = match parse_multiple(size, "--swap") {
+                    Some(f) => {
+                        let f = f?;
                         // Whole MiB, at least one.
                         let b = ((region as f64 * f) as u64 >> 20).max(1) << 20;
                         format!("{}M", b >> 20)
@@ -396,17 +387,9 @@ pub fn read_rss(p: &Path) -> Result<Vec<(u64, f64)>> {
     Ok(out)
 }
 
-pub(crate) fn median(mut xs: Vec<f64>) -> Option<f64> {
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(|a, b| a.total_cmp(b));
-    let n = xs.len();
-    Some(if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    })
+/// The median of the values present (`None` without any).
+pub(crate) fn median(xs: Vec<f64>) -> Option<f64> {
+    (!xs.is_empty()).then(|| swaplab_analysis::stats::median(&xs))
 }
 
 fn plateau(rss: &[(u64, f64)]) -> Option<f64> {
@@ -720,22 +703,22 @@ pub fn save(p: &Path, r: &TouchResult) -> Result<()> {
     Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
 }
 
+/// `Nx` (a positive multiple, `2x`, `1.125x`) as N; `None` for text
+/// without the `x`; `what` names the option in the error.
+pub fn parse_multiple(s: &str, what: &str) -> Option<Result<f64>> {
+    let n = s.trim().strip_suffix('x')?;
+    Some(match n.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 => Ok(f),
+        _ => Err(Error::Invalid(format!(
+            "{what} {s:?}: a multiple must be a positive number followed by x, such as 2x"
+        ))),
+    })
+}
+
 /// Parses `--size` relative to the limit: `1.125x` or a size.
 pub fn parse_region(s: &str, limit: u64) -> Result<u64> {
-    match s.trim().strip_suffix('x') {
-        Some(n) => {
-            let f: f64 = n.parse().map_err(|_| {
-                Error::Invalid(format!(
-                    "--size {s:?}: expected a size (1.2G) or a multiple of the limit (1.125x)"
-                ))
-            })?;
-            if !(f.is_finite() && f > 0.0) {
-                return Err(Error::Invalid(format!(
-                    "--size {s:?}: the multiple must be positive"
-                )));
-            }
-            Ok(((limit as f64 * f) as u64) / 4096 * 4096)
-        }
+    match parse_multiple(s, "--size") {
+        Some(f) => Ok(((limit as f64 * f?) as u64) / 4096 * 4096),
         None => Ok(parse_size(s)? / 4096 * 4096),
     }
 }

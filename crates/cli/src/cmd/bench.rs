@@ -404,15 +404,11 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 Pressure::MemLimit(b) | Pressure::MachineMem(b) => b,
             };
             let size = bench_touch::parse_region(&size, room)?;
-            let touches = match touches.trim().strip_suffix('x') {
-                Some(n) => {
-                    let f: f64 = n.parse().ok().filter(|f: &f64| f.is_finite() && *f > 0.0).ok_or_else(|| {
-                        anyhow::anyhow!("--touches {touches:?}: a count (1M) or a multiple of the pages (2x)")
-                    })?;
-                    ((size / 4096) as f64 * f) as u64
-                }
-                None => swaplab_trace::units::parse_count(&touches)
-                    .map_err(|e| anyhow::anyhow!("--touches: {e}"))?,
+            let touches = match bench_touch::parse_multiple(&touches, "--touches") {
+                Some(f) => ((size / 4096) as f64 * f?) as u64,
+                None => swaplab_trace::units::parse_count(&touches).map_err(|e| {
+                    anyhow::anyhow!("--touches: {e} (a count such as 1M, or a multiple of the pages such as 2x)")
+                })?,
             };
             let mut swaps = bench_touch::parse_swaps(&swap, size)?;
             if swaps.len() != 1 {
