@@ -526,18 +526,9 @@ fn read_samples(p: &Path) -> Result<Vec<Sample>> {
     Ok(v)
 }
 
-/// The median of xs (NaN-free; empty: NaN).
+/// The median of xs (empty: NaN): [`swaplab_analysis::stats::median`].
 pub fn median(xs: &mut [f64]) -> f64 {
-    if xs.is_empty() {
-        return f64::NAN;
-    }
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    if n % 2 == 1 {
-        xs[n / 2]
-    } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
-    }
+    swaplab_analysis::stats::median(xs)
 }
 
 /// The q-quantile (nearest rank) of sorted xs.
