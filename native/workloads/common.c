@@ -7,10 +7,13 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 void rng_seed(struct rng *r, uint64_t seed, uint64_t stream)
 {
@@ -196,4 +199,122 @@ void run_threads(unsigned n, void *(*fn)(void *), void *args, size_t stride)
     for (unsigned i = 1; i < n; i++)
         pthread_join(tids[i], NULL);
     free(tids);
+}
+
+/* ---- --mlock / --madvise on the main object ---- */
+
+static int read_u64_file(const char *path, uint64_t *v)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[64] = "";
+    int ok = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    if (!ok || strncmp(buf, "max", 3) == 0)
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(buf, &end, 10);
+    if (errno || end == buf)
+        return -1;
+    *v = x;
+    return 0;
+}
+
+/* The limit and usage of this process's memory cgroup (v1 or v2). */
+static int cgroup_memory(uint64_t *limit, uint64_t *usage)
+{
+    FILE *f = fopen("/proc/self/cgroup", "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    int found = -1;
+    while (found && fgets(line, sizeof line, f)) {
+        char *c1 = strchr(line, ':');
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2)
+            continue;
+        *c2 = '\0';
+        char *path = c2 + 1;
+        path[strcspn(path, "\n")] = '\0';
+        const char *ctl = c1 + 1;
+        char lim[4200], use[4200];
+        if (*ctl == '\0') {
+            snprintf(lim, sizeof lim, "/sys/fs/cgroup%s/memory.max", path);
+            snprintf(use, sizeof use, "/sys/fs/cgroup%s/memory.current", path);
+        } else {
+            char tmp[256];
+            snprintf(tmp, sizeof tmp, "%s", ctl);
+            int mem = 0;
+            for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                mem |= !strcmp(t, "memory");
+            if (!mem)
+                continue;
+            snprintf(lim, sizeof lim, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", path);
+            snprintf(use, sizeof use, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", path);
+        }
+        if (!read_u64_file(lim, limit) && !read_u64_file(use, usage) && *limit < (1ULL << 60))
+            found = 0;
+    }
+    fclose(f);
+    return found;
+}
+
+/* Headroom --mlock max leaves under the limit for everything else (the
+ * unlocked rest of the object streams through it): an eighth of the limit,
+ * at least 4 MiB. */
+static uint64_t mlock_headroom(uint64_t limit)
+{
+    uint64_t h = limit / 8;
+    return h < (4ULL << 20) ? 4ULL << 20 : h;
+}
+
+uint64_t hints_before_fill(const struct opts *o, void *p, size_t bytes)
+{
+    if (!o->mlock)
+        return 0;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t want = o->mlock, limit = 0, usage = 0;
+    if (want == MLOCK_MAX) {
+        if (cgroup_memory(&limit, &usage))
+            die(EXIT_USAGE, "%s: --mlock max: this process has no memory cgroup limit to size "
+                "the lock by; give a size (e.g. --mlock 64M)", o->workload);
+        uint64_t room = mlock_headroom(limit);
+        want = limit > usage + room ? limit - usage - room : 0;
+    }
+    uintptr_t s = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);
+    uint64_t avail = e > s ? e - s : 0;
+    if (want > avail)
+        want = avail;
+    want &= ~(page - 1);
+    if (want && mlock((void *)s, want))
+        die(EXIT_FAIL, "%s: mlock of %llu bytes: %s (needs CAP_IPC_LOCK or a higher "
+            "RLIMIT_MEMLOCK)", o->workload, (unsigned long long)want, strerror(errno));
+    fprintf(stderr, "{\"mlock\":%llu,\"limit\":%llu,\"usage\":%llu}\n", (unsigned long long)want,
+            (unsigned long long)limit, (unsigned long long)usage);
+    return want;
+}
+
+void hints_after_fill(const struct opts *o, void *p, size_t bytes)
+{
+    if (!o->madvise)
+        return;
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uintptr_t s = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);
+    if (e <= s)
+        return;
+    static const struct { unsigned bit; int advice; const char *name; } A[] = {
+        {ADV_SEQUENTIAL, MADV_SEQUENTIAL, "sequential"},
+        {ADV_RANDOM, MADV_RANDOM, "random"},
+        {ADV_WILLNEED, MADV_WILLNEED, "willneed"},
+    };
+    for (size_t i = 0; i < sizeof A / sizeof A[0]; i++)
+        if ((o->madvise & A[i].bit) && madvise((void *)s, e - s, A[i].advice))
+            die(EXIT_FAIL, "%s: madvise(%s) of %llu bytes: %s", o->workload, A[i].name,
+                (unsigned long long)(e - s), strerror(errno));
+    fprintf(stderr, "{\"madvise\":%u,\"bytes\":%llu}\n", o->madvise,
+            (unsigned long long)(e - s));
 }

@@ -20,8 +20,19 @@ enum {
     OPT_PASSES = 1u << 0,
     OPT_OPS = 1u << 1,
     OPT_THREADS = 1u << 2,
-    OPT_FORK = 1u << 3
+    OPT_FORK = 1u << 3,
+    OPT_HINTS = 1u << 4   /* --madvise, --mlock (on the main object) */
 };
+
+/* --madvise bits */
+enum {
+    ADV_WILLNEED = 1u << 0,
+    ADV_SEQUENTIAL = 1u << 1,
+    ADV_RANDOM = 1u << 2
+};
+
+/* --mlock max: as much of the object as the memory limit allows */
+#define MLOCK_MAX UINT64_MAX
 
 struct opts {
     const char *workload;
@@ -33,6 +44,8 @@ struct opts {
     int objects;       /* print object ranges to stderr */
     int fork;          /* traverse: sweep in a forked child */
     int stop;          /* raise(SIGSTOP) after setup, before the main work */
+    unsigned madvise;  /* ADV_* bits applied to the main object after setup */
+    uint64_t mlock;    /* bytes of the main object to mlock before setup; MLOCK_MAX */
 };
 
 /* What a workload returns to main() for printing. */
@@ -144,6 +157,15 @@ void report_object(const struct opts *o, const char *name, const void *p, size_t
 
 /* After setup: with --stop, raise SIGSTOP (resume with SIGCONT). */
 void setup_done(const struct opts *o);
+
+/* --mlock and --madvise on the main object [p, p+bytes): hints_before_fill
+ * locks (and so populates) the first o->mlock bytes, or with MLOCK_MAX as
+ * much as the memory cgroup's limit leaves (limit - usage - max(limit/8, 4 MiB));
+ * hints_after_fill applies the --madvise advice to the whole object.
+ * Both print what they did on stderr (one JSON line) and return the bytes
+ * locked / advised, for the result's extra members. */
+uint64_t hints_before_fill(const struct opts *o, void *p, size_t bytes);
+void hints_after_fill(const struct opts *o, void *p, size_t bytes);
 
 void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 

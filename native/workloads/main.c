@@ -25,7 +25,7 @@ static const struct workload WORKLOADS[] = {
      OPT_OPS, 64 * 1024, run_genome},
     {"traverse", "bytes",
      "sequential read-modify-write sweeps over an array of SIZE bytes (--passes, default 4)",
-     OPT_PASSES | OPT_THREADS | OPT_FORK, 4096, run_traverse},
+     OPT_PASSES | OPT_THREADS | OPT_FORK | OPT_HINTS, 4096, run_traverse},
     {"chase", "hops",
      "pointer chase through a random cyclic permutation (Sattolo) of SIZE/8 slots (mcf-like)",
      OPT_OPS | OPT_THREADS, 4096, run_chase},
@@ -64,6 +64,10 @@ static void usage(FILE *f)
         "  --objects     print each main object's address range to stderr (one JSON line\n"
         "                each) after allocating it, before the main work\n"
         "  --stop        raise SIGSTOP after setup, before the main work (resume: SIGCONT)\n"
+        "  --mlock SIZE|max  traverse: mlock the first SIZE of the array before filling it;\n"
+        "                max = as much as the cgroup's limit leaves (limit - usage - max(limit/8, 4M))\n"
+        "  --madvise A[,A]   traverse: madvise the array after filling it (willneed,\n"
+        "                sequential, random), as swpTracer's madvise variant did\n"
         "\n"
         "output: one JSON line on stdout: workload, size, seed, work, work_unit, checksum,\n"
         "        elapsed_ns (= setup_ns + work_ns), setup_ns, work_ns, threads, ...\n"
@@ -198,6 +202,29 @@ int main(int argc, char **argv)
             o.objects = 1;
         } else if (!strcmp(a, "--stop")) {
             o.stop = 1;
+        } else if ((v = opt_value(argc, argv, &i, "--mlock"))) {
+            if (!strcmp(v, "max"))
+                o.mlock = MLOCK_MAX;
+            else if (parse_size(v, &o.mlock) || o.mlock == 0)
+                bad_args("--mlock: '%s' is not a size above 0 or 'max' (e.g. 64M)", v);
+            given |= OPT_HINTS;
+        } else if ((v = opt_value(argc, argv, &i, "--madvise"))) {
+            char tmp[128];
+            snprintf(tmp, sizeof tmp, "%s", v);
+            for (char *save = NULL, *t = strtok_r(tmp, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(t, "willneed"))
+                    o.madvise |= ADV_WILLNEED;
+                else if (!strcmp(t, "sequential"))
+                    o.madvise |= ADV_SEQUENTIAL;
+                else if (!strcmp(t, "random"))
+                    o.madvise |= ADV_RANDOM;
+                else
+                    bad_args("--madvise: unknown advice '%s' (willneed, sequential, random; "
+                             "comma-separated)", t);
+            }
+            if (!o.madvise)
+                bad_args("--madvise: give willneed, sequential or random (comma-separated)");
+            given |= OPT_HINTS;
         } else {
             bad_args("%s: unknown argument '%s'", w->name, a);
         }
@@ -215,6 +242,7 @@ int main(int argc, char **argv)
         const char *opt = (unsupported & OPT_PASSES) ? "--passes"
                         : (unsupported & OPT_OPS) ? "--ops"
                         : (unsupported & OPT_THREADS) ? "--threads (above 1)"
+                        : (unsupported & OPT_HINTS) ? "--mlock or --madvise"
                         : "--fork";
         bad_args("%s does not take %s", w->name, opt);
     }

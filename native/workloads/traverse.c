@@ -75,7 +75,9 @@ int run_traverse(const struct opts *o, struct result *r)
         parts[t].passes = passes;
         parts[t].seedmix = mix64(o->seed ^ 0x7261766572736531ULL);
     }
+    uint64_t locked = hints_before_fill(o, a, bytes);
     run_threads(nt, fill_part, parts, sizeof *parts);
+    hints_after_fill(o, a, bytes);
     uint64_t t1 = now_ns();
     setup_done(o);
     uint64_t t2 = now_ns();
@@ -129,7 +131,8 @@ int run_traverse(const struct opts *o, struct result *r)
         snprintf(r->extra, sizeof r->extra, "\"passes\":%llu,\"fork\":true,\"child_pid\":%ld",
                  (unsigned long long)passes, child);
     else
-        snprintf(r->extra, sizeof r->extra, "\"passes\":%llu", (unsigned long long)passes);
+        snprintf(r->extra, sizeof r->extra, "\"passes\":%llu,\"mlocked\":%llu,\"madvise\":%u",
+                 (unsigned long long)passes, (unsigned long long)locked, o->madvise);
     free(parts);
     free(a);
     return EXIT_OK;

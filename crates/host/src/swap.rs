@@ -653,6 +653,25 @@ pub struct ActiveSwap {
     pub zram_id: Option<u32>,
 }
 
+/// Whether the block device holding `path` is rotational (its queue's
+/// `rotational` flag; for a partition, its disk's). `None` when it cannot
+/// be told (no such path, or a device without a queue, e.g. tmpfs).
+pub fn path_rotational(path: &Path) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    for q in [
+        base.join("queue/rotational"),
+        base.join("../queue/rotational"),
+    ] {
+        if let Ok(s) = std::fs::read_to_string(&q) {
+            return Some(s.trim() == "1");
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -855,5 +874,33 @@ mod tests {
         assert_eq!(unescape_octal("a\\040b"), "a b");
         assert_eq!(unescape_octal("a\\04"), "a\\04");
         assert_eq!(unescape_octal("\\134x"), "\\x");
+    }
+
+    #[test]
+    fn rotational_flag_of_a_path_is_its_disks() {
+        // lsblk's ROTA column for the device findmnt names for /.
+        assert_eq!(path_rotational(Path::new("/no/such/path")), None);
+        let run = |cmd: &str, args: &[&str]| {
+            std::process::Command::new(cmd)
+                .args(args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        let Some(src) = run("findmnt", &["-no", "SOURCE", "/"]).filter(|s| s.starts_with("/dev/"))
+        else {
+            eprintln!("skipped: / is not on a block device findmnt names");
+            return;
+        };
+        let Some(rota) = run("lsblk", &["-dno", "ROTA", &src]) else {
+            eprintln!("skipped: lsblk cannot read {src}");
+            return;
+        };
+        assert_eq!(
+            path_rotational(Path::new("/")),
+            Some(rota == "1"),
+            "{src}: ROTA {rota}"
+        );
     }
 }

@@ -81,6 +81,10 @@ pub struct Comparison {
     pub a: Target,
     /// Second target.
     pub b: Target,
+    /// How the sides are named in tables: the targets, or `s3:base` for
+    /// one variant of a sweep.
+    #[serde(default)]
+    pub names: (String, String),
     /// The test used for p-values.
     pub test: String,
     /// Lines.
@@ -111,6 +115,65 @@ fn value(r: &RunRecord, name: &str) -> Option<f64> {
         return Some(r.get("swapin_pages")? + r.get("swapout_pages")?);
     }
     r.get(name)
+}
+
+/// Compares two sides given as text: runs (`12`), sweeps (`s3`) or one
+/// variant of a sweep each (`s3:base s3:hinted`), which compares the two
+/// variants limit by limit.
+pub fn compare_text(catalog: &Catalog, a: &str, b: &str) -> Result<Comparison> {
+    let split = |s: &str| -> Result<Option<(Target, String)>> {
+        let Some((t, v)) = s.split_once(':') else {
+            return Ok(None);
+        };
+        let t: Target = t.parse()?;
+        if !matches!(t, Target::Sweep(_)) || v.trim().is_empty() {
+            return Err(Error::Invalid(format!(
+                "{s:?}: a variant is named after a sweep, e.g. s3:base (see `swaplab show s3` for its variants)"
+            )));
+        }
+        Ok(Some((t, v.trim().to_string())))
+    };
+    match (split(a)?, split(b)?) {
+        (None, None) => compare(catalog, a.parse()?, b.parse()?),
+        (Some((ta, va)), Some((tb, vb))) => {
+            let runs = |t: Target, v: &str| -> Result<Vec<RunRecord>> {
+                let Target::Sweep(id) = t else {
+                    unreachable!("checked above")
+                };
+                catalog.sweep(id)?;
+                let all = catalog.sweep_runs(id)?;
+                let mut names: Vec<String> = all
+                    .iter()
+                    .map(|r| r.variant.clone().unwrap_or_else(|| "default".into()))
+                    .collect();
+                names.sort();
+                names.dedup();
+                let mine: Vec<RunRecord> = all
+                    .into_iter()
+                    .filter(|r| r.role == Role::Measure)
+                    .filter(|r| r.variant.as_deref().unwrap_or("default") == v)
+                    .map(|mut r| {
+                        // Cells are matched by limit only.
+                        r.variant = Some(format!("{va} vs {vb}"));
+                        r
+                    })
+                    .collect();
+                if mine.is_empty() {
+                    return Err(Error::Invalid(format!(
+                        "{t} has no runs of variant {v:?} (its variants: {})",
+                        names.join(", ")
+                    )));
+                }
+                Ok(mine)
+            };
+            let mut c = compare_sweeps(ta, tb, &runs(ta, &va)?, &runs(tb, &vb)?);
+            c.names = (format!("{ta}:{va}"), format!("{tb}:{vb}"));
+            Ok(c)
+        }
+        _ => Err(Error::Invalid(format!(
+            "cannot compare {a} with {b}: give a variant on both sides (s3:base s3:hinted), or on neither"
+        ))),
+    }
 }
 
 /// Compares two targets from the catalog.
@@ -186,6 +249,7 @@ pub fn compare_runs(ta: Target, tb: Target, a: &RunRecord, b: &RunRecord) -> Com
     Comparison {
         a: ta,
         b: tb,
+        names: (ta.to_string(), tb.to_string()),
         test: "none (single runs)".into(),
         rows,
         notes,
@@ -277,6 +341,7 @@ pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) 
     Comparison {
         a: ta,
         b: tb,
+        names: (ta.to_string(), tb.to_string()),
         test: "two-sided Mann–Whitney U (exact permutation distribution up to 60 runs, normal approximation above); p < 0.05 marks a difference unlikely to be noise".into(),
         rows,
         notes,

@@ -180,26 +180,36 @@ pub struct AdviseDemo {
     pub sweep: SweepReport,
 }
 
-/// Traces `traverse --size SIZE` at 50 % of its peak, advises, and sweeps
-/// base against hinted (`repeat` runs each). About 30 s at 64 MiB.
-pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Result<AdviseDemo> {
+/// What [`trace_and_advise`] made.
+#[derive(Debug, Clone)]
+pub struct TracedAdvice {
+    /// The traced run.
+    pub trace_run: i64,
+    /// Its trace directory.
+    pub trace_dir: PathBuf,
+    /// The hint file written (`hints.toml` in the trace directory).
+    pub hints: PathBuf,
+    /// `object: major faults, swap-ins, pattern` lines of the top objects.
+    pub objects: Vec<String>,
+    /// `location: action` lines of the advice.
+    pub advice: Vec<String>,
+}
+
+/// Traces one run of `command` with `options` (its limit and swap),
+/// analyzes the trace, and writes `swaplab advise`'s hint file beside it.
+pub fn trace_and_advise(
+    lab: &Lab,
+    command: &[String],
+    options: &RunOptions,
+    progress: &mut ProgressFn<'_>,
+) -> Result<TracedAdvice> {
     use swaplab_analysis::advise::{advise, AdviseContext};
     use swaplab_analysis::analyze::{analyze, AnalyzeOptions};
-    let lab = Lab::open()?;
-    let command = workload::command("traverse", size, None, &[]);
-    let swap = SwapSpec::File {
-        size: 512 << 20,
-        path: None,
-        prio: None,
-    };
     let options = RunOptions {
-        mem_limit: Some(LimitSpec::Percent(50.0)),
-        swap: vec![swap.clone()],
-        timeout: Some(Duration::from_secs(120)),
         trace: Some(Default::default()),
-        ..Default::default()
+        ..options.clone()
     };
-    let set = lab.run(&command, &options, 1, progress)?;
+    let set = lab.run(command, &options, 1, progress)?;
     let rec = set
         .runs
         .first()
@@ -234,10 +244,42 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
             )
         })
         .collect();
-    let advice_lines = advice
+    let advice = advice
         .iter()
         .map(|a| format!("{}: {}", a.location, a.action))
         .collect();
+    Ok(TracedAdvice {
+        trace_run: rec.id,
+        trace_dir,
+        hints,
+        objects,
+        advice,
+    })
+}
+
+/// Traces `traverse --size SIZE` at 50 % of its peak, advises, and sweeps
+/// base against hinted (`repeat` runs each). About 30 s at 64 MiB.
+pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Result<AdviseDemo> {
+    let lab = Lab::open()?;
+    let command = workload::command("traverse", size, None, &[]);
+    let swap = SwapSpec::File {
+        size: 512 << 20,
+        path: None,
+        prio: None,
+    };
+    let options = RunOptions {
+        mem_limit: Some(LimitSpec::Percent(50.0)),
+        swap: vec![swap.clone()],
+        timeout: Some(Duration::from_secs(120)),
+        ..Default::default()
+    };
+    let TracedAdvice {
+        trace_run,
+        trace_dir,
+        hints,
+        objects,
+        advice,
+    } = trace_and_advise(&lab, &command, &options, progress)?;
     let hinted: Variant = format!("hinted=--hints {}", hints.display()).parse()?;
     let base: Variant = "base=".parse()?;
     let sweep = lab.sweep(
@@ -256,11 +298,11 @@ pub fn advise_demo(size: &str, repeat: u32, progress: &mut ProgressFn<'_>) -> Re
         progress,
     )?;
     Ok(AdviseDemo {
-        trace_run: rec.id,
+        trace_run,
         trace_dir,
         hints,
         objects,
-        advice: advice_lines,
+        advice,
         sweep,
     })
 }

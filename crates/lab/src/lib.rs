@@ -46,6 +46,7 @@
 pub mod balloon;
 pub mod bench;
 pub mod bench_group;
+pub mod bench_hints;
 pub mod bench_reclaim;
 pub mod bench_touch;
 pub mod bench_trace;
@@ -54,6 +55,7 @@ pub mod catalog;
 pub mod compare;
 pub mod demo;
 pub mod error;
+pub mod hints_model;
 pub mod options;
 pub mod preload;
 pub mod record;

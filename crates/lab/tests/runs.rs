@@ -452,6 +452,41 @@ fn sweep_interleaves_and_keeps_every_run() {
         "{:?}",
         cmp.notes
     );
+    // One variant against another of the same sweep, limit by limit: the
+    // medians are those of each variant's own cell.
+    let s = format!("s{}", rep.sweep_id);
+    let cmp =
+        swaplab_lab::compare::compare_text(&lab.catalog, &format!("{s}:pc0"), &format!("{s}:pc3"))
+            .unwrap();
+    assert_eq!(cmp.names, (format!("{s}:pc0"), format!("{s}:pc3")));
+    for limit in ["100%", "50%"] {
+        let cell = |v: &str| {
+            rep.cells
+                .iter()
+                .find(|c| c.variant == v && c.limit_label == limit)
+                .unwrap()
+        };
+        let row = cmp
+            .rows
+            .iter()
+            .find(|r| r.metric == "wall_ns" && r.cell == format!("pc0 vs pc3 {limit}"));
+        match (cell("pc0").wall_ns, cell("pc3").wall_ns, row) {
+            (Some(a), Some(b), Some(row)) => {
+                assert_eq!((row.a, row.b), (Some(a.median), Some(b.median)), "{row:?}");
+                assert_eq!(row.ratio, Some(b.median / a.median));
+            }
+            // A cell without ok runs (OOM) has no wall time to compare.
+            (a, b, _) => assert!(a.is_none() || b.is_none(), "{limit}: {row:?}"),
+        }
+    }
+    let e =
+        swaplab_lab::compare::compare_text(&lab.catalog, &format!("{s}:pc0"), &format!("{s}:nope"))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        e.contains("no runs of variant \"nope\"") && e.contains("pc0, pc3"),
+        "{e}"
+    );
     drop(lab);
     assert_restored(&before, "sweep_interleaves_and_keeps_every_run");
 }

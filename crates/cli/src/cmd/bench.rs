@@ -1053,7 +1053,7 @@ fn run_sim(
 
 /// `--save FILE` and `--report OUT.html` of a benchmark: the result as a
 /// file `swaplab report` reads, and its report section written now.
-fn save_and_report<T: serde::Serialize>(
+pub(crate) fn save_and_report<T: serde::Serialize>(
     result: &T,
     save: Option<&std::path::Path>,
     report: Option<&std::path::Path>,

@@ -17,6 +17,11 @@ pub enum BenchAny {
     /// each fault source, interleaved (targets: traced ≤ 1.15× untraced; ≤ 16 MB per 1 M
     /// faults). Root.
     Trace(TraceBenchArgs),
+    /// swpTracer's comparison as one experiment: a workload (traverse, swept 3 times) at
+    /// several sizes and limits as base, madvise, mlock, the kernel's readahead at each
+    /// page-cluster, `run --prefetch` prefetchers and `advise`'s hints; interleaved repeats,
+    /// speed-up over base with Mann–Whitney p, and the simulator's prediction. Root.
+    Hints(crate::cmd::bench_hints::HintsArgs),
 }
 
 #[derive(Args)]
@@ -68,6 +73,7 @@ pub fn run(cmd: BenchAny) -> Result<()> {
         BenchAny::Other(c) => crate::cmd::bench::run(c),
         BenchAny::Runner(a) => runner(a),
         BenchAny::Trace(a) => trace(a),
+        BenchAny::Hints(a) => crate::cmd::bench_hints::run(a),
     }
 }
 

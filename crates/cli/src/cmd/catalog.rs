@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use swaplab_host::util::format_size;
 use swaplab_lab::catalog::Catalog;
-use swaplab_lab::compare::{compare, Target};
+use swaplab_lab::compare::Target;
 use swaplab_lab::record::{RunRecord, METRICS};
 use swaplab_lab::sweep::{limit_text, report_from_catalog};
 
@@ -31,9 +31,10 @@ pub struct ShowArgs {
 
 #[derive(Args)]
 pub struct CompareArgs {
-    /// First run (12), sweep (s3) or saved simulation (sim --save FILE).
+    /// First run (12), sweep (s3), one variant of a sweep (s3:base) or saved simulation
+    /// (sim --save FILE).
     pub a: String,
-    /// Second run or sweep.
+    /// Second run, sweep or variant (s3:hinted: compared with the first limit by limit).
     pub b: String,
     #[command(flatten)]
     pub out: crate::OutFlags,
@@ -408,7 +409,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         return compare_saved_sims(&a);
     }
     let c = open()?;
-    let cmp = compare(&c, a.a.parse()?, a.b.parse()?)?;
+    let cmp = swaplab_lab::compare::compare_text(&c, &a.a, &a.b)?;
     let fmt = a.out.format();
     if fmt == Format::Json {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
@@ -421,8 +422,8 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     }
     header.extend([
         "metric".to_string(),
-        cmp.a.to_string(),
-        cmp.b.to_string(),
+        cmp.names.0.clone(),
+        cmp.names.1.clone(),
         "ratio".into(),
     ]);
     if cells {
@@ -462,7 +463,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
     }
     println!(
         "{} vs {}   (ratio = {} / {}; test: {})",
-        cmp.a, cmp.b, cmp.b, cmp.a, cmp.test
+        cmp.names.0, cmp.names.1, cmp.names.1, cmp.names.0, cmp.test
     );
     println!("{}", rows.render());
     for n in &cmp.notes {

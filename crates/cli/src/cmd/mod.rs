@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod bench_hints;
 pub mod bench_runner;
 pub mod catalog;
 pub mod demo;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::record::{CgroupInfo, RunRecord, Settings};
 
 pub mod bench;
+pub mod hints;
 pub mod run;
 pub mod sim;
 pub mod sweep;
@@ -49,6 +50,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (bench::BENCH_VMA_KIND, bench::bench_vma_section),
     (bench::BENCH_TOUCH_KIND, bench::bench_touch_section),
     (bench::BENCH_RECLAIM_KIND, bench::bench_reclaim_section),
+    (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds

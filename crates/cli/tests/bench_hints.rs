@@ -1,0 +1,234 @@
+//! `swaplab bench hints` against answers known without it: with swap
+//! readahead off (page-cluster 0) a sweep over an array that does not fit
+//! faults every page on every pass; the workload's own report of what it
+//! locked and advised; speed-ups and p recomputed from the recorded runs;
+//! the system as it was afterwards; the report's panels in a browser.
+use std::path::Path;
+use std::process::{Command, Output};
+
+use swaplab_testkit::{browser, skip, skip_unless, system_state, Facility};
+
+fn swaplab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env("SWAPLAB_HOME", dir.join("home"))
+        .env("SWAPLAB_STATE_DIR", dir.join("state"))
+        .output()
+        .unwrap()
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn show(dir: &Path, id: &serde_json::Value) -> serde_json::Value {
+    let o = swaplab(dir, &["show", &id.to_string(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+#[test]
+fn hints_cells_agree_with_the_runs_and_the_kernel() {
+    let test = "hints_cells_agree_with_the_runs_and_the_kernel";
+    if skip_unless(
+        test,
+        &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
+    ) {
+        return;
+    }
+    let before = system_state();
+    let dir = tempfile::Builder::new()
+        .prefix("swaplab-hints-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let d = dir.path();
+    let o = swaplab(
+        d,
+        &[
+            "bench", "hints", "--quick", "--json", "--save", "h.json", "--report", "h.html",
+        ],
+    );
+    assert_eq!(
+        system_state(),
+        before,
+        "{test}: the system was left changed"
+    );
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sizes = v["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 1, "--quick: one size");
+    let s = &sizes[0];
+    let size = f(&s["size_bytes"]);
+    assert_eq!(size, 32.0 * 1048576.0);
+    let peak = f(&s["peak_bytes"]);
+    assert!(peak >= size, "the peak {peak} holds the object {size}");
+    let pages = size / 4096.0;
+    let cells = s["cells"].as_array().unwrap();
+    let variants: Vec<&str> = cells
+        .iter()
+        .map(|c| c["variant"].as_str().unwrap())
+        .collect();
+    for want in ["base", "madvise", "mlock", "pc0", "pc6"] {
+        assert_eq!(
+            variants.iter().filter(|v| **v == want).count(),
+            2,
+            "{want}: one cell per limit in {variants:?}"
+        );
+    }
+    let cell = |v: &str, pct: f64| {
+        cells
+            .iter()
+            .find(|c| c["variant"] == v && f(&c["limit_pct"]) == pct)
+            .unwrap_or_else(|| panic!("no cell {v} {pct}"))
+    };
+    for pct in [75.0, 50.0] {
+        let base = cell("base", pct);
+        assert_eq!(
+            f(&base["limit_bytes"]),
+            ((peak * pct / 100.0) as u64 & !4095) as f64,
+            "limits are shares of the base peak"
+        );
+        for c in cells.iter().filter(|c| f(&c["limit_pct"]) == pct) {
+            let name = format!("{} {pct}%", c["variant"]);
+            // Every variant got the same memory.
+            assert_eq!(c["limit_bytes"], base["limit_bytes"], "{name}");
+            // The cell's numbers are its runs' (one repeat: the run's own).
+            let ids = c["run_ids"].as_array().unwrap();
+            assert_eq!(ids.len(), 1, "{name}");
+            let r = show(d, &ids[0]);
+            if r["outcome"] != "ok" {
+                eprintln!("{test}: {name} ended {}: left out", r["outcome"]);
+                continue;
+            }
+            let wall = f(&r["metrics"]["wall_ns"]["value"]) / 1e9;
+            assert!((f(&c["wall_s"]) - wall).abs() < 1e-9, "{name}");
+            assert_eq!(
+                f(&c["majflt"]),
+                f(&r["metrics"]["majflt"]["value"]),
+                "{name}"
+            );
+            if let Some(bw) = base["wall_s"].as_f64() {
+                assert!((f(&c["speedup"]) - bw / wall).abs() < 1e-9, "{name}");
+            }
+            let out = &r["workload_output"];
+            match c["variant"].as_str().unwrap() {
+                "pc0" => {
+                    // No readahead: the array does not fit, so under LRU-like
+                    // reclaim every page of every pass comes back from swap.
+                    let m = f(&c["majflt"]);
+                    assert!(
+                        m >= 0.9 * 3.0 * pages && m <= 1.1 * 3.0 * pages + 200.0,
+                        "{name}: {m} major faults for 3 passes over {pages} pages"
+                    );
+                    assert_eq!(
+                        r["settings"]["page_cluster"], 0,
+                        "{name}: {}",
+                        r["settings"]
+                    );
+                }
+                "mlock" => {
+                    // What the workload locked: limit - usage - headroom
+                    // (an eighth of the limit, at least 4 MiB), never more.
+                    let locked = f(&out["mlocked"]);
+                    let limit = f(&c["limit_bytes"]);
+                    let room = (limit / 8.0).max(4.0 * 1048576.0);
+                    assert!(
+                        locked > 0.0 && locked <= limit - room,
+                        "{name}: locked {locked} under a {limit} limit"
+                    );
+                }
+                "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),
+                _ => {}
+            }
+            // One run a side: the test cannot say anything.
+            if c["variant"] != "base" {
+                assert_eq!(f(&c["p_value"]), 1.0, "{name}");
+            }
+        }
+        // Readahead saves major faults: pc6 fewer than pc0.
+        let (p0, p6) = (cell("pc0", pct), cell("pc6", pct));
+        if let (Some(a), Some(b)) = (p0["majflt"].as_f64(), p6["majflt"].as_f64()) {
+            assert!(b < a / 4.0, "{pct}%: pc6 {b} vs pc0 {a} major faults");
+        }
+    }
+    let html = std::fs::read_to_string(d.join("h.html")).unwrap();
+    assert!(html.contains("Hints and prefetching against base"));
+    // The benchmark is a catalog group of its own; its sweep holds the runs.
+    let id = v["sweep_id"].as_i64().expect("a catalog group id");
+    let o = swaplab(d, &["report", &format!("s{id}"), "-o", "s.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sweep = s["sweep_id"].as_i64().unwrap();
+    let o = swaplab(
+        d,
+        &[
+            "compare",
+            &format!("s{sweep}:base"),
+            &format!("s{sweep}:pc0"),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(&d.join("h.html"), Path::new("bench-hints.png"), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+    assert!(!c.figures.is_empty(), "{c:?}");
+    for want in ["madvise", "mlock", "pc0", "pc6"] {
+        assert!(
+            c.figures[0].series_found.iter().any(|s| s == want),
+            "{want} not drawn: {:?}",
+            c.figures[0].series_found
+        );
+    }
+}
+
+#[test]
+fn bad_hints_arguments_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["bench", "hints", "--variants", "magic"][..],
+            "unknown variant",
+        ),
+        (
+            &[
+                "bench",
+                "hints",
+                "--workload",
+                "chase",
+                "--variants",
+                "mlock",
+            ][..],
+            "--mlock and --madvise",
+        ),
+        (
+            &["bench", "hints", "--workload", "nope"][..],
+            "not a built-in workload",
+        ),
+        (
+            &["bench", "hints", "--limits", "150%"][..],
+            "share of the peak",
+        ),
+        (
+            &["bench", "hints", "--limits", "64M"][..],
+            "share of the peak",
+        ),
+        (&["bench", "hints", "--sizes", "big"][..], "--sizes"),
+        (&["bench", "hints", "--page-cluster", "40"][..], "0..=31"),
+        (&["bench", "hints", "--repeat", "0"][..], "--repeat"),
+    ] {
+        let o = swaplab(dir.path(), args);
+        assert!(!o.status.success(), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
