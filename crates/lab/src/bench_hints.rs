@@ -169,6 +169,10 @@ pub struct HintsCell {
     pub p_value: Option<f64>,
     /// 1 - majflt / base majflt, measured.
     pub fault_reduction: Option<f64>,
+    /// mlock: the bytes the workload locked (median of its ok runs'
+    /// reports).
+    #[serde(default)]
+    pub mlocked_bytes: Option<f64>,
     /// Simulated major faults of this cell (None: no model for the variant).
     pub sim_majflt: Option<f64>,
     /// 1 - sim majflt / sim base majflt.
@@ -527,6 +531,13 @@ fn cell_of(variant: &str, pct: f64, limit: u64, runs: &[&RunRecord], outcome: St
         wall_s: median(ok_values(runs, "wall_ns")).map(|w| w / 1e9),
         majflt: median(ok_values(runs, "majflt")),
         swapin_pages: median(ok_values(runs, "swapin_pages")),
+        mlocked_bytes: median(
+            runs.iter()
+                .filter(|r| r.outcome == Some(Outcome::Ok))
+                .filter_map(|r| r.workload_output.as_ref()?["mlocked"].as_f64())
+                .collect(),
+        )
+        .filter(|_| variant == "mlock"),
         note: if outcome == "ok" {
             String::new()
         } else {
