@@ -12,8 +12,12 @@
 //! (Simplification: the kernel maps a read-only first touch of anonymous
 //! memory to the shared zero page, and may free the swap slot of a page
 //! swapped in while swap is more than half full; neither is modelled.)
-use crate::policy::{Access, PolicyConfig, PolicySpec, Req};
+use crate::policy::{Access, Policy, PolicyConfig, PolicySpec, Req};
+use crate::prefetch::{Fault, PrefetchConfig, PrefetchSpec, Prefetcher};
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use swaplab_trace::dense::{DenseTrace, NEVER};
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +43,16 @@ pub struct Counters {
     pub major_faults: u64,
     pub swap_outs: u64,
     pub evictions: u64,
+    /// Pages read ahead (by a prefetcher or a willneed hint), besides the
+    /// faulting page.
+    #[serde(default)]
+    pub prefetch_reads: u64,
+    /// Read-ahead pages referenced before they were evicted.
+    #[serde(default)]
+    pub prefetch_used: u64,
+    /// Read-ahead pages evicted (or paged out) before any reference.
+    #[serde(default)]
+    pub prefetch_unused: u64,
 }
 
 impl Counters {
@@ -65,6 +79,17 @@ pub struct SimResult {
     pub miss_ratio: f64,
     /// Policy metadata bytes per distinct page (plus 1 for the engine's state byte).
     pub bytes_per_page: usize,
+    /// The prefetcher, when `sim --prefetch` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<String>,
+    /// `prefetch_used / prefetch_reads` (absent when nothing was read ahead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accuracy: Option<f64>,
+    /// `prefetch_used / (prefetch_used + major_faults)`: the share of would-be
+    /// major faults that readahead turned into hits (absent with a prefetcher
+    /// and neither).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
 }
 
 /// How many references ahead the engine asks the policy to prefetch: far
@@ -229,6 +254,531 @@ fn run<const CHECK: bool>(
         counters: c,
         miss_ratio: c.miss_ratio(),
         bytes_per_page: policy.bytes_per_page() + 1,
+        prefetch: None,
+        accuracy: None,
+        coverage: None,
+    })
+}
+
+/// A hint the simulator applies to a range of virtual pages (`swaplab sim
+/// --hints`: the CLI turns a hint file's byte ranges into these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeHint {
+    /// First page (virtual page number, as in the trace).
+    pub start: u64,
+    /// One past the last page.
+    pub end: u64,
+    pub action: HintKind,
+}
+
+/// What a [`RangeHint`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HintKind {
+    /// mlock: the pages are pinned (resident from their first touch, never
+    /// evicted) and the whole range is taken from the memory the policy
+    /// manages (mlock populates the range).
+    Pin,
+    /// MADV_WILLNEED: at every fault in the range, read the next `window`
+    /// pages of the range that have a swap copy.
+    Willneed { window: u64 },
+    /// MADV_COLD on the range's resident pages, `after` references after
+    /// the range's first touch.
+    Cold { after: u64 },
+    /// MADV_PAGEOUT on the range's resident pages, `after` references after
+    /// the range's first touch.
+    Pageout { after: u64 },
+}
+
+/// What [`simulate_ext`] adds to a plain simulation.
+#[derive(Default, Clone, Copy)]
+pub struct Extras<'a> {
+    /// A prefetcher (`none` or absent: none).
+    pub prefetch: Option<&'a PrefetchSpec>,
+    /// Range hints.
+    pub hints: &'a [RangeHint],
+}
+
+impl Extras<'_> {
+    /// Nothing to add: the plain engine runs.
+    pub fn is_plain(&self) -> bool {
+        self.prefetch.is_none_or(|p| p.is_none()) && self.hints.is_empty()
+    }
+}
+
+/// Like [`simulate`], with a prefetcher and hints. Runs the plain engine
+/// when `extras` adds nothing, so that path stays as fast as it was; the
+/// result names the prefetcher and its accuracy and coverage when one was
+/// given. The extended path always checks the replacement contract (it is
+/// not the hot path).
+pub fn simulate_ext(
+    trace: &DenseTrace,
+    next_use: Option<&[u32]>,
+    spec: &PolicySpec,
+    capacity: usize,
+    seed: u64,
+    extras: &Extras,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SimResult, SimError> {
+    let mut r = if extras.is_plain() {
+        run::<false>(trace, next_use, spec, capacity, seed, progress)?
+    } else {
+        run_ext(trace, next_use, spec, capacity, seed, extras, progress)?
+    };
+    if let Some(p) = extras.prefetch {
+        let c = &r.counters;
+        r.prefetch = Some(p.to_string());
+        r.accuracy =
+            (c.prefetch_reads > 0).then(|| c.prefetch_used as f64 / c.prefetch_reads as f64);
+        let d = c.prefetch_used + c.major_faults;
+        r.coverage = (d > 0).then(|| c.prefetch_used as f64 / d as f64);
+    }
+    Ok(r)
+}
+
+/// Read ahead and not referenced since (by a prefetcher or a willneed hint).
+const PREFETCHED: u8 = 8;
+/// Read by the prefetcher (its first reference is told to it as a hit).
+const RA: u8 = 16;
+/// Pinned by an mlock hint: never in the policy.
+const PINNED: u8 = 32;
+/// No slot / no owner.
+const NO: u32 = u32::MAX;
+
+/// Swap slots, allocated at swap-out by a next-fit cursor as the kernel's
+/// `scan_swap_map_slots` does on one device, over `2 × pages` slots (slot 0
+/// is the swap header). A page keeps its slot while its swap copy is valid:
+/// through a clean swap-in and a clean eviction; a write after swap-in
+/// frees it (the kernel frees the slot of a page written after swap-in,
+/// `should_try_to_free_swap` / `folio_free_swap` on the write fault).
+struct Slots {
+    of: Vec<u32>,
+    owner: Vec<u32>,
+    cursor: usize,
+}
+
+impl Slots {
+    fn new(pages: usize) -> Self {
+        Slots {
+            of: vec![NO; pages],
+            owner: vec![NO; 2 * pages + 2],
+            cursor: 1,
+        }
+    }
+    fn alloc(&mut self, id: u32) {
+        if self.of[id as usize] != NO {
+            return;
+        }
+        // At most `pages` of the slots are ever taken: a free one exists.
+        let n = self.owner.len();
+        let mut s = self.cursor;
+        while self.owner[s] != NO {
+            s += 1;
+            if s == n {
+                s = 1;
+            }
+        }
+        self.owner[s] = id;
+        self.of[id as usize] = s as u32;
+        self.cursor = if s + 1 == n { 1 } else { s + 1 };
+    }
+    fn free(&mut self, id: u32) {
+        let s = std::mem::replace(&mut self.of[id as usize], NO);
+        if s != NO {
+            self.owner[s as usize] = NO;
+        }
+    }
+}
+
+/// The extended engine's state.
+struct Ext<'a> {
+    policy: Box<dyn Policy>,
+    state: Vec<u8>,
+    c: Counters,
+    /// Pages resident in the policy (pinned pages not counted).
+    resident: usize,
+    /// The policy's memory.
+    cap: usize,
+    slots: Option<Slots>,
+    pf: Option<Box<dyn Prefetcher>>,
+    pf_slots: bool,
+    /// Virtual page number of each id.
+    vpn: &'a [u64],
+    /// Id of each virtual page (filled when a prefetcher or hint needs it).
+    id_of: FxHashMap<u64, u32>,
+    /// For each page, the position of its next reference after the last
+    /// one (OPT's `next_use` for a page read ahead); empty unless needed.
+    next_of: Vec<u32>,
+    name: String,
+    pos: usize,
+}
+
+impl Ext<'_> {
+    fn contract(&self, what: String) -> SimError {
+        SimError::Contract {
+            policy: self.name.clone(),
+            pos: self.pos as u64,
+            what,
+        }
+    }
+
+    /// Page `v` left memory (evicted or paged out).
+    fn gone(&mut self, v: u32) -> Result<(), SimError> {
+        let vs = self.state[v as usize];
+        if vs & RESIDENT == 0 || vs & PINNED != 0 {
+            return Err(self.contract(format!("evicted page {v}, which is not resident")));
+        }
+        self.c.evictions += 1;
+        if vs & DIRTY != 0 {
+            self.c.swap_outs += 1;
+            if let Some(s) = &mut self.slots {
+                s.alloc(v);
+            }
+        }
+        if vs & PREFETCHED != 0 {
+            self.c.prefetch_unused += 1;
+        }
+        self.state[v as usize] = SEEN;
+        Ok(())
+    }
+
+    /// Accounts for the answer to a miss or an insert of `id`.
+    fn missed(&mut self, id: u32, victim: Option<u32>) -> Result<(), SimError> {
+        match victim {
+            Some(v) => {
+                if v == id {
+                    return Err(self.contract(format!("evicted page {v}, the one brought in")));
+                }
+                if self.resident != self.cap {
+                    return Err(self.contract(format!(
+                        "evicted with {} of {} pages resident",
+                        self.resident, self.cap
+                    )));
+                }
+                self.gone(v)
+            }
+            None => {
+                self.resident += 1;
+                if self.resident > self.cap {
+                    return Err(self.contract(format!(
+                        "{} pages resident in a memory of {}",
+                        self.resident, self.cap
+                    )));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Reads page `id` ahead if it has a swap copy and is not resident.
+    fn read_ahead(&mut self, id: u32, flag: u8) -> Result<(), SimError> {
+        let s = self.state[id as usize];
+        if s & SEEN == 0 || s & (RESIDENT | PINNED) != 0 {
+            return Ok(());
+        }
+        let req = Req {
+            pos: self.pos as u64,
+            write: false,
+            next_use: self.next_of.get(id as usize).copied().unwrap_or(NEVER),
+        };
+        match self.policy.insert(id, &req) {
+            Access::Hit => Err(self.contract(format!(
+                "insert of page {id} answered hit, but it is not resident"
+            ))),
+            Access::Miss { victim } => {
+                self.missed(id, victim)?;
+                self.state[id as usize] = SEEN | RESIDENT | PREFETCHED | flag;
+                self.c.prefetch_reads += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// The ids of the resident, unpinned pages of `h`'s range.
+    fn resident_in(&self, h: &RangeHint) -> Vec<u32> {
+        let ok = |id: u32| self.state[id as usize] & (RESIDENT | PINNED) == RESIDENT;
+        if h.end - h.start > self.vpn.len() as u64 {
+            (0..self.vpn.len() as u32)
+                .filter(|&id| (h.start..h.end).contains(&self.vpn[id as usize]) && ok(id))
+                .collect()
+        } else {
+            (h.start..h.end)
+                .filter_map(|p| self.id_of.get(&p).copied())
+                .filter(|&id| ok(id))
+                .collect()
+        }
+    }
+}
+
+/// Merged page ranges of the pin hints and the pages they take.
+fn pinned_pages(hints: &[RangeHint]) -> (Vec<(u64, u64)>, u64) {
+    let mut r: Vec<(u64, u64)> = hints
+        .iter()
+        .filter(|h| h.action == HintKind::Pin && h.end > h.start)
+        .map(|h| (h.start, h.end))
+        .collect();
+    r.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (s, e) in r {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let n = merged.iter().map(|(s, e)| e - s).sum();
+    (merged, n)
+}
+
+fn run_ext(
+    trace: &DenseTrace,
+    next_use: Option<&[u32]>,
+    spec: &PolicySpec,
+    capacity: usize,
+    seed: u64,
+    extras: &Extras,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SimResult, SimError> {
+    let info = spec.info();
+    let capacity = capacity.max(1);
+    let hints = extras.hints;
+    let (pins, pinned) = pinned_pages(hints);
+    if pinned >= capacity as u64 {
+        return Err(SimError::BadParam(format!(
+            "mlock hints pin {pinned} pages, but memory is {capacity} pages: lower their bytes \
+             or mlock_budget, or give more memory (at least one page must stay for the rest)"
+        )));
+    }
+    let cap = capacity - pinned as usize;
+    let pages = trace.distinct();
+    let cfg = PolicyConfig {
+        capacity: cap,
+        pages,
+        params: &spec.params,
+        seed,
+    };
+    let policy = (info.build)(&cfg)?;
+    if !policy.can_remove()
+        && hints
+            .iter()
+            .any(|h| matches!(h.action, HintKind::Pageout { .. }))
+    {
+        return Err(SimError::BadParam(format!(
+            "policy '{spec}' cannot drop pages on request, so pageout hints (MADV_PAGEOUT) \
+             do not apply to it: simulate lru, fifo, clock or linux, or leave the pageout hints out"
+        )));
+    }
+    let owned;
+    let next_use = match next_use {
+        Some(n) => n,
+        None if info.needs_future => {
+            owned = trace.next_use();
+            &owned
+        }
+        None => &[],
+    };
+    let pf_spec = extras.prefetch.filter(|p| !p.is_none());
+    let pf = pf_spec
+        .map(|p| {
+            (p.info().build)(&PrefetchConfig {
+                params: &p.params,
+                page_size: trace.page_size,
+            })
+        })
+        .transpose()?;
+    let pf_slots = pf_spec.is_some_and(|p| p.info().slots);
+    let needs_map = (pf.is_some() && !pf_slots) || !hints.is_empty();
+    let mut e = Ext {
+        policy,
+        state: vec![0u8; pages],
+        c: Counters::default(),
+        resident: 0,
+        cap,
+        slots: pf_slots.then(|| Slots::new(pages)),
+        pf,
+        pf_slots,
+        vpn: &trace.pages,
+        id_of: if needs_map {
+            trace
+                .pages
+                .iter()
+                .enumerate()
+                .map(|(i, &p)| (p, i as u32))
+                .collect()
+        } else {
+            FxHashMap::default()
+        },
+        next_of: if next_use.is_empty() {
+            Vec::new()
+        } else {
+            vec![NEVER; pages]
+        },
+        name: spec.to_string(),
+        pos: 0,
+    };
+    for (id, &p) in trace.pages.iter().enumerate() {
+        if pins.iter().any(|&(s, end)| (s..end).contains(&p)) {
+            e.state[id] = PINNED;
+        }
+    }
+    let willneed: Vec<(u64, u64, u64)> = hints
+        .iter()
+        .filter_map(|h| match h.action {
+            HintKind::Willneed { window } => Some((h.start, h.end, window)),
+            _ => None,
+        })
+        .collect();
+    let timed: Vec<usize> = (0..hints.len())
+        .filter(|&k| {
+            matches!(
+                hints[k].action,
+                HintKind::Cold { .. } | HintKind::Pageout { .. }
+            )
+        })
+        .collect();
+    let mut armed = vec![false; hints.len()];
+    let mut due: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut cand: Vec<u64> = Vec::new();
+    let ids = &trace.ids;
+    let bits = trace.write_bits();
+    for i in 0..ids.len() {
+        e.pos = i;
+        while let Some(&Reverse((at, k))) = due.peek() {
+            if at > i as u64 {
+                break;
+            }
+            due.pop();
+            let h = hints[k];
+            let list = e.resident_in(&h);
+            if let HintKind::Pageout { .. } = h.action {
+                e.policy.remove(&list);
+                for &id in &list {
+                    e.gone(id)?;
+                    e.resident -= 1;
+                }
+            } else {
+                e.policy.demote(&list);
+            }
+        }
+        let id = ids[i];
+        let write = (bits[i >> 6] >> (i & 63)) & 1 == 1;
+        let s = e.state[id as usize];
+        if s & PINNED != 0 {
+            if s & SEEN == 0 {
+                e.c.minor_faults += 1;
+                e.state[id as usize] = s | SEEN | RESIDENT;
+            } else {
+                e.c.hits += 1;
+            }
+            continue;
+        }
+        let nu = if next_use.is_empty() {
+            NEVER
+        } else {
+            next_use[i]
+        };
+        if let Some(n) = e.next_of.get_mut(id as usize) {
+            *n = nu;
+        }
+        let req = Req {
+            pos: i as u64,
+            write,
+            next_use: nu,
+        };
+        match e.policy.access(id, &req) {
+            Access::Hit => {
+                if s & RESIDENT == 0 {
+                    return Err(e.contract(format!("hit on page {id}, which is not resident")));
+                }
+                e.c.hits += 1;
+                if s & PREFETCHED != 0 {
+                    e.c.prefetch_used += 1;
+                    e.state[id as usize] = s & !(PREFETCHED | RA);
+                    if s & RA != 0 {
+                        if let Some(pf) = &mut e.pf {
+                            pf.hit(e.vpn[id as usize]);
+                        }
+                    }
+                }
+            }
+            Access::Miss { victim } => {
+                if s & RESIDENT != 0 {
+                    return Err(e.contract(format!("miss on page {id}, which is resident")));
+                }
+                let first = s & SEEN == 0;
+                e.missed(id, victim)?;
+                let page = e.vpn[id as usize];
+                if first {
+                    e.c.minor_faults += 1;
+                    e.state[id as usize] = SEEN | DIRTY | RESIDENT;
+                    for &k in &timed {
+                        let h = &hints[k];
+                        if !armed[k] && (h.start..h.end).contains(&page) {
+                            armed[k] = true;
+                            let after = match h.action {
+                                HintKind::Cold { after } | HintKind::Pageout { after } => after,
+                                _ => 0,
+                            };
+                            due.push(Reverse((
+                                (i as u64).saturating_add(after).saturating_add(1),
+                                k,
+                            )));
+                        }
+                    }
+                } else {
+                    e.c.major_faults += 1;
+                    e.state[id as usize] = SEEN | RESIDENT;
+                    if let Some(pf) = &mut e.pf {
+                        let slot = e.slots.as_ref().map_or(0, |s| u64::from(s.of[id as usize]));
+                        cand.clear();
+                        pf.fault(&Fault { page, slot }, &mut cand);
+                        for &c in &cand {
+                            let target = if e.pf_slots {
+                                e.slots
+                                    .as_ref()
+                                    .and_then(|s| s.owner.get(c as usize))
+                                    .copied()
+                                    .filter(|&o| o != NO)
+                            } else {
+                                e.id_of.get(&c).copied()
+                            };
+                            if let Some(t) = target {
+                                e.read_ahead(t, RA)?;
+                            }
+                        }
+                    }
+                }
+                for &(start, end, window) in &willneed {
+                    if (start..end).contains(&page) {
+                        let to = page.saturating_add(window).saturating_add(1).min(end);
+                        for p in page + 1..to {
+                            if let Some(&t) = e.id_of.get(&p) {
+                                e.read_ahead(t, 0)?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if write {
+            e.state[id as usize] |= DIRTY;
+            if let Some(sl) = &mut e.slots {
+                sl.free(id);
+            }
+        }
+        if (i + 1) & ((1 << 20) - 1) == 0 {
+            progress(1 << 20);
+        }
+    }
+    progress((ids.len() & ((1 << 20) - 1)) as u64);
+    e.c.references = ids.len() as u64;
+    Ok(SimResult {
+        policy: spec.to_string(),
+        capacity: capacity as u64,
+        counters: e.c,
+        miss_ratio: e.c.miss_ratio(),
+        bytes_per_page: e.policy.bytes_per_page() + 1,
+        prefetch: None,
+        accuracy: None,
+        coverage: None,
     })
 }
 
@@ -402,6 +952,250 @@ mod tests {
             (c.minor_faults, c.major_faults, c.evictions, c.swap_outs),
             (3, 3, 4, 3)
         );
+    }
+
+    fn ext(policy: &str, cap: usize, pf: &str, hints: &[RangeHint], pages: &[u64]) -> Counters {
+        ext_r(policy, cap, pf, hints, pages).unwrap().counters
+    }
+
+    fn ext_r(
+        policy: &str,
+        cap: usize,
+        pf: &str,
+        hints: &[RangeHint],
+        pages: &[u64],
+    ) -> Result<SimResult, SimError> {
+        let t = DenseTrace::from_pages(pages);
+        let pf = PrefetchSpec::parse(pf).unwrap();
+        simulate_ext(
+            &t,
+            None,
+            &PolicySpec::parse(policy).unwrap(),
+            cap,
+            1,
+            &Extras {
+                prefetch: Some(&pf),
+                hints,
+            },
+            &|_| {},
+        )
+    }
+
+    fn hint(start: u64, end: u64, action: HintKind) -> RangeHint {
+        RangeHint { start, end, action }
+    }
+
+    /// (minor, major, hits, evictions, swap-outs)
+    fn five(c: &Counters) -> (u64, u64, u64, u64, u64) {
+        (
+            c.minor_faults,
+            c.major_faults,
+            c.hits,
+            c.evictions,
+            c.swap_outs,
+        )
+    }
+
+    #[test]
+    fn pinned_pages_stay_and_shrink_the_rest() {
+        // lru, 3 pages, page 1 pinned: the policy has 2.
+        // 1 2 3 4 1: 1 minor (pinned), 2 3 minor, 4 minor evicts 2, 1 hits.
+        let pin = [hint(1, 2, HintKind::Pin)];
+        let t = [1, 2, 3, 4, 1];
+        assert_eq!(five(&ext("lru", 3, "none", &pin, &t)), (4, 0, 1, 1, 1));
+        // Unpinned, 4 evicts 1 and 1 is a major fault.
+        assert_eq!(five(&ext("lru", 3, "none", &[], &t)), (4, 1, 0, 2, 2));
+        // The whole range counts, touched or not: 3 pages pinned leave none.
+        let e = ext_r("lru", 3, "none", &[hint(1, 4, HintKind::Pin)], &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pin 3 pages, but memory is 3 pages"), "{e}");
+    }
+
+    #[test]
+    fn pageout_and_cold_hints() {
+        // Pages 0 and 1 paged out 2 references after 0's first touch
+        // (before reference 3): 0 1 2 | 0 1: both come back as majors.
+        // Memory 4, so nothing else is evicted; both were dirty: 2 swap-outs.
+        let po = [hint(0, 2, HintKind::Pageout { after: 2 })];
+        for p in ["lru", "fifo", "clock", "linux"] {
+            let c = ext(p, 4, "none", &po, &[0, 1, 2, 0, 1]);
+            assert_eq!(five(&c), (3, 2, 0, 2, 2), "{p}");
+        }
+        let e = ext_r("arc", 4, "none", &po, &[0, 1])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pageout hints"), "{e}");
+        // Cold on page 1 right after its first touch: 0 1 2 3 0 1, memory 3.
+        // LRU and FIFO put 1 first in line: 3 evicts 1, 0 hits, 1 is a major
+        // (evicting 2). Without the hint 3 evicts 0, and 0 (evicting 1) and
+        // 1 (evicting 2) are both majors. Every page is dirty at its first
+        // eviction: swap-outs = evictions.
+        let cold = [hint(1, 2, HintKind::Cold { after: 0 })];
+        let t = [0, 1, 2, 3, 0, 1];
+        for p in ["lru", "fifo"] {
+            assert_eq!(five(&ext(p, 3, "none", &cold, &t)), (4, 1, 1, 2, 2), "{p}");
+            assert_eq!(five(&ext(p, 3, "none", &[], &t)), (4, 2, 0, 3, 3), "{p}");
+        }
+    }
+
+    #[test]
+    fn willneed_reads_the_window_ahead_in_its_range() {
+        // Like next:n=2 (see prefetch/next.rs), but only inside 0..8.
+        let t: Vec<u64> = (0..8).chain(0..8).collect();
+        let wn = [hint(0, 8, HintKind::Willneed { window: 2 })];
+        let c = ext("lru", 4, "none", &wn, &t);
+        assert_eq!(
+            (c.major_faults, c.prefetch_reads, c.prefetch_used),
+            (3, 5, 5)
+        );
+        // Range 0..4: 0 reads 1 2, 3 reads nothing (4 is outside); 4..7 majors.
+        let wn = [hint(0, 4, HintKind::Willneed { window: 2 })];
+        let c = ext("lru", 4, "none", &wn, &t);
+        assert_eq!(
+            (c.major_faults, c.prefetch_reads, c.prefetch_used),
+            (6, 2, 2)
+        );
+    }
+
+    #[test]
+    fn accuracy_and_coverage() {
+        // next.rs's second case: 4 majors, 2 reads, neither used.
+        let r = ext_r("lru", 3, "next:n=2", &[], &[0, 1, 2, 3, 4, 5, 0, 5, 4, 3]).unwrap();
+        assert_eq!((r.accuracy, r.coverage), (Some(0.0), Some(0.0)));
+        // The sequential case: 3 majors, 5 reads, 5 used.
+        let t: Vec<u64> = (0..8).chain(0..8).collect();
+        let r = ext_r("lru", 4, "next:n=2", &[], &t).unwrap();
+        assert_eq!(r.accuracy, Some(1.0));
+        assert_eq!(r.coverage, Some(5.0 / 8.0));
+        assert_eq!(r.prefetch.as_deref(), Some("next:n=2"));
+        // `none` runs the plain engine and names itself.
+        let r = ext_r("lru", 4, "none", &[], &t).unwrap();
+        assert_eq!((r.accuracy, r.coverage), (None, Some(0.0)));
+        assert_eq!(r.counters, run_policy("lru", 4, &t).counters);
+    }
+
+    fn run_policy(p: &str, cap: usize, t: &[u64]) -> SimResult {
+        testutil::run_spec(p, cap, t)
+    }
+
+    #[test]
+    fn slots_are_freed_by_writes_and_reallocated() {
+        // lru 2, cluster:pc=1 (window <= 2). 0 1 2 3 evict 0 1 (slots 1 2).
+        // 0r: major (slot 1): window 2 (adjacent to prev 0): block 0..=1:
+        //     nothing. Evicts 2 (slot 3).
+        // 0w: hit, a write: slot 1 freed.
+        // 1r: major (slot 2): window 2 (adjacent to prev 1): block 2..=3:
+        //     reads slot 3 = page 2; evicts 3 (slot 4), then 0 for the read:
+        //     0 is dirty and has no slot: swap-out to the next free slot 5
+        //     (slot 1, freed, is behind the cursor).
+        // 0r: major (slot 5): no hits, 5 is not next to prev 2: window 1.
+        //     Evicts 1 (clean: keeps slot 2, no swap-out); page 2, read
+        //     ahead, stays resident unused (so not counted unused).
+        let refs = [
+            (0, false),
+            (1, false),
+            (2, false),
+            (3, false),
+            (0, false),
+            (0, true),
+            (1, false),
+            (0, false),
+        ];
+        let t = DenseTrace::from_refs(&refs);
+        let pf = PrefetchSpec::parse("cluster:pc=1").unwrap();
+        let r = simulate_ext(
+            &t,
+            None,
+            &PolicySpec::parse("lru").unwrap(),
+            2,
+            1,
+            &Extras {
+                prefetch: Some(&pf),
+                hints: &[],
+            },
+            &|_| {},
+        )
+        .unwrap();
+        let c = r.counters;
+        // Swap-outs: 0 1 2 3 (first evictions), 0 again (dirty) = 5.
+        assert_eq!(
+            (
+                c.major_faults,
+                c.prefetch_reads,
+                c.swap_outs,
+                c.prefetch_unused
+            ),
+            (3, 1, 5, 0)
+        );
+    }
+
+    #[test]
+    fn slot_allocation_is_next_fit() {
+        // 3 pages: slots 1..=7. Swap-outs of 0 1 take slots 1 2; a write
+        // frees 0's; 2 then takes 3 (the cursor moves on), and 0, swapped
+        // out again, takes 4, not its old 1; a second alloc of a page
+        // that holds a slot keeps it.
+        let mut s = Slots::new(3);
+        s.alloc(0);
+        s.alloc(1);
+        assert_eq!((s.of[0], s.of[1]), (1, 2));
+        s.free(0);
+        s.alloc(2);
+        s.alloc(0);
+        s.alloc(1);
+        assert_eq!((s.of[0], s.of[1], s.of[2]), (4, 2, 3));
+        assert_eq!(s.owner[1], NO);
+        // Wrapping: the cursor passes the end and finds slot 1 free.
+        for _ in 0..3 {
+            s.free(2);
+            s.alloc(2);
+        }
+        assert_eq!(s.of[2], 7);
+        s.free(2);
+        s.alloc(2);
+        assert_eq!(s.of[2], 1);
+    }
+
+    #[test]
+    fn every_policy_keeps_the_contract_with_prefetch_and_hints() {
+        let tr = testutil::random_trace(20_000, 600, 7);
+        let t = DenseTrace::from_pages(&tr);
+        let hints = [
+            hint(0, 50, HintKind::Cold { after: 100 }),
+            hint(50, 80, HintKind::Willneed { window: 8 }),
+            hint(590, 600, HintKind::Pin),
+        ];
+        let pageout = [hint(100, 300, HintKind::Pageout { after: 5000 })];
+        for info in crate::policies::REGISTRY {
+            let spec = PolicySpec::parse(info.name).unwrap();
+            for pf in ["next:n=4", "cluster", "vma", "leap"] {
+                let pf = PrefetchSpec::parse(pf).unwrap();
+                for cap in [12, 64, 300] {
+                    let mut h = hints.to_vec();
+                    if ["lru", "fifo", "clock", "linux"].contains(&info.name) {
+                        h.extend(pageout);
+                    }
+                    let r = simulate_ext(
+                        &t,
+                        None,
+                        &spec,
+                        cap,
+                        1,
+                        &Extras {
+                            prefetch: Some(&pf),
+                            hints: &h,
+                        },
+                        &|_| {},
+                    )
+                    .unwrap_or_else(|e| panic!("{} {pf} {cap}: {e}", info.name));
+                    let c = r.counters;
+                    assert_eq!(c.references, 20_000);
+                    assert_eq!(c.hits + c.misses(), c.references);
+                    assert!(c.prefetch_used + c.prefetch_unused <= c.prefetch_reads);
+                }
+            }
+        }
     }
 
     #[test]

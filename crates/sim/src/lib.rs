@@ -7,6 +7,8 @@
 //! * [`engine`]: the memory model around a policy (minor/major faults, dirty
 //!   pages, swap-outs) and the simulation loop.
 //! * [`policies`]: one file per policy.
+//! * [`prefetch`]: swap readahead models (Linux cluster and VMA readahead,
+//!   Leap, next-N) behind the small [`Prefetcher`](prefetch::Prefetcher) trait.
 //! * [`mrc`]: miss-ratio curves (exact one-pass LRU, SHARDS).
 //!
 //! The simulator is hand-written rather than built on a library because it
@@ -19,7 +21,11 @@ pub mod lazy_lists;
 pub mod mrc;
 pub mod policies;
 pub mod policy;
+pub mod prefetch;
 pub mod util;
 
-pub use engine::{simulate, Counters, SimError, SimResult};
+pub use engine::{
+    simulate, simulate_ext, Counters, Extras, HintKind, RangeHint, SimError, SimResult,
+};
 pub use policy::{Access, Params, Policy, PolicyConfig, PolicyInfo, PolicySpec, Req};
+pub use prefetch::PrefetchSpec;

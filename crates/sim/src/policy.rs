@@ -43,6 +43,34 @@ pub trait Policy: Send {
     /// any state. Default: nothing.
     #[inline]
     fn prefetch(&self, _id: u32) {}
+
+    /// Brings non-resident page `id` in without a reference: a readahead
+    /// read (swap readahead, a prefetcher, MADV_WILLNEED). The answer
+    /// follows the rules of [`access`](Self::access) for a miss (it evicts
+    /// one page when memory is full, never `id`). Default: `access`, i.e. a
+    /// prefetched page is placed as if it had been referenced; a policy
+    /// that knows better overrides it (`linux` puts it on the inactive list
+    /// without the young bit, as `swap_cluster_readahead` does).
+    fn insert(&mut self, id: u32, req: &Req) -> Access {
+        self.access(id, req)
+    }
+
+    /// True when [`remove`](Self::remove) is implemented (MADV_PAGEOUT
+    /// hints need it; the engine refuses pageout hints otherwise).
+    fn can_remove(&self) -> bool {
+        false
+    }
+
+    /// Drops the resident pages `ids` from memory (MADV_PAGEOUT reclaims
+    /// them at once; a batch, so a policy can do it in one pass over its
+    /// lists). Called only when [`can_remove`](Self::can_remove) is true,
+    /// with distinct resident pages. Default: nothing.
+    fn remove(&mut self, _ids: &[u32]) {}
+
+    /// Makes the resident pages `ids` the next to go (MADV_COLD:
+    /// deactivate, clear the referenced state), in that order. Default:
+    /// nothing (the advice is ignored, as the kernel may also do).
+    fn demote(&mut self, _ids: &[u32]) {}
 }
 
 /// Settings for building a policy.
@@ -76,10 +104,14 @@ pub struct Params(pub BTreeMap<String, String>);
 impl Params {
     /// Fails if any key is not in `known`.
     pub fn allow(&self, policy: &str, known: &[&str]) -> Result<(), SimError> {
+        self.allow_for("policy", policy, known)
+    }
+    /// Like [`allow`](Self::allow) for a `kind` of thing other than a policy.
+    pub fn allow_for(&self, kind: &str, name: &str, known: &[&str]) -> Result<(), SimError> {
         for k in self.0.keys() {
             if !known.contains(&k.as_str()) {
                 return Err(SimError::BadParam(format!(
-                    "policy '{policy}' has no parameter '{k}' (it takes: {})",
+                    "{kind} '{name}' has no parameter '{k}' (it takes: {})",
                     if known.is_empty() {
                         "none".to_string()
                     } else {

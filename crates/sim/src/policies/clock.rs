@@ -210,6 +210,28 @@ impl<S: PageState> Policy for Clock<S> {
     fn prefetch(&self, id: u32) {
         self.pages.prefetch(id);
     }
+    fn can_remove(&self) -> bool {
+        true
+    }
+    /// The frames are rotated so that the hand is at frame 0, and the
+    /// removed pages' frames are closed up (the others keep their order);
+    /// new pages are appended behind the oldest until memory is full again.
+    fn remove(&mut self, ids: &[u32]) {
+        for &id in ids {
+            self.pages.remove(id);
+        }
+        self.frames.rotate_left(self.hand);
+        self.hand = 0;
+        let pages = &self.pages;
+        self.frames.retain(|&p| pages.resident(p));
+    }
+    /// MADV_COLD on a CLOCK: the pages' reference counters are cleared, so
+    /// the hand takes each at its first pass (the frames do not move).
+    fn demote(&mut self, ids: &[u32]) {
+        for &id in ids {
+            self.pages.insert(id);
+        }
+    }
     fn bytes_per_page(&self) -> usize {
         let pages = self.n.max(1);
         (self.pages.bytes() + 4 * self.frames.capacity()).div_ceil(pages)

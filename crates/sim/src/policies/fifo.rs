@@ -67,6 +67,36 @@ impl Policy for Fifo {
     fn prefetch(&self, id: u32) {
         prefetch(self.resident.as_ptr().wrapping_add((id >> 6) as usize));
     }
+    fn can_remove(&self) -> bool {
+        true
+    }
+    /// The ring is rotated so that the oldest frame is frame 0 and the
+    /// removed pages' frames are closed up, keeping insertion order; new
+    /// pages are appended as the newest until memory is full again.
+    fn remove(&mut self, ids: &[u32]) {
+        for &id in ids {
+            self.resident[(id >> 6) as usize] &= !(1u64 << (id & 63));
+        }
+        self.frames.rotate_left(self.hand);
+        self.hand = 0;
+        let r = &self.resident;
+        self.frames
+            .retain(|&p| r[(p >> 6) as usize] & (1u64 << (p & 63)) != 0);
+    }
+    /// MADV_COLD on FIFO: the pages become the oldest, in the order given.
+    fn demote(&mut self, ids: &[u32]) {
+        let cold: rustc_hash::FxHashSet<u32> = ids.iter().copied().collect();
+        self.frames.rotate_left(self.hand);
+        self.hand = 0;
+        self.frames.retain(|p| !cold.contains(p));
+        let rest = std::mem::take(&mut self.frames);
+        self.frames.extend(
+            ids.iter()
+                .copied()
+                .filter(|&p| self.resident[(p >> 6) as usize] & (1u64 << (p & 63)) != 0),
+        );
+        self.frames.extend(rest);
+    }
     fn bytes_per_page(&self) -> usize {
         // 1 bit of residency per page, plus 4 bytes per frame, spread over
         // the pages and rounded up.

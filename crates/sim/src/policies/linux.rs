@@ -253,26 +253,61 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
             }
             return Access::Hit;
         }
-        let victim = if self.lists[INACTIVE].len() + self.lists[ACTIVE].len() >= self.cap {
-            self.reclaim()
-        } else {
-            None
-        };
-        // workingset_refault: activate if the refault distance fits in the active list.
-        let refault_active = f & SHADOW != 0
-            && self
-                .shadow
-                .get(i)
-                .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.lists[ACTIVE].len());
-        if refault_active {
-            self.flags[i] = YOUNG;
-            self.mark_active(id);
-            self.lists[ACTIVE].push_back(id);
-        } else {
-            self.flags[i] = YOUNG | ON_INACTIVE;
-            self.lists[INACTIVE].push_back(id);
+        self.fault_in(id, YOUNG)
+    }
+
+    /// Swap readahead (`__read_swap_cache_async`): the folio goes to the
+    /// inactive list like a faulted one (`folio_add_lru`), refault
+    /// activation included (`workingset_refault` runs for it), but no page
+    /// table maps it yet, so its young bit is clear: unless referenced, it
+    /// is reclaimed the first time it reaches the inactive tail.
+    fn insert(&mut self, id: u32, _req: &Req) -> Access {
+        self.fault_in(id, 0)
+    }
+
+    fn can_remove(&self) -> bool {
+        true
+    }
+
+    /// MADV_PAGEOUT (`reclaim_pages`): the folios are reclaimed at once,
+    /// leaving shadow entries as any eviction does.
+    fn remove(&mut self, ids: &[u32]) {
+        for &id in ids {
+            let i = id as usize;
+            self.flags[i] = SHADOW;
+            if let Some(s) = self.shadow.get_mut(i) {
+                *s = self.age;
+            }
+            self.age = self.age.wrapping_add(1);
         }
-        Access::Miss { victim }
+        // Their queue entries go in one pass (a page is on a list iff its
+        // flags say so).
+        for (l, bit) in [(INACTIVE, ON_INACTIVE), (ACTIVE, ON_ACTIVE)] {
+            let flags = &self.flags;
+            self.lists[l].retain(|&p| flags[p as usize] & bit != 0);
+        }
+    }
+
+    /// MADV_COLD (`madvise_cold_or_pageout_pte_range`): the young bit and
+    /// `PG_referenced` are cleared, and active folios move to the inactive
+    /// head (`folio_deactivate`); inactive folios stay where they are.
+    fn demote(&mut self, ids: &[u32]) {
+        let mut moved = Vec::new();
+        for &id in ids {
+            let i = id as usize;
+            let f = self.flags[i] & !(YOUNG | REFERENCED);
+            if f & ON_ACTIVE != 0 {
+                self.flags[i] = (f & !ON_ACTIVE) | ON_INACTIVE;
+                moved.push(id);
+            } else {
+                self.flags[i] = f;
+            }
+        }
+        if !moved.is_empty() {
+            let flags = &self.flags;
+            self.lists[ACTIVE].retain(|&p| flags[p as usize] & ON_ACTIVE != 0);
+            self.lists[INACTIVE].extend(moved);
+        }
     }
 
     #[inline]
@@ -288,6 +323,35 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         let queues: usize = self.lists.iter().map(|q| 4 * q.capacity()).sum();
         let per_page = self.flags.len() + self.rrpv.len() + 4 * self.shadow.len();
         (per_page + queues).div_ceil(pages)
+    }
+}
+
+impl<const RRIP: bool> TwoLists<RRIP> {
+    /// A fault (`young` = YOUNG) or a readahead (`young` = 0) brings `id` in.
+    #[inline(always)]
+    fn fault_in(&mut self, id: u32, young: u8) -> Access {
+        let i = id as usize;
+        let f = self.flags[i];
+        let victim = if self.lists[INACTIVE].len() + self.lists[ACTIVE].len() >= self.cap {
+            self.reclaim()
+        } else {
+            None
+        };
+        // workingset_refault: activate if the refault distance fits in the active list.
+        let refault_active = f & SHADOW != 0
+            && self
+                .shadow
+                .get(i)
+                .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.lists[ACTIVE].len());
+        if refault_active {
+            self.flags[i] = young;
+            self.mark_active(id);
+            self.lists[ACTIVE].push_back(id);
+        } else {
+            self.flags[i] = young | ON_INACTIVE;
+            self.lists[INACTIVE].push_back(id);
+        }
+        Access::Miss { victim }
     }
 }
 
@@ -430,6 +494,86 @@ mod tests {
             // The survivors of the active list are the most recently activated.
             assert!(p.flags[49] & ON_ACTIVE != 0 && p.flags[2] & ON_ACTIVE == 0);
         }
+    }
+
+    #[test]
+    fn readahead_pages_are_reclaimed_first_unless_referenced() {
+        // cap 3, refault off. Faults 1 2 (young), then 3 read ahead (no
+        // young bit). A fault on 4 reclaims: tail 1 young -> rotated (R),
+        // 2 likewise, 3 not young -> evicted. Had 3 been faulted in, all
+        // three rotate and 1 goes.
+        let spec = PolicySpec::parse("linux:refault=0").unwrap();
+        let cfg = PolicyConfig {
+            capacity: 3,
+            pages: 5,
+            params: &spec.params,
+            seed: 1,
+        };
+        let req = Req {
+            pos: 0,
+            write: false,
+            next_use: u32::MAX,
+        };
+        for (read_ahead, victim) in [(true, 3), (false, 1)] {
+            let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+            p.access(1, &req);
+            p.access(2, &req);
+            if read_ahead {
+                p.insert(3, &req);
+            } else {
+                p.access(3, &req);
+            }
+            assert_eq!(
+                p.access(4, &req),
+                Access::Miss {
+                    victim: Some(victim)
+                }
+            );
+        }
+        // A read-ahead page referenced before reclaim gets its young bit:
+        // 1 2 faulted, 3 read ahead and referenced: 1 goes.
+        let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+        p.access(1, &req);
+        p.access(2, &req);
+        p.insert(3, &req);
+        assert_eq!(p.access(3, &req), Access::Hit);
+        assert_eq!(p.access(4, &req), Access::Miss { victim: Some(1) });
+    }
+
+    #[test]
+    fn cold_deactivates_and_pageout_reclaims() {
+        // cap 4, refault off, ratio 1. 1 2 3 4 fault; 5: all rotate (R set),
+        // 1 evicted; 2 3 hit (Y again); 6: 2, 3 activated, then 4 evicted:
+        // A [3 2], I [6 5].
+        let spec = PolicySpec::parse("linux:refault=0").unwrap();
+        let cfg = PolicyConfig {
+            capacity: 4,
+            pages: 8,
+            params: &spec.params,
+            seed: 1,
+        };
+        let req = Req {
+            pos: 0,
+            write: false,
+            next_use: u32::MAX,
+        };
+        let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+        for id in [1, 2, 3, 4, 5, 2, 3, 6] {
+            p.access(id, &req);
+        }
+        assert_eq!(p.lists[ACTIVE].iter().copied().collect::<Vec<_>>(), [2, 3]);
+        // MADV_COLD on 3: to the inactive head, Y and R cleared.
+        p.demote(&[3]);
+        assert_eq!(p.lists[ACTIVE].iter().copied().collect::<Vec<_>>(), [2]);
+        assert_eq!(p.flags[3], ON_INACTIVE);
+        // MADV_PAGEOUT on 5 and 2: gone from both lists.
+        p.remove(&[5, 2]);
+        assert!(p.lists[ACTIVE].is_empty());
+        assert_eq!(
+            p.lists[INACTIVE].iter().copied().collect::<Vec<_>>(),
+            [6, 3]
+        );
+        assert_eq!(p.access(2, &req), Access::Miss { victim: None });
     }
 
     #[test]

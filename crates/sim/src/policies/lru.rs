@@ -151,6 +151,39 @@ impl Policy for Lru {
     fn prefetch(&self, id: u32) {
         prefetch(self.pos.as_ptr().wrapping_add(id as usize));
     }
+    fn can_remove(&self) -> bool {
+        true
+    }
+    /// The page's queue entry becomes stale (its index is `NONE`).
+    fn remove(&mut self, ids: &[u32]) {
+        for &id in ids {
+            if self.pos[id as usize] != NONE {
+                self.pos[id as usize] = NONE;
+                self.live -= 1;
+            }
+        }
+    }
+    /// MADV_COLD on LRU: the pages become the least recently used, the first
+    /// given first to go. They are written in front of `head` (the queue is
+    /// filtered and shifted first when there is no room there); their old
+    /// entries become stale.
+    fn demote(&mut self, ids: &[u32]) {
+        if self.head < ids.len() {
+            self.filter();
+            let mut q = vec![0; ids.len()];
+            q.append(&mut self.q);
+            for (j, &id) in q.iter().enumerate().skip(ids.len()) {
+                self.pos[id as usize] = j as u32;
+            }
+            self.q = q;
+            self.head = ids.len();
+        }
+        for &id in ids.iter().rev() {
+            self.head -= 1;
+            self.q[self.head] = id;
+            self.pos[id as usize] = self.head as u32;
+        }
+    }
     fn bytes_per_page(&self) -> usize {
         (4 * self.pos.len() + 4 * self.q.capacity()).div_ceil(self.pos.len().max(1))
     }
