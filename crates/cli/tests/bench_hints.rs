@@ -143,6 +143,13 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                         locked > 0.0 && locked <= limit - room,
                         "{name}: locked {locked} under a {limit} limit"
                     );
+                    // The simulation pins what the workload locked.
+                    let pinned = format!("{} pages pinned", locked as u64 / 4096);
+                    assert!(
+                        c["sim_model"].as_str().unwrap().contains(&pinned),
+                        "{name}: {}",
+                        c["sim_model"]
+                    );
                 }
                 "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),
                 _ => {}

@@ -175,6 +175,9 @@ pub struct HintsCell {
     pub mlocked_bytes: Option<f64>,
     /// Simulated major faults of this cell (None: no model for the variant).
     pub sim_majflt: Option<f64>,
+    /// Simulated pages read ahead (besides the faulting ones).
+    #[serde(default)]
+    pub sim_prefetch_reads: Option<f64>,
     /// 1 - sim majflt / sim base majflt.
     pub sim_fault_reduction: Option<f64>,
     /// The speed-up the simulation predicts (see [`predicted_speedup`]).

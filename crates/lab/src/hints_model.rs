@@ -21,12 +21,16 @@
 //! | leap, thread, stride | Leap's majority-trend prefetcher (`leap`), on top of nothing: a prefetcher from outside the kernel does not stop the kernel's readahead, but on a sequential walk both read the same pages |
 //! | advise | not modelled (its hints are by allocation site) |
 //!
-//! The speed-up predicted from the simulated major faults F: the time above
-//! the unlimited run's T_0 is taken to scale with the major faults,
-//! `T_v = T_0 + (T_base - T_0) × F_v / F_base`, so the prediction is
-//! `T_base / T_v` (1 for base by construction). It needs the measured base
-//! and unlimited times of the same size: it predicts the variants relative
-//! to base, not base itself.
+//! The speed-up is predicted from the simulated major faults F and pages
+//! read ahead R with a two-cost time model: `T = T_0 + F·c_f + R·c_r`,
+//! where T_0 is the unlimited run's wall time, c_f the cost of a major
+//! fault (trap, kernel path and a synchronous read) and c_r that of a page
+//! read ahead (asynchronous, batched). The two costs are fitted per limit
+//! from two measured cells: `pc0` (no readahead: `c_f = (T_pc0 - T_0) /
+//! F_pc0`) and `base` (`c_r = (T_base - T_0 - F_base·c_f) / R_base`). Their
+//! own predictions then equal the measurements by construction; every
+//! other variant's is a prediction. Without a pc0 cell, c_r = 0 and c_f
+//! comes from base alone. The prediction is `T_base / T_v`.
 use crate::bench_hints::{HintsCell, HintsOptions, HintsSize};
 use swaplab_sim::engine::{simulate_ext, Extras, HintKind, RangeHint};
 use swaplab_sim::prefetch::PrefetchSpec;
@@ -39,7 +43,9 @@ pub const POLICY: &str = "linux";
 /// The page-level reference trace of `traverse --size SIZE --passes P`.
 pub fn traverse_trace(size: u64, passes: u64) -> DenseTrace {
     let pages = (size / 4096).max(1);
-    let refs: Vec<(u64, bool)> = (0..(passes + 1) * pages).map(|i| (i % pages, true)).collect();
+    let refs: Vec<(u64, bool)> = (0..(passes + 1) * pages)
+        .map(|i| (i % pages, true))
+        .collect();
     DenseTrace::from_refs(&refs)
 }
 
@@ -62,13 +68,13 @@ fn model_of(variant: &str, readahead: &str, pc: u32) -> Option<String> {
     })
 }
 
-/// Simulated major faults of one cell.
+/// Simulated (major faults, pages read ahead) of one cell.
 fn simulate_cell(
     trace: &DenseTrace,
     capacity: usize,
     prefetch: &str,
     pinned_pages: u64,
-) -> Option<u64> {
+) -> Option<(u64, u64)> {
     let spec = PolicySpec::parse(POLICY).ok()?;
     let pf = PrefetchSpec::parse(prefetch).ok()?;
     let hints = if pinned_pages > 0 {
@@ -86,7 +92,7 @@ fn simulate_cell(
     };
     simulate_ext(trace, None, &spec, capacity.max(1), 42, &extras, &|_| {})
         .ok()
-        .map(|r| r.counters.major_faults)
+        .map(|r| (r.counters.major_faults, r.counters.prefetch_reads))
 }
 
 /// Fills the simulated columns of one size's cells.
@@ -107,7 +113,9 @@ pub fn predict(s: &mut HintsSize, opts: &HintsOptions, readahead: &str, pc: Opti
         } else {
             0
         };
-        c.sim_majflt = simulate_cell(&trace, capacity, &model, pinned).map(|f| f as f64);
+        let sim = simulate_cell(&trace, capacity, &model, pinned);
+        c.sim_majflt = sim.map(|s| s.0 as f64);
+        c.sim_prefetch_reads = sim.map(|s| s.1 as f64);
         c.sim_model = format!(
             "{POLICY} + {model}{} at {} pages",
             if pinned > 0 {
@@ -122,25 +130,43 @@ pub fn predict(s: &mut HintsSize, opts: &HintsOptions, readahead: &str, pc: Opti
 }
 
 /// The simulated fault reduction and predicted speed-up of each cell
-/// against base at the same limit.
+/// against base at the same limit (see the module's time model).
 fn relative_to_base(cells: &mut [HintsCell], t0: Option<f64>) {
-    let base: Vec<(f64, Option<f64>, Option<f64>)> = cells
-        .iter()
-        .filter(|c| c.variant == "base")
-        .map(|c| (c.limit_pct, c.sim_majflt, c.wall_s))
-        .collect();
-    for c in cells.iter_mut() {
-        let Some(&(_, Some(fb), tb)) = base.iter().find(|b| b.0 == c.limit_pct) else {
+    let limits: Vec<f64> = cells.iter().map(|c| c.limit_pct).collect();
+    for pct in limits {
+        let find = |v: &str| {
+            cells
+                .iter()
+                .find(|c| c.variant == v && c.limit_pct == pct)
+                .map(|c| (c.sim_majflt, c.sim_prefetch_reads, c.wall_s))
+        };
+        let Some((Some(fb), rb, tb)) = find("base") else {
             continue;
         };
-        let Some(fv) = c.sim_majflt else { continue };
-        if fb > 0.0 {
-            c.sim_fault_reduction = Some(1.0 - fv / fb);
-        }
-        if let (Some(tb), Some(t0)) = (tb, t0) {
-            if fb > 0.0 && tb > t0 {
-                let tv = t0 + (tb - t0) * fv / fb;
-                c.sim_speedup = Some(tb / tv);
+        let rb = rb.unwrap_or(0.0);
+        let costs = match (t0, tb, find("pc0")) {
+            (Some(t0), Some(tb), Some((Some(f0), _, Some(t_pc0)))) if f0 > 0.0 => {
+                let cf = (t_pc0 - t0).max(0.0) / f0;
+                let cr = if rb > 0.0 {
+                    ((tb - t0 - fb * cf) / rb).max(0.0)
+                } else {
+                    0.0
+                };
+                Some((cf, cr))
+            }
+            (Some(t0), Some(tb), _) if fb > 0.0 => Some(((tb - t0).max(0.0) / fb, 0.0)),
+            _ => None,
+        };
+        for c in cells.iter_mut().filter(|c| c.limit_pct == pct) {
+            let Some(fv) = c.sim_majflt else { continue };
+            if fb > 0.0 {
+                c.sim_fault_reduction = Some(1.0 - fv / fb);
+            }
+            if let (Some((cf, cr)), Some(t0), Some(tb)) = (costs, t0, tb) {
+                let tv = t0 + fv * cf + c.sim_prefetch_reads.unwrap_or(0.0) * cr;
+                if tv > 0.0 {
+                    c.sim_speedup = Some(tb / tv);
+                }
             }
         }
     }
@@ -165,29 +191,47 @@ mod tests {
         // evicts each page before its next use); the fill's faults are
         // minor.
         let t = traverse_trace(100 * 4096, 3);
-        assert_eq!(simulate_cell(&t, 60, "none", 0), Some(300));
+        assert_eq!(simulate_cell(&t, 60, "none", 0), Some((300, 0)));
         // Pinning 40 pages keeps them: the other 60 cycle through the 20
         // frames left, and fault every pass.
-        assert_eq!(simulate_cell(&t, 60, "none", 40), Some(180));
+        assert_eq!(simulate_cell(&t, 60, "none", 40), Some((180, 0)));
         // The page-cluster 0 model is no readahead.
         assert_eq!(readahead_spec("cluster", 0), "cluster:pc=0");
-        assert_eq!(simulate_cell(&t, 60, "cluster:pc=0", 0), Some(300));
+        assert_eq!(simulate_cell(&t, 60, "cluster:pc=0", 0), Some((300, 0)));
     }
 
     #[test]
-    fn predicted_speedup_follows_the_fault_ratio() {
-        let cell = |v: &str, f: f64, w: Option<f64>| HintsCell {
+    fn time_model_fits_base_and_pc0_and_predicts_the_rest() {
+        let cell = |v: &str, f: f64, r: f64, w: Option<f64>| HintsCell {
             variant: v.into(),
             limit_pct: 50.0,
             sim_majflt: Some(f),
+            sim_prefetch_reads: Some(r),
             wall_s: w,
             ..Default::default()
         };
-        let mut cells = vec![cell("base", 1000.0, Some(11.0)), cell("leap", 250.0, None)];
+        // T_0 = 1 s. pc0: 1000 faults, 11 s -> c_f = 10 ms. base: 100
+        // faults + 900 read ahead in 5 s -> c_r = (5 - 1 - 1) / 900 s.
+        let mut cells = vec![
+            cell("base", 100.0, 900.0, Some(5.0)),
+            cell("pc0", 1000.0, 0.0, Some(11.0)),
+            cell("leap", 10.0, 990.0, None),
+        ];
         relative_to_base(&mut cells, Some(1.0));
-        // T_v = 1 + 10 × 0.25 = 3.5; 11 / 3.5.
+        // The calibration cells predict themselves.
+        assert!((cells[0].sim_speedup.unwrap() - 1.0).abs() < 1e-12);
+        assert!((cells[1].sim_speedup.unwrap() - 5.0 / 11.0).abs() < 1e-12);
+        // leap: 1 + 10 × 0.01 + 990 × 3/900 = 4.4 s.
+        let tv = 1.0 + 0.1 + 990.0 * 3.0 / 900.0;
+        assert!((cells[2].sim_speedup.unwrap() - 5.0 / tv).abs() < 1e-12);
+        assert_eq!(cells[2].sim_fault_reduction, Some(0.9));
+        // Without pc0 the faults carry all the time above T_0.
+        let mut cells = vec![
+            cell("base", 1000.0, 0.0, Some(11.0)),
+            cell("leap", 250.0, 0.0, None),
+        ];
+        relative_to_base(&mut cells, Some(1.0));
         assert_eq!(cells[1].sim_fault_reduction, Some(0.75));
         assert!((cells[1].sim_speedup.unwrap() - 11.0 / 3.5).abs() < 1e-12);
-        assert_eq!(cells[0].sim_speedup, Some(1.0));
     }
 }

@@ -337,7 +337,7 @@ pub fn bench_hints_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 r.page_cluster.map_or("?".into(), |p| p.to_string()),
                 r.wall_s
             ),
-            "The simulation replays the workload's page references (its fill pass, then each pass, every page written) through the linux policy at the memory the limit leaves the object (limit - (peak - object size)), with the prefetcher that models each variant; the predicted speed-up is T_base / (T_0 + (T_base - T_0) × F_variant / F_base), where T_0 is the unlimited run's wall time, T_base base's measured one and F the simulated major faults: the time above T_0 is taken to scale with the major faults.".into(),
+            "The simulation replays the workload's page references (its fill pass, then each pass, every page written) through the linux policy at the memory the limit leaves the object (limit - (peak - object size)), with the prefetcher that models each variant (sim_model in the tables). Predicted time: T = T_0 + F·c_f + R·c_r, with F the simulated major faults, R the pages read ahead, T_0 the unlimited run's wall time, and the two costs fitted per limit from the measured pc0 (no readahead: c_f) and base cells (c_r), whose own predictions therefore match by construction; the predicted speed-up is T_base / T.".into(),
         ],
         figures,
         tables: vec![all, sizes],
