@@ -38,6 +38,39 @@ pub fn colour(i: usize) -> RGBColor {
     }
 }
 
+/// `v` rounded to two significant digits (labels of log-axis ticks, which
+/// fall between round numbers).
+fn sig2(v: f64) -> f64 {
+    if v == 0.0 || !v.is_finite() {
+        return v;
+    }
+    let e = 10f64.powi(v.abs().log10().floor() as i32 - 1);
+    (v / e).round() * e
+}
+
+/// Colours of bar series: each its own, except that a series named
+/// `NAME (sim)` right after `NAME` (a prediction beside its measurement)
+/// takes a lighter shade of NAME's colour.
+pub fn bar_colours(series: &[(String, Vec<f64>)]) -> Vec<RGBColor> {
+    let mut out: Vec<RGBColor> = Vec::with_capacity(series.len());
+    let mut next = 0;
+    for (j, (name, _)) in series.iter().enumerate() {
+        let paired = j > 0
+            && name
+                .strip_suffix(" (sim)")
+                .is_some_and(|b| b == series[j - 1].0);
+        out.push(if paired {
+            let RGBColor(r, g, b) = out[j - 1];
+            let light = |x: u8| x + ((255 - x) as f64 * 0.55) as u8;
+            RGBColor(light(r), light(g), light(b))
+        } else {
+            next += 1;
+            colour(next - 1)
+        });
+    }
+    out
+}
+
 /// Draws `fig` as a standalone SVG document.
 pub fn svg(fig: &Figure) -> Result<String> {
     let err = |e: &dyn std::fmt::Display| Error::Plot {
@@ -261,19 +294,25 @@ fn scatter(
     bands: &[Band],
     y_marks: &[(f64, String)],
 ) -> PlotResult {
+    // A log axis is drawn as log10 of the values, its ticks labelled with
+    // the values themselves (values <= 0 are not drawn).
+    let (lx, ly) = (x.log, y.log);
+    let fx = move |v: f64| if lx { v.log10() } else { v };
+    let fy = move |v: f64| if ly { v.log10() } else { v };
+    let fin = |p: &(f64, f64)| fx(p.0).is_finite() && fy(p.1).is_finite();
     let xr = range(
         groups
             .iter()
-            .flat_map(|g| g.points.iter().map(|p| p.0))
-            .chain(bands.iter().flat_map(|b| [b.x.0, b.x.1])),
+            .flat_map(|g| g.points.iter().filter(|p| fin(p)).map(|p| fx(p.0)))
+            .chain(bands.iter().flat_map(|b| [fx(b.x.0), fx(b.x.1)])),
         false,
     );
     let yr = range(
         groups
             .iter()
-            .flat_map(|g| g.points.iter().map(|p| p.1))
-            .chain(bands.iter().flat_map(|b| [b.y.0, b.y.1]))
-            .chain(y_marks.iter().map(|m| m.0)),
+            .flat_map(|g| g.points.iter().filter(|p| fin(p)).map(|p| fy(p.1)))
+            .chain(bands.iter().flat_map(|b| [fy(b.y.0), fy(b.y.1)]))
+            .chain(y_marks.iter().map(|m| fy(m.0))),
         false,
     );
     // The legend goes below the plot: a scatter's points fill the plot,
@@ -287,11 +326,25 @@ fn scatter(
         .y_label_area_size(if y_marks.is_empty() { 78 } else { 118 })
         .build_cartesian_2d::<std::ops::Range<f64>, std::ops::Range<f64>>(xr.0..xr.1, yr.0..yr.1)
         .map_err(boxed)?;
+    let unlog_x = move |v: &f64| {
+        if lx {
+            tick(sig2(10f64.powf(*v)))
+        } else {
+            tick(*v)
+        }
+    };
+    let unlog_y = move |v: &f64| {
+        if ly {
+            tick(sig2(10f64.powf(*v)))
+        } else {
+            tick(*v)
+        }
+    };
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(x.label.as_str())
         .y_desc(y.label.as_str())
-        .x_label_formatter(&|v| tick(*v))
-        .y_label_formatter(&|v| tick(*v))
+        .x_label_formatter(&unlog_x)
+        .y_label_formatter(&unlog_y)
         .light_line_style(RGBColor(240, 240, 240))
         .label_style(("sans-serif", 15));
     if !y_marks.is_empty() {
@@ -301,20 +354,23 @@ fn scatter(
     chart
         .draw_series(bands.iter().map(|b| {
             Rectangle::new(
-                [(b.x.0, b.y.0), (b.x.1, b.y.1)],
+                [(fx(b.x.0), fy(b.y.0)), (fx(b.x.1), fy(b.y.1))],
                 colour(b.group).mix(0.13).filled(),
             )
         }))
         .map_err(boxed)?;
     draw_y_marks(area, &chart, xr, y_marks)?;
+    // Few points are drawn larger.
+    let total: usize = groups.iter().map(|g| g.points.len()).sum();
+    let radius = if total <= 200 { 4 } else { 2 };
     for (i, g) in groups.iter().enumerate() {
         let c = colour(i);
         chart
             .draw_series(
                 g.points
                     .iter()
-                    .filter(|p| p.0.is_finite() && p.1.is_finite())
-                    .map(|&p| Circle::new(p, 2, c.filled())),
+                    .filter(|p| fin(p))
+                    .map(|&p| Circle::new((fx(p.0), fy(p.1)), radius, c.filled())),
             )
             .map_err(boxed)?;
     }
@@ -450,8 +506,9 @@ fn bars(
     let seg = plot_h / n as f64;
     let k = series.len().max(1) as f64;
     let bar = ((seg - 6.0) / k).max(1.0);
+    let colours = bar_colours(series);
     for (j, (name, values)) in series.iter().enumerate() {
-        let c = colour(j);
+        let c = colours[j];
         let top = 3.0 + j as f64 * bar;
         let bottom = (seg - top - bar).max(0.0);
         let drawn = chart
@@ -586,5 +643,29 @@ mod bar_tests {
                 assert!(s.lines().any(|l| l.trim() == *c), "label {c} missing: {s}");
             }
         }
+    }
+
+    #[test]
+    fn a_prediction_takes_a_lighter_shade_of_its_measurement() {
+        let s = |n: &str| (n.to_string(), vec![1.0]);
+        let c = bar_colours(&[s("a"), s("a (sim)"), s("b"), s("c (sim)")]);
+        assert_eq!(c[0], colour(0));
+        assert_eq!(c[2], colour(1), "a pair takes one colour");
+        assert_eq!(c[3], colour(2), "unpaired: its own colour");
+        let (RGBColor(r0, g0, b0), RGBColor(r1, g1, b1)) = (c[0], c[1]);
+        assert!(
+            r1 > r0 && g1 > g0 && b1 > b0,
+            "lighter: {:?} {:?}",
+            c[0],
+            c[1]
+        );
+    }
+
+    #[test]
+    fn log_tick_labels_are_round() {
+        assert_eq!(sig2(251.19), 250.0);
+        assert_eq!(sig2(398.11), 400.0);
+        assert_eq!(sig2(1584.89), 1600.0);
+        assert_eq!(sig2(0.0), 0.0);
     }
 }
