@@ -55,6 +55,7 @@ pub mod compare;
 pub mod demo;
 pub mod error;
 pub mod options;
+pub mod prefetcher;
 pub mod preload;
 pub mod record;
 pub mod refs;
