@@ -123,6 +123,13 @@ pub struct FaultOptions {
     /// major faults. Without it every tracefs sample is
     /// [`FaultKind::Unknown`]. Default true.
     pub infer_major: bool,
+    /// perf only: deliver minor faults too (default true). Off, the minor
+    /// event still exists (the hook opens two events per CPU) but with a
+    /// sample period no program reaches, so it only counts.
+    pub sample_minor: bool,
+    /// perf only: wake a waiter ([`FaultTracer::wait`]) after this many
+    /// major-fault samples (0 = the kernel's default, at half the ring).
+    pub wakeup_majors: u32,
 }
 
 impl Default for FaultOptions {
@@ -130,6 +137,8 @@ impl Default for FaultOptions {
         FaultOptions {
             buffer_bytes_per_cpu: 0,
             infer_major: true,
+            sample_minor: true,
+            wakeup_majors: 0,
         }
     }
 }
@@ -275,6 +284,29 @@ impl FaultTracer {
         match &mut self.inner {
             TracerInner::Perf(p) => p.drain(out, false),
             TracerInner::Tracefs(t) => t.drain(out, false),
+        }
+    }
+
+    /// Appends every sample available now, without holding any back: for a
+    /// consumer that needs low latency more than a global time order (each
+    /// CPU's samples, hence each thread's between migrations, stay in order).
+    pub fn drain_now(&mut self, out: &mut Vec<FaultSample>) -> Result<()> {
+        match &mut self.inner {
+            TracerInner::Perf(p) => p.drain(out, true),
+            TracerInner::Tracefs(t) => t.drain(out, true),
+        }
+    }
+
+    /// Blocks until new samples may be there (perf: the rings' wakeup, see
+    /// [`FaultOptions::wakeup_majors`]) or `timeout` passed. Returns false
+    /// when every traced task has exited (nothing more will come).
+    pub fn wait(&mut self, timeout: std::time::Duration) -> Result<bool> {
+        match &mut self.inner {
+            TracerInner::Perf(p) => p.wait(timeout),
+            TracerInner::Tracefs(_) => {
+                std::thread::sleep(timeout);
+                Ok(true)
+            }
         }
     }
 

@@ -63,6 +63,7 @@ pub mod maps;
 pub mod pagemap;
 pub mod perf;
 pub mod procfs;
+pub mod remote;
 pub mod signals;
 pub mod swap;
 pub mod sysctl;

@@ -502,10 +502,15 @@ impl PerfSetup {
     /// socketpair and starts the thread that maps the child's rings.
     pub fn new(opts: &FaultOptions) -> Result<PerfSetup> {
         let cpus = online_cpus()?;
-        let attrs = [
+        let mut attrs = [
             fault_sampling_attr(PERF_COUNT_SW_PAGE_FAULTS_MAJ),
             fault_sampling_attr(PERF_COUNT_SW_PAGE_FAULTS_MIN),
         ];
+        attrs[0].wakeup_events = opts.wakeup_majors;
+        if !opts.sample_minor {
+            // Counts, never samples: no program takes 2^62 minor faults.
+            attrs[1].sample_period = 1 << 62;
+        }
         for (attr, what) in attrs.iter().zip(["PAGE_FAULTS_MAJ", "PAGE_FAULTS_MIN"]) {
             let fd = perf_event_open(attr, 0, cpus[0] as i32);
             if fd < 0 {
@@ -685,6 +690,32 @@ impl PerfTracer {
         };
         self.samples += self.reorder.release(upto, out);
         Ok(())
+    }
+
+    /// poll(2) on the rings' MAJ events. False when all of them hung up
+    /// (the traced tasks have all exited).
+    pub(crate) fn wait(&mut self, timeout: Duration) -> Result<bool> {
+        let mut fds: Vec<libc::pollfd> = self
+            .rings
+            .iter()
+            .map(|r| libc::pollfd {
+                fd: r._fds[1].as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: poll on our own fds, the array outlives the call.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                return Ok(true);
+            }
+            return Err(Error::sys("poll", "perf rings", e));
+        }
+        let all_hup = !fds.is_empty() && fds.iter().all(|f| f.revents & libc::POLLHUP != 0);
+        Ok(!all_hup)
     }
 
     fn read_ring(&mut self, i: usize) {

@@ -57,6 +57,7 @@ pub mod demo;
 pub mod error;
 pub mod hints_model;
 pub mod options;
+pub mod prefetcher;
 pub mod preload;
 pub mod record;
 pub mod refs;

@@ -191,6 +191,10 @@ pub struct RunOptions {
         skip_serializing_if = "Option::is_none"
     )]
     pub flush_stats: Option<Duration>,
+    /// Prefetch swapped pages ahead of the program's fault trend (see
+    /// [`crate::prefetcher`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefetch: Option<crate::prefetcher::PrefetchSpec>,
 }
 
 mod opt_duration_ns {
@@ -230,6 +234,9 @@ impl RunOptions {
                 )));
             }
         }
+        if let Some(p) = &self.prefetch {
+            p.validate()?;
+        }
         if let Some(t) = &self.thp {
             if !THP_MODES.contains(&t.as_str()) {
                 return Err(Error::Invalid(format!(
@@ -257,6 +264,7 @@ impl RunOptions {
             hints: over.hints.clone().or_else(|| self.hints.clone()),
             trace: over.trace.clone().or_else(|| self.trace.clone()),
             flush_stats: over.flush_stats.or(self.flush_stats),
+            prefetch: over.prefetch.clone().or_else(|| self.prefetch.clone()),
         }
     }
 
@@ -286,6 +294,9 @@ impl RunOptions {
         }
         if let Some(t) = self.flush_stats {
             parts.push(format!("flush-stats={}", format_duration(t)));
+        }
+        if let Some(p) = &self.prefetch {
+            parts.push(format!("prefetch={p}"));
         }
         if self.trace.is_some() {
             parts.push("traced".into());
@@ -388,9 +399,10 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
             "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
             "--hints" => o.hints = Some(PathBuf::from(value()?)),
             "--flush-stats" => o.flush_stats = Some(parse_duration(&value()?)?),
+            "--prefetch" => o.prefetch = Some(value()?.parse()?),
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, --flush-stats, cmd=...)"
+                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, --flush-stats, --prefetch, cmd=...)"
                 )))
             }
         }
@@ -549,6 +561,14 @@ mod tests {
         assert_eq!(v.command.unwrap(), vec!["prog", "--flag", "a b"]);
         let v: Variant = "g=cmd= prog x".parse().unwrap();
         assert_eq!(v.command.unwrap(), vec!["prog", "x"]);
+        let v: Variant = "lp=--prefetch leap:max=16M".parse().unwrap();
+        assert_eq!(v.options.prefetch.as_ref().unwrap().max, 16 << 20);
+        assert_eq!(v.options.summary(), "prefetch=leap:max=16M");
+        let e = "x=--prefetch sideways"
+            .parse::<Variant>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("leap, stride or thread"), "{e}");
         let v: Variant = "fresh=--flush-stats 1ms".parse().unwrap();
         assert_eq!(v.options.flush_stats, Some(Duration::from_millis(1)));
         assert_eq!(v.options.summary(), "flush-stats=1ms");

@@ -29,6 +29,7 @@ use swaplab_host::sysctl::Knob;
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::options::{format_duration, LimitSpec, RunOptions};
+use crate::prefetcher::Prefetcher;
 use crate::record::{
     metric_unit, CgroupInfo, Metric, Mglru, Outcome, Role, RunRecord, Settings, Status,
 };
@@ -227,6 +228,7 @@ impl Lab {
                 hints: None,
                 trace: None,
                 flush_stats: None,
+                prefetch: None,
             },
             limit_label: "none".into(),
             limit_bytes: None,
@@ -470,9 +472,15 @@ impl Lab {
             None => swaplab_host::sysctl::KnobSnapshot::read(),
         };
         rec.settings = Some(Settings::from_knobs(&knobs, Mglru::read()));
-        let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir) {
-            Ok(mut ins) => self
-                .measure(plan, resolved, &group, rec, ins.as_mut())
+        let prefetcher = match &opts.prefetch {
+            Some(spec) => Prefetcher::prepare(spec, &mut session, &rec.dir),
+            None => Ok(None),
+        };
+        let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir)
+            .and_then(|ins| prefetcher.map(|p| (ins, p)))
+        {
+            Ok((mut ins, prefetcher)) => self
+                .measure(plan, resolved, &group, rec, ins.as_mut(), prefetcher)
                 .map(|()| {
                     // The run measured fine: a trace that cannot be saved
                     // is a note on it, not a failed run.
@@ -500,6 +508,7 @@ impl Lab {
         group: &MemoryGroup,
         rec: &mut RunRecord,
         mut instruments: Option<&mut Instruments>,
+        mut prefetcher: Option<Prefetcher>,
     ) -> Result<()> {
         let program = resolved
             .first()
@@ -534,6 +543,9 @@ impl Lab {
         if let Some(ins) = instruments.as_deref_mut() {
             ins.configure(&mut cmd);
         }
+        if let Some(p) = &prefetcher {
+            p.configure(&mut cmd);
+        }
 
         let flusher = plan
             .options
@@ -551,6 +563,13 @@ impl Lab {
         let pid = child.id();
         if let Some(ins) = instruments {
             if let Err(e) = ins.started(pid, group) {
+                let _ = group.kill_all(KILL_WAIT);
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+        if let Some(p) = prefetcher.as_mut() {
+            if let Err(e) = p.started(pid) {
                 let _ = group.kill_all(KILL_WAIT);
                 let _ = child.wait();
                 return Err(e);
@@ -631,6 +650,7 @@ impl Lab {
         self.signals.forward_to(None);
         let sampler_cpu = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
         let flushed = flusher.map(StatFlusher::finish);
+        let prefetched = prefetcher.and_then(Prefetcher::finish);
         let (status, ru) = waited?;
         let wall = end.saturating_duration_since(t0);
         if samples.len() < MAX_SAMPLES {
@@ -790,6 +810,11 @@ impl Lab {
             put("stat_flushes", f.flushes as f64, Scope::Swaplab);
             put("flusher_cpu_ns", f.cpu_ns as f64, Scope::Swaplab);
         }
+        if let Some(p) = &prefetched {
+            for (name, v) in p.metrics() {
+                put(name, v, Scope::Swaplab);
+            }
+        }
         if wall_ns > 0.0 {
             put(
                 "sampler_cpu_share",
@@ -799,6 +824,9 @@ impl Lab {
         }
 
         rec.timeline_hz = hz;
+        if let Some(p) = prefetched {
+            rec.notes.extend(p.notes);
+        }
 
         // Outcome.
         use std::os::unix::process::ExitStatusExt;

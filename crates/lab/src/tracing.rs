@@ -170,7 +170,11 @@ impl Instruments {
         session: &mut Session,
         run_dir: &Path,
     ) -> Result<Option<Instruments>> {
-        if options.hints.is_none() && options.trace.is_none() {
+        let thread_prefetch = options
+            .prefetch
+            .as_ref()
+            .is_some_and(|p| p.mode == crate::prefetcher::PrefetchMode::Thread);
+        if options.hints.is_none() && options.trace.is_none() && !thread_prefetch {
             return Ok(None);
         }
         let mut ins = Instruments {
@@ -181,6 +185,12 @@ impl Instruments {
             mono_t0: 0,
             started_unix_ns: 0,
         };
+        if thread_prefetch {
+            // The preload library's trend prefetch thread (docs/prefetch.md).
+            ins.env
+                .push((crate::prefetcher::PREFETCH_ENV.into(), "thread".into()));
+            ins.preload = Some(preload::library_path()?);
+        }
         if let Some(path) = &options.hints {
             let resolved_hints = check_hints(path, resolved)?;
             let rpath = run_dir.join("hints.resolved");

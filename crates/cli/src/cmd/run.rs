@@ -39,6 +39,12 @@ pub struct SettingArgs {
     /// statistics cause in reclaim. Its cost is recorded (stat_flushes, flusher_cpu_ns).
     #[arg(long, value_name = "T")]
     pub flush_stats: Option<String>,
+    /// Prefetch swapped pages ahead of the program's fault trend from outside it:
+    /// leap, stride (process_madvise WILLNEED; any program, static ones too) or thread
+    /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=1
+    /// (docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
+    #[arg(long, value_name = "MODE[:K=V...]")]
+    pub prefetch: Option<String>,
 }
 
 impl SettingArgs {
@@ -66,6 +72,7 @@ impl SettingArgs {
                 .as_deref()
                 .map(parse_duration)
                 .transpose()?,
+            prefetch: self.prefetch.as_deref().map(str::parse).transpose()?,
         };
         if let Some(h) = &self.hints {
             if !h.is_file() {

@@ -86,6 +86,10 @@ pub(crate) fn reproduce(rec: &RunRecord) -> String {
         argv.push("--hints".into());
         argv.push(h.display().to_string());
     }
+    if let Some(p) = &rec.options.prefetch {
+        argv.push("--prefetch".into());
+        argv.push(p.to_string());
+    }
     argv.push("--".into());
     argv.extend(rec.command.iter().cloned());
     shell_line(&argv)

@@ -1,0 +1,1019 @@
+//! `swaplab run --prefetch leap|stride|thread`: prefetching swapped pages
+//! of a running program from outside it (docs/prefetch.md).
+//!
+//! `leap` and `stride` run in a thread of swaplab during the run. They read
+//! the program's page faults live from perf software events
+//! (PAGE_FAULTS_MAJ woken on every sample, PAGE_FAULTS_MIN for the hits;
+//! the same events `swaplab trace` reads, see [`swaplab_host::perf`], but
+//! drained without the tracer's 50 ms reorder window), keep a history of
+//! fault-address deltas per thread, and when a trend holds ask the kernel
+//! to read the pages ahead of it into the swap cache with
+//! `process_madvise(MADV_WILLNEED)` (and, with `pageout=1`, to reclaim the
+//! pages well behind it with MADV_PAGEOUT). Only pages that pagemap shows
+//! swapped are requested. No LD_PRELOAD: any program, static ones too.
+//!
+//! * `stride`: the last `k` deltas are equal (and not 0).
+//! * `leap`: Leap's majority trend (Al Maruf & Chowdhury, ATC 2020): over
+//!   the last `history` deltas, a Boyer-Moore majority in a window of
+//!   history/split deltas, doubled up to the whole history until one holds.
+//!
+//! The window (how far ahead, in pages along the trend) follows Leap's
+//! rule scaled to userspace latency: with no hit since the last request,
+//! `window` (the base) if the fault follows the trend, nothing if not;
+//! with hits, round_up_pow2(hits + 1), doubled when at least half of the
+//! last request was used, capped at `max`, never below half the previous
+//! window. A new request is issued when the program is within half a
+//! window of the farthest page requested (like the kernel's async
+//! readahead marker), so a steady walk never waits.
+//!
+//! Hits: a page read by WILLNEED sits in the swap cache; the program's
+//! access to it is a *minor* fault (do_swap_page finds it there). A
+//! requested page that then minor-faults is a used prefetch; one that
+//! major-faults was late or evicted before use. Accuracy = used /
+//! requested, coverage = used / (used + major faults).
+//!
+//! `thread` is the preload library's in-process prefetch thread: swaplab
+//! only sets `SWAPLAB_PREFETCH=thread` and LD_PRELOAD for the command.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use swaplab_host::faults::{
+    FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultTracer, FaultTracerSetup,
+};
+use swaplab_host::journal::Session;
+use swaplab_host::remote::{PidFd, MADV_PAGEOUT, MADV_WILLNEED};
+use swaplab_host::util::{format_size, parse_size};
+
+use crate::{Error, Result};
+
+/// The environment variable that turns on the preload library's prefetch thread.
+pub const PREFETCH_ENV: &str = "SWAPLAB_PREFETCH";
+/// The requested-ranges log in the run directory (`log=1`).
+pub const LOG_FILE: &str = "prefetch.tsv";
+/// Most pages remembered as requested-and-not-yet-used (for accuracy).
+const MAX_PENDING: usize = 1 << 22;
+/// How long the thread sleeps in poll(2) when no sample wakes it.
+const POLL: Duration = Duration::from_millis(2);
+
+/// Which prefetcher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PrefetchMode {
+    /// Leap's majority trend.
+    Leap,
+    /// `k` equal deltas.
+    Stride,
+    /// The preload library's in-process thread.
+    Thread,
+}
+
+/// `--prefetch MODE[:key=value...]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PrefetchSpec {
+    /// Which prefetcher.
+    pub mode: PrefetchMode,
+    /// Base window, bytes: what a fault on the trend with no hits requests.
+    pub window: u64,
+    /// Largest window, bytes.
+    pub max: u64,
+    /// Leap's history of deltas.
+    pub history: u32,
+    /// Leap's first majority window is history / split.
+    pub split: u32,
+    /// Stride: equal deltas needed.
+    pub k: u32,
+    /// Also MADV_PAGEOUT pages more than a window behind the trend.
+    pub pageout: bool,
+    /// Sample minor faults (hits; accuracy, coverage and early re-issue).
+    pub minor: bool,
+    /// Log every request to `prefetch.tsv` in the run directory.
+    pub log: bool,
+}
+
+const DEFAULT_WINDOW: u64 = 1 << 20;
+const DEFAULT_MAX: u64 = 32 << 20;
+
+impl PrefetchSpec {
+    /// The defaults of a mode.
+    pub fn new(mode: PrefetchMode) -> PrefetchSpec {
+        PrefetchSpec {
+            mode,
+            window: DEFAULT_WINDOW,
+            max: DEFAULT_MAX,
+            history: 32,
+            split: 4,
+            k: 3,
+            pageout: false,
+            minor: true,
+            log: false,
+        }
+    }
+
+    /// Checks the values.
+    pub fn validate(&self) -> Result<()> {
+        let page = swaplab_host::util::page_size();
+        let bad = |why: String| Err(Error::Invalid(format!("--prefetch {self}: {why}")));
+        if self.window < page || self.max < self.window {
+            return bad("need one page <= window <= max (e.g. window=1M:max=32M)".into());
+        }
+        if self.max > 1 << 30 {
+            return bad("max above 1G would request more than most limits hold".into());
+        }
+        if !(2..=256).contains(&self.history) || !self.history.is_power_of_two() {
+            return bad("history must be a power of two in 2..256 (Leap uses 32)".into());
+        }
+        if self.split == 0 || self.split > self.history || !self.split.is_power_of_two() {
+            return bad("split must be a power of two from 1 to history (e.g. 4)".into());
+        }
+        if !(2..=64).contains(&self.k) {
+            return bad("k must be 2..64 equal deltas".into());
+        }
+        Ok(())
+    }
+}
+
+impl FromStr for PrefetchSpec {
+    type Err = Error;
+
+    fn from_str(input: &str) -> Result<PrefetchSpec> {
+        let mut parts = input.trim().split(':');
+        let mode = match parts.next().unwrap_or("").trim() {
+            "leap" => PrefetchMode::Leap,
+            "stride" => PrefetchMode::Stride,
+            "thread" => PrefetchMode::Thread,
+            other => {
+                return Err(Error::Invalid(format!(
+                "--prefetch {input:?}: unknown prefetcher {other:?}; use leap, stride or thread, \
+                     with options like leap:window=1M:max=32M:pageout=1 (docs/prefetch.md)"
+            )))
+            }
+        };
+        let mut s = PrefetchSpec::new(mode);
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                Error::Invalid(format!(
+                    "--prefetch {input:?}: {p:?} is not key=value (e.g. window=1M)"
+                ))
+            })?;
+            let num = |v: &str| -> Result<u32> {
+                v.parse().map_err(|_| {
+                    Error::Invalid(format!(
+                        "--prefetch {input:?}: {k}={v:?} is not a whole number"
+                    ))
+                })
+            };
+            let flag = |v: &str| -> Result<bool> {
+                match v {
+                    "1" | "on" | "yes" | "true" => Ok(true),
+                    "0" | "off" | "no" | "false" => Ok(false),
+                    _ => Err(Error::Invalid(format!(
+                        "--prefetch {input:?}: {k}={v:?} must be 1 or 0"
+                    ))),
+                }
+            };
+            let size = |v: &str| -> Result<u64> {
+                parse_size(v).map_err(|e| Error::Invalid(format!("--prefetch {input:?}: {k}: {e}")))
+            };
+            match k.trim() {
+                "window" => s.window = size(v)?,
+                "max" => s.max = size(v)?,
+                "history" => s.history = num(v)?,
+                "split" => s.split = num(v)?,
+                "k" => s.k = num(v)?,
+                "pageout" => s.pageout = flag(v)?,
+                "minor" => s.minor = flag(v)?,
+                "log" => s.log = flag(v)?,
+                other => {
+                    return Err(Error::Invalid(format!(
+                        "--prefetch {input:?}: unknown key {other:?} (known: window, max, history, split, k, pageout, minor, log)"
+                    )))
+                }
+            }
+        }
+        if mode == PrefetchMode::Thread && input.contains(':') {
+            return Err(Error::Invalid(format!(
+                "--prefetch {input:?}: `thread` takes no options here (the preload library has its own)"
+            )));
+        }
+        s.validate()?;
+        Ok(s)
+    }
+}
+
+impl fmt::Display for PrefetchSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let d = PrefetchSpec::new(self.mode);
+        f.write_str(match self.mode {
+            PrefetchMode::Leap => "leap",
+            PrefetchMode::Stride => "stride",
+            PrefetchMode::Thread => "thread",
+        })?;
+        if self.window != d.window {
+            write!(f, ":window={}", format_size(self.window))?;
+        }
+        if self.max != d.max {
+            write!(f, ":max={}", format_size(self.max))?;
+        }
+        if self.history != d.history {
+            write!(f, ":history={}", self.history)?;
+        }
+        if self.split != d.split {
+            write!(f, ":split={}", self.split)?;
+        }
+        if self.k != d.k {
+            write!(f, ":k={}", self.k)?;
+        }
+        for (on, dflt, name) in [
+            (self.pageout, d.pageout, "pageout"),
+            (self.minor, d.minor, "minor"),
+            (self.log, d.log, "log"),
+        ] {
+            if on != dflt {
+                write!(f, ":{name}={}", u8::from(on))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the prefetcher did in a run (its metrics).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PrefetchStats {
+    /// CPU time of the prefetcher thread.
+    pub cpu_ns: u64,
+    /// process_madvise calls (WILLNEED and PAGEOUT).
+    pub madvise_calls: u64,
+    /// Pages asked for with WILLNEED (swapped when asked).
+    pub pages_requested: u64,
+    /// Requested pages the program then minor-faulted on (a hit).
+    pub pages_used: u64,
+    /// Requested pages the program then major-faulted on (late or evicted).
+    pub pages_late: u64,
+    /// Pages asked to be paged out behind the trend.
+    pub pages_paged_out: u64,
+    /// Major faults seen.
+    pub major_faults: u64,
+    /// Minor faults seen.
+    pub minor_faults: u64,
+    /// Times a thread's trend appeared or changed.
+    pub trend_switches: u64,
+    /// Calls that failed because the program exited or unmapped the range.
+    pub quiet_errors: u64,
+    /// Whether minor faults were sampled (accuracy and coverage need them).
+    pub minor_sampled: bool,
+    /// Notes for the run record.
+    pub notes: Vec<String>,
+}
+
+impl PrefetchStats {
+    /// used / requested (None without minor sampling or requests).
+    pub fn accuracy(&self) -> Option<f64> {
+        (self.minor_sampled && self.pages_requested > 0)
+            .then(|| self.pages_used as f64 / self.pages_requested as f64)
+    }
+
+    /// used / (used + major faults): the share of would-be major faults
+    /// the prefetcher turned into hits.
+    pub fn coverage(&self) -> Option<f64> {
+        let d = self.pages_used + self.major_faults;
+        (self.minor_sampled && d > 0).then(|| self.pages_used as f64 / d as f64)
+    }
+
+    /// The metrics (name, value) for the run record.
+    pub fn metrics(&self) -> Vec<(&'static str, f64)> {
+        let mut m = vec![
+            ("prefetch_cpu_ns", self.cpu_ns as f64),
+            ("prefetch_madvise_calls", self.madvise_calls as f64),
+            ("prefetch_pages_requested", self.pages_requested as f64),
+            ("prefetch_pages_late", self.pages_late as f64),
+            ("prefetch_pages_paged_out", self.pages_paged_out as f64),
+            ("prefetch_major_faults", self.major_faults as f64),
+            ("prefetch_trend_switches", self.trend_switches as f64),
+            ("prefetch_quiet_errors", self.quiet_errors as f64),
+        ];
+        if self.minor_sampled {
+            m.push(("prefetch_pages_used", self.pages_used as f64));
+        }
+        if let Some(a) = self.accuracy() {
+            m.push(("prefetch_accuracy", a));
+        }
+        if let Some(c) = self.coverage() {
+            m.push(("prefetch_coverage", c));
+        }
+        m
+    }
+}
+
+// ---------------------------------------------------------------- detector
+
+/// One thread's access history and trend.
+#[derive(Debug, Default)]
+struct Stream {
+    deltas: VecDeque<i64>,
+    last: Option<i64>,
+    trend: Option<i64>,
+    /// Farthest page requested along the trend.
+    frontier: Option<i64>,
+    /// Current window, in steps along the trend.
+    window: u64,
+    /// Steps asked for by the last request.
+    last_issued: u64,
+    /// Hits since the last request.
+    hits: u64,
+    /// Pages behind this one were paged out (pageout=1, stride ±1).
+    paged_to: Option<i64>,
+}
+
+/// Boyer-Moore majority of `d` (Some only if it is a strict majority).
+fn majority(d: &[i64]) -> Option<i64> {
+    let (mut cand, mut n) = (0i64, 0usize);
+    for &x in d {
+        if n == 0 {
+            cand = x;
+            n = 1;
+        } else if x == cand {
+            n += 1;
+        } else {
+            n -= 1;
+        }
+    }
+    (n > 0 && d.iter().filter(|&&x| x == cand).count() * 2 > d.len()).then_some(cand)
+}
+
+/// The detector's verdict on a history (most recent delta last).
+fn detect(spec: &PrefetchSpec, deltas: &VecDeque<i64>) -> Option<i64> {
+    let t = match spec.mode {
+        PrefetchMode::Stride => {
+            let k = spec.k as usize;
+            if deltas.len() < k {
+                return None;
+            }
+            let last = *deltas.back()?;
+            deltas
+                .iter()
+                .rev()
+                .take(k)
+                .all(|&d| d == last)
+                .then_some(last)
+        }
+        PrefetchMode::Leap => {
+            let h = deltas.len();
+            let mut w = (spec.history / spec.split).max(2) as usize;
+            let recent: Vec<i64> = deltas.iter().copied().collect();
+            loop {
+                if w > h {
+                    // Not enough history for this window yet.
+                    break None;
+                }
+                if let Some(m) = majority(&recent[h - w..]) {
+                    break Some(m);
+                }
+                if w >= spec.history as usize {
+                    break None;
+                }
+                w *= 2;
+            }
+        }
+        PrefetchMode::Thread => None,
+    }?;
+    (t != 0).then_some(t)
+}
+
+fn round_up_pow2(x: u64) -> u64 {
+    x.max(1).next_power_of_two()
+}
+
+/// A request the detector makes: WILLNEED these pages (page numbers), or
+/// PAGEOUT them.
+#[derive(Debug, Default, PartialEq)]
+struct Request {
+    willneed: Vec<(i64, u64)>,
+    pageout: Vec<(i64, u64)>,
+}
+
+/// The per-thread trend logic (no system calls: testable by itself).
+#[derive(Debug)]
+struct Detector {
+    spec: PrefetchSpec,
+    base: u64,
+    max: u64,
+    streams: HashMap<u32, Stream>,
+    switches: u64,
+}
+
+impl Detector {
+    fn new(spec: &PrefetchSpec) -> Detector {
+        let ps = swaplab_host::util::page_size();
+        Detector {
+            spec: spec.clone(),
+            base: (spec.window / ps).max(1),
+            max: (spec.max / ps).max(1),
+            streams: HashMap::new(),
+            switches: 0,
+        }
+    }
+
+    /// An access of `tid` to `page` (a major fault, or a hit = a minor
+    /// fault on a requested page). Returns what to ask of the kernel.
+    fn access(&mut self, tid: u32, page: i64, hit: bool) -> Request {
+        let spec = &self.spec;
+        let s = self.streams.entry(tid).or_default();
+        let mut req = Request::default();
+        if let Some(last) = s.last {
+            let d = page - last;
+            if d == 0 {
+                return req;
+            }
+            s.deltas.push_back(d);
+            while s.deltas.len() > spec.history as usize {
+                s.deltas.pop_front();
+            }
+        }
+        s.last = Some(page);
+        if hit {
+            s.hits += 1;
+        }
+        let Some(t) = detect(spec, &s.deltas) else {
+            // No trend: back off (Leap's "suspend").
+            s.trend = None;
+            s.frontier = None;
+            s.window = 0;
+            s.hits = 0;
+            return req;
+        };
+        if s.trend != Some(t) {
+            self.switches += 1;
+            s.trend = Some(t);
+            s.frontier = None;
+            s.window = 0;
+            s.hits = 0;
+            s.paged_to = None;
+        }
+        // Steps already requested ahead of this page.
+        let ahead = match s.frontier {
+            Some(f) if (f - page) / t > 0 => (f - page) / t,
+            _ => 0,
+        } as u64;
+        if ahead > 0 && ahead * 2 >= s.window {
+            return req; // half a window or more still ahead
+        }
+        if s.deltas.back() != Some(&t) {
+            return req; // this fault is off the trend: Leap's "suspend"
+        }
+        if !spec.minor && !hit && s.frontier.is_some() {
+            // Without minor sampling hits are invisible: a major fault
+            // just past the frontier means the last request was used.
+            s.hits = s.last_issued;
+        }
+        let prev = s.window;
+        let mut w = if s.hits == 0 {
+            self.base
+        } else {
+            let mut w = round_up_pow2(s.hits + 1);
+            if s.hits * 2 >= s.last_issued {
+                w = w.max(prev * 2);
+            }
+            w
+        };
+        w = w.max(prev / 2).clamp(self.base, self.max);
+        s.window = w;
+        s.hits = 0;
+        if w > ahead {
+            let first = ahead + 1;
+            if t.abs() == 1 {
+                let start = if t > 0 {
+                    page + first as i64
+                } else {
+                    page - w as i64
+                };
+                req.willneed.push((start, w - ahead));
+            } else {
+                for k in first..=w {
+                    req.willneed.push((page + t * k as i64, 1));
+                }
+            }
+            s.last_issued = w - ahead;
+            s.frontier = Some(page + t * w as i64);
+        }
+        if spec.pageout && t.abs() == 1 {
+            // Everything more than two windows behind, once.
+            let behind = page - t * (2 * w) as i64;
+            let from = s.paged_to.unwrap_or(behind - t * w as i64);
+            let (lo, hi) = if t > 0 {
+                (from, behind)
+            } else {
+                (behind, from)
+            };
+            if hi > lo && lo >= 0 {
+                req.pageout.push((lo, (hi - lo) as u64));
+            }
+            s.paged_to = Some(behind);
+        }
+        req
+    }
+}
+
+// ---------------------------------------------------------------- thread
+
+/// A prefetcher set up before the command is spawned.
+pub struct Prefetcher {
+    spec: PrefetchSpec,
+    setup: Option<FaultTracerSetup>,
+    log: Option<PathBuf>,
+    worker: Option<(Arc<AtomicBool>, JoinHandle<PrefetchStats>)>,
+}
+
+impl fmt::Debug for Prefetcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Prefetcher")
+            .field("spec", &self.spec)
+            .finish()
+    }
+}
+
+impl Prefetcher {
+    /// Prepares the fault events (before spawn). `None` for `thread`,
+    /// which runs inside the program.
+    pub fn prepare(
+        spec: &PrefetchSpec,
+        session: &mut Session,
+        run_dir: &Path,
+    ) -> Result<Option<Prefetcher>> {
+        spec.validate()?;
+        if spec.mode == PrefetchMode::Thread {
+            return Ok(None);
+        }
+        let setup = FaultTracerSetup::new(
+            FaultSourceKind::Perf,
+            &FaultOptions {
+                sample_minor: spec.minor,
+                wakeup_majors: 1,
+                ..Default::default()
+            },
+            session,
+        )?;
+        Ok(Some(Prefetcher {
+            spec: spec.clone(),
+            setup: Some(setup),
+            log: spec.log.then(|| run_dir.join(LOG_FILE)),
+            worker: None,
+        }))
+    }
+
+    /// Installs the hook that arms the events in the child (between fork
+    /// and exec).
+    pub fn configure(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        if let Some(setup) = &self.setup {
+            let hook = setup.child_hook();
+            // SAFETY: the hook only makes async-signal-safe system calls on
+            // data prepared before fork (see swaplab_host::faults).
+            unsafe {
+                cmd.pre_exec(move || hook.run());
+            }
+        }
+    }
+
+    /// The command started: attach and start the thread.
+    pub fn started(&mut self, pid: u32) -> Result<()> {
+        let Some(setup) = self.setup.take() else {
+            return Ok(());
+        };
+        let tracer = setup.attach(pid)?;
+        let pidfd = PidFd::open(pid)?;
+        let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
+        let log = match &self.log {
+            Some(p) => Some(std::io::BufWriter::new(
+                File::create(p).map_err(|e| Error::io("creating", p, e))?,
+            )),
+            None => None,
+        };
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let spec = self.spec.clone();
+        let handle = std::thread::Builder::new()
+            .name("swaplab-prefetch".into())
+            .spawn(move || {
+                let mut w = Worker {
+                    det: Detector::new(&spec),
+                    tracer: Some(tracer),
+                    pidfd,
+                    pagemap,
+                    log,
+                    pending: HashSet::new(),
+                    stats: PrefetchStats {
+                        minor_sampled: spec.minor,
+                        ..Default::default()
+                    },
+                    page_shift: swaplab_host::util::page_size().trailing_zeros(),
+                    gone: false,
+                };
+                w.run(&flag)
+            })
+            .map_err(|e| {
+                Error::failed(
+                    "starting the prefetcher thread",
+                    e.to_string(),
+                    "the machine may be out of threads; run without --prefetch",
+                )
+            })?;
+        self.worker = Some((stop, handle));
+        Ok(())
+    }
+
+    /// After the command ended: stops the thread and returns what it did.
+    pub fn finish(mut self) -> Option<PrefetchStats> {
+        let (stop, h) = self.worker.take()?;
+        stop.store(true, Ordering::Relaxed);
+        Some(h.join().unwrap_or_else(|_| PrefetchStats {
+            notes: vec!["the prefetcher thread panicked; its counts are lost".into()],
+            ..Default::default()
+        }))
+    }
+}
+
+impl Drop for Prefetcher {
+    fn drop(&mut self) {
+        if let Some((stop, h)) = self.worker.take() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = h.join();
+        }
+    }
+}
+
+struct Worker {
+    det: Detector,
+    tracer: Option<FaultTracer>,
+    pidfd: PidFd,
+    pagemap: Option<File>,
+    log: Option<std::io::BufWriter<File>>,
+    pending: HashSet<i64>,
+    stats: PrefetchStats,
+    page_shift: u32,
+    gone: bool,
+}
+
+impl Worker {
+    fn run(&mut self, stop: &AtomicBool) -> PrefetchStats {
+        let cpu0 = swaplab_host::util::thread_cpu_ns();
+        let mut buf: Vec<FaultSample> = Vec::with_capacity(4096);
+        let mut tracer = self.tracer.take().expect("tracer");
+        loop {
+            let stopping = stop.load(Ordering::Relaxed);
+            let alive = match tracer.wait(POLL) {
+                Ok(a) => a,
+                Err(e) => {
+                    self.stats.notes.push(format!("prefetcher: {e}"));
+                    false
+                }
+            };
+            buf.clear();
+            if let Err(e) = tracer.drain_now(&mut buf) {
+                self.stats.notes.push(format!("prefetcher: {e}"));
+                break;
+            }
+            for s in &buf {
+                self.sample(s);
+            }
+            if stopping {
+                break;
+            }
+            if !alive {
+                // Every task exited: nothing more comes; wait for stop
+                // without spinning on the hung-up events.
+                std::thread::sleep(POLL);
+            }
+        }
+        let mut rest = Vec::new();
+        if let Ok(fs) = tracer.finish(&mut rest) {
+            if fs.lost > 0 {
+                self.stats.notes.push(format!(
+                    "prefetcher: the kernel dropped {} fault samples",
+                    fs.lost
+                ));
+            }
+        }
+        if let Some(l) = &mut self.log {
+            let _ = l.flush();
+        }
+        self.stats.cpu_ns = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
+        std::mem::take(&mut self.stats)
+    }
+
+    fn sample(&mut self, s: &FaultSample) {
+        let page = (s.addr >> self.page_shift) as i64;
+        let req = match s.kind {
+            FaultKind::Major => {
+                self.stats.major_faults += 1;
+                if self.pending.remove(&page) {
+                    self.stats.pages_late += 1;
+                }
+                self.det.access(s.tid, page, false)
+            }
+            _ => {
+                self.stats.minor_faults += 1;
+                if !self.pending.remove(&page) {
+                    return;
+                }
+                self.stats.pages_used += 1;
+                self.det.access(s.tid, page, true)
+            }
+        };
+        self.stats.trend_switches = self.det.switches;
+        if self.gone {
+            return;
+        }
+        if !req.willneed.is_empty() {
+            self.willneed(s, page, &req.willneed);
+        }
+        if !req.pageout.is_empty() {
+            let ranges = self.bytes(&req.pageout);
+            for &(p, n) in &req.pageout {
+                for q in p..p + n as i64 {
+                    self.pending.remove(&q);
+                }
+            }
+            self.advise(&ranges, MADV_PAGEOUT, s, page);
+        }
+    }
+
+    fn bytes(&self, pages: &[(i64, u64)]) -> Vec<(u64, u64)> {
+        pages
+            .iter()
+            .filter(|&&(p, n)| p >= 0 && n > 0)
+            .map(|&(p, n)| ((p as u64) << self.page_shift, n << self.page_shift))
+            .collect()
+    }
+
+    /// Keeps the swapped pages of `runs` (pagemap bit 62) and asks for them.
+    fn willneed(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
+        let mut want: Vec<(i64, u64)> = Vec::new();
+        let mut ent = Vec::new();
+        for &(p, n) in runs {
+            if p < 0 {
+                continue;
+            }
+            let swapped: Vec<bool> = match &self.pagemap {
+                Some(f) => {
+                    ent.resize(n as usize * 8, 0u8);
+                    match f.read_at(&mut ent, p as u64 * 8) {
+                        Ok(got) => (0..n as usize)
+                            .map(|i| {
+                                i * 8 + 8 <= got
+                                    && u64::from_ne_bytes(ent[i * 8..i * 8 + 8].try_into().unwrap())
+                                        & (1 << 62)
+                                        != 0
+                            })
+                            .collect(),
+                        Err(_) => vec![false; n as usize],
+                    }
+                }
+                None => vec![true; n as usize],
+            };
+            let mut i = 0usize;
+            while i < swapped.len() {
+                if !swapped[i] {
+                    i += 1;
+                    continue;
+                }
+                let j = (i..swapped.len())
+                    .find(|&j| !swapped[j])
+                    .unwrap_or(swapped.len());
+                want.push((p + i as i64, (j - i) as u64));
+                i = j;
+            }
+        }
+        if want.is_empty() {
+            return;
+        }
+        let n: u64 = want.iter().map(|w| w.1).sum();
+        self.stats.pages_requested += n;
+        if self.pending.len() + n as usize > MAX_PENDING {
+            self.pending.clear();
+        }
+        for &(p, n) in &want {
+            self.pending.extend(p..p + n as i64);
+        }
+        let ranges = self.bytes(&want);
+        self.advise(&ranges, MADV_WILLNEED, s, at);
+    }
+
+    fn advise(&mut self, ranges: &[(u64, u64)], advice: i32, s: &FaultSample, at: i64) {
+        match self.pidfd.madvise(ranges, advice) {
+            Ok(a) => {
+                self.stats.madvise_calls += a.calls;
+                self.stats.quiet_errors += a.quiet_errors;
+                self.gone |= a.gone;
+                if advice == MADV_PAGEOUT {
+                    self.stats.pages_paged_out += a.bytes >> self.page_shift;
+                }
+            }
+            Err(e) => {
+                self.stats.quiet_errors += 1;
+                if self.stats.notes.len() < 5 {
+                    self.stats.notes.push(format!("prefetcher: {e}"));
+                }
+            }
+        }
+        if let Some(l) = &mut self.log {
+            let what = if advice == MADV_WILLNEED {
+                "willneed"
+            } else {
+                "pageout"
+            };
+            for &(a, len) in ranges {
+                let _ = writeln!(
+                    l,
+                    "{}\t{}\t{what}\t{:#x}\t{}\t{:#x}",
+                    s.time_ns,
+                    s.tid,
+                    a,
+                    len >> self.page_shift,
+                    (at as u64) << self.page_shift
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_print_back() {
+        let s: PrefetchSpec = "leap".parse().unwrap();
+        assert_eq!(s, PrefetchSpec::new(PrefetchMode::Leap));
+        assert_eq!(s.to_string(), "leap");
+        let s: PrefetchSpec = "leap:window=4M:max=64M:pageout=1".parse().unwrap();
+        assert_eq!((s.window, s.max, s.pageout), (4 << 20, 64 << 20, true));
+        assert_eq!(s.to_string().parse::<PrefetchSpec>().unwrap(), s);
+        let s: PrefetchSpec = "stride:k=4:minor=0".parse().unwrap();
+        assert_eq!((s.mode, s.k, s.minor), (PrefetchMode::Stride, 4, false));
+        assert_eq!(s.to_string(), "stride:k=4:minor=0");
+        for bad in [
+            "",
+            "lep",
+            "leap:window",
+            "leap:window=x",
+            "leap:window=8M:max=4M",
+            "leap:history=33",
+            "leap:split=64",
+            "stride:k=1",
+            "leap:bogus=1",
+            "leap:pageout=maybe",
+            "thread:window=1M",
+        ] {
+            let e = bad.parse::<PrefetchSpec>().unwrap_err().to_string();
+            assert!(e.contains("--prefetch"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn majority_is_strict() {
+        assert_eq!(majority(&[1, 1, 2]), Some(1));
+        assert_eq!(majority(&[1, 2, 1, 2]), None);
+        assert_eq!(majority(&[3, 1, 3, 2, 3]), Some(3));
+        assert_eq!(majority(&[]), None);
+    }
+
+    fn pages(spec: &str) -> (Detector, u64) {
+        let s: PrefetchSpec = spec.parse().unwrap();
+        let ps = swaplab_host::util::page_size();
+        (Detector::new(&s), s.window / ps)
+    }
+
+    #[test]
+    fn stride_needs_k_equal_deltas_then_requests_a_base_window_ahead() {
+        let (mut d, base) = pages("stride:k=3:window=64K");
+        // Faults at 100, 101, 102: two deltas, no trend yet.
+        for p in [100, 101, 102] {
+            assert_eq!(d.access(1, p, false), Request::default(), "{p}");
+        }
+        // The third +1 delta: request `base` pages after 103.
+        let r = d.access(1, 103, false);
+        assert_eq!(r.willneed, vec![(104, base)]);
+        assert_eq!(d.switches, 1);
+        // A major fault well inside the requested range (late): nothing new
+        // while more than half a window is still ahead.
+        assert_eq!(d.access(1, 104, false).willneed, vec![]);
+        // Hits until less than half the window is ahead: the next request
+        // starts after the frontier and, half the last request being used,
+        // the window doubles.
+        let mut got = Vec::new();
+        let trigger = 104 + base as i64 / 2;
+        for p in 105..=trigger {
+            let r = d.access(1, p, true).willneed;
+            assert!(r.is_empty() || p == trigger, "{p}: {r:?}");
+            got.extend(r);
+        }
+        let frontier = 103 + base as i64;
+        let ahead = (frontier - trigger) as u64;
+        assert_eq!(got, vec![(frontier + 1, 2 * base - ahead)]);
+    }
+
+    #[test]
+    fn a_stride_of_three_requests_single_pages_along_it() {
+        let (mut d, base) = pages("stride:k=2:window=16K");
+        d.access(7, 0, false);
+        d.access(7, 3, false);
+        let r = d.access(7, 6, false);
+        let want: Vec<(i64, u64)> = (1..=base as i64).map(|k| (6 + 3 * k, 1)).collect();
+        assert_eq!(r.willneed, want);
+    }
+
+    #[test]
+    fn random_faults_request_nothing() {
+        let (mut d, _) = pages("leap");
+        let mut x = 12345u64;
+        let mut requested = 0;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let r = d.access(1, (x % 1_000_000) as i64, false);
+            requested += r.willneed.len();
+        }
+        assert_eq!(requested, 0);
+        assert_eq!(d.switches, 0);
+    }
+
+    #[test]
+    fn leap_finds_a_majority_among_noise_and_threads_are_separate() {
+        let (mut d, _) = pages("leap:window=4K");
+        // Thread 1 walks down by 2 with an outlier every 8th fault; thread
+        // 2's faults in between do not disturb it.
+        let mut p = 10_000i64;
+        let mut asked = Vec::new();
+        for i in 0..40 {
+            p -= 2;
+            let q = if i % 8 == 7 { p + 5000 } else { p };
+            let r = d.access(1, q, false).willneed;
+            // An outlier follows no trend: nothing is asked at it.
+            assert!(q == p || r.is_empty(), "{i}: {r:?}");
+            asked.extend(r);
+            d.access(2, 77 * i, false);
+        }
+        assert!(!asked.is_empty());
+        // Every request lies below the walk's position then: on the trend.
+        assert!(
+            asked
+                .iter()
+                .all(|&(pg, n)| n == 1 && pg < 10_000 && (10_000 - pg) % 2 == 0),
+            "{asked:?}"
+        );
+        assert!(d.streams.contains_key(&2));
+    }
+
+    #[test]
+    fn leap_backs_off_when_the_trend_breaks() {
+        let (mut d, _) = pages("leap:window=4K");
+        for p in 0..20 {
+            d.access(1, p, false);
+        }
+        assert_eq!(d.streams[&1].trend, Some(1));
+        let mut x = 99u64;
+        for _ in 0..40 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            d.access(1, (x >> 20) as i64 % 1_000_000, false);
+        }
+        assert_eq!(d.streams[&1].trend, None);
+        assert_eq!(d.streams[&1].frontier, None);
+    }
+
+    #[test]
+    fn the_window_grows_with_hits_up_to_max_and_pageout_trails() {
+        let (mut d, base) = pages("leap:window=16K:max=64K:pageout=1");
+        let ps = swaplab_host::util::page_size();
+        let max = (64 << 10) / ps;
+        let mut biggest = 0;
+        let mut paged = Vec::new();
+        for p in 0..2000i64 {
+            let hit = p > 8;
+            let r = d.access(1, p, hit);
+            for &(_, n) in &r.willneed {
+                biggest = biggest.max(n);
+            }
+            paged.extend(r.pageout);
+        }
+        assert!(base < max);
+        assert_eq!(d.streams[&1].window, max);
+        assert!(biggest <= max);
+        // Pages out behind only: every paged-out page is below the walk.
+        assert!(!paged.is_empty());
+        assert!(paged.iter().all(|&(p, n)| p >= 0 && p + (n as i64) <= 2000));
+    }
+}

@@ -1,0 +1,267 @@
+//! `swaplab run --prefetch leap|stride` on the real kernel (root, swap
+//! files): the requests land on the trend (checked against the program's
+//! own mincore(2) and the prefetcher's request log), a program that exits
+//! or unmaps while being prefetched leaves no error and nothing behind,
+//! and a random walk gets (almost) no requests.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{assert_restored, serial, sys_state, temp_lab, workload_exe};
+
+/// Runs need root, a memory cgroup, zram and perf software events.
+fn skip(test: &str) -> bool {
+    use swaplab_testkit::Facility::*;
+    swaplab_testkit::skip_unless(test, &[Root, MemoryCgroup, Zram, Perf, ProcessMadvise])
+}
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::prefetcher::{PrefetchSpec, LOG_FILE};
+use swaplab_lab::record::{Outcome, RunRecord};
+
+/// Builds tests/prefetch_walker.c with the system C compiler.
+fn walker(dir: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prefetch_walker.c");
+    let exe = dir.join("prefetch_walker");
+    let st = Command::new("cc")
+        .args(["-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .expect("running cc");
+    assert!(st.success(), "compiling {}", src.display());
+    exe
+}
+
+fn run(lab: &swaplab_lab::runner::Lab, cmd: Vec<String>, o: RunOptions) -> RunRecord {
+    let set = lab.run(&cmd, &o, 1, &mut |_| {}).expect("run");
+    let r = set.runs.into_iter().next().unwrap();
+    if r.outcome != Some(Outcome::Ok) {
+        let err = std::fs::read_to_string(r.dir.join("stderr.txt")).unwrap_or_default();
+        panic!(
+            "{cmd:?}: {:?} exit {:?}: {err} {:?}",
+            r.outcome, r.exit_code, r.notes
+        );
+    }
+    r
+}
+
+fn metric(r: &RunRecord, name: &str) -> f64 {
+    r.get(name)
+        .unwrap_or_else(|| panic!("no metric {name}: {:?}", r.metrics.keys()))
+}
+
+/// Threads named swaplab-prefetch, and perf / pidfd descriptors, of this process.
+fn prefetch_leftovers() -> (usize, usize) {
+    let threads = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .map(|c| c.trim() == "swaplab-prefetch")
+                .unwrap_or(false)
+        })
+        .count();
+    let fds = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter(|f| {
+            std::fs::read_link(f.path())
+                .map(|l| {
+                    let l = l.to_string_lossy();
+                    l.contains("perf_event") || l.contains("pidfd")
+                })
+                .unwrap_or(false)
+        })
+        .count();
+    (threads, fds)
+}
+
+fn opts(spec: &str) -> RunOptions {
+    RunOptions {
+        swap: vec!["zram:128M".parse().unwrap()],
+        // zram: a page out completes at once, so the walker's own
+        // MADV_PAGEOUT frees its pages (with a swap file they would stay in
+        // the swap cache under writeback, and a second MADV_PAGEOUT does
+        // not see them: their PTEs are swap entries already). zram reads
+        // nothing ahead: every page in the swap cache after the walk was
+        // read by a fault of the walk or by the prefetcher.
+        page_cluster: Some(0),
+        prefetch: Some(spec.parse::<PrefetchSpec>().unwrap()),
+        timeout: Some(std::time::Duration::from_secs(60)),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn requests_land_ahead_of_a_sequential_walk() {
+    if skip("requests_land_ahead_of_a_sequential_walk") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (dir, lab) = temp_lab();
+    let exe = walker(dir.path());
+    let (n, walk) = (4096usize, 400usize);
+    let cmd = vec![
+        exe.display().to_string(),
+        n.to_string(),
+        walk.to_string(),
+        "1000".into(),
+        "check".into(),
+    ];
+    // window 16 pages, max 128 pages.
+    let r = run(&lab, cmd, opts("leap:window=64K:max=512K:log=1"));
+    assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
+    let out = r.workload_output.clone().expect("walker output");
+    let base = out["base"].as_u64().unwrap();
+    let res: Vec<bool> = out["resident"]
+        .as_str()
+        .unwrap()
+        .bytes()
+        .map(|b| b == b'1')
+        .collect();
+    assert_eq!(res.len(), n);
+    // The request log: every WILLNEED range starts after the page whose
+    // fault triggered it and lies inside the region.
+    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
+    let mut requested = vec![false; n];
+    let mut lines = 0;
+    for l in log.lines() {
+        let f: Vec<&str> = l.split('\t').collect();
+        assert_eq!(f.len(), 6, "{l}");
+        assert_eq!(f[2], "willneed", "{l}");
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+        let (start, pages, at) = (hex(f[3]), f[4].parse::<u64>().unwrap(), hex(f[5]));
+        let ps = 4096u64;
+        assert!(start > at, "request behind its fault: {l}");
+        let first = ((start - base) / ps) as usize;
+        let at_page = ((at - base) / ps) as usize;
+        assert!(at_page < walk, "triggered outside the walk: {l}");
+        assert!(first + pages as usize <= n, "outside the region: {l}");
+        // Ahead of the walk by at most the max window (128 pages).
+        assert!(
+            first + pages as usize <= at_page + 1 + 128,
+            "too far ahead: {l}"
+        );
+        requested[first..first + pages as usize].fill(true);
+        lines += 1;
+    }
+    assert!(lines > 0, "no request logged");
+    let req: Vec<usize> = (0..n).filter(|&p| requested[p]).collect();
+    assert_eq!(
+        req.len() as f64,
+        metric(&r, "prefetch_pages_requested"),
+        "the log and the counter disagree"
+    );
+    // Landed: requested pages are in memory or the swap cache.
+    let landed = req.iter().filter(|&&p| res[p]).count();
+    assert!(
+        landed * 10 >= req.len() * 9,
+        "only {landed} of {} requested pages resident",
+        req.len()
+    );
+    // The pages just ahead of where the walk stopped were requested.
+    assert!(
+        (walk..walk + 8).all(|p| requested[p] && res[p]),
+        "{:?}",
+        &res[walk..walk + 8]
+    );
+    // Nothing off the trend: pages neither walked nor requested stayed out.
+    let stray = (walk..n).filter(|&p| res[p] && !requested[p]).count();
+    assert!(
+        stray <= n / 100,
+        "{stray} pages resident that nobody asked for"
+    );
+    // The walk was served from the prefetches: most of it minor faults.
+    let used = metric(&r, "prefetch_pages_used");
+    assert!(used >= (walk / 2) as f64, "used {used}");
+    assert!(metric(&r, "prefetch_accuracy") > 0.5);
+    assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
+    assert_eq!(prefetch_leftovers(), (0, 0));
+    drop(lab);
+    assert_restored(&before, "prefetch walk");
+}
+
+#[test]
+fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
+    if skip("exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (dir, lab) = temp_lab();
+    let exe = walker(dir.path());
+    for mode in ["exit", "unmap"] {
+        let cmd = vec![
+            exe.display().to_string(),
+            "16384".into(),
+            "16384".into(),
+            "0".into(),
+            mode.into(),
+        ];
+        let r = run(&lab, cmd, opts("leap:window=1M:max=8M"));
+        assert_eq!(
+            r.outcome,
+            Some(Outcome::Ok),
+            "{mode}: {:?} {:?}",
+            r.error,
+            r.notes
+        );
+        assert!(r.error.is_none());
+        assert!(
+            !r.notes.iter().any(|n| n.contains("prefetcher")),
+            "{mode}: {:?}",
+            r.notes
+        );
+        // It acted during the walk, and the record has its counts.
+        assert!(metric(&r, "prefetch_madvise_calls") > 0.0, "{mode}");
+        assert!(metric(&r, "prefetch_major_faults") > 0.0, "{mode}");
+        // The record is in the catalog with the prefetcher's counts.
+        let stored = lab.catalog.run(r.id).unwrap();
+        assert_eq!(
+            stored.get("prefetch_madvise_calls"),
+            r.get("prefetch_madvise_calls"),
+            "{mode}"
+        );
+        assert_eq!(prefetch_leftovers(), (0, 0), "{mode}");
+    }
+    drop(lab);
+    assert_restored(&before, "prefetch exit/unmap");
+}
+
+#[test]
+fn a_random_walk_gets_almost_no_requests() {
+    if skip("a_random_walk_gets_almost_no_requests") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
+    let cmd = vec![
+        workload_exe().display().to_string(),
+        "chase".into(),
+        "--size".into(),
+        "32M".into(),
+        "--ops".into(),
+        "500000".into(),
+    ];
+    let mut o = opts("leap");
+    o.page_cluster = None;
+    o.mem_limit = Some(LimitSpec::Bytes(20 << 20));
+    // A small group churning fast: keep its statistics fresh (docs/decisions.md).
+    o.flush_stats = Some(std::time::Duration::from_millis(1));
+    let r = run(&lab, cmd, o);
+    assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
+    let majors = metric(&r, "prefetch_major_faults");
+    let requested = metric(&r, "prefetch_pages_requested");
+    assert!(majors > 1000.0, "chase did not swap: {majors} major faults");
+    assert!(
+        requested <= majors * 0.02,
+        "{requested} pages requested for {majors} random major faults"
+    );
+    assert_eq!(prefetch_leftovers(), (0, 0));
+    drop(lab);
+    assert_restored(&before, "prefetch chase");
+}
