@@ -21,6 +21,12 @@
 //! * `site`: stack frames, innermost first, `module!symbol+0xOFF` or
 //!   `module+0xOFF`; a hint applies to allocations whose stack starts with
 //!   these frames. Never addresses, so a hint file stays valid across runs.
+//! * `range = ["0xSTART", "0xEND"]` instead of `site` (exactly one of the
+//!   two): the byte addresses `START..END` (END excluded, hex or decimal
+//!   strings). For `swaplab sim --hints`, which applies hints to a trace's
+//!   pages; `run --hints` refuses them (addresses change from run to run).
+//!   For a range hint, "the object" below is the range and "the
+//!   allocation" its first touch.
 //! * `action` and its one parameter: `mlock` + `bytes` (from the object's
 //!   start; 0 = the whole object), `willneed` + `window` (bytes, > 0),
 //!   `cold` / `pageout` + `delay_ms` (after the allocation).
@@ -124,8 +130,11 @@ pub fn identify_modules(file: &mut HintFile, tables: &swaplab_trace::events::Tra
 /// One hint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hint {
-    /// Frames, innermost first: a prefix of the allocation's stack.
+    /// Frames, innermost first: a prefix of the allocation's stack (empty
+    /// for a range hint).
     pub site: Vec<String>,
+    /// Byte addresses `start..end` instead of a site (`sim` only).
+    pub range: Option<(u64, u64)>,
     /// `file:line`, for people.
     pub location: String,
     /// What to do.
@@ -224,6 +233,7 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
         };
         hints.push(Hint {
             site: key_frames(&a.site_frames).to_vec(),
+            range: None,
             location: a.location.clone(),
             action,
             evidence: format!("{} Expected: {}", a.evidence, a.expected),
@@ -313,12 +323,20 @@ impl HintFile {
         }
         for h in &self.hints {
             o.push_str("\n[[hint]]\n");
-            let frames: Vec<String> = h.site.iter().map(|f| quote(f)).collect();
-            line(
-                &mut o,
-                &format!("site = [{}]", frames.join(", ")),
-                "innermost first; prefix of the allocation's stack",
-            );
+            if let Some((a, b)) = h.range {
+                line(
+                    &mut o,
+                    &format!("range = [\"{a:#x}\", \"{b:#x}\"]"),
+                    "byte addresses, end excluded (sim only)",
+                );
+            } else {
+                let frames: Vec<String> = h.site.iter().map(|f| quote(f)).collect();
+                line(
+                    &mut o,
+                    &format!("site = [{}]", frames.join(", ")),
+                    "innermost first; prefix of the allocation's stack",
+                );
+            }
             line(
                 &mut o,
                 &format!("location = {}", quote(&h.location)),
@@ -376,7 +394,8 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHint {
-    site: Spanned<Vec<Spanned<String>>>,
+    site: Option<Spanned<Vec<Spanned<String>>>>,
+    range: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     location: String,
     action: Spanned<String>,
@@ -385,6 +404,45 @@ struct RawHint {
     delay_ms: Option<Spanned<i64>>,
     #[serde(default)]
     evidence: String,
+}
+
+/// `["0xSTART", "0xEND"]`: two addresses (hex with 0x, or decimal), START < END.
+fn parse_range(
+    r: &Spanned<Vec<Spanned<String>>>,
+    err: &dyn Fn(usize, String) -> Error,
+) -> Result<(u64, u64)> {
+    let what = "range = [\"0xSTART\", \"0xEND\"]: two byte addresses, START below END";
+    let v = r.get_ref();
+    if v.len() != 2 {
+        return Err(err(
+            r.span().start,
+            format!("range has {} values: expected {what}", v.len()),
+        ));
+    }
+    let num = |x: &Spanned<String>| -> Result<u64> {
+        let t = x.get_ref().trim();
+        let n = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => t.parse::<u64>(),
+        };
+        n.map_err(|_| {
+            err(
+                x.span().start,
+                format!(
+                    "bad address '{}' in range: expected {what}",
+                    t.escape_debug()
+                ),
+            )
+        })
+    };
+    let (a, b) = (num(&v[0])?, num(&v[1])?);
+    if a >= b {
+        return Err(err(
+            r.span().start,
+            format!("range {a:#x}..{b:#x} is empty: expected {what}"),
+        ));
+    }
+    Ok((a, b))
 }
 
 /// Parse and validate a hint file; `path_for_errors` names it in messages
@@ -432,15 +490,34 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
     for h in &raw.hint {
         let at = h.span().start;
         let h = h.get_ref();
-        let frames = h.site.get_ref();
-        if frames.is_empty() {
-            return Err(err(
-                h.site.span().start,
-                "empty site: list the allocation's stack frames, innermost first, \
-                 like \"swaplab-workload!xmalloc+0x2a\""
-                    .into(),
-            ));
-        }
+        let (frames, range): (&[Spanned<String>], Option<(u64, u64)>) = match (&h.site, &h.range) {
+            (Some(_), Some(r)) => {
+                return Err(err(
+                    r.span().start,
+                    "a hint has either site or range, not both".into(),
+                ))
+            }
+            (None, None) => {
+                return Err(err(
+                    at,
+                    "a hint needs site = [FRAMES...] (allocation stack) or \
+                     range = [\"0xSTART\", \"0xEND\"] (byte addresses, for sim)"
+                        .into(),
+                ))
+            }
+            (None, Some(r)) => (&[], Some(parse_range(r, &err)?)),
+            (Some(site), None) => {
+                if site.get_ref().is_empty() {
+                    return Err(err(
+                        site.span().start,
+                        "empty site: list the allocation's stack frames, innermost first, \
+                         like \"swaplab-workload!xmalloc+0x2a\""
+                            .into(),
+                    ));
+                }
+                (site.get_ref(), None)
+            }
+        };
         for f in frames {
             if !is_valid_frame(f.get_ref()) {
                 return Err(err(
@@ -532,6 +609,7 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
         };
         hints.push(Hint {
             site: frames.iter().map(|f| f.get_ref().clone()).collect(),
+            range,
             location: h.location.clone(),
             action,
             evidence: h.evidence.clone(),
@@ -737,6 +815,32 @@ bytes = 16777216
         );
         let e = parse_err("version = 1\n[[hint]\n");
         assert!(e.starts_with("hints.toml:2: "), "{e}");
+    }
+
+    #[test]
+    fn range_hints() {
+        let text = "version = 1\n\n[[hint]]\nrange = [\"0x10000\", \"0x20000\"]\n\
+                    action = \"willneed\"\nwindow = 8192\n";
+        let f = parse(text, "h.toml").unwrap();
+        assert_eq!(f.hints[0].range, Some((0x10000, 0x20000)));
+        assert!(f.hints[0].site.is_empty());
+        assert_eq!(f.hints[0].action, HintAction::Willneed { window: 8192 });
+        // Written back as it was read.
+        assert_eq!(parse(&f.to_toml(), "again").unwrap(), f);
+        // Decimal is accepted too.
+        let f = parse(&text.replace("\"0x10000\"", "\"65536\""), "h").unwrap();
+        assert_eq!(f.hints[0].range, Some((65536, 0x20000)));
+        let e = parse_err(&text.replace("range = [\"0x10000\", ", "range = ["));
+        assert!(e.starts_with("hints.toml:4: range has 1 values"), "{e}");
+        let e = parse_err(&text.replace("0x20000", "0x100"));
+        assert!(e.contains("is empty"), "{e}");
+        let e = parse_err(&text.replace("0x20000", "0xzz"));
+        assert!(e.starts_with("hints.toml:4: bad address '0xzz'"), "{e}");
+        let both = text.replace("range", "site = [\"m+0x1\"]\nrange");
+        let e = parse_err(&both);
+        assert!(e.contains("either site or range, not both"), "{e}");
+        let e = parse_err(&text.replace("range = [\"0x10000\", \"0x20000\"]\n", ""));
+        assert!(e.starts_with("hints.toml:3: a hint needs site"), "{e}");
     }
 
     #[test]

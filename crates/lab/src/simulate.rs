@@ -6,11 +6,14 @@
 use std::path::Path;
 
 use rayon::prelude::*;
-use swaplab_sim::{mrc, simulate, PolicySpec, SimResult};
+use swaplab_analysis::hints::{HintAction, HintFile};
+use swaplab_sim::{
+    mrc, simulate, simulate_ext, Extras, HintKind, PolicySpec, PrefetchSpec, RangeHint, SimResult,
+};
 use swaplab_trace::gen::{Generator, Mix, Pattern};
 use swaplab_trace::DenseTrace;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Simulates every (policy, size in pages) pair in parallel. `progress`
 /// receives the references simulated since its last call (of
@@ -33,6 +36,95 @@ pub fn run_pairs(
         .map(|(s, c)| simulate(t, next.as_deref(), s, *c as usize, seed, progress))
         .collect();
     Ok(res?)
+}
+
+/// Like [`run_pairs`], for every (policy, size, prefetcher), with range
+/// hints applied to each run; policy-major, then size, then prefetcher.
+pub fn run_grid(
+    t: &DenseTrace,
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    prefetchers: &[PrefetchSpec],
+    hints: &[RangeHint],
+    seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<Vec<SimResult>> {
+    let needs_future = specs.iter().any(|s| s.info().needs_future);
+    let next = needs_future.then(|| t.next_use());
+    let mut jobs: Vec<(&PolicySpec, u64, &PrefetchSpec)> = Vec::new();
+    for s in specs {
+        for (_, c) in sizes {
+            for p in prefetchers {
+                jobs.push((s, *c, p));
+            }
+        }
+    }
+    let res: std::result::Result<Vec<SimResult>, _> = jobs
+        .par_iter()
+        .map(|(s, c, p)| {
+            let x = Extras {
+                prefetch: Some(p),
+                hints,
+            };
+            simulate_ext(t, next.as_deref(), s, *c as usize, seed, &x, progress)
+        })
+        .collect();
+    Ok(res?)
+}
+
+/// A hint file's range hints as the simulator's page ranges, for a trace
+/// whose page numbers are byte addresses / `page_size`. mlock pins `bytes`
+/// from the range's start (0 = all of it) within `mlock_budget` (all pins
+/// together); willneed's window is rounded up to whole pages; cold and
+/// pageout fire `delay_ms × refs_per_ms` references after the range's
+/// first touch (a reference trace has no clock). Site hints are refused:
+/// no trace `sim` reads carries allocation sites.
+pub fn sim_hints(file: &HintFile, page_size: u64, refs_per_ms: u64) -> Result<Vec<RangeHint>> {
+    let ps = page_size.max(1);
+    let mut out = Vec::new();
+    let mut pinned = 0u64;
+    for (i, h) in file.hints.iter().enumerate() {
+        let Some((a, b)) = h.range else {
+            return Err(Error::Invalid(format!(
+                "hint {} is a site hint, but this trace has no allocation sites; use range \
+                 hints (range = [\"0xSTART\", \"0xEND\"], byte addresses = page number x {ps}) \
+                 with `sim`, or apply site hints to a program with `swaplab run --hints`",
+                i + 1
+            )));
+        };
+        let (start, end) = (a / ps, b.div_ceil(ps));
+        let action = match h.action {
+            HintAction::Mlock { bytes } => {
+                let len = if bytes == 0 { b - a } else { bytes.min(b - a) };
+                pinned = pinned.saturating_add(len);
+                if pinned > file.mlock_budget {
+                    return Err(Error::Invalid(format!(
+                        "hint {}: mlock hints lock {pinned} bytes, more than mlock_budget = {}: \
+                         lower their bytes or raise mlock_budget",
+                        i + 1,
+                        file.mlock_budget
+                    )));
+                }
+                out.push(RangeHint {
+                    start,
+                    end: (a + len).div_ceil(ps),
+                    action: HintKind::Pin,
+                });
+                continue;
+            }
+            HintAction::Willneed { window } => HintKind::Willneed {
+                window: window.div_ceil(ps),
+            },
+            HintAction::Cold { delay_ms } => HintKind::Cold {
+                after: delay_ms.saturating_mul(refs_per_ms),
+            },
+            HintAction::Pageout { delay_ms } => HintKind::Pageout {
+                after: delay_ms.saturating_mul(refs_per_ms),
+            },
+        };
+        out.push(RangeHint { start, end, action });
+    }
+    Ok(out)
 }
 
 /// The demo workload: a Zipf-popular hot set with 30 % writes, interleaved
@@ -113,6 +205,50 @@ pub fn sim_demo(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hint_files_become_page_ranges() {
+        let text = "version = 1\nmlock_budget = 8192\n\
+            [[hint]]\nrange = [\"0x1000\", \"0x9000\"]\naction = \"mlock\"\nbytes = 0\n\
+            [[hint]]\nrange = [\"0x10800\", \"0x20001\"]\naction = \"willneed\"\nwindow = 5000\n\
+            [[hint]]\nrange = [\"0\", \"4096\"]\naction = \"pageout\"\ndelay_ms = 3\n";
+        let f = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        // The mlock range is 8 pages but the budget is 2 pages: refused.
+        let e = sim_hints(&f, 4096, 10).unwrap_err().to_string();
+        assert!(e.contains("more than mlock_budget = 8192"), "{e}");
+        let f = swaplab_analysis::hints::parse(&text.replace("bytes = 0", "bytes = 5000"), "h")
+            .unwrap();
+        let h = sim_hints(&f, 4096, 10).unwrap();
+        assert_eq!(
+            h,
+            vec![
+                // 0x1000 + 5000 bytes: pages 1 and 2.
+                RangeHint {
+                    start: 1,
+                    end: 3,
+                    action: HintKind::Pin
+                },
+                // 0x10800..0x20001: pages 16..=32; 5000 bytes = 2 pages.
+                RangeHint {
+                    start: 16,
+                    end: 33,
+                    action: HintKind::Willneed { window: 2 }
+                },
+                RangeHint {
+                    start: 0,
+                    end: 1,
+                    action: HintKind::Pageout { after: 30 }
+                },
+            ]
+        );
+        let site = "version = 1\n[[hint]]\nsite = [\"w!f+0x1\"]\naction = \"cold\"\ndelay_ms = 1\n";
+        let f = swaplab_analysis::hints::parse(site, "h").unwrap();
+        let e = sim_hints(&f, 4096, 1).unwrap_err().to_string();
+        assert!(
+            e.contains("this trace has no allocation sites; use range hints"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn the_sim_demo_is_deterministic_and_complete() {

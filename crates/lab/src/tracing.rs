@@ -1091,6 +1091,13 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
         hints: Vec::new(),
     };
     for (i, h) in file.hints.iter().enumerate() {
+        if h.range.is_some() {
+            return Err(Error::Invalid(format!(
+                "hint {}: range hints apply to `sim` only (`swaplab sim TRACE --hints FILE`); \
+                 `run --hints` needs site hints, since addresses change from run to run",
+                i + 1
+            )));
+        }
         let mut frames = Vec::with_capacity(h.site.len());
         for key in &h.site {
             let m = frame_module(key);

@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
 use swaplab_sim::mrc::{self, ShardsConfig};
-use swaplab_sim::{policies, PolicySpec, SimResult};
+use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec, SimResult};
 use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
 use swaplab_trace::DenseTrace;
 
@@ -12,11 +12,14 @@ use swaplab_trace::DenseTrace;
 #[command(
     after_help = "MEMORY SIZES\n  1024 (pages), 16M or 1.5G (bytes), 25% (of the trace's footprint)\n\n\
 EXAMPLES\n  swaplab sim trace.parquet --policy lru,clock,linux,arc --mem 10%,25%,50%\n  \
-swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies"
+swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies\n  \
+swaplab sim trace.parquet --policy linux,lru --mem 50% --prefetch none,cluster:pc=3,vma,leap\n  \
+swaplab sim trace.parquet --policy linux --hints hints.toml   # range hints (see docs/simulator.md)\n  \
+swaplab sim --list-prefetchers"
 )]
 pub struct SimArgs {
     /// Trace file (native, or oracleGeneral .bin[.zst], or .txt).
-    #[arg(required_unless_present = "list_policies")]
+    #[arg(required_unless_present_any = ["list_policies", "list_prefetchers"])]
     trace: Option<PathBuf>,
     /// Policies, comma-separated, with parameters as name:key=value (e.g. clock:bits=2); `all` for every one.
     #[arg(short, long, default_value = "all")]
@@ -30,6 +33,23 @@ pub struct SimArgs {
     /// List the policies and their parameters.
     #[arg(long)]
     list_policies: bool,
+    /// Swap readahead models, comma-separated, as name:key=value (e.g.
+    /// none,cluster:pc=3,vma,leap,next:n=4; `all` for every one): each is
+    /// simulated with every policy and size. Adds readahead columns.
+    #[arg(long, value_name = "LIST")]
+    prefetch: Option<String>,
+    /// List the prefetchers and their parameters.
+    #[arg(long)]
+    list_prefetchers: bool,
+    /// Apply a hint file's range hints (range = ["0xSTART", "0xEND"]; byte
+    /// address = page number x page size): mlock pins, willneed reads
+    /// ahead, cold and pageout act after delay_ms.
+    #[arg(long, value_name = "FILE")]
+    hints: Option<PathBuf>,
+    /// References per millisecond, to turn hints' delay_ms into a trace
+    /// position (a reference trace has no clock).
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    refs_per_ms: u64,
     /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
@@ -69,8 +89,10 @@ pub fn run_pairs(
     Ok(res?)
 }
 
-/// The rows of a simulation table.
+/// The rows of a simulation table (with readahead columns when any result
+/// names a prefetcher).
 pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
+    let pf = res.iter().any(|r| r.prefetch.is_some());
     let mut rows = Rows::new(&[
         "policy",
         "mem_pages",
@@ -95,6 +117,23 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
             num(c.major_faults),
             num(c.swap_outs),
         ]);
+        if pf {
+            let opt = |x: Option<f64>| x.map_or_else(|| "-".to_string(), pct);
+            let row = rows.rows.last_mut().expect("just pushed");
+            row.insert(1, r.prefetch.clone().unwrap_or_default());
+            row.extend([
+                num(c.prefetch_reads),
+                num(c.prefetch_used),
+                num(c.prefetch_unused),
+                opt(r.accuracy),
+                opt(r.coverage),
+            ]);
+        }
+    }
+    if pf {
+        rows.header.insert(1, "prefetch".into());
+        rows.header
+            .extend(["pf_reads", "pf_used", "pf_unused", "accuracy", "coverage"].map(String::from));
     }
     rows
 }
@@ -121,11 +160,65 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             .collect();
         return out::print(a.out.format(), &rows, &j);
     }
+    if a.list_prefetchers {
+        let mut rows = Rows::new(&["prefetcher", "parameters", "description"]);
+        for i in prefetch::REGISTRY {
+            rows.push(vec![i.name.into(), i.params.into(), i.summary.into()]);
+        }
+        #[derive(Serialize)]
+        struct P {
+            name: &'static str,
+            params: &'static str,
+            summary: &'static str,
+            slots: bool,
+        }
+        let j: Vec<P> = prefetch::REGISTRY
+            .iter()
+            .map(|i| P {
+                name: i.name,
+                params: i.params,
+                summary: i.summary,
+                slots: i.slots,
+            })
+            .collect();
+        return out::print(a.out.format(), &rows, &j);
+    }
     let specs = PolicySpec::parse_list(&a.policy)?;
+    let prefetchers = a
+        .prefetch
+        .as_deref()
+        .map(PrefetchSpec::parse_list)
+        .transpose()?;
+    let hint_file = match &a.hints {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| anyhow::anyhow!("cannot read hint file {}: {e}", p.display()))?;
+            Some(swaplab_analysis::hints::parse(&text, p)?)
+        }
+        None => None,
+    };
     let path = a.trace.as_ref().expect("required by clap");
     let t = crate::trace_io::load(path)?;
     let sizes = sizes(&a.mem, &t)?;
-    let res = run_pairs(&t, &specs, &sizes, a.seed)?;
+    let res = if prefetchers.is_some() || hint_file.is_some() {
+        let hints = match &hint_file {
+            Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
+            None => Vec::new(),
+        };
+        let pfs = prefetchers
+            .unwrap_or_else(|| PrefetchSpec::parse_list("none").expect("none is registered"));
+        let pb = out::progress(
+            t.len() as u64 * (specs.len() * sizes.len() * pfs.len()) as u64,
+            "simulating",
+        );
+        let r = swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, a.seed, &|n| {
+            pb.inc(n)
+        });
+        pb.finish_and_clear();
+        r?
+    } else {
+        run_pairs(&t, &specs, &sizes, a.seed)?
+    };
     out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
     if a.save.is_some() || a.report.is_some() {
         use swaplab_lab::report::sim::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
