@@ -591,6 +591,19 @@ mod tests {
         let names: Vec<&str> = series.iter().map(|x| x.name.as_str()).collect();
         assert_eq!(names, ["lru", "lru + leap"]);
         assert_eq!(series[1].points, vec![(16.0 / 1024.0, 0.3)]);
+        // `compare` pairs results of the same prefetcher only.
+        let a: SavedSim = serde_json::from_value(v.clone()).unwrap();
+        let mut b = a.clone();
+        b.results.reverse();
+        let pairs = compare_saved(&a, &b);
+        let got: Vec<(&str, u64, f64)> = pairs
+            .iter()
+            .map(|p| (p.policy.as_str(), p.mem_pages, p.miss_ratio_b))
+            .collect();
+        assert_eq!(
+            got,
+            [("lru", 2, 0.6), ("lru", 4, 0.4), ("lru + leap", 4, 0.3)]
+        );
     }
 
     /// Damaged or hostile saved files give an error or a section, never a
@@ -688,13 +701,12 @@ pub fn compare_saved(a: &SavedSim, b: &SavedSim) -> Vec<SimPair> {
     a.results
         .iter()
         .filter_map(|ra| {
-            let rb = b
-                .results
-                .iter()
-                .find(|rb| rb.policy == ra.policy && rb.capacity == ra.capacity)?;
+            let rb = b.results.iter().find(|rb| {
+                rb.policy == ra.policy && rb.capacity == ra.capacity && rb.prefetch == ra.prefetch
+            })?;
             let (ma, mb) = (ra.counters.misses(), rb.counters.misses());
             Some(SimPair {
-                policy: ra.policy.clone(),
+                policy: label(ra),
                 mem_pages: ra.capacity,
                 misses_a: ma,
                 misses_b: mb,
