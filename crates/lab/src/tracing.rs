@@ -1153,6 +1153,19 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn run_refuses_range_hints() {
+        let f = swaplab_analysis::hints::parse(
+            "version = 1\n[[hint]]\nrange = [\"0x0\", \"0x1000\"]\naction = \"cold\"\ndelay_ms = 1\n",
+            "h.toml",
+        )
+        .unwrap();
+        let e = super::resolve_hints(&f, std::path::Path::new("/bin/true"))
+            .expect_err("a range hint is refused")
+            .to_string();
+        assert!(e.contains("range hints apply to `sim` only"), "{e}");
+    }
+
     use super::*;
 
     #[test]

@@ -176,21 +176,34 @@ fn size_axis(pages: &[u64], page_size: u64) -> (Axis, Vec<f64>) {
     (axis, mibs)
 }
 
+/// A result's name in the section: its policy, and its prefetcher when it has one.
+fn label(r: &swaplab_sim::SimResult) -> String {
+    match &r.prefetch {
+        Some(p) => format!("{} + {p}", r.policy),
+        None => r.policy.clone(),
+    }
+}
+
 /// A saved simulation's section.
 pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     let s: SavedSim = parse(p, v)?;
     let ps = s.trace.page_size;
     let mut policies: Vec<String> = Vec::new();
     for r in &s.results {
-        if !policies.contains(&r.policy) {
-            policies.push(r.policy.clone());
+        if !policies.contains(&label(r)) {
+            policies.push(label(r));
         }
     }
     let mut data = Table::new(
         "sim-results",
         "one row per (policy, memory size)",
         vec![
-            col("policy", "text", "", "policy with its parameters"),
+            col(
+                "policy",
+                "text",
+                "",
+                "policy with its parameters (+ prefetcher, with sim --prefetch or --hints)",
+            ),
             col("mem_pages", "integer", "pages", "memory size"),
             col("mem_mib", "float", "MiB", "memory size"),
             col("references", "integer", "count", "references simulated"),
@@ -230,7 +243,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     for r in &s.results {
         let c = &r.counters;
         data.push(vec![
-            r.policy.clone().into(),
+            label(r).into(),
             r.capacity.into(),
             super::mib(r.capacity.saturating_mul(ps)).into(),
             c.references.into(),
@@ -255,7 +268,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 points: s
                     .results
                     .iter()
-                    .filter(|r| &r.policy == name)
+                    .filter(|r| &label(r) == name)
                     .map(|r| (super::mib(r.capacity.saturating_mul(ps)), r.miss_ratio))
                     .collect(),
                 err: Vec::new(),
@@ -292,7 +305,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                         .map(|n| {
                             s.results
                                 .iter()
-                                .find(|r| &r.policy == n)
+                                .find(|r| &label(r) == n)
                                 .map_or(0.0, |r| r.miss_ratio)
                         })
                         .collect(),
@@ -562,6 +575,37 @@ mod tests {
         );
     }
 
+    #[test]
+    fn prefetchers_get_their_own_lines() {
+        // The same two results, the second size simulated with a prefetcher
+        // too: two lines, "lru" and "lru + leap".
+        let mut v = saved();
+        let mut r = v["results"][1].clone();
+        r["prefetch"] = "leap".into();
+        r["miss_ratio"] = 0.3.into();
+        v["results"].as_array_mut().unwrap().push(r);
+        let s = sim_section(Path::new("x.json"), &v).unwrap();
+        let Chart::Lines { series, .. } = &s.figures[0].chart else {
+            panic!("a line chart")
+        };
+        let names: Vec<&str> = series.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(names, ["lru", "lru + leap"]);
+        assert_eq!(series[1].points, vec![(16.0 / 1024.0, 0.3)]);
+        // `compare` pairs results of the same prefetcher only.
+        let a: SavedSim = serde_json::from_value(v.clone()).unwrap();
+        let mut b = a.clone();
+        b.results.reverse();
+        let pairs = compare_saved(&a, &b);
+        let got: Vec<(&str, u64, f64)> = pairs
+            .iter()
+            .map(|p| (p.policy.as_str(), p.mem_pages, p.miss_ratio_b))
+            .collect();
+        assert_eq!(
+            got,
+            [("lru", 2, 0.6), ("lru", 4, 0.4), ("lru + leap", 4, 0.3)]
+        );
+    }
+
     /// Damaged or hostile saved files give an error or a section, never a
     /// panic: every field replaced by each of a set of odd values.
     #[test]
@@ -657,13 +701,12 @@ pub fn compare_saved(a: &SavedSim, b: &SavedSim) -> Vec<SimPair> {
     a.results
         .iter()
         .filter_map(|ra| {
-            let rb = b
-                .results
-                .iter()
-                .find(|rb| rb.policy == ra.policy && rb.capacity == ra.capacity)?;
+            let rb = b.results.iter().find(|rb| {
+                rb.policy == ra.policy && rb.capacity == ra.capacity && rb.prefetch == ra.prefetch
+            })?;
             let (ma, mb) = (ra.counters.misses(), rb.counters.misses());
             Some(SimPair {
-                policy: ra.policy.clone(),
+                policy: label(ra),
                 mem_pages: ra.capacity,
                 misses_a: ma,
                 misses_b: mb,
