@@ -99,9 +99,17 @@
  *   swaplab-hints	1
  *   budget	BYTES          total mlock budget of the process (default 0)
  *   hint	ID	ACTION	P1	P2	NFRAMES	MODULE_PATH	HEX_OFFSET ...  (NFRAMES pairs)
- *   ACTION: mlock (P1 = bytes from the object's start, 0 = whole object),
- *   willneed (P1 = window bytes, P2 = poll interval us, 0 = 1000),
+ *   set	KEY	VALUE          optional, for the hint line above it
+ *   ACTION: mlock (P1 = bytes from the object's start, 0 = whole object;
+ *   P1 > 0 is also the hint's total: every allocation it matches draws on
+ *   the same P1 bytes, so a site with 186 objects still locks at most P1),
+ *   willneed (P1 = distance: bytes prefetched ahead of the program's touch
+ *   frontier, P2 = poll interval us, 0 = 1000; set chunk BYTES = bytes
+ *   released per step, default P1/2; set max_calls N = madvise calls per
+ *   process, default 65536; at most 16 objects of one hint are followed
+ *   at a time, and a window already resident costs no call),
  *   cold / pageout (P1 = delay in ns after the allocation).
+ *   A hint that runs out of its quota reports EDQUOT once.
  *   A hint matches an allocation when its frames equal the allocation's
  *   first NFRAMES frames (module path and offset); every matching hint
  *   applies, in file order (at most 4 per allocation: e.g. mlock a prefix
@@ -731,10 +739,23 @@ static void module_write(struct module *m)
 struct hint {
     uint32_t id, action;
     uint64_t p1, p2;
+    uint64_t chunk;     /* willneed: bytes released per step (0 = half the distance) */
+    uint64_t max_calls; /* willneed: madvise calls per process (0 = WN_MAX_CALLS) */
     int nframes;
     char *paths[MAX_FRAMES];
     uint64_t offs[MAX_FRAMES];
+    /* per process, since the start or the fork */
+    uint64_t spent;  /* atomic: mlock bytes granted to this hint, in total */
+    uint64_t calls;  /* atomic: willneed madvise calls made */
+    uint32_t nobj;   /* willneed objects registered now (with L_bg) */
+    int quota_said;  /* atomic: the hint's quota refusal was reported */
 };
+/* A willneed hint's work is bounded however many allocations it matches:
+ * at most WN_MAX_OBJS of its objects are followed at a time, and it makes
+ * at most max_calls madvise calls in all (a window whose pages are all
+ * resident costs no call). */
+#define WN_MAX_OBJS 16
+#define WN_MAX_CALLS 65536
 static struct hint *g_hints;
 static int g_nhints;
 static uint64_t g_budget;
@@ -878,6 +899,9 @@ static void hint_event(uint32_t hint_id, uint32_t action, uint64_t addr, uint64_
 struct bgobj {
     uint64_t addr, size;
     uint32_t hint_id, action;
+    int hk;                /* index into g_hints */
+    int done;              /* willneed: the hint's call quota ran out */
+    uint64_t chunk;        /* willneed: bytes released per step */
     uint64_t window, interval_ns, next_ns;
     uint64_t pos;          /* willneed: page index to scan from */
     int out;               /* willneed: a window is outstanding */
@@ -917,10 +941,26 @@ static void bg_start_locked(void)
     pthread_attr_destroy(&at);
 }
 
+static void quota_refused(int k, uint32_t action, uint64_t addr, uint64_t len)
+{
+    if (!__atomic_exchange_n(&g_hints[k].quota_said, 1, __ATOMIC_RELAXED))
+        hint_event(g_hints[k].id, action, addr, len, EDQUOT);
+}
+
+static void bg_forget(const struct bgobj *o)
+{
+    if (o->action == A_WILLNEED && g_hints[o->hk].nobj)
+        g_hints[o->hk].nobj--;
+}
+
 static int bg_register(const struct bgobj *o)
 {
     int ok = 0;
     pthread_mutex_lock(&L_bg);
+    if (o->action == A_WILLNEED && g_hints[o->hk].nobj >= WN_MAX_OBJS) {
+        pthread_mutex_unlock(&L_bg);
+        return 0;
+    }
     if (g_bg_n == g_bg_cap) {
         size_t ncap = g_bg_cap ? g_bg_cap * 2 : 16;
         struct bgobj *t = __libc_realloc(g_bg, ncap * sizeof *t);
@@ -932,6 +972,8 @@ static int bg_register(const struct bgobj *o)
     if (g_bg_n < g_bg_cap) {
         g_bg[g_bg_n] = *o;
         g_bg[g_bg_n++].seq = ++g_bg_seq;
+        if (o->action == A_WILLNEED)
+            g_hints[o->hk].nobj++;
         ok = 1;
         bg_start_locked();
         pthread_cond_signal(&C_bg);
@@ -948,8 +990,10 @@ static void bg_remove(uint64_t a, uint64_t n)
 {
     pthread_mutex_lock(&L_bg);
     for (size_t i = 0; i < g_bg_n;) {
-        if (g_bg[i].addr < a + n && a < g_bg[i].addr + g_bg[i].size)
+        if (g_bg[i].addr < a + n && a < g_bg[i].addr + g_bg[i].size) {
+            bg_forget(&g_bg[i]);
             g_bg[i] = g_bg[--g_bg_n];
+        }
         else
             i++;
     }
@@ -968,10 +1012,39 @@ static int pagemap_present(uint64_t addr)
     return (int)(v >> 63);
 }
 
+/* 1 when every page of [from, to) (page aligned) is resident. */
+static int all_resident(uint64_t from, uint64_t to)
+{
+    unsigned char vec[1024];
+    uint64_t pg = (uint64_t)g_page;
+    while (from < to) {
+        uint64_t n = (to - from) / pg;
+        if (n > sizeof vec)
+            n = sizeof vec;
+        if (mincore((void *)from, n * pg, vec))
+            return 0;
+        for (uint64_t k = 0; k < n; k++)
+            if (!(vec[k] & 1))
+                return 0;
+        from += n * pg;
+    }
+    return 1;
+}
+
+/* MADV_WILLNEED on [from, to) unless it is all resident already (no call:
+ * nothing to fetch); counts against the hint's call quota, which once spent
+ * ends the object's prefetch (o->done) with one EDQUOT report line. */
 static void issue_willneed(struct bgobj *o, uint64_t from, uint64_t to)
 {
-    if (to <= from)
+    if (to <= from || o->done || all_resident(from, to))
         return;
+    struct hint *h = &g_hints[o->hk];
+    uint64_t cap = h->max_calls ? h->max_calls : WN_MAX_CALLS;
+    if (__atomic_fetch_add(&h->calls, 1, __ATOMIC_RELAXED) >= cap) {
+        o->done = 1;
+        quota_refused(o->hk, A_WILLNEED, from, to - from);
+        return;
+    }
     int r = madvise((void *)from, to - from, MADV_WILLNEED) ? errno : 0;
     hint_event(o->hint_id, A_WILLNEED, from, to - from, r);
 }
@@ -1034,7 +1107,7 @@ static void willneed_tick(struct bgobj *o)
                 o->pos = 0;
                 return;
             }
-            o->probe = (o->probe + o->window / 2) & ~(pg - 1);
+            o->probe = (o->probe + o->chunk) & ~(pg - 1);
             if (o->probe >= hi)
                 o->probe = hi - pg;
             if (++steps == 8)
@@ -1057,7 +1130,7 @@ static void willneed_tick(struct bgobj *o)
     if (to < hi) {
         o->out = 1;
         o->issued_end = to;
-        o->probe = (from + o->window / 2) & ~(pg - 1);
+        o->probe = (from + o->chunk) & ~(pg - 1);
         if (o->probe < from)
             o->probe = from;
         o->stale = 0;
@@ -1129,8 +1202,10 @@ static void *bg_main(void *arg)
             continue;
         }
         struct bgobj o = g_bg[pick];
-        if (o.action != A_WILLNEED)
+        if (o.action != A_WILLNEED) {
+            bg_forget(&o);
             g_bg[pick] = g_bg[--g_bg_n];
+        }
         else /* round robin: the next due object goes first next time */
             g_bg[pick].next_ns = now + o.interval_ns;
         g_busy = 1;
@@ -1145,7 +1220,12 @@ static void *bg_main(void *arg)
             o.next_ns = now + o.interval_ns;
             for (size_t i = 0; i < g_bg_n; i++)
                 if (g_bg[i].seq == o.seq) { /* still registered */
-                    g_bg[i] = o;
+                    if (o.done) { /* the quota ran out: stop following it */
+                        bg_forget(&o);
+                        g_bg[i] = g_bg[--g_bg_n];
+                    } else {
+                        g_bg[i] = o;
+                    }
                     break;
                 }
         }
@@ -1156,13 +1236,25 @@ static void *bg_main(void *arg)
 /* Applies hint k to a new tracked allocation; updates e (locked, flags). */
 static void apply_hint(int k, struct live_ent *e)
 {
-    const struct hint *h = &g_hints[k];
+    struct hint *h = &g_hints[k];
     if (h->action == A_MLOCK && e->locked) { /* a second mlock hint */
         hint_event(h->id, A_MLOCK, e->addr, 0, EALREADY);
         return;
     }
     if (h->action == A_MLOCK) {
         uint64_t bytes = h->p1 == 0 || h->p1 > e->size ? e->size : h->p1;
+        if (h->p1) { /* P1 bytes in total over every allocation it matches */
+            uint64_t sp = __atomic_load_n(&h->spent, __ATOMIC_RELAXED), grant;
+            do {
+                grant = h->p1 - sp < bytes ? h->p1 - sp : bytes;
+                if (!grant) {
+                    quota_refused(k, A_MLOCK, e->addr, bytes);
+                    return;
+                }
+            } while (!__atomic_compare_exchange_n(&h->spent, &sp, sp + grant, 1, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED));
+            bytes = grant;
+        }
         uint64_t cur = __atomic_load_n(&g_locked, __ATOMIC_RELAXED);
         int r = 0;
         do {
@@ -1188,10 +1280,14 @@ static void apply_hint(int k, struct live_ent *e)
     o.size = e->size;
     o.hint_id = h->id;
     o.action = h->action;
+    o.hk = k;
     if (h->action == A_WILLNEED) {
         o.window = h->p1 ? h->p1 : 4u << 20;
         if (o.window < (uint64_t)g_page)
             o.window = (uint64_t)g_page;
+        o.chunk = h->chunk && h->chunk <= o.window ? h->chunk : o.window / 2;
+        if (o.chunk < (uint64_t)g_page)
+            o.chunk = (uint64_t)g_page;
         o.interval_ns = (h->p2 ? h->p2 : 1000) * 1000ull;
         o.next_ns = now_ns();
     } else {
@@ -1692,8 +1788,29 @@ static void hints_load(const char *file)
             }
             continue;
         }
+        if (!strcmp(f[0], "set")) {
+            uint64_t v;
+            if (nf != 3 || parse_u64(f[2], 10, &v)) {
+                err = "set: expected `set<TAB>KEY<TAB>VALUE` (a decimal number)";
+                break;
+            }
+            if (!g_nhints) {
+                err = "set: it applies to the hint line above it, and there is none";
+                break;
+            }
+            struct hint *h = &g_hints[g_nhints - 1];
+            if (!strcmp(f[1], "chunk") && h->action == A_WILLNEED)
+                h->chunk = v;
+            else if (!strcmp(f[1], "max_calls") && h->action == A_WILLNEED)
+                h->max_calls = v;
+            else {
+                err = "set: unknown key for this hint's action (willneed takes chunk, max_calls)";
+                break;
+            }
+            continue;
+        }
         if (strcmp(f[0], "hint")) {
-            snprintf(errbuf, sizeof errbuf, "unknown item `%.40s` (expected budget or hint)", f[0]);
+            snprintf(errbuf, sizeof errbuf, "unknown item `%.40s` (expected budget, hint or set)", f[0]);
             err = errbuf;
             break;
         }
@@ -1812,6 +1929,11 @@ static void atfork_child(void)
     pthread_cond_init(&C_done, NULL);
     g_busy = 0;
     __atomic_store_n(&g_locked, 0, __ATOMIC_RELAXED);
+    for (int k = 0; k < g_nhints; k++) { /* a new process: fresh quotas */
+        g_hints[k].spent = 0;
+        g_hints[k].calls = 0;
+        g_hints[k].quota_said = 0;
+    }
     for (size_t i = 0; i < g_live_cap; i++)
         g_live[i].locked = 0;
     mtree_forget_locks(g_mroot);

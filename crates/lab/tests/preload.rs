@@ -464,7 +464,8 @@ fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
 }
 
 /// A hints file for the probe's call sites (budget 3 MiB), learned from a
-/// first run's log: 1 mlock (malloc site), 2 mlock (mmap site), 3 cold.
+/// first run's log: 1 mlock (malloc site), 2 mlock (mmap site), 3 cold,
+/// 4 mlock 1.5 MiB in all (quota site), 5 willneed with 10 calls at most.
 fn probe_hints(dir: &Path) -> PathBuf {
     let learn = dir.join("learn");
     std::fs::create_dir(&learn).unwrap();
@@ -475,7 +476,7 @@ fn probe_hints(dir: &Path) -> PathBuf {
         &["hints", h.to_str().unwrap(), &(3u64 << 20).to_string()],
     );
     let text = std::fs::read_to_string(&h).unwrap();
-    assert_eq!(text.lines().filter(|l| l.starts_with("hint\t")).count(), 3);
+    assert_eq!(text.lines().filter(|l| l.starts_with("hint\t")).count(), 5);
     h
 }
 
@@ -578,6 +579,34 @@ fn no_lock_is_held_across_the_background_madvise() {
         (v["x_cold"].as_u64(), v["other"].as_u64()),
         (Some(1), Some(0))
     );
+}
+
+#[test]
+fn a_hints_budget_holds_across_every_allocation_it_matches() {
+    if !swaplab_host::util::is_root() {
+        eprintln!("skipping: mlock of 1.5 MiB needs root (RLIMIT_MEMLOCK)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hints = probe_hints(dir.path());
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    // 40 objects of 1 MiB match an mlock hint of 1.5 MiB: 1 MiB + 512 KiB
+    // locked (VmLck, read by the probe), then one EDQUOT; 100 objects match
+    // a willneed hint of max_calls 10: ten madvise calls, then one EDQUOT
+    let v = json(&probe(&logdir, Some(&hints), &["quota"]));
+    assert_eq!(
+        (v["mlock_calls"].as_u64(), v["willneed_calls"].as_u64()),
+        (Some(2), Some(10))
+    );
+    // malloc'd objects start 16 bytes into a page: two partial pages more
+    let kb = v["locked_kb"].as_u64().unwrap();
+    assert!((1536..=1536 + 8).contains(&kb), "{v}");
+    // the same, read here from the log
+    let l = only_log(&logdir);
+    let ok = |id: u32| l.hints().filter(move |h| h.hint_id == id && h.result == 0);
+    assert_eq!(ok(4).map(|h| h.len).sum::<u64>(), 3 * MIB / 2);
+    assert_eq!(ok(5).count(), 10);
 }
 
 #[test]
