@@ -22,7 +22,10 @@
 //!   `module+0xOFF`; a hint applies to allocations whose stack starts with
 //!   these frames. Never addresses, so a hint file stays valid across runs.
 //! * `action` and its one parameter: `mlock` + `bytes` (from the object's
-//!   start; 0 = the whole object), `willneed` + `window` (bytes, > 0),
+//!   start; 0 = the whole object; also the hint's total: every allocation
+//!   it matches in one process draws on the same `bytes`, so a site of 186
+//!   objects still locks at most `bytes`), `willneed` + `window` (bytes,
+//!   more than 0: how far ahead of the walk to prefetch),
 //!   `cold` / `pageout` + `delay_ms` (after the allocation).
 //! * `[modules.NAME]` (written by `advise`): which file each module name of
 //!   the sites means — its real path when traced and its ELF build-id —
@@ -586,6 +589,7 @@ mod tests {
             evidence: "swept 3 times; \"quoted\" \\ and\na newline\tand a tab \u{1}".into(),
             expected: "about 25 % fewer major faults".into(),
             expected_fault_reduction: 0.25,
+            expected_faults_saved: 100,
         }
     }
 

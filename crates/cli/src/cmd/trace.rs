@@ -336,6 +336,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         page_cluster: meta.run_page_cluster(),
     };
     let advice = run_advice(&an, &t, &ctx);
+    let verdict = swaplab_analysis::advise::verdict(&an, &t, &ctx, &advice);
     let budget = ctx.mlock_budget().unwrap_or(0);
     let mut file = swaplab_analysis::hints::from_advice(&advice, budget);
     swaplab_analysis::hints::identify_modules(&mut file, &t);
@@ -348,6 +349,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
                 "limit_bytes": limit,
                 "mlock_budget_bytes": budget,
                 "advice": advice,
+                "verdict": verdict,
                 "hint_file": out,
             }))?
         );
@@ -360,7 +362,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             .unwrap_or_else(|| "none (no mlock advice)".into()),
         format_bytes(budget)
     );
-    let mut r = Rows::new(&["site", "action", "expected", "evidence"]);
+    let mut r = Rows::new(&["site", "action", "saves", "expected", "evidence"]);
     r.left = true;
     for ad in &advice {
         let action = ad.action.to_string();
@@ -369,9 +371,16 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         } else {
             ad.location.clone()
         };
-        r.push(vec![site, action, ad.expected.clone(), ad.evidence.clone()]);
+        r.push(vec![
+            site,
+            action,
+            ad.expected_faults_saved.to_string(),
+            ad.expected.clone(),
+            ad.evidence.clone(),
+        ]);
     }
     print!("{}", r.render());
+    println!("\n{}", verdict.summary);
     println!(
         "\nwrote {} ({} hints); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
         out.display(),
