@@ -18,6 +18,12 @@
  *   SWAPLAB_HINT_REPORT  optional: append one text line per hint application,
  *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
  *                        `ok` or an errno name (ENOMEM, EPERM, ...).
+ *   SWAPLAB_PREFETCH     `thread`: a trend-based prefetch thread (below),
+ *                        with or without a hints file.
+ *   SWAPLAB_PREFETCH_ARGS  `key=value,...`: max=BYTES (largest prefetch
+ *                        distance, default 4M), interval=US (poll period,
+ *                        default 1000), history=N (fault deltas voted on,
+ *                        4..64, default 16).
  *   SWAPLAB_DEBUG_BG_GATE  tests only: `R,W`, two descriptors; the background
  *                        thread writes a byte to W and reads one from R
  *                        before each piece of work (see bg_gate).
@@ -132,6 +138,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1889,6 +1896,225 @@ static void hints_load(const char *file)
     __libc_free(buf);
 }
 
+/* ---- the trend-based prefetch thread (SWAPLAB_PREFETCH=thread) ----
+ *
+ * Leap-like: a perf software event on this process (inherited by threads
+ * created later) samples every major fault with its address into a ring
+ * buffer.  Every interval the thread reads the new faults, pushes the page
+ * deltas between consecutive faults into a history of N, and takes the
+ * majority delta (Boyer-Moore vote, then a count): when more than half of
+ * the history agrees on a non-zero delta D there is a trend, and the
+ * thread MADV_WILLNEEDs the pages the trend predicts after the last fault,
+ * D, 2D, ... up to a distance that starts at 8 pages and doubles while
+ * the trend holds (at most max).  Pages already prefetched for the same
+ * trend are not asked for again.  Without a trend it backs off: distance
+ * back to zero, no calls.  Each call is one line of the hint report with
+ * hint id 0 (and a HINT record in the log).  A process whose perf event
+ * cannot be opened (perf_event_paranoid, seccomp) gets one stderr line and
+ * no thread. */
+static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
+static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16;
+#define PF_MAX_CPUS 256
+static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be mapped) */
+static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
+static size_t g_pf_pages = 16; /* data pages of each ring */
+
+/* 0, or the errno of the madvise (ENOMEM: the trend ran off its mapping) */
+static int pf_issue(uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return 0;
+    int r = madvise((void *)lo, hi - lo, MADV_WILLNEED) ? errno : 0;
+    hint_event(0, A_WILLNEED, lo, hi - lo, r);
+    return r;
+}
+
+static void *pf_main(void *arg)
+{
+    (void)arg;
+    t_guard = 1;
+    uint64_t pg = (uint64_t)g_page;
+    int64_t hist[64];
+    uint64_t nh = 0, last = 0, have_last = 0;
+    int64_t cur = 0;       /* the trend's delta, pages (0 = none) */
+    uint64_t dist = 0;     /* pages ahead */
+    uint64_t done_to = 0;  /* page index (exclusive for D > 0) prefetched for cur */
+    uint64_t size = g_pf_pages * pg;
+    for (int ring = 0;; ring = (ring + 1) % g_pf_n) {
+        if (ring == 0) {
+            struct timespec ts = {(time_t)(g_pf_interval_us / 1000000),
+                                  (long)(g_pf_interval_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
+        struct perf_event_mmap_page *mp = g_pf_mp[ring];
+        unsigned char *data = (unsigned char *)mp + g_page;
+        uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = mp->data_tail;
+        int fresh = 0;
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header eh;
+            for (size_t k = 0; k < sizeof eh; k++)
+                ((unsigned char *)&eh)[k] = data[(tail + k) % size];
+            if (eh.size < sizeof eh || tail + eh.size > head)
+                break;
+            if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof eh + 8) {
+                uint64_t addr;
+                for (size_t k = 0; k < 8; k++)
+                    ((unsigned char *)&addr)[k] = data[(tail + sizeof eh + k) % size];
+                uint64_t page = addr / pg;
+                if (have_last) {
+                    hist[nh % g_pf_hist] = (int64_t)(page - last);
+                    nh++;
+                }
+                last = page;
+                have_last = 1;
+                fresh = 1;
+            }
+            tail += eh.size;
+        }
+        __atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+        if (!fresh)
+            continue;
+        uint64_t n = nh < g_pf_hist ? nh : g_pf_hist;
+        int64_t m = 0;
+        uint64_t c = 0;
+        for (uint64_t i = 0; i < n; i++) { /* Boyer-Moore majority vote */
+            if (!c) {
+                m = hist[i];
+                c = 1;
+            } else {
+                c += hist[i] == m ? 1 : (uint64_t)-1;
+            }
+        }
+        c = 0;
+        for (uint64_t i = 0; i < n; i++)
+            c += hist[i] == m;
+        if (n < 4 || c * 2 <= n || m == 0) { /* no trend: back off */
+            cur = 0;
+            dist = 0;
+            continue;
+        }
+        if (m == cur && dist == 0)
+            continue; /* this trend ran off its mapping: wait for a new one */
+        uint64_t maxp = g_pf_max / pg ? g_pf_max / pg : 1;
+        if (m != cur) {
+            cur = m;
+            dist = 8;
+            done_to = last;
+        } else {
+            dist = dist * 2 > maxp ? maxp : dist * 2;
+        }
+        uint64_t step = (uint64_t)(m < 0 ? -m : m);
+        if (step <= 16) { /* one range covers the strides */
+            if (m > 0) {
+                uint64_t from = (done_to > last ? done_to : last) + 1, to = last + dist + 1;
+                if (to > from) {
+                    done_to = to - 1;
+                    if (pf_issue(from * pg, to * pg))
+                        dist = 0;
+                }
+            } else {
+                uint64_t to = done_to < last ? done_to : last;
+                uint64_t from = last > dist ? last - dist : 0;
+                if (to > from) {
+                    done_to = from;
+                    if (pf_issue(from * pg, to * pg))
+                        dist = 0;
+                }
+            }
+        } else { /* a wide stride: the predicted pages one by one (at most 32) */
+            uint64_t k = dist / step ? dist / step : 1;
+            if (k > 32)
+                k = 32;
+            for (uint64_t i = 1; i <= k; i++) {
+                uint64_t p = last + (uint64_t)m * i;
+                if (m > 0 ? p <= done_to : p >= done_to)
+                    continue;
+                done_to = p;
+                if (pf_issue(p * pg, (p + 1) * pg)) {
+                    dist = 0;
+                    break;
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+static void pf_args(const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        uint64_t x;
+        if (eq)
+            *eq = 0;
+        if (eq && !strcmp(kv, "max"))
+            g_pf_max = parse_size_env("SWAPLAB_PREFETCH_ARGS max", eq + 1, g_pf_max);
+        else if (eq && !strcmp(kv, "interval") && !parse_u64(eq + 1, 10, &x) && x > 0)
+            g_pf_interval_us = x;
+        else if (eq && !strcmp(kv, "history") && !parse_u64(eq + 1, 10, &x) && x >= 4 && x <= 64)
+            g_pf_hist = x;
+        else
+            say("SWAPLAB_PREFETCH_ARGS: ignoring `%s` (expected max=BYTES, interval=US or "
+                "history=4..64)",
+                kv);
+    }
+}
+
+static void pf_start(void)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_ADDR;
+    a.inherit = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu < 1)
+        ncpu = 1;
+    if (ncpu > PF_MAX_CPUS)
+        ncpu = PF_MAX_CPUS;
+    const char *why = NULL;
+    int err = 0;
+    for (long cpu = 0; cpu < ncpu; cpu++) {
+        int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENODEV || errno == EINVAL)
+                continue; /* an offline CPU */
+            why = "cannot open a perf event for major faults";
+            err = errno;
+            break;
+        }
+        void *m = sys_mmap(NULL, (g_pf_pages + 1) * (size_t)g_page, PROT_READ | PROT_WRITE,
+                           MAP_SHARED, fd, 0);
+        err = errno;
+        close(fd); /* the mapping keeps the event */
+        if (m == MAP_FAILED) {
+            why = "cannot map the perf ring";
+            break;
+        }
+        g_pf_mp[g_pf_n++] = m;
+    }
+    if (why || !g_pf_n) {
+        say("SWAPLAB_PREFETCH=thread: %s (%s); no prefetch thread",
+            why ? why : "no CPU took a perf event", strerror(err));
+        return;
+    }
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    if (pthread_create(&th, &at, pf_main, NULL))
+        say("SWAPLAB_PREFETCH=thread: cannot start the prefetch thread");
+    pthread_attr_destroy(&at);
+}
+
 /* ---- fork ---- */
 static void atfork_prepare(void)
 {
@@ -2047,11 +2273,21 @@ __attribute__((constructor)) static void preload_init(void)
     const char *hints = getenv("SWAPLAB_HINTS");
     if (hints && *hints)
         hints_load(hints);
+    const char *pf = getenv("SWAPLAB_PREFETCH");
+    int prefetch = pf && !strcmp(pf, "thread");
+    if (pf && *pf && !prefetch)
+        say("SWAPLAB_PREFETCH=%s: unknown (expected `thread`); no prefetch thread", pf);
     const char *rep = getenv("SWAPLAB_HINT_REPORT");
-    if (rep && *rep && g_nhints) {
+    if (rep && *rep && (g_nhints || prefetch)) {
         g_report_fd = open(rep, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (g_report_fd < 0)
             say("cannot open the hint report %s: %s", rep, strerror(errno));
+    }
+    if (prefetch) {
+        const char *pa = getenv("SWAPLAB_PREFETCH_ARGS");
+        if (pa && *pa)
+            pf_args(pa);
+        pf_start();
     }
     if (g_logging || g_nhints) {
         void *bt[4];

@@ -21,6 +21,9 @@
  *   quota              (hints) 40 objects at one mlock site lock the hint's
  *                      bytes in all; 100 at one willneed site get its
  *                      max_calls madvise calls, then one EDQUOT.
+ *   trend DIR          (SWAPLAB_PREFETCH=thread, SWAPLAB_HINT_REPORT) a
+ *                      sequential walk over a cold file gets prefetch calls
+ *                      inside it, a random walk over another none.
  *   many [N]           N (default 100000) mappings, partial and multi-object
  *                      munmaps: exact FREE records and a tree cost per
  *                      operation logarithmic in N.
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -647,6 +651,109 @@ static int mode_quota(void)
     return g_fail;
 }
 
+/* A file of n bytes in dir, written, synced and dropped from the page
+ * cache, mapped read-only with readahead off: each first touch of a page
+ * is a major fault. */
+static char *cold_file(const char *dir, const char *name, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0, "cannot create %s", path);
+    if (fd < 0)
+        return NULL;
+    char buf[65536];
+    memset(buf, 7, sizeof buf);
+    for (size_t k = 0; k < n; k += sizeof buf)
+        CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+    fsync(fd);
+    posix_fadvise(fd, 0, (off_t)n, POSIX_FADV_DONTNEED);
+    char *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    unlink(path);
+    CHECK(p != MAP_FAILED, "mmap %s", path);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, n, MADV_RANDOM);
+    return p;
+}
+
+static long majflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_majflt;
+}
+
+/* SWAPLAB_PREFETCH=thread: a sequential walk over a cold file gets
+ * willneed calls (hint id 0) ahead of it, inside it; a random walk over
+ * another gets none. */
+static int mode_trend(const char *dir)
+{
+    const size_t n = 16 * M, np = n / PG;
+    const char *rep = getenv("SWAPLAB_HINT_REPORT");
+    CHECK(rep && *rep, "SWAPLAB_HINT_REPORT is not set");
+    char *seq = cold_file(dir, "seq", n), *rnd = cold_file(dir, "rnd", n);
+    if (!seq || !rnd || !rep)
+        return 1;
+    volatile char sink = 0;
+    long m0 = majflt();
+    for (size_t i = 0; i < np; i++)
+        sink += seq[i * PG];
+    long m1 = majflt();
+    usleep(20000);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < np / 4; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sink += rnd[(x % np) * PG];
+    }
+    long m2 = majflt();
+    usleep(20000);
+    FILE *f = fopen(rep, "r");
+    CHECK(f != NULL, "cannot read the report %s", rep);
+    long in_seq = 0, in_rnd = 0, other = 0, past = 0, bytes = 0; /* past: ENOMEM calls */
+    long elsewhere = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned pid, id;
+        char act[32], res[32];
+        unsigned long long a, len;
+        if (sscanf(line, "%u\t%u\t%31s\t%llx\t%llu\t%31s", &pid, &id, act, &a, &len, res) != 6 ||
+            id != 0 || strcmp(act, "willneed")) {
+            other++;
+            continue;
+        }
+        if (!strcmp(res, "ENOMEM")) { /* the trend ran off a mapping (the file's end) */
+            past++;
+            continue;
+        }
+        if (strcmp(res, "ok")) {
+            other++;
+            fprintf(stderr, "probe: a failed call: %s", line);
+        } else if (a >= (uintptr_t)seq && a + len <= (uintptr_t)seq + n) {
+            in_seq++;
+            bytes += (long)len;
+        } else if (a < (uintptr_t)rnd + n && a + len > (uintptr_t)rnd)
+            in_rnd++;
+        else
+            elsewhere++; /* e.g. a trend among the start-up faults in a library */
+    }
+    if (f)
+        fclose(f);
+    CHECK(in_seq >= 1 && in_rnd == 0 && other == 0,
+          "prefetch calls: %ld in the sequential file, %ld in the random one, %ld else; want >= 1, "
+          "0, 0",
+          in_seq, in_rnd, other);
+    printf("{\"mode\":\"trend\",\"pages\":%zu,\"seq_majflt\":%ld,\"rnd_majflt\":%ld,"
+           "\"calls\":%ld,\"off_mapping\":%ld,\"elsewhere\":%ld,\"prefetched_bytes\":%ld}\n",
+           np, m1 - m0, m2 - m1, in_seq, past, elsewhere, bytes);
+    munmap(seq, n);
+    munmap(rnd, n);
+    return g_fail;
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -659,12 +766,14 @@ int main(int argc, char **argv)
         r = mode_fork(argc == 3 ? atoi(argv[2]) : 50);
     else if (!strcmp(m, "gate") && argc == 2)
         r = mode_gate(argv);
+    else if (!strcmp(m, "trend") && argc == 3)
+        r = mode_trend(argv[2]);
     else if (!strcmp(m, "quota") && argc == 2)
         r = mode_quota();
     else if (!strcmp(m, "many") && argc <= 3)
         r = mode_many(argc == 3 ? atol(argv[2]) : 100000);
     else
-        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | many [N]\n",
+        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N]\n",
                 argv[0]);
     fflush(stdout);
     return r;

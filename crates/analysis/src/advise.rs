@@ -592,7 +592,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             continue;
         }
         ad.evidence = format!(
-            "not emitted: {} would save about {} major faults, below the floor of {floor}              (max({MIN_GAIN_FAULTS}, {:.0} % of the process's {process_swaps})); {}",
+            "not emitted: {} would save about {} major faults, below the floor of {floor} (max({MIN_GAIN_FAULTS}, {:.0} % of the process's {process_swaps})); {}",
             ad.action,
             ad.expected_faults_saved,
             MIN_GAIN_SHARE * 100.0,
@@ -702,7 +702,7 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
         }
     };
     let summary = if process_swaps == 0 {
-        "no hint: the run had no major faults or swap-ins, so there is nothing for advice to          save"
+        "no hint: the run had no major faults or swap-ins, so there is nothing for advice to save"
             .to_string()
     } else if hints > 0 {
         let saved: u64 = advice
@@ -711,7 +711,7 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
             .max()
             .unwrap_or(0);
         format!(
-            "{hints} hint(s); the best is expected to save about {saved} of the process's              {process_swaps} major faults ({:.0} %); check them with `swaplab advise TRACE              --verify`",
+            "{hints} hint(s); the best is expected to save about {saved} of the process's {process_swaps} major faults ({:.0} %); check them with `swaplab advise TRACE --verify`",
             saved as f64 * 100.0 / process_swaps as f64
         )
     } else {
@@ -722,12 +722,12 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
             .map(|x| x.evidence.split("; ").take(2).collect::<Vec<_>>().join("; "))
             .unwrap_or_else(|| {
                 format!(
-                    "{} of the {process_swaps} major faults fall in no allocation site with                      a pattern a hint can use",
+                    "{} of the {process_swaps} major faults fall in no allocation site with a pattern a hint can use",
                     process_swaps.saturating_sub(attributed)
                 )
             });
         format!(
-            "no hint will help: {why}. Only more memory (or a more local data structure)              reduces the {process_swaps} major faults.{}",
+            "no hint will help: {why}. Only more memory (or a more local data structure) reduces the {process_swaps} major faults.{}",
             more(&memory)
         )
     };

@@ -425,6 +425,11 @@ const PROBE: &str = env!("SWAPLAB_PRELOAD_PROBE");
 /// killed and the test fails (a guard against hanging the suite, not a
 /// timing measurement).
 fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
+    probe_env(dir, hints, args, &[])
+}
+
+/// [`probe`] with more environment.
+fn probe_env(dir: &Path, hints: Option<&Path>, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut c = Command::new(PROBE);
     c.args(args)
         .env("LD_PRELOAD", preload::library_path().unwrap())
@@ -439,6 +444,9 @@ fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
         Some(h) => c.env(preload::HINTS_ENV, h),
         None => c.env_remove(preload::HINTS_ENV),
     };
+    for (k, v) in env {
+        c.env(k, v);
+    }
     let mut child = workload::spawn_retrying(&mut c).unwrap();
     let start = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -607,6 +615,35 @@ fn a_hints_budget_holds_across_every_allocation_it_matches() {
     let ok = |id: u32| l.hints().filter(move |h| h.hint_id == id && h.result == 0);
     assert_eq!(ok(4).map(|h| h.len).sum::<u64>(), 3 * MIB / 2);
     assert_eq!(ok(5).count(), 10);
+}
+
+#[test]
+fn the_prefetch_thread_follows_a_sequential_trend_and_not_a_random_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    // two cold 16 MiB files (written, synced, dropped from the page cache,
+    // readahead off): every first touch is a major fault. The probe reads
+    // the report: prefetch calls (hint id 0) inside the sequentially walked
+    // file, none in the randomly walked one.
+    let v = json(&probe_env(
+        dir.path(),
+        None,
+        &["trend", dir.path().to_str().unwrap()],
+        &[
+            ("SWAPLAB_PREFETCH", Path::new("thread")),
+            (preload::HINT_REPORT_ENV, &report),
+        ],
+    ));
+    assert!(v["calls"].as_u64().unwrap() >= 1, "{v}");
+    // the prefetch turned major faults into minor ones
+    assert!(
+        v["seq_majflt"].as_u64().unwrap() < v["pages"].as_u64().unwrap(),
+        "{v}"
+    );
+    // the same calls, read here from the report: hint id 0, willneed
+    let applied = swaplab_lab::tracing::read_hint_report(&report);
+    assert!(applied.iter().all(|h| h.id == 0 && h.action == "willneed"));
+    assert!(applied.iter().filter(|h| h.ok).count() as u64 >= v["calls"].as_u64().unwrap());
 }
 
 #[test]
