@@ -438,7 +438,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         }
         print!("{}", t.render());
         if v.kept.is_empty() {
-            println!("no hint pays: the hint file written keeps none (run without hints)");
+            println!("\nno hint pays: the hint file written keeps none (run without hints)");
         }
     }
     println!(
