@@ -18,6 +18,12 @@
  *   SWAPLAB_HINT_REPORT  optional: append one text line per hint application,
  *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
  *                        `ok` or an errno name (ENOMEM, EPERM, ...).
+ *   SWAPLAB_PREFETCH     `thread`: a trend-based prefetch thread (below),
+ *                        with or without a hints file.
+ *   SWAPLAB_PREFETCH_ARGS  `key=value,...`: max=BYTES (largest prefetch
+ *                        distance, default 4M), interval=US (poll period,
+ *                        default 1000), history=N (fault deltas voted on,
+ *                        4..64, default 16).
  *   SWAPLAB_DEBUG_BG_GATE  tests only: `R,W`, two descriptors; the background
  *                        thread writes a byte to W and reads one from R
  *                        before each piece of work (see bg_gate).
@@ -99,9 +105,17 @@
  *   swaplab-hints	1
  *   budget	BYTES          total mlock budget of the process (default 0)
  *   hint	ID	ACTION	P1	P2	NFRAMES	MODULE_PATH	HEX_OFFSET ...  (NFRAMES pairs)
- *   ACTION: mlock (P1 = bytes from the object's start, 0 = whole object),
- *   willneed (P1 = window bytes, P2 = poll interval us, 0 = 1000),
+ *   set	KEY	VALUE          optional, for the hint line above it
+ *   ACTION: mlock (P1 = bytes from the object's start, 0 = whole object;
+ *   P1 > 0 is also the hint's total: every allocation it matches draws on
+ *   the same P1 bytes, so a site with 186 objects still locks at most P1),
+ *   willneed (P1 = distance: bytes prefetched ahead of the program's touch
+ *   frontier, P2 = poll interval us, 0 = 1000; set chunk BYTES = bytes
+ *   released per step, default P1/2; set max_calls N = madvise calls per
+ *   process, default 65536; at most 16 objects of one hint are followed
+ *   at a time, and a window already resident costs no call),
  *   cold / pageout (P1 = delay in ns after the allocation).
+ *   A hint that runs out of its quota reports EDQUOT once.
  *   A hint matches an allocation when its frames equal the allocation's
  *   first NFRAMES frames (module path and offset); every matching hint
  *   applies, in file order (at most 4 per allocation: e.g. mlock a prefix
@@ -124,6 +138,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -731,10 +746,23 @@ static void module_write(struct module *m)
 struct hint {
     uint32_t id, action;
     uint64_t p1, p2;
+    uint64_t chunk;     /* willneed: bytes released per step (0 = half the distance) */
+    uint64_t max_calls; /* willneed: madvise calls per process (0 = WN_MAX_CALLS) */
     int nframes;
     char *paths[MAX_FRAMES];
     uint64_t offs[MAX_FRAMES];
+    /* per process, since the start or the fork */
+    uint64_t spent;  /* atomic: mlock bytes granted to this hint, in total */
+    uint64_t calls;  /* atomic: willneed madvise calls made */
+    uint32_t nobj;   /* willneed objects registered now (with L_bg) */
+    int quota_said;  /* atomic: the hint's quota refusal was reported */
 };
+/* A willneed hint's work is bounded however many allocations it matches:
+ * at most WN_MAX_OBJS of its objects are followed at a time, and it makes
+ * at most max_calls madvise calls in all (a window whose pages are all
+ * resident costs no call). */
+#define WN_MAX_OBJS 16
+#define WN_MAX_CALLS 65536
 static struct hint *g_hints;
 static int g_nhints;
 static uint64_t g_budget;
@@ -878,6 +906,9 @@ static void hint_event(uint32_t hint_id, uint32_t action, uint64_t addr, uint64_
 struct bgobj {
     uint64_t addr, size;
     uint32_t hint_id, action;
+    int hk;                /* index into g_hints */
+    int done;              /* willneed: the hint's call quota ran out */
+    uint64_t chunk;        /* willneed: bytes released per step */
     uint64_t window, interval_ns, next_ns;
     uint64_t pos;          /* willneed: page index to scan from */
     int out;               /* willneed: a window is outstanding */
@@ -917,10 +948,26 @@ static void bg_start_locked(void)
     pthread_attr_destroy(&at);
 }
 
+static void quota_refused(int k, uint32_t action, uint64_t addr, uint64_t len)
+{
+    if (!__atomic_exchange_n(&g_hints[k].quota_said, 1, __ATOMIC_RELAXED))
+        hint_event(g_hints[k].id, action, addr, len, EDQUOT);
+}
+
+static void bg_forget(const struct bgobj *o)
+{
+    if (o->action == A_WILLNEED && g_hints[o->hk].nobj)
+        g_hints[o->hk].nobj--;
+}
+
 static int bg_register(const struct bgobj *o)
 {
     int ok = 0;
     pthread_mutex_lock(&L_bg);
+    if (o->action == A_WILLNEED && g_hints[o->hk].nobj >= WN_MAX_OBJS) {
+        pthread_mutex_unlock(&L_bg);
+        return 0;
+    }
     if (g_bg_n == g_bg_cap) {
         size_t ncap = g_bg_cap ? g_bg_cap * 2 : 16;
         struct bgobj *t = __libc_realloc(g_bg, ncap * sizeof *t);
@@ -932,6 +979,8 @@ static int bg_register(const struct bgobj *o)
     if (g_bg_n < g_bg_cap) {
         g_bg[g_bg_n] = *o;
         g_bg[g_bg_n++].seq = ++g_bg_seq;
+        if (o->action == A_WILLNEED)
+            g_hints[o->hk].nobj++;
         ok = 1;
         bg_start_locked();
         pthread_cond_signal(&C_bg);
@@ -948,8 +997,10 @@ static void bg_remove(uint64_t a, uint64_t n)
 {
     pthread_mutex_lock(&L_bg);
     for (size_t i = 0; i < g_bg_n;) {
-        if (g_bg[i].addr < a + n && a < g_bg[i].addr + g_bg[i].size)
+        if (g_bg[i].addr < a + n && a < g_bg[i].addr + g_bg[i].size) {
+            bg_forget(&g_bg[i]);
             g_bg[i] = g_bg[--g_bg_n];
+        }
         else
             i++;
     }
@@ -968,10 +1019,39 @@ static int pagemap_present(uint64_t addr)
     return (int)(v >> 63);
 }
 
+/* 1 when every page of [from, to) (page aligned) is resident. */
+static int all_resident(uint64_t from, uint64_t to)
+{
+    unsigned char vec[1024];
+    uint64_t pg = (uint64_t)g_page;
+    while (from < to) {
+        uint64_t n = (to - from) / pg;
+        if (n > sizeof vec)
+            n = sizeof vec;
+        if (mincore((void *)from, n * pg, vec))
+            return 0;
+        for (uint64_t k = 0; k < n; k++)
+            if (!(vec[k] & 1))
+                return 0;
+        from += n * pg;
+    }
+    return 1;
+}
+
+/* MADV_WILLNEED on [from, to) unless it is all resident already (no call:
+ * nothing to fetch); counts against the hint's call quota, which once spent
+ * ends the object's prefetch (o->done) with one EDQUOT report line. */
 static void issue_willneed(struct bgobj *o, uint64_t from, uint64_t to)
 {
-    if (to <= from)
+    if (to <= from || o->done || all_resident(from, to))
         return;
+    struct hint *h = &g_hints[o->hk];
+    uint64_t cap = h->max_calls ? h->max_calls : WN_MAX_CALLS;
+    if (__atomic_fetch_add(&h->calls, 1, __ATOMIC_RELAXED) >= cap) {
+        o->done = 1;
+        quota_refused(o->hk, A_WILLNEED, from, to - from);
+        return;
+    }
     int r = madvise((void *)from, to - from, MADV_WILLNEED) ? errno : 0;
     hint_event(o->hint_id, A_WILLNEED, from, to - from, r);
 }
@@ -1034,7 +1114,7 @@ static void willneed_tick(struct bgobj *o)
                 o->pos = 0;
                 return;
             }
-            o->probe = (o->probe + o->window / 2) & ~(pg - 1);
+            o->probe = (o->probe + o->chunk) & ~(pg - 1);
             if (o->probe >= hi)
                 o->probe = hi - pg;
             if (++steps == 8)
@@ -1057,7 +1137,7 @@ static void willneed_tick(struct bgobj *o)
     if (to < hi) {
         o->out = 1;
         o->issued_end = to;
-        o->probe = (from + o->window / 2) & ~(pg - 1);
+        o->probe = (from + o->chunk) & ~(pg - 1);
         if (o->probe < from)
             o->probe = from;
         o->stale = 0;
@@ -1129,8 +1209,10 @@ static void *bg_main(void *arg)
             continue;
         }
         struct bgobj o = g_bg[pick];
-        if (o.action != A_WILLNEED)
+        if (o.action != A_WILLNEED) {
+            bg_forget(&o);
             g_bg[pick] = g_bg[--g_bg_n];
+        }
         else /* round robin: the next due object goes first next time */
             g_bg[pick].next_ns = now + o.interval_ns;
         g_busy = 1;
@@ -1145,7 +1227,12 @@ static void *bg_main(void *arg)
             o.next_ns = now + o.interval_ns;
             for (size_t i = 0; i < g_bg_n; i++)
                 if (g_bg[i].seq == o.seq) { /* still registered */
-                    g_bg[i] = o;
+                    if (o.done) { /* the quota ran out: stop following it */
+                        bg_forget(&o);
+                        g_bg[i] = g_bg[--g_bg_n];
+                    } else {
+                        g_bg[i] = o;
+                    }
                     break;
                 }
         }
@@ -1156,13 +1243,25 @@ static void *bg_main(void *arg)
 /* Applies hint k to a new tracked allocation; updates e (locked, flags). */
 static void apply_hint(int k, struct live_ent *e)
 {
-    const struct hint *h = &g_hints[k];
+    struct hint *h = &g_hints[k];
     if (h->action == A_MLOCK && e->locked) { /* a second mlock hint */
         hint_event(h->id, A_MLOCK, e->addr, 0, EALREADY);
         return;
     }
     if (h->action == A_MLOCK) {
         uint64_t bytes = h->p1 == 0 || h->p1 > e->size ? e->size : h->p1;
+        if (h->p1) { /* P1 bytes in total over every allocation it matches */
+            uint64_t sp = __atomic_load_n(&h->spent, __ATOMIC_RELAXED), grant;
+            do {
+                grant = h->p1 - sp < bytes ? h->p1 - sp : bytes;
+                if (!grant) {
+                    quota_refused(k, A_MLOCK, e->addr, bytes);
+                    return;
+                }
+            } while (!__atomic_compare_exchange_n(&h->spent, &sp, sp + grant, 1, __ATOMIC_RELAXED,
+                                                  __ATOMIC_RELAXED));
+            bytes = grant;
+        }
         uint64_t cur = __atomic_load_n(&g_locked, __ATOMIC_RELAXED);
         int r = 0;
         do {
@@ -1188,10 +1287,14 @@ static void apply_hint(int k, struct live_ent *e)
     o.size = e->size;
     o.hint_id = h->id;
     o.action = h->action;
+    o.hk = k;
     if (h->action == A_WILLNEED) {
         o.window = h->p1 ? h->p1 : 4u << 20;
         if (o.window < (uint64_t)g_page)
             o.window = (uint64_t)g_page;
+        o.chunk = h->chunk && h->chunk <= o.window ? h->chunk : o.window / 2;
+        if (o.chunk < (uint64_t)g_page)
+            o.chunk = (uint64_t)g_page;
         o.interval_ns = (h->p2 ? h->p2 : 1000) * 1000ull;
         o.next_ns = now_ns();
     } else {
@@ -1692,8 +1795,29 @@ static void hints_load(const char *file)
             }
             continue;
         }
+        if (!strcmp(f[0], "set")) {
+            uint64_t v;
+            if (nf != 3 || parse_u64(f[2], 10, &v)) {
+                err = "set: expected `set<TAB>KEY<TAB>VALUE` (a decimal number)";
+                break;
+            }
+            if (!g_nhints) {
+                err = "set: it applies to the hint line above it, and there is none";
+                break;
+            }
+            struct hint *h = &g_hints[g_nhints - 1];
+            if (!strcmp(f[1], "chunk") && h->action == A_WILLNEED)
+                h->chunk = v;
+            else if (!strcmp(f[1], "max_calls") && h->action == A_WILLNEED)
+                h->max_calls = v;
+            else {
+                err = "set: unknown key for this hint's action (willneed takes chunk, max_calls)";
+                break;
+            }
+            continue;
+        }
         if (strcmp(f[0], "hint")) {
-            snprintf(errbuf, sizeof errbuf, "unknown item `%.40s` (expected budget or hint)", f[0]);
+            snprintf(errbuf, sizeof errbuf, "unknown item `%.40s` (expected budget, hint or set)", f[0]);
             err = errbuf;
             break;
         }
@@ -1772,6 +1896,225 @@ static void hints_load(const char *file)
     __libc_free(buf);
 }
 
+/* ---- the trend-based prefetch thread (SWAPLAB_PREFETCH=thread) ----
+ *
+ * Leap-like: a perf software event on this process (inherited by threads
+ * created later) samples every major fault with its address into a ring
+ * buffer.  Every interval the thread reads the new faults, pushes the page
+ * deltas between consecutive faults into a history of N, and takes the
+ * majority delta (Boyer-Moore vote, then a count): when more than half of
+ * the history agrees on a non-zero delta D there is a trend, and the
+ * thread MADV_WILLNEEDs the pages the trend predicts after the last fault,
+ * D, 2D, ... up to a distance that starts at 8 pages and doubles while
+ * the trend holds (at most max).  Pages already prefetched for the same
+ * trend are not asked for again.  Without a trend it backs off: distance
+ * back to zero, no calls.  Each call is one line of the hint report with
+ * hint id 0 (and a HINT record in the log).  A process whose perf event
+ * cannot be opened (perf_event_paranoid, seccomp) gets one stderr line and
+ * no thread. */
+static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
+static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16;
+#define PF_MAX_CPUS 256
+static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be mapped) */
+static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
+static size_t g_pf_pages = 16; /* data pages of each ring */
+
+/* 0, or the errno of the madvise (ENOMEM: the trend ran off its mapping) */
+static int pf_issue(uint64_t lo, uint64_t hi)
+{
+    if (hi <= lo)
+        return 0;
+    int r = madvise((void *)lo, hi - lo, MADV_WILLNEED) ? errno : 0;
+    hint_event(0, A_WILLNEED, lo, hi - lo, r);
+    return r;
+}
+
+static void *pf_main(void *arg)
+{
+    (void)arg;
+    t_guard = 1;
+    uint64_t pg = (uint64_t)g_page;
+    int64_t hist[64];
+    uint64_t nh = 0, last = 0, have_last = 0;
+    int64_t cur = 0;       /* the trend's delta, pages (0 = none) */
+    uint64_t dist = 0;     /* pages ahead */
+    uint64_t done_to = 0;  /* page index (exclusive for D > 0) prefetched for cur */
+    uint64_t size = g_pf_pages * pg;
+    for (int ring = 0;; ring = (ring + 1) % g_pf_n) {
+        if (ring == 0) {
+            struct timespec ts = {(time_t)(g_pf_interval_us / 1000000),
+                                  (long)(g_pf_interval_us % 1000000) * 1000};
+            nanosleep(&ts, NULL);
+        }
+        struct perf_event_mmap_page *mp = g_pf_mp[ring];
+        unsigned char *data = (unsigned char *)mp + g_page;
+        uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+        uint64_t tail = mp->data_tail;
+        int fresh = 0;
+        while (tail + sizeof(struct perf_event_header) <= head) {
+            struct perf_event_header eh;
+            for (size_t k = 0; k < sizeof eh; k++)
+                ((unsigned char *)&eh)[k] = data[(tail + k) % size];
+            if (eh.size < sizeof eh || tail + eh.size > head)
+                break;
+            if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof eh + 8) {
+                uint64_t addr;
+                for (size_t k = 0; k < 8; k++)
+                    ((unsigned char *)&addr)[k] = data[(tail + sizeof eh + k) % size];
+                uint64_t page = addr / pg;
+                if (have_last) {
+                    hist[nh % g_pf_hist] = (int64_t)(page - last);
+                    nh++;
+                }
+                last = page;
+                have_last = 1;
+                fresh = 1;
+            }
+            tail += eh.size;
+        }
+        __atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+        if (!fresh)
+            continue;
+        uint64_t n = nh < g_pf_hist ? nh : g_pf_hist;
+        int64_t m = 0;
+        uint64_t c = 0;
+        for (uint64_t i = 0; i < n; i++) { /* Boyer-Moore majority vote */
+            if (!c) {
+                m = hist[i];
+                c = 1;
+            } else {
+                c += hist[i] == m ? 1 : (uint64_t)-1;
+            }
+        }
+        c = 0;
+        for (uint64_t i = 0; i < n; i++)
+            c += hist[i] == m;
+        if (n < 4 || c * 2 <= n || m == 0) { /* no trend: back off */
+            cur = 0;
+            dist = 0;
+            continue;
+        }
+        if (m == cur && dist == 0)
+            continue; /* this trend ran off its mapping: wait for a new one */
+        uint64_t maxp = g_pf_max / pg ? g_pf_max / pg : 1;
+        if (m != cur) {
+            cur = m;
+            dist = 8;
+            done_to = last;
+        } else {
+            dist = dist * 2 > maxp ? maxp : dist * 2;
+        }
+        uint64_t step = (uint64_t)(m < 0 ? -m : m);
+        if (step <= 16) { /* one range covers the strides */
+            if (m > 0) {
+                uint64_t from = (done_to > last ? done_to : last) + 1, to = last + dist + 1;
+                if (to > from) {
+                    done_to = to - 1;
+                    if (pf_issue(from * pg, to * pg))
+                        dist = 0;
+                }
+            } else {
+                uint64_t to = done_to < last ? done_to : last;
+                uint64_t from = last > dist ? last - dist : 0;
+                if (to > from) {
+                    done_to = from;
+                    if (pf_issue(from * pg, to * pg))
+                        dist = 0;
+                }
+            }
+        } else { /* a wide stride: the predicted pages one by one (at most 32) */
+            uint64_t k = dist / step ? dist / step : 1;
+            if (k > 32)
+                k = 32;
+            for (uint64_t i = 1; i <= k; i++) {
+                uint64_t p = last + (uint64_t)m * i;
+                if (m > 0 ? p <= done_to : p >= done_to)
+                    continue;
+                done_to = p;
+                if (pf_issue(p * pg, (p + 1) * pg)) {
+                    dist = 0;
+                    break;
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+static void pf_args(const char *v)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", v);
+    for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        uint64_t x;
+        if (eq)
+            *eq = 0;
+        if (eq && !strcmp(kv, "max"))
+            g_pf_max = parse_size_env("SWAPLAB_PREFETCH_ARGS max", eq + 1, g_pf_max);
+        else if (eq && !strcmp(kv, "interval") && !parse_u64(eq + 1, 10, &x) && x > 0)
+            g_pf_interval_us = x;
+        else if (eq && !strcmp(kv, "history") && !parse_u64(eq + 1, 10, &x) && x >= 4 && x <= 64)
+            g_pf_hist = x;
+        else
+            say("SWAPLAB_PREFETCH_ARGS: ignoring `%s` (expected max=BYTES, interval=US or "
+                "history=4..64)",
+                kv);
+    }
+}
+
+static void pf_start(void)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_ADDR;
+    a.inherit = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+    if (ncpu < 1)
+        ncpu = 1;
+    if (ncpu > PF_MAX_CPUS)
+        ncpu = PF_MAX_CPUS;
+    const char *why = NULL;
+    int err = 0;
+    for (long cpu = 0; cpu < ncpu; cpu++) {
+        int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENODEV || errno == EINVAL)
+                continue; /* an offline CPU */
+            why = "cannot open a perf event for major faults";
+            err = errno;
+            break;
+        }
+        void *m = sys_mmap(NULL, (g_pf_pages + 1) * (size_t)g_page, PROT_READ | PROT_WRITE,
+                           MAP_SHARED, fd, 0);
+        err = errno;
+        close(fd); /* the mapping keeps the event */
+        if (m == MAP_FAILED) {
+            why = "cannot map the perf ring";
+            break;
+        }
+        g_pf_mp[g_pf_n++] = m;
+    }
+    if (why || !g_pf_n) {
+        say("SWAPLAB_PREFETCH=thread: %s (%s); no prefetch thread",
+            why ? why : "no CPU took a perf event", strerror(err));
+        return;
+    }
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    if (pthread_create(&th, &at, pf_main, NULL))
+        say("SWAPLAB_PREFETCH=thread: cannot start the prefetch thread");
+    pthread_attr_destroy(&at);
+}
+
 /* ---- fork ---- */
 static void atfork_prepare(void)
 {
@@ -1812,6 +2155,11 @@ static void atfork_child(void)
     pthread_cond_init(&C_done, NULL);
     g_busy = 0;
     __atomic_store_n(&g_locked, 0, __ATOMIC_RELAXED);
+    for (int k = 0; k < g_nhints; k++) { /* a new process: fresh quotas */
+        g_hints[k].spent = 0;
+        g_hints[k].calls = 0;
+        g_hints[k].quota_said = 0;
+    }
     for (size_t i = 0; i < g_live_cap; i++)
         g_live[i].locked = 0;
     mtree_forget_locks(g_mroot);
@@ -1925,11 +2273,21 @@ __attribute__((constructor)) static void preload_init(void)
     const char *hints = getenv("SWAPLAB_HINTS");
     if (hints && *hints)
         hints_load(hints);
+    const char *pf = getenv("SWAPLAB_PREFETCH");
+    int prefetch = pf && !strcmp(pf, "thread");
+    if (pf && *pf && !prefetch)
+        say("SWAPLAB_PREFETCH=%s: unknown (expected `thread`); no prefetch thread", pf);
     const char *rep = getenv("SWAPLAB_HINT_REPORT");
-    if (rep && *rep && g_nhints) {
+    if (rep && *rep && (g_nhints || prefetch)) {
         g_report_fd = open(rep, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
         if (g_report_fd < 0)
             say("cannot open the hint report %s: %s", rep, strerror(errno));
+    }
+    if (prefetch) {
+        const char *pa = getenv("SWAPLAB_PREFETCH_ARGS");
+        if (pa && *pa)
+            pf_args(pa);
+        pf_start();
     }
     if (g_logging || g_nhints) {
         void *bt[4];

@@ -239,10 +239,17 @@ probe() { # probe DESCRIPTION MODE ARGS...
 }
 rm -rf "$tmp/probe"; mkdir -p "$tmp/probe"
 LD_PRELOAD=$SO SWAPLAB_ALLOC_DIR=$tmp/probe "$P" hints "$tmp/probe-hints" $((3 << 20)) >"$tmp/out" 2>"$tmp/err"
-check "probe: hints learned from its own log ($(cat "$tmp/err"))" [ "$(grep -c '^hint' "$tmp/probe-hints")" = 3 ]
+check "probe: hints learned from its own log ($(cat "$tmp/err"))" [ "$(grep -c '^hint' "$tmp/probe-hints")" = 5 ]
 probe "failed mremap / munmap: no FREE, mlock budget kept" mremap
 probe "fork: the child starts with no locked bytes, never deadlocks" fork 50
 probe "no lock held across the background madvise" gate
+probe "a hint's budget holds across every allocation it matches" quota
+# SWAPLAB_PREFETCH=thread: prefetch ahead of a sequential walk, none for a random one
+mkdir -p "$tmp/trend"; rm -f "$tmp/trend-report"
+SWAPLAB_PREFETCH=thread SWAPLAB_HINT_REPORT=$tmp/trend-report LD_PRELOAD=$SO \
+    timeout 300 "$P" trend "$tmp/trend" >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "prefetch thread: calls ahead of a sequential walk, none in a random one (exit $rc: $(cat "$tmp/out" "$tmp/err"))" [ "$rc" = 0 ]
+check "prefetch thread: fewer major faults than pages" jq -e '.seq_majflt < .pages' "$tmp/out" >/dev/null
 probe "munmap of 100k mappings: exact FREEs, logarithmic tree cost" many 100000
 check "many: steps per operation reported" jq -e '.steps_per_op > 0 and .steps_per_op <= .bound' "$tmp/out" >/dev/null
 

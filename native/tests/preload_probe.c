@@ -18,6 +18,12 @@
  *                      before its madvise (SWAPLAB_DEBUG_BG_GATE), other
  *                      threads allocate, free, map, unmap, register hints
  *                      and fork.  A lock held across the madvise hangs it.
+ *   quota              (hints) 40 objects at one mlock site lock the hint's
+ *                      bytes in all; 100 at one willneed site get its
+ *                      max_calls madvise calls, then one EDQUOT.
+ *   trend DIR          (SWAPLAB_PREFETCH=thread, SWAPLAB_HINT_REPORT) a
+ *                      sequential walk over a cold file gets prefetch calls
+ *                      inside it, a random walk over another none.
  *   many [N]           N (default 100000) mappings, partial and multi-object
  *                      munmaps: exact FREE records and a tree cost per
  *                      operation logarithmic in N.
@@ -35,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -76,6 +83,25 @@ __attribute__((noipa)) static void *cold_site(size_t n)
     __asm__ volatile("" : : "r"(p) : "memory");
     return p;
 }
+
+__attribute__((noipa)) static void *many_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+__attribute__((noipa)) static void *wn_site(size_t n)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+/* quota mode: hint 4 (mlock QUOTA_LOCK bytes on many_site), hint 5
+ * (willneed, at most QUOTA_CALLS calls, on wn_site) */
+#define QUOTA_LOCK (M + M / 2)
+#define QUOTA_CALLS 10
 
 /* ---- helpers ---- */
 /* kB of the pages [p, p+n) touches: what mlock(p, n) adds to VmLck */
@@ -245,23 +271,27 @@ static int frame0_of(const struct logv *l, uint64_t size, char *path, size_t cap
 /* ---- modes ---- */
 static int mode_hints(const char *file, const char *budget)
 {
-    const size_t ls = M + 8, ms = M + PG, cs = M + 16;
-    void *a = lock_site(ls), *b = map_site(ms), *c = cold_site(cs);
+    const size_t ls = M + 8, ms = M + PG, cs = M + 16, ys = M + 24, ws = M + 2 * PG;
+    void *a = lock_site(ls), *b = map_site(ms), *c = cold_site(cs), *y = many_site(ys),
+         *w = wn_site(ws);
     struct logv l = log_read();
-    static const char *const what[3] = {"mlock", "mlock", "cold"};
-    const size_t sizes[3] = {ls, ms, cs};
+    static const char *const what[5] = {"mlock", "mlock", "cold", "mlock", "willneed"};
+    const size_t sizes[5] = {ls, ms, cs, ys, ws};
+    const unsigned long long p1[5] = {0, 0, 0, QUOTA_LOCK, 256 << 10}, p2[5] = {0, 0, 0, 0, 100};
     FILE *f = fopen(file, "w");
     CHECK(f, "cannot create %s", file);
     if (f)
         fprintf(f, "swaplab-hints\t1\nbudget\t%s\n", budget);
-    for (int i = 0; i < 3 && f; i++) {
+    for (int i = 0; i < 5 && f; i++) {
         char path[4096];
         uint64_t off = 0;
         int r = frame0_of(&l, sizes[i], path, sizeof path, &off);
         CHECK(r == 0, "no ALLOC of %zu bytes with a stack in the log", sizes[i]);
         if (!r)
-            fprintf(f, "hint\t%d\t%s\t0\t0\t1\t%s\t0x%llx\n", i + 1, what[i], path,
-                    (unsigned long long)off);
+            fprintf(f, "hint\t%d\t%s\t%llu\t%llu\t1\t%s\t0x%llx\n", i + 1, what[i], p1[i], p2[i],
+                    path, (unsigned long long)off);
+        if (!r && i == 4)
+            fprintf(f, "set\tmax_calls\t%d\nset\tchunk\t%d\n", QUOTA_CALLS, 64 << 10);
     }
     if (f)
         fclose(f);
@@ -269,6 +299,8 @@ static int mode_hints(const char *file, const char *budget)
     free(a);
     munmap(b, ms);
     free(c);
+    free(y);
+    munmap(w, ws);
     printf("{\"mode\":\"hints\",\"file\":\"%s\"}\n", file);
     return g_fail;
 }
@@ -559,6 +591,169 @@ static int mode_many(long n)
     return g_fail;
 }
 
+/* A hint's budget holds across every allocation it matches: 40 objects at
+ * many_site lock QUOTA_LOCK bytes in all (1 MiB + 512 KiB, then one EDQUOT
+ * line), and 100 objects at wn_site, each touched at its first page (the
+ * prefetch frontier), get exactly QUOTA_CALLS madvise calls, then one
+ * EDQUOT line. */
+static int mode_quota(void)
+{
+    enum { NY = 40, NW = 100 };
+    void *y[NY], *w[NW];
+    long k0 = vmlck_kb();
+    for (int i = 0; i < NY; i++)
+        y[i] = many_site(M);
+    long k1 = vmlck_kb();
+    long want_kb = span_kb(y[0], M) + span_kb(y[1], M / 2);
+    CHECK(k1 - k0 == want_kb, "VmLck grew by %ld kB, want %ld (1 MiB + 512 KiB, not 40 MiB)",
+          k1 - k0, want_kb);
+    for (int i = 0; i < NW; i++) {
+        w[i] = wn_site(M);
+        CHECK(w[i] != MAP_FAILED, "mmap");
+        ((volatile char *)w[i])[0] = 1;
+    }
+    uint64_t lock_ok = 0, lock_bytes = 0, lock_q = 0, wn_ok = 0, wn_q = 0;
+    for (int tries = 0; tries < 1000; tries++) { /* until the thread spent its quota */
+        struct logv l = log_read();
+        size_t o = 0;
+        struct rec r;
+        lock_ok = lock_bytes = lock_q = wn_ok = wn_q = 0;
+        while (log_next(&l, &o, &r)) {
+            if (r.type != REC_HINT)
+                continue;
+            int res = H_RESULT(r.body);
+            if (H_ID(r.body) == 4) {
+                lock_ok += res == 0;
+                lock_bytes += res == 0 ? H_LEN(r.body) : 0;
+                lock_q += res == EDQUOT;
+            } else if (H_ID(r.body) == 5) {
+                wn_ok += res == 0;
+                wn_q += res == EDQUOT;
+            }
+        }
+        log_free(&l);
+        if (wn_q)
+            break;
+        usleep(10000);
+    }
+    CHECK(lock_ok == 2 && lock_bytes == QUOTA_LOCK && lock_q == 1,
+          "mlock hint 4: %llu calls, %llu bytes, %llu EDQUOT; want 2, %lu, 1",
+          (unsigned long long)lock_ok, (unsigned long long)lock_bytes, (unsigned long long)lock_q,
+          (unsigned long)QUOTA_LOCK);
+    CHECK(wn_ok == QUOTA_CALLS && wn_q == 1, "willneed hint 5: %llu calls, %llu EDQUOT; want %d, 1",
+          (unsigned long long)wn_ok, (unsigned long long)wn_q, QUOTA_CALLS);
+    for (int i = 0; i < NY; i++)
+        free(y[i]);
+    for (int i = 0; i < NW; i++)
+        munmap(w[i], M);
+    printf("{\"mode\":\"quota\",\"locked_kb\":%ld,\"mlock_calls\":%llu,\"willneed_calls\":%llu}\n",
+           k1 - k0, (unsigned long long)lock_ok, (unsigned long long)wn_ok);
+    return g_fail;
+}
+
+/* A file of n bytes in dir, written, synced and dropped from the page
+ * cache, mapped read-only with readahead off: each first touch of a page
+ * is a major fault. */
+static char *cold_file(const char *dir, const char *name, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    CHECK(fd >= 0, "cannot create %s", path);
+    if (fd < 0)
+        return NULL;
+    char buf[65536];
+    memset(buf, 7, sizeof buf);
+    for (size_t k = 0; k < n; k += sizeof buf)
+        CHECK(write(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "write");
+    fsync(fd);
+    posix_fadvise(fd, 0, (off_t)n, POSIX_FADV_DONTNEED);
+    char *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    unlink(path);
+    CHECK(p != MAP_FAILED, "mmap %s", path);
+    if (p == MAP_FAILED)
+        return NULL;
+    madvise(p, n, MADV_RANDOM);
+    return p;
+}
+
+static long majflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_majflt;
+}
+
+/* SWAPLAB_PREFETCH=thread: a sequential walk over a cold file gets
+ * willneed calls (hint id 0) ahead of it, inside it; a random walk over
+ * another gets none. */
+static int mode_trend(const char *dir)
+{
+    const size_t n = 16 * M, np = n / PG;
+    const char *rep = getenv("SWAPLAB_HINT_REPORT");
+    CHECK(rep && *rep, "SWAPLAB_HINT_REPORT is not set");
+    char *seq = cold_file(dir, "seq", n), *rnd = cold_file(dir, "rnd", n);
+    if (!seq || !rnd || !rep)
+        return 1;
+    volatile char sink = 0;
+    long m0 = majflt();
+    for (size_t i = 0; i < np; i++)
+        sink += seq[i * PG];
+    long m1 = majflt();
+    usleep(20000);
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < np / 4; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sink += rnd[(x % np) * PG];
+    }
+    long m2 = majflt();
+    usleep(20000);
+    FILE *f = fopen(rep, "r");
+    CHECK(f != NULL, "cannot read the report %s", rep);
+    long in_seq = 0, in_rnd = 0, other = 0, past = 0, bytes = 0; /* past: ENOMEM calls */
+    long elsewhere = 0;
+    char line[256];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned pid, id;
+        char act[32], res[32];
+        unsigned long long a, len;
+        if (sscanf(line, "%u\t%u\t%31s\t%llx\t%llu\t%31s", &pid, &id, act, &a, &len, res) != 6 ||
+            id != 0 || strcmp(act, "willneed")) {
+            other++;
+            continue;
+        }
+        if (!strcmp(res, "ENOMEM")) { /* the trend ran off a mapping (the file's end) */
+            past++;
+            continue;
+        }
+        if (strcmp(res, "ok")) {
+            other++;
+            fprintf(stderr, "probe: a failed call: %s", line);
+        } else if (a >= (uintptr_t)seq && a + len <= (uintptr_t)seq + n) {
+            in_seq++;
+            bytes += (long)len;
+        } else if (a < (uintptr_t)rnd + n && a + len > (uintptr_t)rnd)
+            in_rnd++;
+        else
+            elsewhere++; /* e.g. a trend among the start-up faults in a library */
+    }
+    if (f)
+        fclose(f);
+    CHECK(in_seq >= 1 && in_rnd == 0 && other == 0,
+          "prefetch calls: %ld in the sequential file, %ld in the random one, %ld else; want >= 1, "
+          "0, 0",
+          in_seq, in_rnd, other);
+    printf("{\"mode\":\"trend\",\"pages\":%zu,\"seq_majflt\":%ld,\"rnd_majflt\":%ld,"
+           "\"calls\":%ld,\"off_mapping\":%ld,\"elsewhere\":%ld,\"prefetched_bytes\":%ld}\n",
+           np, m1 - m0, m2 - m1, in_seq, past, elsewhere, bytes);
+    munmap(seq, n);
+    munmap(rnd, n);
+    return g_fail;
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -571,10 +766,14 @@ int main(int argc, char **argv)
         r = mode_fork(argc == 3 ? atoi(argv[2]) : 50);
     else if (!strcmp(m, "gate") && argc == 2)
         r = mode_gate(argv);
+    else if (!strcmp(m, "trend") && argc == 3)
+        r = mode_trend(argv[2]);
+    else if (!strcmp(m, "quota") && argc == 2)
+        r = mode_quota();
     else if (!strcmp(m, "many") && argc <= 3)
         r = mode_many(argc == 3 ? atol(argv[2]) : 100000);
     else
-        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | many [N]\n",
+        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N]\n",
                 argv[0]);
     fflush(stdout);
     return r;

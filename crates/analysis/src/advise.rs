@@ -109,15 +109,18 @@ impl AdviseContext {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "action")]
 pub enum Action {
-    /// mlock this many bytes from the object's start.
+    /// mlock this many bytes from the object's start, in total over every
+    /// object of the site in one process (the preload library holds it).
     Mlock {
-        /// Bytes per object.
+        /// Bytes, in total per process.
         bytes: u64,
     },
-    /// MADV_WILLNEED this far ahead of the walk.
+    /// MADV_WILLNEED this far ahead of the walk, in steps of `chunk_bytes`.
     Willneed {
-        /// Prefetch window.
+        /// Prefetch distance: how far ahead of the program's touch frontier.
         window_bytes: u64,
+        /// Bytes released per step (0 = half the distance).
+        chunk_bytes: u64,
     },
     /// MADV_COLD this long after the allocation.
     Cold {
@@ -139,8 +142,15 @@ impl std::fmt::Display for Action {
         let s = |ns: u64| ns as f64 / 1e9;
         match *self {
             Action::Mlock { bytes } => write!(f, "mlock {}", format_bytes(bytes)),
-            Action::Willneed { window_bytes } => {
-                write!(f, "willneed {} ahead", format_bytes(window_bytes))
+            Action::Willneed {
+                window_bytes,
+                chunk_bytes,
+            } => {
+                write!(f, "willneed {} ahead", format_bytes(window_bytes))?;
+                if chunk_bytes > 0 {
+                    write!(f, " in {} chunks", format_bytes(chunk_bytes))?;
+                }
+                Ok(())
             }
             Action::Cold { delay_ns } => write!(f, "cold after {:.2} s", s(delay_ns)),
             Action::Pageout { delay_ns } => write!(f, "pageout after {:.2} s", s(delay_ns)),
@@ -166,6 +176,24 @@ pub struct Advice {
     pub expected: String,
     /// Expected share of the site's major faults that go away (0..1).
     pub expected_fault_reduction: f64,
+    /// Expected major faults saved in the whole process (the site's swap-ins
+    /// × the reduction; for cold / pageout, the faults of other sites its
+    /// pages could spare). Advice below [`min_gain_faults`] is not emitted.
+    pub expected_faults_saved: u64,
+}
+
+/// Advice must be expected to save at least this share of the process's
+/// major faults (swap-ins) to be emitted ...
+pub const MIN_GAIN_SHARE: f64 = 0.05;
+/// ... and at least this many faults.
+pub const MIN_GAIN_FAULTS: u64 = 32;
+
+/// The fewest expected faults saved for advice to be emitted, for a process
+/// with `process_swaps` major faults (or swap-ins, whichever is larger):
+/// `max(MIN_GAIN_FAULTS, 5 % of them)`. Below it a hint's cost (a thread,
+/// syscalls, locked memory the rest of the process lacks) is not repaid.
+pub fn min_gain_faults(process_swaps: u64) -> u64 {
+    MIN_GAIN_FAULTS.max((process_swaps as f64 * MIN_GAIN_SHARE).ceil() as u64)
 }
 
 fn ms(ns: u64) -> String {
@@ -221,6 +249,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
     let memory = ctx.limit_bytes.or(ctx.peak_bytes);
     let pressure = a.totals.swap_outs > 0 || a.totals.major_faults > 0 || a.totals.swap_ins > 0;
     let readahead = ctx.page_cluster.map(|c| 1u64 << c.min(20));
+    let process_swaps = a.totals.major_faults.max(a.totals.swap_ins);
 
     let mut plans: Vec<Plan> = Vec::with_capacity(a.sites.len());
     // (site index, swap-ins per byte, whole only)
@@ -380,14 +409,26 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             pattern_name(&s.pattern.kind),
             s.pattern.evidence
         );
-        let mk = |action: Action, evidence: String, expected: String, red: f64| Advice {
-            site_id: s.site_id,
-            site_frames: frames.clone(),
-            location: location.clone(),
-            action,
-            evidence,
-            expected,
-            expected_fault_reduction: red.clamp(0.0, 1.0),
+        let mk = |action: Action, evidence: String, expected: String, red: f64| {
+            let red = red.clamp(0.0, 1.0);
+            let saved = match action {
+                // the faults of other sites its pages could spare, under pressure
+                Action::Cold { .. } | Action::Pageout { .. } if pressure => {
+                    (s.bytes / page).min(process_swaps.saturating_sub(swaps))
+                }
+                Action::Nothing | Action::Cold { .. } | Action::Pageout { .. } => 0,
+                _ => (red * swaps as f64).round() as u64,
+            };
+            Advice {
+                site_id: s.site_id,
+                site_frames: frames.clone(),
+                location: location.clone(),
+                action,
+                evidence,
+                expected,
+                expected_fault_reduction: red,
+                expected_faults_saved: saved,
+            }
         };
         if let Some((active, idle, delay)) = plan.idle {
             let pageout = ctx.limit_bytes.is_some() && pressure;
@@ -433,8 +474,10 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             let f = (*bytes as f64 / s.max_object_bytes.max(1) as f64).min(1.0);
             locked_fraction = f;
             let larger = memory.is_some_and(|m| s.max_object_bytes > m);
+            // the hint's bytes are its total over every object it matches
+            let total = *bytes * s.max_objects_per_pid.max(1) as u64;
             out.push(mk(
-                Action::Mlock { bytes: *bytes },
+                Action::Mlock { bytes: total },
                 format!(
                     "{}: {swaps} swap-ins for {} pages touched, swapped repeatedly; {why}; {stats}",
                     s.label, s.pages_touched
@@ -464,6 +507,17 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                 window = window.min(l / 8);
             }
             window = (window / page * page).max(page);
+            // chunk: a quarter of the distance keeps the prefetch between
+            // 3/4 and 1 distance ahead; a stride gets at least 4 strides a
+            // step (fewer, smaller madvise calls would each read mostly
+            // pages the walk skips)
+            let chunk = match s.pattern.kind {
+                PatternKind::Strided { stride_pages } => (window / 4)
+                    .max(4 * stride_pages.unsigned_abs() * page)
+                    .min(window),
+                _ => window / 4,
+            };
+            let chunk = (chunk / page * page).max(page);
             let (walk, red) = match s.pattern.kind {
                 PatternKind::Strided { stride_pages } => (
                     format!(
@@ -493,13 +547,16 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             out.push(mk(
                 Action::Willneed {
                     window_bytes: window,
+                    chunk_bytes: chunk,
                 },
                 evidence,
                 format!(
-                    "MADV_WILLNEED {} ahead of the walk starts asynchronous swap-in: about \
-                     {:.0} % of the {}major faults become swap-cache hits (~1 µs instead of \
-                     ~60 µs on a swapfile; measured 9 instead of 8 000 on a sequential pass)",
+                    "MADV_WILLNEED {} ahead of the walk, {} a step, starts asynchronous \
+                     swap-in: about {:.0} % of the {}major faults become swap-cache hits (~1 µs \
+                     instead of ~60 µs on a swapfile; measured 9 instead of 8 000 on a \
+                     sequential pass)",
                     format_bytes(window),
+                    format_bytes(chunk),
                     red * 100.0,
                     if locked_fraction > 0.0 {
                         "remaining (unlocked) "
@@ -527,7 +584,158 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             ));
         }
     }
+    // No hint whose expected gain is about nothing: it becomes `Nothing`
+    // with the reason (a hint costs a thread, syscalls or locked memory).
+    let floor = min_gain_faults(process_swaps);
+    for ad in &mut out {
+        if ad.action == Action::Nothing || ad.expected_faults_saved >= floor {
+            continue;
+        }
+        ad.evidence = format!(
+            "not emitted: {} would save about {} major faults, below the floor of {floor} (max({MIN_GAIN_FAULTS}, {:.0} % of the process's {process_swaps})); {}",
+            ad.action,
+            ad.expected_faults_saved,
+            MIN_GAIN_SHARE * 100.0,
+            ad.evidence
+        );
+        ad.action = Action::Nothing;
+        ad.expected = "no change expected from advice".into();
+        ad.expected_fault_reduction = 0.0;
+        ad.expected_faults_saved = 0;
+    }
     out
+}
+
+/// How much more memory would remove a share of the major faults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct MemoryStep {
+    /// Share of the traced refaults removed (0..1).
+    pub share: f64,
+    /// Extra memory, bytes.
+    pub extra_bytes: u64,
+}
+
+/// What advice can do for a run, in one sentence for people, and how much
+/// more memory would help instead.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Pieces of advice that become hints (not `Nothing`).
+    pub hints: usize,
+    /// The sentence.
+    pub summary: String,
+    /// From the LRU miss-ratio curve of the traced faults.
+    pub memory: Vec<MemoryStep>,
+}
+
+/// The LRU stack-distance curve of the traced fault addresses (pid and page
+/// as the key, in time order): a refault at stack distance `d` (`d` distinct
+/// pages faulted since that page's last fault) would have stayed resident
+/// with about `d` more pages of memory. Steps for removing 50, 90 and 99 %
+/// of the refaults; empty without refaults or for a trace too large for the
+/// exact curve.
+pub fn memory_need(t: &TraceTables, page: u64) -> Vec<MemoryStep> {
+    let page = page.max(1);
+    if t.faults.is_empty() || t.faults.len() as u64 >= u64::from(u32::MAX - 1) {
+        return Vec::new();
+    }
+    let mut faults: Vec<_> = t.faults.iter().collect();
+    faults.sort_by_key(|f| f.t_ns);
+    let keys: Vec<u64> = faults
+        .iter()
+        .map(|f| (u64::from(f.pid) << 44) ^ (f.addr / page))
+        .collect();
+    let dense = swaplab_trace::dense::DenseTrace::from_pages(&keys);
+    let Ok(h) = swaplab_sim::mrc::exact::stack_histogram(&dense) else {
+        return Vec::new();
+    };
+    [50.0, 90.0, 99.0]
+        .iter()
+        .filter_map(|&p| {
+            h.percentile(p).map(|d| MemoryStep {
+                share: p / 100.0,
+                extra_bytes: d * page,
+            })
+        })
+        .collect()
+}
+
+/// The verdict on `advice` for the run of `a` / `t`: how many hints, and
+/// when there are none, why (the top sites' reasons) and how much memory
+/// would help (from [`memory_need`]).
+pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Advice]) -> Verdict {
+    let hints = advice
+        .iter()
+        .filter(|x| x.action != Action::Nothing)
+        .count();
+    let memory = memory_need(t, a.page_size);
+    let process_swaps = a.totals.major_faults.max(a.totals.swap_ins);
+    let more = |m: &[MemoryStep]| -> String {
+        let parts: Vec<String> = m
+            .iter()
+            .filter(|s| s.share < 0.99)
+            .map(|s| {
+                let of_limit = ctx
+                    .limit_bytes
+                    .filter(|&l| l > 0)
+                    .map(|l| {
+                        format!(
+                            " ({:.0} % of the limit)",
+                            s.extra_bytes as f64 * 100.0 / l as f64
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "+{}{of_limit} removes about {:.0} % of them",
+                    format_bytes(s.extra_bytes),
+                    s.share * 100.0
+                )
+            })
+            .collect();
+        if parts.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " From the LRU miss-ratio curve of the {} traced faults: {}.",
+                t.faults.len(),
+                parts.join(", ")
+            )
+        }
+    };
+    let summary = if process_swaps == 0 {
+        "no hint: the run had no major faults or swap-ins, so there is nothing for advice to save"
+            .to_string()
+    } else if hints > 0 {
+        let saved: u64 = advice
+            .iter()
+            .map(|x| x.expected_faults_saved)
+            .max()
+            .unwrap_or(0);
+        format!(
+            "{hints} hint(s); the best is expected to save about {saved} of the process's {process_swaps} major faults ({:.0} %); check them with `swaplab advise TRACE --verify`",
+            saved as f64 * 100.0 / process_swaps as f64
+        )
+    } else {
+        let attributed: u64 = a.sites.iter().map(swap_activity).sum();
+        let why = advice
+            .iter()
+            .find(|x| x.action == Action::Nothing)
+            .map(|x| x.evidence.split("; ").take(2).collect::<Vec<_>>().join("; "))
+            .unwrap_or_else(|| {
+                format!(
+                    "{} of the {process_swaps} major faults fall in no allocation site with a pattern a hint can use",
+                    process_swaps.saturating_sub(attributed)
+                )
+            });
+        format!(
+            "no hint will help: {why}. Only more memory (or a more local data structure) reduces the {process_swaps} major faults.{}",
+            more(&memory)
+        )
+    };
+    Verdict {
+        hints,
+        summary,
+        memory,
+    }
 }
 
 #[cfg(test)]
@@ -649,7 +857,8 @@ mod tests {
         assert_eq!(
             w.action,
             Action::Willneed {
-                window_bytes: 4 * MIB
+                window_bytes: 4 * MIB,
+                chunk_bytes: MIB
             }
         );
         assert!((w.expected_fault_reduction - 0.9 * 0.75).abs() < 1e-9);
@@ -751,6 +960,96 @@ mod tests {
             "{}",
             w.evidence
         );
+    }
+
+    #[test]
+    fn advice_below_five_percent_of_the_major_faults_is_not_emitted() {
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 64 * MIB);
+        b.object(2, 0x2000_0000, MIB);
+        // site 1: 2 × 16384 majors; site 2: 2 × 256, under 5 % of all
+        let t1 = b.sweeps(0x1000_0000, 64 * MIB, 3, 0, 1000);
+        b.sweeps(0x2000_0000, MIB, 3, t1, 1000);
+        let (a, t) = b.done();
+        assert_eq!(
+            min_gain_faults(a.totals.major_faults),
+            (2 * 16640u64).div_ceil(20)
+        );
+        let v = advise(&a, &t, &limited(32 * MIB));
+        let small: Vec<_> = v.iter().filter(|x| x.site_id == 2).collect();
+        assert!(!small.is_empty(), "{v:#?}");
+        for x in &small {
+            assert_eq!(x.action, Action::Nothing, "{x:#?}");
+            assert!(x.evidence.starts_with("not emitted: "), "{}", x.evidence);
+        }
+        assert!(v
+            .iter()
+            .any(|x| x.site_id == 1 && matches!(x.action, Action::Willneed { .. })));
+        let file = crate::hints::from_advice(&v, limited(32 * MIB).mlock_budget().unwrap());
+        assert!(
+            file.hints.iter().all(|h| h.location != "w.c:2"),
+            "{file:#?}"
+        );
+    }
+
+    #[test]
+    fn memory_need_is_the_refaults_stack_distance() {
+        // 5 passes over 100 pages: every refault has stack distance 100, so
+        // 100 more pages remove every one of them
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 100 * PAGE);
+        b.sweeps(0x1000_0000, 100 * PAGE, 5, 0, 1000);
+        let (a, t) = b.done();
+        let m = memory_need(&t, a.page_size);
+        assert_eq!(m.len(), 3);
+        for s in &m {
+            assert_eq!(s.extra_bytes, 100 * PAGE, "{m:?}");
+        }
+        assert!(memory_need(&TraceTables::default(), PAGE).is_empty());
+    }
+
+    #[test]
+    fn random_access_over_everything_says_only_memory_helps_and_how_much() {
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 64 * MIB);
+        let mut x: u64 = 3;
+        for i in 0..50_000u64 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let p = (x >> 33) % (64 * MIB / PAGE);
+            b.touch(i * 100, 0x1000_0000 + p * PAGE, FaultKind::Major);
+        }
+        let (a, t) = b.done();
+        let ctx = limited(32 * MIB);
+        let v = advise(&a, &t, &ctx);
+        let verdict = verdict(&a, &t, &ctx, &v);
+        assert_eq!(verdict.hints, 0);
+        assert!(
+            verdict.summary.starts_with("no hint will help: "),
+            "{}",
+            verdict.summary
+        );
+        assert!(
+            verdict.summary.contains("random access"),
+            "{}",
+            verdict.summary
+        );
+        assert!(
+            verdict.summary.contains("Only more memory"),
+            "{}",
+            verdict.summary
+        );
+        // the median refault distance of uniform random picks over 16384
+        // pages, with 50 000 picks, is well inside the object
+        let half = verdict.memory[0];
+        assert!(
+            half.extra_bytes > 4 * MIB && half.extra_bytes < 64 * MIB,
+            "{half:?}"
+        );
+        assert!(verdict
+            .summary
+            .contains(&format!("+{}", format_bytes(half.extra_bytes))));
     }
 
     #[test]

@@ -358,6 +358,46 @@ struct Live {
     idx: usize,
 }
 
+/// Region index → the region that stands for it: every snapshot of a
+/// pid's `[heap]` with the same start (brk grows it in place, so the maps
+/// table has one row per size seen) stands for the largest one, so the
+/// heap is one object; other regions stand for themselves.
+fn heap_canon(t: &TraceTables) -> Vec<usize> {
+    let mut canon: Vec<usize> = (0..t.regions.len()).collect();
+    let mut best: HashMap<(u32, u64), usize> = HashMap::new();
+    for (i, r) in t.regions.iter().enumerate() {
+        if r.path != "[heap]" {
+            continue;
+        }
+        let e = best.entry((r.pid, r.start)).or_insert(i);
+        let b = &t.regions[*e];
+        if (r.end, r.last_seen_ns) > (b.end, b.last_seen_ns) {
+            *e = i;
+        }
+    }
+    for (i, r) in t.regions.iter().enumerate() {
+        if r.path == "[heap]" {
+            canon[i] = best[&(r.pid, r.start)];
+        }
+    }
+    canon
+}
+
+/// The heap's growth: (first seen, bytes) of every size of the `[heap]` of
+/// region `i` (its pid and start), in time order, one per distinct size.
+pub fn heap_growth(t: &TraceTables, i: usize) -> Vec<(u64, u64)> {
+    let r = &t.regions[i];
+    let mut v: Vec<(u64, u64)> = t
+        .regions
+        .iter()
+        .filter(|x| x.path == "[heap]" && x.pid == r.pid && x.start == r.start)
+        .map(|x| (x.first_seen_ns, x.end.saturating_sub(x.start)))
+        .collect();
+    v.sort_unstable();
+    v.dedup_by_key(|x| x.1);
+    v
+}
+
 /// Per-pid region index: elementary address segments, each with the regions
 /// covering it (sorted by first sighting).
 struct RegionIndex {
@@ -484,11 +524,12 @@ pub fn attribute(t: &TraceTables) -> Attribution {
         .iter()
         .map(|(&pid, v)| (pid, RegionIndex::build(t, v)))
         .collect();
+    let canon = heap_canon(t);
     let region_of = |pid: u32, addr: u64, time: u64| -> ObjectRef {
         region_index
             .get(&pid)
             .and_then(|ix| ix.find(t, addr, time))
-            .map_or(ObjectRef::Unknown, ObjectRef::Region)
+            .map_or(ObjectRef::Unknown, |i| ObjectRef::Region(canon[i]))
     };
 
     let fault_order = time_order(&t.faults, |f| f.t_ns);
@@ -1014,13 +1055,35 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
             }
             ObjectRef::Region(i) => {
                 let r = &t.regions[i];
+                let growth = if r.path == "[heap]" {
+                    heap_growth(t, i)
+                } else {
+                    Vec::new()
+                };
+                let label = match (growth.first(), growth.last()) {
+                    (Some(a), Some(b)) if growth.len() > 1 => format!(
+                        "{} @{:#x} (grew from {} to {} in {} steps over {:.2} s)",
+                        r.path,
+                        r.start,
+                        swaplab_trace::units::format_bytes(a.1),
+                        swaplab_trace::units::format_bytes(b.1),
+                        growth.len() - 1,
+                        b.0.saturating_sub(a.0) as f64 / 1e9
+                    ),
+                    _ => format!("{} @{:#x}", r.path, r.start),
+                };
+                let same = |x: &&swaplab_trace::events::Region| {
+                    x.path == "[heap]" && x.pid == r.pid && x.start == r.start
+                };
+                let from = t.regions.iter().filter(same).map(|x| x.first_seen_ns).min();
+                let to = t.regions.iter().filter(same).map(|x| x.last_seen_ns).max();
                 (
                     r.start,
                     r.end.saturating_sub(r.start),
                     None,
-                    format!("{} @{:#x}", r.path, r.start),
-                    r.first_seen_ns,
-                    Some(r.last_seen_ns),
+                    label,
+                    from.unwrap_or(r.first_seen_ns),
+                    Some(to.unwrap_or(r.last_seen_ns)),
                 )
             }
             ObjectRef::Unknown => unreachable!("unknown events are not objects"),
@@ -1224,6 +1287,54 @@ mod tests {
 
     fn opts() -> AnalyzeOptions {
         AnalyzeOptions::default()
+    }
+
+    #[test]
+    fn the_heap_is_one_region_with_its_growth() {
+        // brk grew the heap twice: three maps rows with one start
+        let h = 0x5555_0000u64;
+        let snap = |end: u64, t0: u64, t1: u64| Region {
+            first_seen_ns: t0,
+            last_seen_ns: t1,
+            ..region(10, h, end, "[heap]")
+        };
+        let t = TraceTables {
+            faults: vec![
+                fault(100, 10, 10, h + 4096, FaultKind::Minor),
+                fault(2_000, 10, 10, h + MIB + 4096, FaultKind::Major),
+                fault(3_000, 10, 10, h + 3 * MIB, FaultKind::Major),
+            ],
+            regions: vec![
+                snap(h + MIB, 0, 1_000),
+                snap(h + 2 * MIB, 1_000, 2_500),
+                snap(h + 4 * MIB, 2_500, 5_000),
+                region(10, 0x7000_0000, 0x7010_0000, "[anon]"),
+            ],
+            ..Default::default()
+        };
+        let att = attribute(&t);
+        assert_eq!(att.faults, vec![ObjectRef::Region(2); 3]);
+        assert_eq!(
+            heap_growth(&t, 0),
+            vec![(0, MIB), (1_000, 2 * MIB), (2_500, 4 * MIB)]
+        );
+        let an = analyze(&t, &opts());
+        let heap: Vec<_> = an
+            .objects
+            .iter()
+            .filter(|o| o.label.starts_with("[heap]"))
+            .collect();
+        assert_eq!(heap.len(), 1, "{:#?}", an.objects);
+        assert_eq!(
+            (heap[0].faults, heap[0].major_faults, heap[0].bytes),
+            (3, 2, 4 * MIB)
+        );
+        assert_eq!((heap[0].t_from_ns, heap[0].t_to_ns), (0, Some(5_000)));
+        assert!(
+            heap[0].label.contains("grew from 1M to 4M in 2 steps"),
+            "{}",
+            heap[0].label
+        );
     }
 
     #[test]

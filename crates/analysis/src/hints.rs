@@ -14,7 +14,8 @@
 //! site = ["swaplab-workload!xmalloc+0x2a", "swaplab-workload!run_traverse+0x5c"]
 //! location = "traverse.c:64"        # for people
 //! action = "willneed"               # mlock | willneed | cold | pageout
-//! window = 8388608                  # willneed: prefetch window bytes
+//! window = 8388608                  # willneed: prefetch distance bytes
+//! chunk = 2097152                   # willneed, optional: bytes per step
 //! evidence = "..."                  # for people
 //! ```
 //!
@@ -28,7 +29,12 @@
 //!   For a range hint, "the object" below is the range and "the
 //!   allocation" its first touch.
 //! * `action` and its one parameter: `mlock` + `bytes` (from the object's
-//!   start; 0 = the whole object), `willneed` + `window` (bytes, > 0),
+//!   start; 0 = the whole object; also the hint's total: every allocation
+//!   it matches in one process draws on the same `bytes`, so a site of 186
+//!   objects still locks at most `bytes`), `willneed` + `window` (bytes,
+//!   more than 0: how far ahead of the walk to prefetch) and optionally
+//!   `chunk` (bytes released per step, at most `window`; default half of
+//!   it),
 //!   `cold` / `pageout` + `delay_ms` (after the allocation).
 //! * `[modules.NAME]` (written by `advise`): which file each module name of
 //!   the sites means — its real path when traced and its ELF build-id —
@@ -151,10 +157,12 @@ pub enum HintAction {
         /// Bytes.
         bytes: u64,
     },
-    /// MADV_WILLNEED `window` bytes ahead of the walk.
+    /// MADV_WILLNEED `window` bytes ahead of the walk, `chunk` bytes a step.
     Willneed {
-        /// Bytes.
+        /// Bytes: the prefetch distance.
         window: u64,
+        /// Bytes released per step; 0 = half the window (optional key).
+        chunk: u64,
     },
     /// MADV_COLD `delay_ms` after the allocation.
     Cold {
@@ -220,8 +228,12 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
                 locked += bytes;
                 HintAction::Mlock { bytes }
             }
-            Action::Willneed { window_bytes } => HintAction::Willneed {
+            Action::Willneed {
+                window_bytes,
+                chunk_bytes,
+            } => HintAction::Willneed {
                 window: window_bytes.max(1),
+                chunk: chunk_bytes.min(window_bytes.max(1)),
             },
             Action::Cold { delay_ns } => HintAction::Cold {
                 delay_ms: delay_ns.div_ceil(1_000_000),
@@ -359,11 +371,20 @@ impl HintFile {
                         }
                     }),
                 ),
-                HintAction::Willneed { window } => line(
-                    &mut o,
-                    &format!("window = {window}"),
-                    &format!("prefetch window, {}", format_bytes(window)),
-                ),
+                HintAction::Willneed { window, chunk } => {
+                    line(
+                        &mut o,
+                        &format!("window = {window}"),
+                        &format!("prefetch distance, {}", format_bytes(window)),
+                    );
+                    if chunk > 0 {
+                        line(
+                            &mut o,
+                            &format!("chunk = {chunk}"),
+                            &format!("bytes per prefetch step, {}", format_bytes(chunk)),
+                        );
+                    }
+                }
                 HintAction::Cold { delay_ms } | HintAction::Pageout { delay_ms } => line(
                     &mut o,
                     &format!("delay_ms = {delay_ms}"),
@@ -402,6 +423,7 @@ struct RawHint {
     window: Option<Spanned<i64>>,
     bytes: Option<Spanned<i64>>,
     delay_ms: Option<Spanned<i64>>,
+    chunk: Option<Spanned<i64>>,
     #[serde(default)]
     evidence: String,
 }
@@ -552,6 +574,12 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
                 ))
             }
         };
+        if let (Some(c), false) = (&h.chunk, name == "willneed") {
+            return Err(err(
+                c.span().start,
+                format!("'chunk' does not apply to action '{name}' (only willneed takes it)"),
+            ));
+        }
         let mut value = None;
         for (key, v) in params {
             match (key == wanted, v) {
@@ -602,7 +630,26 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
                 if value == 0 {
                     return Err(err(vat, "window must be more than 0 bytes".into()));
                 }
-                HintAction::Willneed { window: value }
+                let chunk = match &h.chunk {
+                    Some(c) => {
+                        let v = non_negative(c, "chunk")?;
+                        if v > value {
+                            return Err(err(
+                                c.span().start,
+                                format!(
+                                    "chunk = {v} is more than window = {value}: a prefetch \
+                                     step cannot exceed the distance (0 = half the window)"
+                                ),
+                            ));
+                        }
+                        v
+                    }
+                    None => 0,
+                };
+                HintAction::Willneed {
+                    window: value,
+                    chunk,
+                }
             }
             "cold" => HintAction::Cold { delay_ms: value },
             _ => HintAction::Pageout { delay_ms: value },
@@ -664,6 +711,7 @@ mod tests {
             evidence: "swept 3 times; \"quoted\" \\ and\na newline\tand a tab \u{1}".into(),
             expected: "about 25 % fewer major faults".into(),
             expected_fault_reduction: 0.25,
+            expected_faults_saved: 100,
         }
     }
 
@@ -678,6 +726,7 @@ mod tests {
             advice(
                 Action::Willneed {
                     window_bytes: 4 << 20,
+                    chunk_bytes: 1 << 20,
                 },
                 &F,
             ),
@@ -694,7 +743,13 @@ mod tests {
                 &["swaplab-workload!setup+0x3"],
             ),
             advice(Action::Nothing, &F),
-            advice(Action::Willneed { window_bytes: 1 }, &["0x7f001234"]),
+            advice(
+                Action::Willneed {
+                    window_bytes: 1,
+                    chunk_bytes: 0,
+                },
+                &["0x7f001234"],
+            ),
         ]
     }
 
@@ -763,9 +818,36 @@ bytes = 16777216
         let f = parse(VALID, "hints.toml").unwrap();
         assert_eq!(f.mlock_budget, 32 << 20);
         assert_eq!(f.hints.len(), 2);
-        assert_eq!(f.hints[0].action, HintAction::Willneed { window: 8 << 20 });
+        assert_eq!(
+            f.hints[0].action,
+            HintAction::Willneed {
+                window: 8 << 20,
+                chunk: 0
+            }
+        );
         assert_eq!(f.hints[1].action, HintAction::Mlock { bytes: 16 << 20 });
         assert_eq!(f.hints[1].location, "");
+    }
+
+    #[test]
+    fn chunk_is_optional_and_at_most_the_window() {
+        let with = VALID.replace("window = 8388608", "window = 8388608\nchunk = 1048576");
+        let f = parse(&with, "hints.toml").unwrap();
+        assert_eq!(
+            f.hints[0].action,
+            HintAction::Willneed {
+                window: 8 << 20,
+                chunk: 1 << 20
+            }
+        );
+        assert_eq!(parse(&f.to_toml(), "x").unwrap(), f);
+        let e = parse_err(&VALID.replace("window = 8388608", "window = 8388608\nchunk = 9000000"));
+        assert!(e.contains("more than window"), "{e}");
+        let e = parse_err(&VALID.replace("bytes = 16777216", "bytes = 16777216\nchunk = 4096"));
+        assert!(
+            e.contains("'chunk' does not apply to action 'mlock'"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -988,6 +1070,7 @@ bytes = 16777216
             &[advice(
                 Action::Willneed {
                     window_bytes: 1 << 20,
+                    chunk_bytes: 0,
                 },
                 &[&format!("{name}!main+0x10"), "other.so+0x20"],
             )],

@@ -68,6 +68,7 @@ pub mod statflush;
 pub mod sweep;
 pub mod timeline;
 pub mod tracing;
+pub mod verify;
 pub mod workload;
 
 pub use demo::{demo_sweep, DemoOptions};

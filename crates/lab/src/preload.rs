@@ -22,11 +22,13 @@
 //! swaplab-hints<TAB>1
 //! budget<TAB>BYTES
 //! hint<TAB>ID<TAB>ACTION<TAB>P1<TAB>P2<TAB>NFRAMES<TAB>MODULE_PATH<TAB>0xOFFSET<TAB>…  (NFRAMES pairs)
+//! set<TAB>KEY<TAB>VALUE      (optional, for the hint line above: willneed's chunk, max_calls)
 //! ```
 //!
 //! `budget` is the process's total mlock budget. ACTION and its
 //! parameters: `mlock` (P1 = bytes to lock from the object's start, 0 =
-//! the whole object), `willneed` (P1 = window bytes, P2 = poll interval in
+//! the whole object; P1 > 0 is also the hint's total over every allocation
+//! it matches), `willneed` (P1 = distance bytes, P2 = poll interval in
 //! µs, 0 = 1000), `cold` / `pageout` (P1 = delay in ns after the
 //! allocation). A hint matches an allocation at or above the threshold
 //! when its frames equal the allocation's first NFRAMES frames (module
@@ -92,7 +94,13 @@ pub enum HintAction {
     Mlock { bytes: u64 },
     /// Prefetch (MADV_WILLNEED) `window` bytes ahead of the program's
     /// sweep, polling every `interval_us` (0 = 1000).
-    Willneed { window: u64, interval_us: u64 },
+    /// `chunk` bytes are released per step (0 = half the window; written
+    /// as an optional `set chunk` line).
+    Willneed {
+        window: u64,
+        interval_us: u64,
+        chunk: u64,
+    },
     /// MADV_COLD the object `delay_ns` after its allocation.
     Cold { delay_ns: u64 },
     /// MADV_PAGEOUT the object `delay_ns` after its allocation.
@@ -116,6 +124,7 @@ impl HintAction {
             HintAction::Willneed {
                 window,
                 interval_us,
+                ..
             } => (window, interval_us),
             HintAction::Cold { delay_ns } | HintAction::Pageout { delay_ns } => (delay_ns, 0),
         }
@@ -185,6 +194,11 @@ pub fn format_resolved_hints(h: &ResolvedHints) -> Result<Vec<u8>> {
             out.extend_from_slice(format!("\t{off:#x}").as_bytes());
         }
         out.push(b'\n');
+        if let HintAction::Willneed { chunk, .. } = hint.action {
+            if chunk > 0 {
+                out.extend_from_slice(format!("set\tchunk\t{chunk}\n").as_bytes());
+            }
+        }
     }
     Ok(out)
 }
@@ -244,6 +258,7 @@ mod tests {
                     action: HintAction::Willneed {
                         window: 4 << 20,
                         interval_us: 500,
+                        chunk: 1 << 20,
                     },
                     frames: vec![("/usr/bin/a".into(), 0x10)],
                 },
@@ -263,6 +278,7 @@ mod tests {
             "swaplab-hints\t1\nbudget\t1073741824\n\
              hint\t1\tmlock\t0\t0\t2\t/usr/bin/a\t0x1234\t/lib/libc.so.6\t0x29d90\n\
              hint\t2\twillneed\t4194304\t500\t1\t/usr/bin/a\t0x10\n\
+             set\tchunk\t1048576\n\
              hint\t3\tpageout\t7\t0\t1\t/usr/bin/a\t0x20\n"
         );
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);

@@ -112,7 +112,9 @@ pub fn sim_hints(file: &HintFile, page_size: u64, refs_per_ms: u64) -> Result<Ve
                 });
                 continue;
             }
-            HintAction::Willneed { window } => HintKind::Willneed {
+            // The chunk (how much the preload thread releases per step) does
+            // not change which pages are read ahead, only when.
+            HintAction::Willneed { window, .. } => HintKind::Willneed {
                 window: window.div_ceil(ps),
             },
             HintAction::Cold { delay_ms } => HintKind::Cold {

@@ -1131,9 +1131,10 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
         let ms = |d: u64| d.saturating_mul(1_000_000);
         let action = match h.action {
             HA::Mlock { bytes } => HintAction::Mlock { bytes },
-            HA::Willneed { window } => HintAction::Willneed {
+            HA::Willneed { window, chunk } => HintAction::Willneed {
                 window,
                 interval_us: 0,
+                chunk,
             },
             HA::Cold { delay_ms } => HintAction::Cold {
                 delay_ns: ms(delay_ms),

@@ -425,6 +425,11 @@ const PROBE: &str = env!("SWAPLAB_PRELOAD_PROBE");
 /// killed and the test fails (a guard against hanging the suite, not a
 /// timing measurement).
 fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
+    probe_env(dir, hints, args, &[])
+}
+
+/// [`probe`] with more environment.
+fn probe_env(dir: &Path, hints: Option<&Path>, args: &[&str], env: &[(&str, &Path)]) -> Output {
     let mut c = Command::new(PROBE);
     c.args(args)
         .env("LD_PRELOAD", preload::library_path().unwrap())
@@ -439,6 +444,9 @@ fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
         Some(h) => c.env(preload::HINTS_ENV, h),
         None => c.env_remove(preload::HINTS_ENV),
     };
+    for (k, v) in env {
+        c.env(k, v);
+    }
     let mut child = workload::spawn_retrying(&mut c).unwrap();
     let start = std::time::Instant::now();
     while child.try_wait().unwrap().is_none() {
@@ -464,7 +472,8 @@ fn probe(dir: &Path, hints: Option<&Path>, args: &[&str]) -> Output {
 }
 
 /// A hints file for the probe's call sites (budget 3 MiB), learned from a
-/// first run's log: 1 mlock (malloc site), 2 mlock (mmap site), 3 cold.
+/// first run's log: 1 mlock (malloc site), 2 mlock (mmap site), 3 cold,
+/// 4 mlock 1.5 MiB in all (quota site), 5 willneed with 10 calls at most.
 fn probe_hints(dir: &Path) -> PathBuf {
     let learn = dir.join("learn");
     std::fs::create_dir(&learn).unwrap();
@@ -475,7 +484,7 @@ fn probe_hints(dir: &Path) -> PathBuf {
         &["hints", h.to_str().unwrap(), &(3u64 << 20).to_string()],
     );
     let text = std::fs::read_to_string(&h).unwrap();
-    assert_eq!(text.lines().filter(|l| l.starts_with("hint\t")).count(), 3);
+    assert_eq!(text.lines().filter(|l| l.starts_with("hint\t")).count(), 5);
     h
 }
 
@@ -578,6 +587,63 @@ fn no_lock_is_held_across_the_background_madvise() {
         (v["x_cold"].as_u64(), v["other"].as_u64()),
         (Some(1), Some(0))
     );
+}
+
+#[test]
+fn a_hints_budget_holds_across_every_allocation_it_matches() {
+    if !swaplab_host::util::is_root() {
+        eprintln!("skipping: mlock of 1.5 MiB needs root (RLIMIT_MEMLOCK)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let hints = probe_hints(dir.path());
+    let logdir = dir.path().join("logs");
+    std::fs::create_dir(&logdir).unwrap();
+    // 40 objects of 1 MiB match an mlock hint of 1.5 MiB: 1 MiB + 512 KiB
+    // locked (VmLck, read by the probe), then one EDQUOT; 100 objects match
+    // a willneed hint of max_calls 10: ten madvise calls, then one EDQUOT
+    let v = json(&probe(&logdir, Some(&hints), &["quota"]));
+    assert_eq!(
+        (v["mlock_calls"].as_u64(), v["willneed_calls"].as_u64()),
+        (Some(2), Some(10))
+    );
+    // malloc'd objects start 16 bytes into a page: two partial pages more
+    let kb = v["locked_kb"].as_u64().unwrap();
+    assert!((1536..=1536 + 8).contains(&kb), "{v}");
+    // the same, read here from the log
+    let l = only_log(&logdir);
+    let ok = |id: u32| l.hints().filter(move |h| h.hint_id == id && h.result == 0);
+    assert_eq!(ok(4).map(|h| h.len).sum::<u64>(), 3 * MIB / 2);
+    assert_eq!(ok(5).count(), 10);
+}
+
+#[test]
+fn the_prefetch_thread_follows_a_sequential_trend_and_not_a_random_walk() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    // two cold 16 MiB files (written, synced, dropped from the page cache,
+    // readahead off): every first touch is a major fault. The probe reads
+    // the report: prefetch calls (hint id 0) inside the sequentially walked
+    // file, none in the randomly walked one.
+    let v = json(&probe_env(
+        dir.path(),
+        None,
+        &["trend", dir.path().to_str().unwrap()],
+        &[
+            ("SWAPLAB_PREFETCH", Path::new("thread")),
+            (preload::HINT_REPORT_ENV, &report),
+        ],
+    ));
+    assert!(v["calls"].as_u64().unwrap() >= 1, "{v}");
+    // the prefetch turned major faults into minor ones
+    assert!(
+        v["seq_majflt"].as_u64().unwrap() < v["pages"].as_u64().unwrap(),
+        "{v}"
+    );
+    // the same calls, read here from the report: hint id 0, willneed
+    let applied = swaplab_lab::tracing::read_hint_report(&report);
+    assert!(applied.iter().all(|h| h.id == 0 && h.action == "willneed"));
+    assert!(applied.iter().filter(|h| h.ok).count() as u64 >= v["calls"].as_u64().unwrap());
 }
 
 #[test]

@@ -316,6 +316,14 @@ pub struct AdviseArgs {
     /// Print the advice as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Run the traced command again under the traced run's limit and swap,
+    /// base against hinted (interleaved), and keep only the hints that make
+    /// it significantly faster (needs root, like `swaplab run`).
+    #[arg(long)]
+    pub verify: bool,
+    /// Runs per variant for --verify (at least 4 for p < 0.05 to be possible).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub repeat: u32,
 }
 
 pub fn advise(a: AdviseArgs) -> Result<()> {
@@ -336,11 +344,24 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         page_cluster: meta.run_page_cluster(),
     };
     let advice = run_advice(&an, &t, &ctx);
+    let verdict = swaplab_analysis::advise::verdict(&an, &t, &ctx, &advice);
     let budget = ctx.mlock_budget().unwrap_or(0);
     let mut file = swaplab_analysis::hints::from_advice(&advice, budget);
     swaplab_analysis::hints::identify_modules(&mut file, &t);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
     swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
+    let verified = if a.verify && !file.hints.is_empty() {
+        let v = verify_hints(&meta, &file, &dir, a.repeat)?;
+        let kept = swaplab_analysis::hints::HintFile {
+            hints: v.kept.iter().map(|&i| file.hints[i].clone()).collect(),
+            ..file.clone()
+        };
+        swaplab_trace::atomic::write_atomic(&out, kept.to_toml().as_bytes())?;
+        file = kept;
+        Some(v)
+    } else {
+        None
+    };
     if a.json {
         println!(
             "{}",
@@ -348,6 +369,8 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
                 "limit_bytes": limit,
                 "mlock_budget_bytes": budget,
                 "advice": advice,
+                "verdict": verdict,
+                "verify": verified,
                 "hint_file": out,
             }))?
         );
@@ -360,7 +383,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             .unwrap_or_else(|| "none (no mlock advice)".into()),
         format_bytes(budget)
     );
-    let mut r = Rows::new(&["site", "action", "expected", "evidence"]);
+    let mut r = Rows::new(&["site", "action", "saves", "expected", "evidence"]);
     r.left = true;
     for ad in &advice {
         let action = ad.action.to_string();
@@ -369,9 +392,55 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         } else {
             ad.location.clone()
         };
-        r.push(vec![site, action, ad.expected.clone(), ad.evidence.clone()]);
+        r.push(vec![
+            site,
+            action,
+            ad.expected_faults_saved.to_string(),
+            ad.expected.clone(),
+            ad.evidence.clone(),
+        ]);
     }
     print!("{}", r.render());
+    println!("\n{}", verdict.summary);
+    if a.verify && verified.is_none() {
+        println!("--verify: no hint to verify");
+    }
+    if let Some(v) = &verified {
+        println!(
+            "\nverified (sweep s{}, {} runs per variant, base against hinted, interleaved):",
+            v.sweep_id, a.repeat
+        );
+        let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |x| format!("{x:.d$}"));
+        let mut t = Rows::new(&[
+            "variant",
+            "hints",
+            "base s",
+            "hinted s",
+            "ratio",
+            "p",
+            "majflt base",
+            "majflt hinted",
+            "verdict",
+        ]);
+        t.left = true;
+        for row in &v.rows {
+            t.push(vec![
+                row.variant.clone(),
+                row.what.clone(),
+                f(row.base_s, 2),
+                f(row.hinted_s, 2),
+                f(row.ratio, 3),
+                f(row.p, 3),
+                f(row.majflt.0, 0),
+                f(row.majflt.1, 0),
+                row.reason.clone(),
+            ]);
+        }
+        print!("{}", t.render());
+        if v.kept.is_empty() {
+            println!("\nno hint pays: the hint file written keeps none (run without hints)");
+        }
+    }
     println!(
         "\nwrote {} ({} hints); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
         out.display(),
@@ -379,4 +448,35 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         out.display()
     );
     Ok(())
+}
+
+/// `advise --verify`: the traced run's record (limit, swap, command), one
+/// interleaved sweep base against hinted, each hint judged.
+fn verify_hints(
+    meta: &swaplab_trace::trace_dir::TraceMetaFile,
+    file: &swaplab_analysis::hints::HintFile,
+    dir: &Path,
+    repeat: u32,
+) -> Result<swaplab_lab::verify::VerifyReport> {
+    use swaplab_lab::runner::Lab;
+    let Some(run_id) = meta.run_id else {
+        anyhow::bail!(
+            "--verify needs the traced run's record (its limit, swap and command), and this trace \
+             has none (imported, or older than run records): trace the program again with \
+             `swaplab trace --mem-limit ... -- CMD`"
+        );
+    };
+    Lab::require_runner()?;
+    let lab = Lab::open().context("opening the catalog")?;
+    let traced = lab
+        .catalog
+        .run(run_id)
+        .with_context(|| format!("reading run {run_id}, the traced run"))?;
+    let bar = super::run::Bar::new();
+    let r =
+        swaplab_lab::verify::verify(&lab, &traced, file, &dir.join("verify"), repeat, &mut |p| {
+            bar.event(p)
+        });
+    bar.finish();
+    Ok(r?)
 }

@@ -1,0 +1,280 @@
+//! `swaplab advise TRACE --verify`: advice that never makes a program
+//! slower, checked by running it.
+//!
+//! The traced command runs again under the traced run's memory limit and
+//! swap set-up (the trace's run record has them), as one interleaved
+//! sweep ([`crate::sweep`]): variant `base` (no hints), `all` (the whole
+//! hint file) and, when the file has several hints, one variant per hint.
+//! Each hinted variant is compared with `base` by [`crate::compare`]'s
+//! two-sided Mann–Whitney test on wall time: it **pays** when every run of
+//! it completed, its median wall time is below base's and p < 0.05.
+//! The kept hints are those that pay on their own (or, with one hint or
+//! when none pays alone, the whole file when `all` pays); everything else
+//! is dropped, with the reason. At `--repeat` 3 or fewer no difference can
+//! reach p < 0.05 (the exact test's smallest p for 3 against 3 is 0.1), so
+//! nothing is kept: the default is 5.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use swaplab_analysis::hints::HintFile;
+
+use crate::compare::{compare_sweeps, Target};
+use crate::error::{Error, Result};
+use crate::options::{LimitSpec, RunOptions, Variant};
+use crate::record::RunRecord;
+use crate::runner::{Lab, ProgressFn};
+use crate::sweep::SweepRequest;
+
+/// Significance level for "pays".
+pub const P_MAX: f64 = 0.05;
+
+/// One hinted variant against base.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyRow {
+    /// `all` or `hint N`.
+    pub variant: String,
+    /// What it holds (the hint's action and site), for people.
+    pub what: String,
+    /// Median wall time of base, seconds.
+    pub base_s: Option<f64>,
+    /// Median wall time with the hints, seconds.
+    pub hinted_s: Option<f64>,
+    /// hinted / base.
+    pub ratio: Option<f64>,
+    /// Mann–Whitney p of the wall times.
+    pub p: Option<f64>,
+    /// Median major faults, base and hinted.
+    pub majflt: (Option<f64>, Option<f64>),
+    /// It pays (see the module docs).
+    pub pays: bool,
+    /// Why kept or dropped.
+    pub reason: String,
+}
+
+/// The verification's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// The sweep that ran the variants (`swaplab show sN`).
+    pub sweep_id: i64,
+    /// One row per hinted variant.
+    pub rows: Vec<VerifyRow>,
+    /// Indexes (0-based, file order) of the hints kept.
+    pub kept: Vec<usize>,
+}
+
+/// Whether hinted runs pay against base runs: (pays, reason). Inputs are
+/// the wall times of the completed runs and whether every hinted run
+/// completed.
+pub fn judge(base: &[f64], hinted: &[f64], all_completed: bool, p: Option<f64>) -> (bool, String) {
+    use swaplab_analysis::stats::median;
+    if !all_completed {
+        return (
+            false,
+            "dropped: some hinted runs did not complete (OOM or timeout)".into(),
+        );
+    }
+    if base.is_empty() || hinted.is_empty() {
+        return (false, "dropped: no completed runs to compare".into());
+    }
+    let (mb, mh) = (median(base), median(hinted));
+    let change = (mh / mb - 1.0) * 100.0;
+    match p {
+        _ if mh >= mb => (
+            false,
+            format!("dropped: {change:+.1} % wall time (not faster)"),
+        ),
+        Some(p) if p < P_MAX => (true, format!("kept: {change:+.1} % wall time, p = {p:.3}")),
+        Some(p) => (
+            false,
+            format!(
+                "dropped: {change:+.1} % wall time is not significant (p = {p:.3} >= {P_MAX}; \
+                 more --repeat can show a small gain)"
+            ),
+        ),
+        None => (
+            false,
+            "dropped: too few runs for a significance test".into(),
+        ),
+    }
+}
+
+/// The options of the traced run for re-running it: its limit (bytes, as
+/// traced), swap, swappiness, page-cluster and THP; no trace, no hints.
+pub fn rerun_options(traced: &RunRecord) -> RunOptions {
+    let mut o = traced.options.clone();
+    o.trace = None;
+    o.hints = None;
+    o.mem_limit = None;
+    o
+}
+
+/// Runs the verification sweep for `file` (written per variant under
+/// `work_dir`) and judges each hinted variant.
+pub fn verify(
+    lab: &Lab,
+    traced: &RunRecord,
+    file: &HintFile,
+    work_dir: &Path,
+    repeat: u32,
+    progress: &mut ProgressFn<'_>,
+) -> Result<VerifyReport> {
+    if file.hints.is_empty() {
+        return Err(Error::Invalid(
+            "the hint file has no hints: there is nothing to verify".into(),
+        ));
+    }
+    if repeat < 2 {
+        return Err(Error::Invalid(
+            "--repeat must be at least 2 for a significance test (5 is the default)".into(),
+        ));
+    }
+    std::fs::create_dir_all(work_dir).map_err(|e| Error::io("creating", work_dir, e))?;
+    let write = |name: &str, f: &HintFile| -> Result<PathBuf> {
+        let p = work_dir.join(format!("{name}.toml"));
+        std::fs::write(&p, f.to_toml()).map_err(|e| Error::io("writing", &p, e))?;
+        Ok(p)
+    };
+    let hinted = |name: &str, path: PathBuf| Variant {
+        name: name.into(),
+        options: RunOptions {
+            hints: Some(path),
+            ..Default::default()
+        },
+        command: None,
+    };
+    let mut variants = vec![
+        Variant {
+            name: "base".into(),
+            options: RunOptions::default(),
+            command: None,
+        },
+        hinted("all", write("all", file)?),
+    ];
+    let mut what = vec![format!("all {} hints", file.hints.len())];
+    if file.hints.len() > 1 {
+        for (i, h) in file.hints.iter().enumerate() {
+            let one = HintFile {
+                hints: vec![h.clone()],
+                ..file.clone()
+            };
+            let name = format!("hint{}", i + 1);
+            variants.push(hinted(&name, write(&name, &one)?));
+            what.push(format!("{} at {}", h.action.name(), h.location));
+        }
+    }
+    let limit = match traced.limit_bytes {
+        Some(b) => LimitSpec::Bytes(b),
+        None => LimitSpec::None,
+    };
+    let req = SweepRequest {
+        command: traced.command.clone(),
+        limits: vec![limit],
+        repeat,
+        options: rerun_options(traced),
+        variants,
+        skip_after_timeout: false,
+    };
+    let report = lab.sweep(&req, progress)?;
+    let runs = lab.catalog.sweep_runs(report.sweep_id)?;
+    let of = |v: &str| -> Vec<RunRecord> {
+        runs.iter()
+            .filter(|r| r.variant.as_deref() == Some(v) && r.role == crate::record::Role::Measure)
+            .cloned()
+            .map(|mut r| {
+                r.variant = Some("x".into()); // one cell on both sides
+                r
+            })
+            .collect()
+    };
+    let base = of("base");
+    let wall = |v: &[RunRecord]| -> Vec<f64> {
+        v.iter()
+            .filter(|r| r.outcome == Some(crate::record::Outcome::Ok))
+            .filter_map(|r| r.get("wall_ns"))
+            .map(|ns| ns / 1e9)
+            .collect()
+    };
+    let base_wall = wall(&base);
+    let mut rows = Vec::new();
+    for (k, v) in req.variants.iter().skip(1).enumerate() {
+        let h = of(&v.name);
+        let c = compare_sweeps(
+            Target::Sweep(report.sweep_id),
+            Target::Sweep(report.sweep_id),
+            &base,
+            &h,
+        );
+        let row = |m: &str| c.rows.iter().find(|r| r.metric == m);
+        let p = row("wall_ns").and_then(|r| r.p);
+        let completed = h
+            .iter()
+            .all(|r| r.outcome == Some(crate::record::Outcome::Ok));
+        let hw = wall(&h);
+        let (pays, reason) = judge(&base_wall, &hw, completed, p);
+        let med = |x: &[f64]| (!x.is_empty()).then(|| swaplab_analysis::stats::median(x));
+        rows.push(VerifyRow {
+            variant: v.name.clone(),
+            what: what[k].clone(),
+            base_s: med(&base_wall),
+            hinted_s: med(&hw),
+            ratio: row("wall_ns").and_then(|r| r.ratio),
+            p,
+            majflt: row("majflt").map_or((None, None), |r| (r.a, r.b)),
+            pays,
+            reason,
+        });
+    }
+    let mut kept: Vec<usize> = rows
+        .iter()
+        .skip(1)
+        .enumerate()
+        .filter(|(_, r)| r.pays)
+        .map(|(i, _)| i)
+        .collect();
+    if kept.is_empty() && rows[0].pays {
+        kept = (0..file.hints.len()).collect();
+    }
+    Ok(VerifyReport {
+        sweep_id: report.sweep_id,
+        rows,
+        kept,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_significant_gain_pays() {
+        // 5 against 5, fully separated: exact two-sided p = 2/252
+        let base = [10.0, 10.2, 10.1, 10.3, 10.4];
+        let fast = [8.0, 8.1, 8.2, 8.3, 8.4];
+        let p = swaplab_analysis::stats::mann_whitney(&base, &fast).map(|t| t.p);
+        assert!((p.unwrap() - 2.0 / 252.0).abs() < 1e-9, "{p:?}");
+        let (pays, why) = judge(&base, &fast, true, p);
+        assert!(pays, "{why}");
+        assert!(why.starts_with("kept: -19.6 %"), "{why}");
+    }
+
+    #[test]
+    fn slower_or_insignificant_or_incomplete_is_dropped() {
+        let base = [10.0, 10.2, 10.1, 10.3, 10.4];
+        let slow = [11.0, 11.1, 11.2, 11.3, 11.4];
+        let p = swaplab_analysis::stats::mann_whitney(&base, &slow).map(|t| t.p);
+        let (pays, why) = judge(&base, &slow, true, p);
+        assert!(!pays && why.contains("not faster"), "{why}");
+        // interleaved: no significant difference
+        let mixed = [10.05, 10.15, 9.9, 10.35, 10.0];
+        let p = swaplab_analysis::stats::mann_whitney(&base, &mixed).map(|t| t.p);
+        let (pays, why) = judge(&base, &mixed, true, p);
+        assert!(!pays && why.contains("not significant"), "{why}");
+        // 3 against 3 can never reach p < 0.05
+        let p = swaplab_analysis::stats::mann_whitney(&base[..3], &[1.0, 1.1, 1.2]).map(|t| t.p);
+        assert!(p.unwrap() >= 0.1 - 1e-9);
+        assert!(!judge(&base[..3], &[1.0, 1.1, 1.2], true, p).0);
+        let (pays, why) = judge(&base, &[8.0, 8.1], false, Some(0.01));
+        assert!(!pays && why.contains("did not complete"), "{why}");
+    }
+}
