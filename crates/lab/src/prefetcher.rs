@@ -65,6 +65,10 @@ pub const LOG_FILE: &str = "prefetch.tsv";
 const MAX_PENDING: usize = 1 << 22;
 /// How long the thread sleeps in poll(2) when no sample wakes it.
 const POLL: Duration = Duration::from_millis(2);
+/// Pages per WILLNEED call (2 MiB of 4 KiB pages): small enough that a
+/// call ends before the program has moved far (with zram the call itself
+/// decompresses the pages), large enough to keep the calls few.
+const CHUNK: u64 = 512;
 
 /// Which prefetcher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -252,6 +256,9 @@ impl fmt::Display for PrefetchSpec {
 pub struct PrefetchStats {
     /// CPU time of the prefetcher thread.
     pub cpu_ns: u64,
+    /// Time the thread spent inside process_madvise (reading pages in,
+    /// and the reclaim their memory charge causes).
+    pub madvise_ns: u64,
     /// process_madvise calls (WILLNEED and PAGEOUT).
     pub madvise_calls: u64,
     /// Pages asked for with WILLNEED (swapped when asked).
@@ -295,6 +302,7 @@ impl PrefetchStats {
         let mut m = vec![
             ("prefetch_cpu_ns", self.cpu_ns as f64),
             ("prefetch_madvise_calls", self.madvise_calls as f64),
+            ("prefetch_madvise_ns", self.madvise_ns as f64),
             ("prefetch_pages_requested", self.pages_requested as f64),
             ("prefetch_pages_late", self.pages_late as f64),
             ("prefetch_pages_paged_out", self.pages_paged_out as f64),
@@ -460,11 +468,19 @@ impl Detector {
             s.hits = 0;
             s.paged_to = None;
         }
-        // Steps already requested ahead of this page.
+        // Steps already requested ahead of this page. A page outside the
+        // last window (the walk jumped, e.g. back to the start of an array
+        // for its next pass, and the majority trend survived the jump)
+        // starts a new window here.
         let ahead = match s.frontier {
-            Some(f) if (f - page) / t > 0 => (f - page) / t,
-            _ => 0,
-        } as u64;
+            Some(f) if (f - page) / t > 0 && ((f - page) / t) as u64 <= s.window => {
+                ((f - page) / t) as u64
+            }
+            _ => {
+                s.frontier = None;
+                0
+            }
+        };
         if ahead > 0 && ahead * 2 >= s.window {
             return req; // half a window or more still ahead
         }
@@ -757,7 +773,38 @@ impl Worker {
     }
 
     /// Keeps the swapped pages of `runs` (pagemap bit 62) and asks for them.
+    /// Asks for `runs` in order, [`CHUNK`] pages per call, each chunk
+    /// checked against pagemap right before its call: pages the program
+    /// faulted in meanwhile (it may be faster than the requests) are skipped.
     fn willneed(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
+        let mut batch = Vec::new();
+        let mut count = 0u64;
+        for &(p, n) in runs {
+            if p < 0 {
+                continue;
+            }
+            let (mut q, end) = (p, p + n as i64);
+            while q < end {
+                let m = ((end - q) as u64).min(CHUNK - count);
+                batch.push((q, m));
+                count += m;
+                q += m as i64;
+                if count == CHUNK {
+                    self.willneed_chunk(s, at, &batch);
+                    batch.clear();
+                    count = 0;
+                    if self.gone {
+                        return;
+                    }
+                }
+            }
+        }
+        if !batch.is_empty() {
+            self.willneed_chunk(s, at, &batch);
+        }
+    }
+
+    fn willneed_chunk(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
         let mut want: Vec<(i64, u64)> = Vec::new();
         let mut ent = Vec::new();
         for &(p, n) in runs {
@@ -810,7 +857,10 @@ impl Worker {
     }
 
     fn advise(&mut self, ranges: &[(u64, u64)], advice: i32, s: &FaultSample, at: i64) {
-        match self.pidfd.madvise(ranges, advice) {
+        let t0 = std::time::Instant::now();
+        let r = self.pidfd.madvise(ranges, advice);
+        self.stats.madvise_ns += t0.elapsed().as_nanos() as u64;
+        match r {
             Ok(a) => {
                 self.stats.madvise_calls += a.calls;
                 self.stats.quiet_errors += a.quiet_errors;
@@ -974,6 +1024,29 @@ mod tests {
             "{asked:?}"
         );
         assert!(d.streams.contains_key(&2));
+    }
+
+    #[test]
+    fn a_walk_that_starts_over_is_prefetched_again() {
+        let (mut d, base) = pages("leap:window=16K:max=16K");
+        let mut asked = Vec::new();
+        for pass in 0..2 {
+            for p in 0..200i64 {
+                for (start, n) in d.access(1, p, false).willneed {
+                    asked.push((pass, p, start, n));
+                }
+            }
+        }
+        // The jump back to 0 is one odd delta among 31 +1s: the trend
+        // holds, and the second pass is prefetched like the first, from
+        // its start on.
+        assert_eq!(d.switches, 1);
+        let second: Vec<_> = asked.iter().filter(|a| a.0 == 1).collect();
+        assert!(!second.is_empty(), "{asked:?}");
+        assert!(second[0].1 <= 2, "{second:?}");
+        assert!(second
+            .iter()
+            .all(|a| a.2 > a.1 && a.2 + a.3 as i64 <= a.1 + 1 + base as i64));
     }
 
     #[test]
