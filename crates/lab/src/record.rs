@@ -72,6 +72,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("flusher_cpu_ns", "ns", "CPU time of swaplab's --flush-stats thread during the run"),
     ("prefetch_cpu_ns", "ns", "CPU time of swaplab's --prefetch leap|stride thread (reading faults, pagemap checks, process_madvise)"),
     ("prefetch_madvise_calls", "count", "process_madvise calls the prefetcher made (WILLNEED and PAGEOUT)"),
+    ("prefetch_madvise_ns", "ns", "time the prefetcher spent inside process_madvise (reading pages in, and the reclaim their memory charge causes in its thread)"),
     ("prefetch_pages_requested", "pages", "pages the prefetcher asked to read in (MADV_WILLNEED), swapped when asked (pagemap)"),
     ("prefetch_pages_used", "pages", "requested pages the program then touched with a minor fault (served from the swap cache)"),
     ("prefetch_pages_late", "pages", "requested pages the program then major-faulted on (read too late, or evicted before use)"),

@@ -19,6 +19,7 @@ fn skip(test: &str) -> bool {
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::prefetcher::{PrefetchSpec, LOG_FILE};
 use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_report::model::Value;
 
 /// Builds tests/prefetch_walker.c with the system C compiler.
 fn walker(dir: &Path) -> PathBuf {
@@ -179,6 +180,15 @@ fn requests_land_ahead_of_a_sequential_walk() {
     assert!(used >= (walk / 2) as f64, "used {used}");
     assert!(metric(&r, "prefetch_accuracy") > 0.5);
     assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
+    // The report's metrics table of the run carries them, with their meaning.
+    let t = swaplab_lab::report::run::metrics_table(&r);
+    let row = t
+        .rows
+        .iter()
+        .find(|row| matches!(&row[0], Value::Text(n) if n == "prefetch_accuracy"))
+        .expect("prefetch_accuracy in the metrics table");
+    assert!(matches!(row[1], Value::Float(v) if v == metric(&r, "prefetch_accuracy")));
+    assert!(matches!(&row[4], Value::Text(m) if m.contains("used")));
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
     assert_restored(&before, "prefetch walk");
@@ -264,4 +274,36 @@ fn a_random_walk_gets_almost_no_requests() {
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
     assert_restored(&before, "prefetch chase");
+}
+
+#[test]
+fn thread_mode_hands_the_preload_library_its_switch() {
+    if skip("thread_mode_hands_the_preload_library_its_switch") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
+    let cmd = vec![
+        "/bin/sh".to_string(),
+        "-c".into(),
+        "echo \"$SWAPLAB_PREFETCH|$LD_PRELOAD\"".into(),
+    ];
+    let o = RunOptions {
+        prefetch: Some("thread".parse().unwrap()),
+        ..Default::default()
+    };
+    let r = run(&lab, cmd, o);
+    let out = std::fs::read_to_string(r.dir.join("stdout.txt")).unwrap();
+    let (mode, preload) = out.trim().split_once('|').unwrap();
+    assert_eq!(mode, "thread");
+    assert_eq!(
+        Path::new(preload),
+        swaplab_lab::preload::library_path().unwrap()
+    );
+    // No external prefetcher ran.
+    assert!(r.get("prefetch_madvise_calls").is_none());
+    assert_eq!(prefetch_leftovers(), (0, 0));
+    drop(lab);
+    assert_restored(&before, "prefetch thread");
 }

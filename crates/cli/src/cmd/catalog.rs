@@ -185,6 +185,25 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
             r.dir.join("timeline.parquet").display()
         ),
     );
+    if g("prefetch_madvise_calls").is_some() {
+        let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.1} %", v * 100.0));
+        kv(
+            "prefetch",
+            format!(
+                "requested {} pages in {} calls, used {} (accuracy {}, coverage {}), late {}, paged out {}; CPU {} (in madvise {}), trend switches {}",
+                count(g("prefetch_pages_requested")),
+                count(g("prefetch_madvise_calls")),
+                count(g("prefetch_pages_used")),
+                pct(g("prefetch_accuracy")),
+                pct(g("prefetch_coverage")),
+                count(g("prefetch_pages_late")),
+                count(g("prefetch_pages_paged_out")),
+                secs(g("prefetch_cpu_ns")),
+                secs(g("prefetch_madvise_ns")),
+                count(g("prefetch_trend_switches")),
+            ),
+        );
+    }
     if g("leftover_tasks").unwrap_or(0.0) > 0.0 {
         kv(
             "leftovers",

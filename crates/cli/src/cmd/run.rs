@@ -125,7 +125,8 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub settings: SettingArgs,
     /// A variant, repeatable: NAME="ARGS" with run options (--page-cluster 0, --swappiness N,
-    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T, --hints FILE) and/or cmd=PROGRAM ARGS to
+    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T, --hints FILE, --flush-stats T,
+    /// --prefetch SPEC) and/or cmd=PROGRAM ARGS to
     /// replace the command. Without variants the sweep has one, `default`.
     #[arg(long = "variant", value_name = "NAME=ARGS")]
     pub variants: Vec<String>,
