@@ -906,7 +906,13 @@ bytes = 16777216
         let f = parse(text, "h.toml").unwrap();
         assert_eq!(f.hints[0].range, Some((0x10000, 0x20000)));
         assert!(f.hints[0].site.is_empty());
-        assert_eq!(f.hints[0].action, HintAction::Willneed { window: 8192, chunk: 0 });
+        assert_eq!(
+            f.hints[0].action,
+            HintAction::Willneed {
+                window: 8192,
+                chunk: 0
+            }
+        );
         // Written back as it was read.
         assert_eq!(parse(&f.to_toml(), "again").unwrap(), f);
         // Decimal is accepted too.
