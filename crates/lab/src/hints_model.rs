@@ -18,7 +18,7 @@
 //! | base, madvise | the kernel's swap readahead as the machine has it (`cluster` or `vma` at its page-cluster; none for zram). MADV_SEQUENTIAL does not change anonymous swap-in and MADV_WILLNEED once after the fill only reads back what the fill pushed out, so madvise is modelled as base. |
 //! | pcN | the same readahead at page-cluster N |
 //! | mlock | base, with the first `mlocked` bytes of the array (as the workload reported) pinned |
-//! | leap, thread, stride | Leap's majority-trend prefetcher (`leap`), on top of nothing: a prefetcher from outside the kernel does not stop the kernel's readahead, but on a sequential walk both read the same pages |
+//! | leap, stride, thread | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late (the preload thread samples per CPU and polls) saves fewer faults than predicted. |
 //! | advise | not modelled (its hints are by allocation site) |
 //!
 //! The speed-up is predicted from the simulated major faults F and pages
@@ -39,6 +39,12 @@ use swaplab_trace::DenseTrace;
 
 /// The policy the predictions use.
 pub const POLICY: &str = "linux";
+
+/// The window of `run --prefetch leap|stride` (its `window` default, 1 MiB),
+/// in pages.
+const EXTERNAL_WINDOW_PAGES: u64 = 256;
+/// The largest window of the preload library's prefetch thread (4 MiB).
+const THREAD_WINDOW_PAGES: u64 = 1024;
 
 /// The page-level reference trace of `traverse --size SIZE --passes P`.
 pub fn traverse_trace(size: u64, passes: u64) -> DenseTrace {
@@ -63,7 +69,10 @@ fn model_of(variant: &str, readahead: &str, pc: u32) -> Option<String> {
     Some(match variant {
         "base" | "madvise" | "mlock" => readahead_spec(readahead, pc),
         v if v.starts_with("pc") => readahead_spec(readahead, v[2..].parse().ok()?),
-        "leap" | "thread" | "stride" => "leap".into(),
+        // The external prefetchers: Leap's detector with their windows (1 MiB
+        // base, 256 pages, for leap and stride; the preload thread's 4 MiB).
+        "leap" | "stride" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
+        "thread" => format!("leap:max={THREAD_WINDOW_PAGES}"),
         _ => return None,
     })
 }
