@@ -102,6 +102,23 @@ pub struct PolicyInfo {
 pub struct Params(pub BTreeMap<String, String>);
 
 impl Params {
+    /// Splits a spec `name[:key=value...]` into its lower-case name and its
+    /// parameters (keys lower-case); `example` shows the form in the error.
+    pub fn split_spec(s: &str, example: &str) -> Result<(String, Params), SimError> {
+        let mut parts = s.trim().split(':');
+        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let mut params = BTreeMap::new();
+        for p in parts {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                SimError::BadParam(format!(
+                    "'{p}' in '{s}': parameters are written key=value, e.g. {example}"
+                ))
+            })?;
+            params.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+        Ok((name, Params(params)))
+    }
+
     /// Fails if any key is not in `known`.
     pub fn allow(&self, policy: &str, known: &[&str]) -> Result<(), SimError> {
         self.allow_for("policy", policy, known)
@@ -158,22 +175,9 @@ pub struct PolicySpec {
 impl PolicySpec {
     /// Parses `name[:key=value[:key=value...]]` and checks the name exists.
     pub fn parse(s: &str) -> Result<Self, SimError> {
-        let mut parts = s.trim().split(':');
-        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let (name, params) = Params::split_spec(s, "clock:bits=2")?;
         crate::policies::lookup(&name)?;
-        let mut params = BTreeMap::new();
-        for p in parts {
-            let (k, v) = p.split_once('=').ok_or_else(|| {
-                SimError::BadParam(format!(
-                    "'{p}' in '{s}': parameters are written key=value, e.g. clock:bits=2"
-                ))
-            })?;
-            params.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-        Ok(PolicySpec {
-            name,
-            params: Params(params),
-        })
+        Ok(PolicySpec { name, params })
     }
 
     /// Parses a comma-separated list; `all` expands to every registered policy.

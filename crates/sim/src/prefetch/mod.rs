@@ -13,7 +13,6 @@
 //! (`__read_swap_cache_async` skips a slot that is free or already cached).
 use crate::engine::SimError;
 use crate::policy::Params;
-use std::collections::BTreeMap;
 
 pub mod cluster;
 pub mod leap;
@@ -99,22 +98,9 @@ impl PrefetchSpec {
     /// Parses `name[:key=value...]`, checks the name and builds it once so
     /// that bad parameters fail here.
     pub fn parse(s: &str) -> Result<Self, SimError> {
-        let mut parts = s.trim().split(':');
-        let name = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+        let (name, params) = Params::split_spec(s, "cluster:pc=3")?;
         let info = lookup(&name)?;
-        let mut params = BTreeMap::new();
-        for p in parts {
-            let (k, v) = p.split_once('=').ok_or_else(|| {
-                SimError::BadParam(format!(
-                    "'{p}' in '{s}': parameters are written key=value, e.g. cluster:pc=3"
-                ))
-            })?;
-            params.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
-        }
-        let spec = PrefetchSpec {
-            name,
-            params: Params(params),
-        };
+        let spec = PrefetchSpec { name, params };
         (info.build)(&PrefetchConfig {
             params: &spec.params,
             page_size: 4096,
