@@ -889,8 +889,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_random_object_larger_than_memory_gets_nothing() {
+    /// 50,000 major faults at random pages of one 64 MiB object.
+    fn random_over_64m() -> (Analysis, TraceTables) {
         let mut b = Builder::new();
         b.object(1, 0x1000_0000, 64 * MIB);
         let mut x: u64 = 3;
@@ -901,7 +901,12 @@ mod tests {
             let p = (x >> 33) % (64 * MIB / PAGE);
             b.touch(i * 100, 0x1000_0000 + p * PAGE, FaultKind::Major);
         }
-        let (a, t) = b.done();
+        b.done()
+    }
+
+    #[test]
+    fn a_random_object_larger_than_memory_gets_nothing() {
+        let (a, t) = random_over_64m();
         assert_eq!(a.sites[0].pattern.kind, PatternKind::Random);
         let v = advise(&a, &t, &limited(32 * MIB));
         assert_eq!(v.len(), 1, "{v:#?}");
@@ -1010,17 +1015,7 @@ mod tests {
 
     #[test]
     fn random_access_over_everything_says_only_memory_helps_and_how_much() {
-        let mut b = Builder::new();
-        b.object(1, 0x1000_0000, 64 * MIB);
-        let mut x: u64 = 3;
-        for i in 0..50_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let p = (x >> 33) % (64 * MIB / PAGE);
-            b.touch(i * 100, 0x1000_0000 + p * PAGE, FaultKind::Major);
-        }
-        let (a, t) = b.done();
+        let (a, t) = random_over_64m();
         let ctx = limited(32 * MIB);
         let v = advise(&a, &t, &ctx);
         let verdict = verdict(&a, &t, &ctx, &v);

@@ -138,50 +138,43 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
     rows
 }
 
+/// `--list-policies` / `--list-prefetchers`: a row per registry entry
+/// (its JSON: name, params, summary and the entry's `extra` members).
+fn print_registry<'a>(
+    fmt: out::Format,
+    what: &str,
+    items: impl Iterator<Item = (&'a str, &'a str, &'a str, serde_json::Value)>,
+) -> Result<()> {
+    let mut rows = Rows::new(&[what, "parameters", "description"]);
+    let mut json = Vec::new();
+    for (name, params, summary, extra) in items {
+        rows.push(vec![name.into(), params.into(), summary.into()]);
+        let mut v = serde_json::json!({ "name": name, "params": params, "summary": summary });
+        if let (Some(v), serde_json::Value::Object(extra)) = (v.as_object_mut(), extra) {
+            v.extend(extra);
+        }
+        json.push(v);
+    }
+    out::print(fmt, &rows, &json)
+}
+
 pub fn run_sim(a: SimArgs) -> Result<()> {
     if a.list_policies {
-        let mut rows = Rows::new(&["policy", "parameters", "description"]);
-        for i in policies::REGISTRY {
-            rows.push(vec![i.name.into(), i.params.into(), i.summary.into()]);
-        }
-        #[derive(Serialize)]
-        struct P {
-            name: &'static str,
-            params: &'static str,
-            summary: &'static str,
-        }
-        let j: Vec<P> = policies::REGISTRY
+        let items = policies::REGISTRY
             .iter()
-            .map(|i| P {
-                name: i.name,
-                params: i.params,
-                summary: i.summary,
-            })
-            .collect();
-        return out::print(a.out.format(), &rows, &j);
+            .map(|i| (i.name, i.params, i.summary, serde_json::json!({})));
+        return print_registry(a.out.format(), "policy", items);
     }
     if a.list_prefetchers {
-        let mut rows = Rows::new(&["prefetcher", "parameters", "description"]);
-        for i in prefetch::REGISTRY {
-            rows.push(vec![i.name.into(), i.params.into(), i.summary.into()]);
-        }
-        #[derive(Serialize)]
-        struct P {
-            name: &'static str,
-            params: &'static str,
-            summary: &'static str,
-            slots: bool,
-        }
-        let j: Vec<P> = prefetch::REGISTRY
-            .iter()
-            .map(|i| P {
-                name: i.name,
-                params: i.params,
-                summary: i.summary,
-                slots: i.slots,
-            })
-            .collect();
-        return out::print(a.out.format(), &rows, &j);
+        let items = prefetch::REGISTRY.iter().map(|i| {
+            (
+                i.name,
+                i.params,
+                i.summary,
+                serde_json::json!({ "slots": i.slots }),
+            )
+        });
+        return print_registry(a.out.format(), "prefetcher", items);
     }
     let specs = PolicySpec::parse_list(&a.policy)?;
     let prefetchers = a
