@@ -222,8 +222,7 @@ static int read_u64_file(const char *path, uint64_t *v)
     return 0;
 }
 
-/* The limit and usage of this process's memory cgroup (v1 or v2). */
-static int cgroup_memory(uint64_t *limit, uint64_t *usage)
+int cgroup_memory_dir(char *dir, size_t len, int *v2)
 {
     FILE *f = fopen("/proc/self/cgroup", "r");
     if (!f)
@@ -239,10 +238,11 @@ static int cgroup_memory(uint64_t *limit, uint64_t *usage)
         char *path = c2 + 1;
         path[strcspn(path, "\n")] = '\0';
         const char *ctl = c1 + 1;
-        char lim[4200], use[4200];
+        char probe[4200];
         if (*ctl == '\0') {
-            snprintf(lim, sizeof lim, "/sys/fs/cgroup%s/memory.max", path);
-            snprintf(use, sizeof use, "/sys/fs/cgroup%s/memory.current", path);
+            snprintf(dir, len, "/sys/fs/cgroup%s", path);
+            *v2 = 1;
+            snprintf(probe, sizeof probe, "%s/memory.max", dir);
         } else {
             char tmp[256];
             snprintf(tmp, sizeof tmp, "%s", ctl);
@@ -251,14 +251,29 @@ static int cgroup_memory(uint64_t *limit, uint64_t *usage)
                 mem |= !strcmp(t, "memory");
             if (!mem)
                 continue;
-            snprintf(lim, sizeof lim, "/sys/fs/cgroup/memory%s/memory.limit_in_bytes", path);
-            snprintf(use, sizeof use, "/sys/fs/cgroup/memory%s/memory.usage_in_bytes", path);
+            snprintf(dir, len, "/sys/fs/cgroup/memory%s", path);
+            *v2 = 0;
+            snprintf(probe, sizeof probe, "%s/memory.limit_in_bytes", dir);
         }
-        if (!read_u64_file(lim, limit) && !read_u64_file(use, usage) && *limit < (1ULL << 60))
+        if (access(probe, R_OK) == 0)
             found = 0;
     }
     fclose(f);
     return found;
+}
+
+/* The limit and usage of this process's memory cgroup (v1 or v2). */
+static int cgroup_memory(uint64_t *limit, uint64_t *usage)
+{
+    char dir[4096], lim[4200], use[4200];
+    int v2;
+    if (cgroup_memory_dir(dir, sizeof dir, &v2))
+        return -1;
+    snprintf(lim, sizeof lim, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+    snprintf(use, sizeof use, "%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
+    if (read_u64_file(lim, limit) || read_u64_file(use, usage) || *limit >= (1ULL << 60))
+        return -1;
+    return 0;
 }
 
 /* Headroom --mlock max leaves under the limit for everything else (the

@@ -167,6 +167,10 @@ void setup_done(const struct opts *o);
 uint64_t hints_before_fill(const struct opts *o, void *p, size_t bytes);
 void hints_after_fill(const struct opts *o, void *p, size_t bytes);
 
+/* The directory of this process's memory cgroup (v1 memory hierarchy or
+ * cgroup2); *v2 says which. 0 on success, -1 without one. */
+int cgroup_memory_dir(char *dir, size_t len, int *v2);
+
 void die(int code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 /* Run fn(arg_i) on n threads (args laid out `stride` bytes apart); thread 0
@@ -191,6 +195,10 @@ int run_bench_vma(int argc, char **argv);
 
 /* `swaplab-workload bench-touch ...` (touchbench.c): its own arguments. */
 int run_bench_touch(int argc, char **argv);
+
+/* `swaplab-workload swapin-lat ...` (swapinlat.c): swap-in latencies for
+ * swaplab calibrate. */
+int run_swapin_lat(int argc, char **argv);
 
 /* `swaplab-workload balloon --size SIZE` (balloon.c): hold memory mlocked. */
 int run_balloon(int argc, char **argv);

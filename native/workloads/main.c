@@ -6,6 +6,7 @@
  *   swaplab-workload bench-vma --pattern P --ops N --lat FILE --samples FILE
  *   swaplab-workload bench-touch --size SIZE --pattern seq|random --lat FILE --rss FILE
  *   swaplab-workload balloon --size SIZE
+ *   swaplab-workload swapin-lat --size SIZE --out DIR [--rounds R]
  *
  * Prints exactly one JSON line on stdout at the end. */
 #define _GNU_SOURCE
@@ -47,6 +48,8 @@ static void usage(FILE *f)
         "                        (latency of every page touch; see bench-touch --help)\n"
         "       swaplab-workload balloon --size SIZE\n"
         "                        (hold SIZE of memory mlocked until killed)\n"
+        "       swaplab-workload swapin-lat --size SIZE --out DIR [--rounds R]\n"
+        "                        (swap-out and swap-in costs per page; run by swaplab calibrate)\n"
         "\n"
         "workloads:\n", f);
     for (size_t i = 0; i < NWORKLOADS; i++)
@@ -142,6 +145,8 @@ int main(int argc, char **argv)
         return run_bench_touch(argc, argv);
     if (!strcmp(name, "balloon"))
         return run_balloon(argc, argv);
+    if (!strcmp(name, "swapin-lat"))
+        return run_swapin_lat(argc, argv);
     if (!strcmp(name, "list")) {
         int json = 0;
         for (int i = 2; i < argc; i++) {

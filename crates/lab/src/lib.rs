@@ -51,6 +51,7 @@ pub mod bench_reclaim;
 pub mod bench_touch;
 pub mod bench_trace;
 pub mod bench_vma;
+pub mod calibrate;
 pub mod catalog;
 pub mod compare;
 pub mod demo;

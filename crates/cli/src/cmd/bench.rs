@@ -532,7 +532,7 @@ fn run_reclaim(
 
 /// The `[i/n] what (Ns)` line of the benchmarks made of runs, on a
 /// terminal only.
-fn run_progress() -> impl FnMut(&str, usize, usize) {
+pub(crate) fn run_progress() -> impl FnMut(&str, usize, usize) {
     let quiet = !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let t0 = Instant::now();
     move |what, done, total| {
@@ -547,7 +547,7 @@ fn run_progress() -> impl FnMut(&str, usize, usize) {
 }
 
 /// Ends [`run_progress`]'s line.
-fn end_progress() {
+pub(crate) fn end_progress() {
     if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!();
     }

@@ -1,6 +1,7 @@
 pub mod bench;
 pub mod bench_hints;
 pub mod bench_runner;
+pub mod calibrate;
 pub mod catalog;
 pub mod demo;
 pub mod doctor;

@@ -16,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::record::{CgroupInfo, RunRecord, Settings};
 
 pub mod bench;
+pub mod calibrate;
 pub mod hints;
 pub mod run;
 pub mod sim;
@@ -51,6 +52,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (bench::BENCH_TOUCH_KIND, bench::bench_touch_section),
     (bench::BENCH_RECLAIM_KIND, bench::bench_reclaim_section),
     (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
+    (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds

@@ -1,0 +1,602 @@
+//! `swaplab calibrate`: what a page costs to swap out and back in on this
+//! machine, for each swap kind it can create (issue 12 §1), saved as device
+//! profiles that the simulator's `--device file:this` (or `--device
+//! PROFILE.toml`) and `swaplab validate` use.
+//!
+//! Each swap kind is one ordinary swaplab run (`Lab::run`: a fresh memory
+//! cgroup, the swap area set up and removed, `page-cluster` 0, a catalog
+//! entry) of the embedded `swaplab-workload swapin-lat`, which fills a
+//! region, then per round evicts it (MADV_PAGEOUT, writeback waited for, the
+//! swap cache dropped), touches it in address order and in a random
+//! permutation — every touch a major fault, timed — and finally reads it
+//! back with MADV_WILLNEED and touches it from the swap cache (the kernel's
+//! fault path without device I/O). The cgroup's limit is far above the
+//! region, so nothing else reclaims during a timed pass. See
+//! native/workloads/swapinlat.c for the phases, docs/calibrate.md for the
+//! profile's fields and how each is derived.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use swaplab_host::procfs::Environment;
+use swaplab_host::swap::SwapSpec;
+use swaplab_host::util::format_size;
+
+use crate::bench_group::BenchGroup;
+use crate::bench_touch::{cdfs, read_latencies, Curve, Scratch};
+use crate::options::{LimitSpec, RunOptions};
+use crate::record::Outcome;
+use crate::runner::Lab;
+use crate::{Error, Result};
+
+/// `"kind"` of a saved `swaplab calibrate` result.
+pub const CALIBRATE_KIND: &str = "swaplab.calibrate";
+/// The swap kinds calibrate knows how to create.
+pub const KINDS: [&str; 3] = ["file", "zram", "zswap"];
+/// The timed phases, in the order the figures list them.
+pub const PHASES: [&str; 4] = ["seq", "random", "cache", "minor"];
+
+/// A device profile: what one 4 KiB page costs on one swap kind of this
+/// machine (`swaplab calibrate` writes it; the simulator reads it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceProfile {
+    /// `file`, `zram` or `zswap`: the swap kind measured.
+    pub kind: String,
+    /// Free text: the swap area.
+    pub name: String,
+    /// The kernel release it was measured on.
+    pub kernel: String,
+    /// When (RFC 3339, UTC).
+    pub measured: String,
+    /// Median swap-in fault latency, pages in address order, page-cluster 0.
+    pub read_seq_us: f64,
+    /// Median swap-in fault latency, random order, page-cluster 0.
+    pub read_rand_us: f64,
+    /// 99th percentile of the random swap-in latency.
+    pub read_rand_p99_us: f64,
+    /// Swap-out per page: (MADV_PAGEOUT + writeback) / pages evicted.
+    pub write_us: f64,
+    /// Read throughput with the kernel's asynchronous reads (MADV_WILLNEED
+    /// of the whole region until resident), MB/s (10^6 bytes).
+    pub read_mb_s: f64,
+    /// A fault served from the swap cache: the kernel's path without I/O.
+    pub fault_path_us: f64,
+    /// First touch of fresh anonymous memory: trap + zero-fill.
+    pub minor_fault_us: f64,
+    /// Stored bytes / page bytes (zram, zswap); 1.0 for a file.
+    pub compress_ratio: f64,
+}
+
+impl DeviceProfile {
+    /// Reads a profile (TOML), with a clear error naming the file.
+    pub fn load(p: &Path) -> Result<DeviceProfile> {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::io("reading", p, e))?;
+        let prof: DeviceProfile = toml::from_str(&text).map_err(|e| {
+            Error::Invalid(format!(
+                "{}: not a device profile ({e}); make one with `swaplab calibrate`",
+                p.display()
+            ))
+        })?;
+        prof.check()
+            .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
+        Ok(prof)
+    }
+
+    /// Every number finite and positive (the ratio in (0, 4]).
+    pub fn check(&self) -> std::result::Result<(), String> {
+        let fields = [
+            ("read_seq_us", self.read_seq_us),
+            ("read_rand_us", self.read_rand_us),
+            ("read_rand_p99_us", self.read_rand_p99_us),
+            ("write_us", self.write_us),
+            ("read_mb_s", self.read_mb_s),
+            ("fault_path_us", self.fault_path_us),
+            ("minor_fault_us", self.minor_fault_us),
+        ];
+        for (name, v) in fields {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{name} = {v}: must be a positive number"));
+            }
+        }
+        if !(self.compress_ratio > 0.0 && self.compress_ratio <= 4.0) {
+            return Err(format!(
+                "compress_ratio = {}: must be in (0, 4] (stored / original bytes)",
+                self.compress_ratio
+            ));
+        }
+        Ok(())
+    }
+
+    /// As TOML, with a comment line naming its source.
+    pub fn to_toml(&self) -> Result<String> {
+        let body = toml::to_string(self)
+            .map_err(|e| Error::Invalid(format!("encoding the profile: {e}")))?;
+        Ok(format!(
+            "# swaplab device profile (swaplab calibrate); fields: docs/calibrate.md\n{body}"
+        ))
+    }
+
+    /// Writes it atomically.
+    pub fn save(&self, p: &Path) -> Result<()> {
+        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
+        }
+        Ok(swaplab_trace::atomic::write_atomic(
+            p,
+            self.to_toml()?.as_bytes(),
+        )?)
+    }
+}
+
+/// Where calibrate keeps the profile of swap kind `kind`.
+pub fn profile_path(home: &Path, kind: &str) -> PathBuf {
+    home.join("device-profiles").join(format!("{kind}.toml"))
+}
+
+/// The default profile (`--device file:this`): the swap file's.
+pub fn default_profile_path(home: &Path) -> PathBuf {
+    home.join("device-profile.toml")
+}
+
+/// What `calibrate` runs.
+#[derive(Debug, Clone)]
+pub struct CalibrateOptions {
+    /// Swap kinds to measure (of [`KINDS`]).
+    pub kinds: Vec<String>,
+    /// The region each run swaps out and in.
+    pub size: u64,
+    /// Rounds per kind (each: evict+seq, evict+random, evict+willneed+cache).
+    pub rounds: u32,
+    /// Where a swap file goes (`None`: swaplab's state directory).
+    pub swap_dir: Option<PathBuf>,
+    /// Kill a run after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// Parses `file,zram,zswap` (or `all`).
+pub fn parse_kinds(s: &str) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for k in s.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+        if k == "all" {
+            out = KINDS.iter().map(|k| k.to_string()).collect();
+            continue;
+        }
+        if !KINDS.contains(&k) {
+            return Err(Error::Invalid(format!(
+                "--kinds {k:?}: give file, zram, zswap or all (comma-separated)"
+            )));
+        }
+        if !out.iter().any(|o| o == k) {
+            out.push(k.to_string());
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(
+            "--kinds: give file, zram, zswap or all".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// The swap areas for kind `k`: room for the region twice over.
+fn swaps_for(k: &str, size: u64, dir: Option<&Path>) -> Result<Vec<SwapSpec>> {
+    let swap = format!("{}M", ((size * 2) >> 20) + 64);
+    let file = match dir {
+        Some(d) => format!("file:{swap},path={}", d.display()),
+        None => format!("file:{swap}"),
+    };
+    let specs = match k {
+        "file" => vec![file],
+        "zram" => vec![format!("zram:{swap}")],
+        "zswap" => vec![file, "zswap".into()],
+        _ => {
+            return Err(Error::Invalid(format!(
+                "unknown swap kind {k:?}: give file, zram or zswap"
+            )))
+        }
+    };
+    specs.iter().map(|s| Ok(s.parse()?)).collect()
+}
+
+/// Latencies of one phase, pooled over the rounds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PhaseStats {
+    pub phase: String,
+    pub touches: u64,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub mean_ns: f64,
+    /// Major faults the process counted during the phase's passes.
+    pub majflt: u64,
+    /// (latency ns, fraction of touches ≤ it).
+    pub cdf: Curve,
+}
+
+/// One swap kind's run and what came of it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct KindResult {
+    pub kind: String,
+    pub swap: String,
+    pub run_id: i64,
+    pub run_dir: PathBuf,
+    pub outcome: String,
+    /// `None` when the run did not end ok.
+    pub profile: Option<DeviceProfile>,
+    /// Where the profile was saved.
+    pub profile_path: Option<PathBuf>,
+    pub phases: Vec<PhaseStats>,
+    /// Pages evicted (not in memory, mincore) before each timed pass.
+    pub evicted: Vec<u64>,
+    /// The memory cgroup's pgmajfault over the run (the kernel's count).
+    pub majflt_cgroup: Option<f64>,
+    /// Pages swapped out and in during the run (machine-wide on cgroup v1).
+    pub swapout_pages: Option<f64>,
+    pub swapin_pages: Option<f64>,
+    /// The workload's JSON output, as it printed it.
+    pub output: serde_json::Value,
+}
+
+/// A whole `swaplab calibrate`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CalibrateResult {
+    pub kind: String,
+    pub version: u32,
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
+    pub command: Vec<String>,
+    pub machine: Option<Environment>,
+    pub region_bytes: u64,
+    pub rounds: u32,
+    pub kinds: Vec<KindResult>,
+    pub wall_s: f64,
+    pub notes: Vec<String>,
+}
+
+/// Saves a result (JSON).
+pub fn save(p: &Path, r: &CalibrateResult) -> Result<()> {
+    let bytes =
+        serde_json::to_vec(r).map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
+    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+}
+
+/// Checks the options before anything runs.
+pub fn check(opts: &CalibrateOptions) -> Result<()> {
+    if opts.size < 1 << 20 || opts.size > 1 << 36 {
+        return Err(Error::Invalid(format!(
+            "--size {}: give 1M to 64G (64M takes a few seconds per kind)",
+            format_size(opts.size)
+        )));
+    }
+    if opts.rounds == 0 || opts.rounds > 16 {
+        return Err(Error::Invalid("--rounds: give 1 to 16".into()));
+    }
+    if opts.kinds.is_empty() {
+        return Err(Error::Invalid(
+            "--kinds: give file, zram, zswap or all".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Progress: (what, done, total).
+pub type Progress<'a> = dyn FnMut(&str, usize, usize) + 'a;
+
+/// Measures every kind, saves each profile under `lab`'s home (the file's
+/// also as the default profile), and records the whole as a benchmark.
+pub fn run(
+    lab: &Lab,
+    opts: &CalibrateOptions,
+    command: Vec<String>,
+    progress: &mut Progress<'_>,
+) -> Result<CalibrateResult> {
+    check(opts)?;
+    let exe = crate::workload::executable()?;
+    let t0 = Instant::now();
+    // Far above the region: nothing reclaims during a timed pass.
+    let limit = opts.size * 2 + (256 << 20);
+    let group = BenchGroup::begin(
+        lab,
+        "bench-calibrate",
+        &command,
+        LimitSpec::Bytes(limit),
+        &opts.kinds,
+    )?;
+    let measured = measure(lab, &group, opts, &exe, progress);
+    let result = measured.map(|(kinds, notes)| CalibrateResult {
+        kind: CALIBRATE_KIND.into(),
+        version: 1,
+        sweep_id: Some(group.id),
+        command,
+        machine: Environment::capture().ok(),
+        region_bytes: opts.size,
+        rounds: opts.rounds,
+        kinds,
+        wall_s: t0.elapsed().as_secs_f64(),
+        notes,
+    });
+    group.finish(result, save)
+}
+
+fn measure(
+    lab: &Lab,
+    group: &BenchGroup<'_>,
+    opts: &CalibrateOptions,
+    exe: &Path,
+    progress: &mut Progress<'_>,
+) -> Result<(Vec<KindResult>, Vec<String>)> {
+    let scratch = Scratch(crate::bench_vma::tempdir("calibrate")?);
+    let home = lab.catalog.home().to_path_buf();
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for (i, kind) in opts.kinds.iter().enumerate() {
+        progress(kind, i, opts.kinds.len());
+        let specs = swaps_for(kind, opts.size, opts.swap_dir.as_deref())?;
+        let dir = scratch.0.join(kind);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
+        let cmd = vec![
+            exe.display().to_string(),
+            "swapin-lat".into(),
+            "--size".into(),
+            opts.size.to_string(),
+            "--rounds".into(),
+            opts.rounds.to_string(),
+            "--out".into(),
+            dir.display().to_string(),
+        ];
+        let ro = RunOptions {
+            swap: specs.clone(),
+            page_cluster: Some(0),
+            timeout: opts.timeout,
+            ..Default::default()
+        };
+        let rec = group.run(&cmd, &ro, kind, 0)?;
+        let swap = specs
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" + ");
+        let output = rec.workload_output.clone().unwrap_or_default();
+        let mut k = KindResult {
+            kind: kind.clone(),
+            swap,
+            run_id: rec.id,
+            run_dir: rec.dir.clone(),
+            outcome: rec.outcome.map_or("unknown", |o| o.as_str()).to_string(),
+            profile: None,
+            profile_path: None,
+            phases: Vec::new(),
+            evicted: Vec::new(),
+            majflt_cgroup: rec.get("cg_pgmajfault"),
+            swapout_pages: rec.get("swapout_pages"),
+            swapin_pages: rec.get("swapin_pages"),
+            output: output.clone(),
+        };
+        if rec.outcome != Some(Outcome::Ok) {
+            let why = std::fs::read_to_string(rec.dir.join("stderr.txt")).unwrap_or_default();
+            notes.push(format!(
+                "{kind}: the run ended {} (run {}): no profile. {}",
+                k.outcome,
+                rec.id,
+                why.lines().last().unwrap_or("")
+            ));
+            out.push(k);
+            continue;
+        }
+        // Keep the latencies with the run.
+        let mut by_phase: Vec<Vec<u32>> = vec![Vec::new(); PHASES.len()];
+        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io("reading", &dir, e))? {
+            let entry = entry.map_err(|e| Error::io("reading", &dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".u32") else {
+                continue;
+            };
+            let phase = stem.split('-').next().unwrap_or(stem);
+            let Some(pi) = PHASES.iter().position(|p| *p == phase) else {
+                continue;
+            };
+            let to = rec.dir.join(format!("calibrate-{name}"));
+            std::fs::copy(entry.path(), &to)
+                .map_err(|e| Error::io("copying into the run directory", &to, e))?;
+            by_phase[pi].extend(read_latencies(&to)?);
+        }
+        let rounds = output["rounds"].as_array().cloned().unwrap_or_default();
+        let sum_maj = |key: &str| rounds.iter().filter_map(|r| r[key].as_u64()).sum::<u64>();
+        for (pi, lat) in by_phase.iter_mut().enumerate() {
+            lat.sort_unstable();
+            let majflt = match PHASES[pi] {
+                "minor" => output["minor_majflt"].as_u64().unwrap_or(0),
+                p => sum_maj(&format!("{p}_majflt")),
+            };
+            k.phases.push(phase_stats(PHASES[pi], lat, majflt));
+        }
+        k.evicted = rounds
+            .iter()
+            .flat_map(|r| {
+                r["evicted"]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_u64()).collect::<Vec<_>>())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let pages = output["pages"].as_u64().unwrap_or(0);
+        for (phase, key) in [("seq", "seq_majflt"), ("random", "random_majflt")] {
+            let maj = sum_maj(key);
+            let want = pages * rounds.len() as u64;
+            if want > 0 && (maj as f64) < 0.9 * want as f64 {
+                notes.push(format!(
+                    "{kind}: only {maj} of {want} {phase} touches were major faults (the kernel kept part of the region in memory): its latencies mix in cheaper touches"
+                ));
+            }
+        }
+        let cache_maj = sum_maj("cache_majflt");
+        if cache_maj as f64 > 0.01 * (pages * rounds.len() as u64) as f64 {
+            notes.push(format!(
+                "{kind}: {cache_maj} major faults while touching the swap cache: MADV_WILLNEED had not read everything"
+            ));
+        }
+        let prof = profile(kind, &k, &rounds, pages, &output)?;
+        let path = profile_path(&home, kind);
+        prof.save(&path)?;
+        if kind == "file" {
+            prof.save(&default_profile_path(&home))?;
+        }
+        k.profile = Some(prof);
+        k.profile_path = Some(path);
+        out.push(k);
+    }
+    progress("done", opts.kinds.len(), opts.kinds.len());
+    Ok((out, notes))
+}
+
+fn phase_stats(phase: &str, sorted: &[u32], majflt: u64) -> PhaseStats {
+    let n = sorted.len();
+    let at = |q: f64| -> f64 {
+        if n == 0 {
+            0.0
+        } else {
+            f64::from(sorted[(((n - 1) as f64) * q).floor() as usize])
+        }
+    };
+    let mean = if n == 0 {
+        0.0
+    } else {
+        sorted.iter().map(|&v| f64::from(v)).sum::<f64>() / n as f64
+    };
+    PhaseStats {
+        phase: phase.into(),
+        touches: n as u64,
+        p50_ns: at(0.5),
+        p99_ns: at(0.99),
+        mean_ns: mean,
+        majflt,
+        cdf: cdfs(sorted).0,
+    }
+}
+
+/// The profile from a kind's phases and per-round times.
+fn profile(
+    kind: &str,
+    k: &KindResult,
+    rounds: &[serde_json::Value],
+    pages: u64,
+    output: &serde_json::Value,
+) -> Result<DeviceProfile> {
+    let phase = |p: &str| k.phases.iter().find(|s| s.phase == p);
+    let us = |p: &str, f: fn(&PhaseStats) -> f64| phase(p).map_or(0.0, |s| f(s) / 1e3);
+    // Write: every eviction follows a pass that dirtied every page.
+    let mut writes = Vec::new();
+    let mut reads = Vec::new();
+    for r in rounds {
+        let (Some(po), Some(wb), Some(ev)) = (
+            r["pageout_s"].as_array(),
+            r["writeback_s"].as_array(),
+            r["evicted"].as_array(),
+        ) else {
+            continue;
+        };
+        for ((po, wb), ev) in po.iter().zip(wb).zip(ev) {
+            let (po, wb, ev) = (
+                po.as_f64().unwrap_or(0.0),
+                wb.as_f64().unwrap_or(0.0),
+                ev.as_u64().unwrap_or(0),
+            );
+            if ev > 0 {
+                writes.push((po + wb) * 1e6 / ev as f64);
+            }
+        }
+        if let Some(s) = r["willneed_s"].as_f64().filter(|s| *s > 0.0) {
+            reads.push(pages as f64 * 4096.0 / s / 1e6);
+        }
+    }
+    let median = |xs: Vec<f64>| crate::bench_touch::median(xs).unwrap_or(0.0);
+    let prof = DeviceProfile {
+        kind: kind.into(),
+        name: k.swap.clone(),
+        kernel: Environment::capture()
+            .map(|e| e.kernel_release)
+            .unwrap_or_default(),
+        measured: swaplab_trace::units::now_utc(),
+        read_seq_us: us("seq", |s| s.p50_ns),
+        read_rand_us: us("random", |s| s.p50_ns),
+        read_rand_p99_us: us("random", |s| s.p99_ns),
+        write_us: median(writes),
+        read_mb_s: median(reads),
+        fault_path_us: us("cache", |s| s.p50_ns),
+        minor_fault_us: us("minor", |s| s.p50_ns),
+        compress_ratio: output["compress_ratio"].as_f64().unwrap_or(1.0),
+    };
+    prof.check().map_err(|e| {
+        Error::Invalid(format!(
+            "{kind}: the measured profile is not usable ({e}); see run {} (swaplab show {})",
+            k.run_id, k.run_id
+        ))
+    })?;
+    Ok(prof)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DeviceProfile {
+        DeviceProfile {
+            kind: "zram".into(),
+            name: "zram:192M".into(),
+            kernel: "6.18.0".into(),
+            measured: "2026-11-25T20:00:00Z".into(),
+            read_seq_us: 7.2,
+            read_rand_us: 8.6,
+            read_rand_p99_us: 16.5,
+            write_us: 17.5,
+            read_mb_s: 450.0,
+            fault_path_us: 1.6,
+            minor_fault_us: 2.9,
+            compress_ratio: 0.55,
+        }
+    }
+
+    #[test]
+    fn profile_round_trips_through_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x/p.toml");
+        sample().save(&p).unwrap();
+        assert_eq!(DeviceProfile::load(&p).unwrap(), sample());
+    }
+
+    #[test]
+    fn bad_profiles_are_refused_with_the_field_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("p.toml");
+        let mut bad = sample();
+        bad.read_seq_us = -1.0;
+        std::fs::write(&p, toml::to_string(&bad).unwrap()).unwrap();
+        let e = DeviceProfile::load(&p).unwrap_err().to_string();
+        assert!(e.contains("read_seq_us") && e.contains("positive"), "{e}");
+        std::fs::write(&p, "kind = \"file\"\n").unwrap();
+        let e = DeviceProfile::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("not a device profile") && e.contains("calibrate"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn kinds_parse_and_refuse() {
+        assert_eq!(parse_kinds("zram,file,zram").unwrap(), vec!["zram", "file"]);
+        assert_eq!(parse_kinds("all").unwrap().len(), 3);
+        assert!(parse_kinds("ssd")
+            .unwrap_err()
+            .to_string()
+            .contains("file, zram"));
+        assert!(parse_kinds(",").is_err());
+    }
+
+    #[test]
+    fn zswap_is_a_file_with_zswap_in_front() {
+        let s = swaps_for("zswap", 64 << 20, None).unwrap();
+        assert_eq!(s.len(), 2);
+        assert!(matches!(s[0], SwapSpec::File { size, .. } if size == 192 << 20));
+        assert!(matches!(s[1], SwapSpec::Zswap { .. }));
+    }
+}
