@@ -26,10 +26,14 @@ static void *build_part(void *arg)
     uint64_t *a = p->a + p->begin, len = p->end - p->begin;
     struct rng g;
     rng_seed(&g, p->seed, 0x100 + p->index);
-    for (uint64_t i = 0; i < len; i++)
+    for (uint64_t i = 0; i < len; i++) {
+        REF(&a[i], 1);
         a[i] = p->begin + i;
+    }
     for (uint64_t i = len - 1; i > 0; i--) {   /* Sattolo: j < i */
         uint64_t j = rng_below(&g, i);
+        REF(&a[i], 1);
+        REF(&a[j], 1);
         uint64_t t = a[i];
         a[i] = a[j];
         a[j] = t;
@@ -43,6 +47,7 @@ static void *chase_part(void *arg)
     const uint64_t *a = p->a;
     uint64_t i = p->begin, sum = 0;
     for (uint64_t h = 0; h < p->hops; h++) {
+        REF(&a[i], 0);
         i = a[i];
         sum = sum * 0x100000001b3ULL + i;
     }

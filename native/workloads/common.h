@@ -57,7 +57,7 @@ struct result {
     uint64_t work_ns;    /* main phase */
     int exit_code;       /* EXIT_OK or EXIT_CHECK */
     /* optional extra JSON members, already formatted ("\"k\":v,..."), or "" */
-    char extra[256];
+    char extra[512];
 };
 
 typedef int (*workload_fn)(const struct opts *o, struct result *r);
@@ -69,6 +69,7 @@ struct workload {
     unsigned accepts;          /* OPT_* bits */
     uint64_t min_size;         /* smallest SIZE that makes sense */
     workload_fn run;
+    workload_fn run_refs;      /* the same with --refs-fd (refs_NAME.c) */
 };
 
 /* ---- PRNG: splitmix64 (seeding, hashing) and xoshiro256** (streams) ---- */
@@ -141,6 +142,28 @@ static inline uint64_t cs_add(uint64_t cs, uint64_t v)
     return mix64(cs ^ (v + 0x9e3779b97f4a7c15ULL + (cs << 6) + (cs >> 2)));
 }
 
+/* ---- page references (refs.c; `--refs-fd N`) ----
+ * Each workload source is compiled twice: as is (REF does nothing: the
+ * measured program is unchanged), and through refs_NAME.c with
+ * SWAPLAB_REFS=1, where every access to the main objects goes through
+ * refs_note, which streams page numbers to the descriptor. */
+#ifndef SWAPLAB_REFS
+#define SWAPLAB_REFS 0
+#endif
+#define PAGE_SHIFT_REFS 12
+/* Longest run of references to one page kept (longer runs are cut here;
+ * see refs.c for which policies this is exact for). */
+#define REFS_MAX_REPEAT 3
+void refs_note(uintptr_t addr, int write);
+void refs_start(int fd);
+/* Flushes; fills the counters; 0 ok, -1 on a write error (errno set). */
+int refs_finish(uint64_t *accesses, uint64_t *recorded, uint64_t *collapsed);
+#if SWAPLAB_REFS
+#define REF(p, w) refs_note((uintptr_t)(p), (w))
+#else
+#define REF(p, w) ((void)0)
+#endif
+
 /* ---- helpers ---- */
 uint64_t now_ns(void);
 int parse_size(const char *s, uint64_t *out);  /* 0 ok, -1 bad */
@@ -189,6 +212,13 @@ int run_genome(const struct opts *o, struct result *r);
 int run_traverse(const struct opts *o, struct result *r);
 int run_chase(const struct opts *o, struct result *r);
 int run_kv(const struct opts *o, struct result *r);
+
+/* The same, with page references recorded (refs_NAME.c). */
+int run_qsort_refs(const struct opts *o, struct result *r);
+int run_genome_refs(const struct opts *o, struct result *r);
+int run_traverse_refs(const struct opts *o, struct result *r);
+int run_chase_refs(const struct opts *o, struct result *r);
+int run_kv_refs(const struct opts *o, struct result *r);
 
 /* `swaplab-workload bench-vma ...` (vmabench.c): its own arguments. */
 int run_bench_vma(int argc, char **argv);

@@ -47,14 +47,19 @@ static int table_add(struct table *t, uint64_t kmer)
     uint64_t i = fastrange64(kmer_hash(kmer), t->cap);
     for (;;) {
         struct slot *s = &t->s[i];
+        REF(&s->key, 0);
         if (s->key == key) {
+            REF(&s->count, 0);
+            REF(&s->count, 1);
             s->count++;
             return 0;
         }
         if (s->key == 0) {
             if (t->used + 1 >= t->cap)
                 return -1;
+            REF(&s->key, 1);
             s->key = key;
+            REF(&s->count, 1);
             s->count = 1;
             t->used++;
             return 0;
@@ -70,8 +75,11 @@ static inline uint64_t table_get(const struct table *t, uint64_t kmer)
     uint64_t i = fastrange64(kmer_hash(kmer), t->cap);
     for (;;) {
         const struct slot *s = &t->s[i];
-        if (s->key == key)
+        REF(&s->key, 0);
+        if (s->key == key) {
+            REF(&s->count, 0);
             return s->count;
+        }
         if (s->key == 0)
             return 0;
         if (++i == t->cap)
@@ -81,11 +89,13 @@ static inline uint64_t table_get(const struct table *t, uint64_t kmer)
 
 static inline unsigned base_at(const uint64_t *packed, uint64_t i)
 {
+    REF(&packed[i >> 5], 0);
     return (unsigned)(packed[i >> 5] >> (2 * (i & 31))) & 3;
 }
 
 static inline void set_base(uint64_t *packed, uint64_t i, unsigned b)
 {
+    REF(&packed[i >> 5], 1);
     packed[i >> 5] |= (uint64_t)b << (2 * (i & 31));
 }
 
@@ -115,10 +125,14 @@ int run_genome(const struct opts *o, struct result *r)
 
     struct rng g;
     rng_seed(&g, o->seed, 2);
-    for (uint64_t w = 0; w < gwords; w++)
+    for (uint64_t w = 0; w < gwords; w++) {
+        REF(&genome[w], 1);
         genome[w] = rng_next(&g);
-    if (glen % 32)
+    }
+    if (glen % 32) {
+        REF(&genome[gwords - 1], 1);
         genome[gwords - 1] &= (1ULL << (2 * (glen % 32))) - 1;
+    }
 
     /* Sample reads with substitution errors. */
     for (uint64_t k = 0; k < nreads; k++) {

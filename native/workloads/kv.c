@@ -98,6 +98,7 @@ static inline uint64_t kv_find(const struct kv *t, uint64_t key)
 {
     uint64_t i = kv_home(t, key);
     for (;;) {
+        REF(&t->keys[i], 0);
         uint64_t k = t->keys[i];
         if (k == key)
             return i;
@@ -111,7 +112,7 @@ static inline uint64_t kv_find(const struct kv *t, uint64_t key)
 static inline uint64_t kv_insert_slot(const struct kv *t, uint64_t key)
 {
     uint64_t i = kv_home(t, key);
-    while (t->keys[i] != 0 && t->keys[i] != key)
+    while ((REF(&t->keys[i], 0), t->keys[i] != 0 && t->keys[i] != key))
         if (++i == t->cap)
             i = 0;
     return i;
@@ -120,8 +121,10 @@ static inline uint64_t kv_insert_slot(const struct kv *t, uint64_t key)
 static inline void make_value(struct value *v, uint64_t key, uint64_t version, uint64_t salt)
 {
     uint64_t base = mix64(key ^ salt) + version * 0x9e3779b97f4a7c15ULL;
-    for (int j = 0; j < VALUE_WORDS; j++)
+    for (int j = 0; j < VALUE_WORDS; j++) {
+        REF(&v->w[j], 1);
         v->w[j] = mix64(base + (uint64_t)j);
+    }
 }
 
 int run_kv(const struct opts *o, struct result *r)
@@ -142,6 +145,7 @@ int run_kv(const struct opts *o, struct result *r)
     /* Populate: keys 1..nkeys (key = popularity rank). */
     for (uint64_t key = 1; key <= nkeys; key++) {
         uint64_t i = kv_insert_slot(&t, key);
+        REF(&t.keys[i], 1);
         t.keys[i] = key;
         make_value(&t.values[i], key, 0, t.salt);
     }
@@ -166,8 +170,10 @@ int run_kv(const struct opts *o, struct result *r)
         if (is_get) {
             const struct value *v = &t.values[i];
             uint64_t fold = 0;
-            for (int j = 0; j < VALUE_WORDS; j++)
+            for (int j = 0; j < VALUE_WORDS; j++) {
+                REF(&v->w[j], 0);
                 fold = fold * 31 + v->w[j];
+            }
             cs = cs_add(cs, fold);
             gets++;
         } else {

@@ -12,6 +12,8 @@
 #define _GNU_SOURCE
 #include "common.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,19 +22,19 @@
 static const struct workload WORKLOADS[] = {
     {"qsort", "elements",
      "quicksort SIZE bytes of random 64-bit integers (median-of-3, insertion sort below 16)",
-     0, 4096, run_qsort},
+     0, 4096, run_qsort, run_qsort_refs},
     {"genome", "probes",
      "k-mer (k=31) hash table of reads from a random genome, probed to extend contigs (random access)",
-     OPT_OPS, 64 * 1024, run_genome},
+     OPT_OPS, 64 * 1024, run_genome, run_genome_refs},
     {"traverse", "bytes",
      "sequential read-modify-write sweeps over an array of SIZE bytes (--passes, default 4)",
-     OPT_PASSES | OPT_THREADS | OPT_FORK | OPT_HINTS, 4096, run_traverse},
+     OPT_PASSES | OPT_THREADS | OPT_FORK | OPT_HINTS, 4096, run_traverse, run_traverse_refs},
     {"chase", "hops",
      "pointer chase through a random cyclic permutation (Sattolo) of SIZE/8 slots (mcf-like)",
-     OPT_OPS | OPT_THREADS, 4096, run_chase},
+     OPT_OPS | OPT_THREADS, 4096, run_chase, run_chase_refs},
     {"kv", "operations",
      "open-addressing key-value store with 64-byte values, Zipf(0.99) 90% GET / 10% SET",
-     OPT_OPS, 64 * 1024, run_kv},
+     OPT_OPS, 64 * 1024, run_kv, run_kv_refs},
 };
 #define NWORKLOADS (sizeof WORKLOADS / sizeof WORKLOADS[0])
 
@@ -71,6 +73,9 @@ static void usage(FILE *f)
         "                max = as much as the cgroup's limit leaves (limit - usage - max(limit/8, 4M))\n"
         "  --madvise A[,A]   traverse: madvise the array after filling it (willneed,\n"
         "                sequential, random), as swpTracer's madvise variant did\n"
+        "  --refs-fd N   write every page reference to the main objects to descriptor N\n"
+        "                (u64 LE: page << 1 | write; runs of one page cut at 3); one thread,\n"
+        "                no --fork (swaplab trace --refs uses it for the built-in workloads)\n"
         "\n"
         "output: one JSON line on stdout: workload, size, seed, work, work_unit, checksum,\n"
         "        elapsed_ns (= setup_ns + work_ns), setup_ns, work_ns, threads, ...\n"
@@ -167,6 +172,7 @@ int main(int argc, char **argv)
         bad_args("unknown workload '%s' (see 'swaplab-workload list')", name);
 
     struct opts o = {.workload = w->name, .seed = 42, .threads = 1};
+    long refs_fd = -1;
     int have_size = 0, have_seed = 0;
     unsigned given = 0;
     for (int i = 2; i < argc; i++) {
@@ -203,6 +209,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--fork")) {
             o.fork = 1;
             given |= OPT_FORK;
+        } else if ((v = opt_value(argc, argv, &i, "--refs-fd"))) {
+            if (parse_u64(v, &n) || n > 1 << 20)
+                bad_args("--refs-fd: '%s' is not a descriptor number", v);
+            refs_fd = (long)n;
         } else if (!strcmp(a, "--objects")) {
             o.objects = 1;
         } else if (!strcmp(a, "--stop")) {
@@ -252,10 +262,28 @@ int main(int argc, char **argv)
         bad_args("%s does not take %s", w->name, opt);
     }
 
+    if (refs_fd >= 0) {
+        if (o.threads > 1 || o.fork)
+            bad_args("--refs-fd records one thread's references: drop --threads and --fork");
+        if (fcntl((int)refs_fd, F_GETFD) < 0)
+            bad_args("--refs-fd %ld: not an open descriptor", refs_fd);
+        refs_start((int)refs_fd);
+    }
     struct result r = {.work_unit = w->work_unit, .extra = ""};
-    int rc = w->run(&o, &r);
+    int rc = (refs_fd >= 0 ? w->run_refs : w->run)(&o, &r);
     if (rc != EXIT_OK && rc != EXIT_CHECK)
         return rc;
+    if (refs_fd >= 0) {
+        uint64_t acc, rec, cut;
+        if (refs_finish(&acc, &rec, &cut))
+            die(EXIT_FAIL, "--refs-fd %ld: writing the references: %s", refs_fd, strerror(errno));
+        size_t len = strlen(r.extra);
+        snprintf(r.extra + len, sizeof r.extra - len,
+                 "%s\"refs\":{\"accesses\":%llu,\"recorded\":%llu,\"cut_repeats\":%llu,"
+                 "\"max_repeat\":%d}",
+                 len ? "," : "", (unsigned long long)acc, (unsigned long long)rec,
+                 (unsigned long long)cut, REFS_MAX_REPEAT);
+    }
 
     printf("{\"workload\":\"%s\",\"size\":%llu,\"seed\":%llu,\"work\":%llu,"
            "\"work_unit\":\"%s\",\"checksum\":\"0x%016llx\",\"elapsed_ns\":%llu,"

@@ -13,18 +13,25 @@
 static void insertion_sort(uint64_t *a, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
+        REF(&a[i], 0);
         uint64_t v = a[i];
         size_t j = i;
-        while (j > 0 && a[j - 1] > v) {
+        while (j > 0 && (REF(&a[j - 1], 0), a[j - 1] > v)) {
+            REF(&a[j], 1);
             a[j] = a[j - 1];
             j--;
         }
+        REF(&a[j], 1);
         a[j] = v;
     }
 }
 
 static inline void swap64(uint64_t *x, uint64_t *y)
 {
+    REF(x, 0);
+    REF(y, 0);
+    REF(x, 1);
+    REF(y, 1);
     uint64_t t = *x;
     *x = *y;
     *y = t;
@@ -35,15 +42,22 @@ static void quicksort(uint64_t *a, size_t n)
     while (n > INSERTION_MAX) {
         /* median of first, middle, last -> a[mid] */
         size_t mid = n / 2, last = n - 1;
+        REF(&a[mid], 0);
+        REF(&a[0], 0);
         if (a[mid] < a[0]) swap64(&a[mid], &a[0]);
+        REF(&a[last], 0);
+        REF(&a[0], 0);
         if (a[last] < a[0]) swap64(&a[last], &a[0]);
+        REF(&a[last], 0);
+        REF(&a[mid], 0);
         if (a[last] < a[mid]) swap64(&a[last], &a[mid]);
+        REF(&a[mid], 0);
         uint64_t pivot = a[mid];
         /* Hoare partition */
         size_t i = 0, j = last;
         for (;;) {
-            while (a[i] < pivot) i++;
-            while (a[j] > pivot) j--;
+            while ((REF(&a[i], 0), a[i] < pivot)) i++;
+            while ((REF(&a[j], 0), a[j] > pivot)) j--;
             if (i >= j)
                 break;
             swap64(&a[i], &a[j]);
@@ -74,8 +88,10 @@ int run_qsort(const struct opts *o, struct result *r)
 
     struct rng g;
     rng_seed(&g, o->seed, 1);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        REF(&a[i], 1);
         a[i] = rng_next(&g);
+    }
     uint64_t t1 = now_ns();
     setup_done(o);
     uint64_t t2 = now_ns();
@@ -84,12 +100,18 @@ int run_qsort(const struct opts *o, struct result *r)
 
     /* Check sortedness (full pass) and hash evenly spaced samples. */
     size_t unsorted = 0;
-    for (size_t i = 1; i < n; i++)
+    for (size_t i = 1; i < n; i++) {
+        REF(&a[i - 1], 0);
+        REF(&a[i], 0);
         unsorted += a[i - 1] > a[i];
+    }
     uint64_t cs = cs_add(0, n);
     size_t samples = n < CHECK_SAMPLES ? n : CHECK_SAMPLES;
-    for (size_t k = 0; k < samples; k++)
+    for (size_t k = 0; k < samples; k++) {
+        REF(&a[(size_t)(((__uint128_t)k * n) / samples)], 0);
         cs = cs_add(cs, a[(size_t)(((__uint128_t)k * n) / samples)]);
+    }
+    REF(&a[n - 1], 0);
     cs = cs_add(cs, a[n - 1]);
     uint64_t t3 = now_ns();
 

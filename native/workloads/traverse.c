@@ -27,8 +27,10 @@ struct part {
 static void *fill_part(void *arg)
 {
     struct part *p = arg;
-    for (uint64_t i = p->begin; i < p->end; i++)
+    for (uint64_t i = p->begin; i < p->end; i++) {
+        REF(&p->a[i], 1);
         p->a[i] = mix64(p->seedmix + i);
+    }
     return NULL;
 }
 
@@ -38,6 +40,7 @@ static void *sweep_part(void *arg)
     uint64_t *a = p->a, sum = 0;
     for (uint64_t pass = 0; pass < p->passes; pass++)
         for (uint64_t i = p->begin; i < p->end; i++) {
+            REF(&a[i], 1);
             uint64_t v = a[i];
             sum += v;
             a[i] = v + i;

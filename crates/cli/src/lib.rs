@@ -99,6 +99,8 @@ enum Cmd {
     Report(cmd::report::ReportArgs),
     /// Measure what a page costs to swap out and in here (file, zram, zswap): device profiles for the simulator.
     Calibrate(cmd::calibrate::CalibrateArgs),
+    /// The simulator's predictions (faults, swap-outs, run time) against real runs of a built-in workload.
+    Validate(cmd::validate::ValidateArgs),
     /// What this machine offers (cgroups, swap, PSI, tracing, …) and what each gap disables.
     Doctor(cmd::doctor::DoctorArgs),
     /// Undo what killed swaplab processes left behind (swap areas, sysctls, cgroups).
@@ -117,7 +119,7 @@ pub fn main() {
     // Commands that change the system first undo what a killed swaplab left
     // (they would trip over it); the others only report it.
     let changes_system = match &cli.cmd {
-        Cmd::Run(_) | Cmd::Sweep(_) | Cmd::Trace(_) | Cmd::Calibrate(_) => true,
+        Cmd::Run(_) | Cmd::Sweep(_) | Cmd::Trace(_) | Cmd::Calibrate(_) | Cmd::Validate(_) => true,
         Cmd::Demo(a) => !a.sim_only,
         Cmd::Bench { what } => what.changes_system(),
         _ => false,
@@ -146,6 +148,7 @@ pub fn main() {
         Cmd::Show(a) => cmd::catalog::show(a).map(|()| 0),
         Cmd::Compare(a) => cmd::catalog::compare_cmd(a).map(|()| 0),
         Cmd::Calibrate(a) => cmd::calibrate::run(a).map(|()| 0),
+        Cmd::Validate(a) => cmd::validate::run(a).map(|()| 0),
         Cmd::Doctor(a) => cmd::doctor::doctor(a).map(|()| 0),
         Cmd::Restore(a) => cmd::doctor::restore(a).map(|()| 0),
         Cmd::Workload { what } => cmd::workload::run(what).map(|()| 0),

@@ -69,6 +69,7 @@ pub mod statflush;
 pub mod sweep;
 pub mod timeline;
 pub mod tracing;
+pub mod validate;
 pub mod verify;
 pub mod workload;
 

@@ -140,6 +140,15 @@ pub enum Source {
     Captured {
         command: Vec<String>,
     },
+    /// A built-in workload that recorded its own references (`swaplab
+    /// trace --refs -- swaplab-workload ...`): every access to its main
+    /// objects, runs of references to one page cut at `max_repeat`.
+    Instrumented {
+        command: Vec<String>,
+        max_repeat: u32,
+        /// The policies the cut cannot change.
+        exact_for: String,
+    },
     Unknown,
 }
 

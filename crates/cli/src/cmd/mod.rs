@@ -12,4 +12,5 @@ pub mod report;
 pub mod run;
 pub mod sim;
 pub mod trace;
+pub mod validate;
 pub mod workload;

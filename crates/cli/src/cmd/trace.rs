@@ -36,13 +36,18 @@ pub struct TraceArgs {
     /// --refs: the reference trace file (default refs.parquet).
     #[arg(short, long, value_name = "PATH")]
     pub out: Option<PathBuf>,
-    /// Capture the full page-reference stream with valgrind lackey into a native trace
-    /// for `swaplab sim` instead (20–100× slower than the program; small programs only).
+    /// Capture the full page-reference stream into a native trace for `swaplab sim`
+    /// instead: a built-in workload (`-- swaplab-workload NAME ...`) records its own
+    /// references (10–40 M/s); any other program runs under valgrind lackey
+    /// (1000× slower than the program; small programs only).
     #[arg(long)]
     pub refs: bool,
-    /// --refs: include instruction fetches.
+    /// --refs: include instruction fetches (lackey only).
     #[arg(long)]
     pub instructions: bool,
+    /// --refs: use valgrind lackey even for a built-in workload.
+    #[arg(long)]
+    pub lackey: bool,
     /// Let the command print to the terminal.
     #[arg(long)]
     pub show_output: bool,
@@ -126,6 +131,7 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
     let command = swaplab_lab::workload::resolve_command(&a.command)?;
     let opts = swaplab_lab::refs::RefOptions {
         include_instructions: a.instructions,
+        lackey: a.lackey,
         ..Default::default()
     };
     let cap = swaplab_lab::refs::capture_refs(&command, &out, &opts)?;
@@ -138,17 +144,23 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
                 "distinct_pages": cap.distinct_pages,
                 "wall_ns": cap.wall_ns,
                 "exit_code": cap.exit_code,
+                "method": cap.method,
+                "workload_output": cap.workload_output,
             })
         );
         return Ok(());
     }
     println!(
-        "{}: {} references, {} distinct pages ({}), captured in {:.2} s{}",
+        "{}: {} references, {} distinct pages ({}), captured in {:.2} s ({}){}",
         out.display(),
         cap.refs,
         cap.distinct_pages,
         format_bytes(cap.distinct_pages * 4096),
         cap.wall_ns as f64 / 1e9,
+        match cap.method.as_str() {
+            "instrumented" => "the workload's own recording; runs of one page cut at 3",
+            _ => "valgrind lackey",
+        },
         match cap.exit_code {
             Some(0) => String::new(),
             Some(c) => format!(" (the command exited with {c})"),

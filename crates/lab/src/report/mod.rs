@@ -22,6 +22,7 @@ pub mod run;
 pub mod sim;
 pub mod sweep;
 pub mod trace;
+pub mod validate;
 
 /// A column with its documentation.
 pub(crate) fn col(name: &str, ty: &str, unit: &str, meaning: &str) -> ColumnDoc {
@@ -53,6 +54,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (bench::BENCH_RECLAIM_KIND, bench::bench_reclaim_section),
     (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
     (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
+    (validate::VALIDATE_KIND, validate::validate_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds

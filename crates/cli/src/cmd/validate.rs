@@ -1,0 +1,168 @@
+//! `swaplab validate`: the simulator's predictions against the kernel.
+use crate::cmd::bench::save_and_report;
+use crate::cmd::run::Bar;
+use crate::out::{self, Rows};
+use anyhow::Result;
+use clap::Args;
+use std::path::PathBuf;
+use swaplab_host::util::parse_size;
+use swaplab_lab::validate::{self, ValidateOptions};
+
+#[derive(Args)]
+#[command(
+    after_help = "Needs root. Records the workload's own page references, runs it \
+unlimited and at each limit (a share of its peak) with the swap area, simulates `linux` with \
+this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
+(the limit minus what else the unlimited run's cgroup held), and predicts the run time from \
+the calibrated device profile (swaplab calibrate; measured first when missing). See \
+docs/fidelity.md.\n\n\
+EXAMPLES\n  swaplab validate traverse --size 64M --limits 75%,50%\n  \
+swaplab validate qsort --limits 90%,75%,50%,25% --repeat 3 --report validate.html"
+)]
+pub struct ValidateArgs {
+    /// A built-in workload: traverse, qsort, chase, kv or genome.
+    workload: String,
+    /// Its --size.
+    #[arg(long, default_value = "64M")]
+    size: String,
+    /// Limits, percentages of the workload's peak.
+    #[arg(long, default_value = "90%,75%,50%,25%")]
+    limits: String,
+    /// The swap area: file:SIZE or zram:SIZE.
+    #[arg(long, default_value = "file:1G")]
+    swap: String,
+    /// Runs per limit.
+    #[arg(long, default_value_t = 1)]
+    repeat: u32,
+    /// Kill a run after this many seconds.
+    #[arg(long, default_value_t = 600)]
+    timeout: u64,
+    /// More workload arguments, e.g. --args="--passes 3".
+    #[arg(long, allow_hyphen_values = true, value_name = "ARGS")]
+    args: Option<String>,
+    /// Save the result as JSON (for `swaplab report`).
+    #[arg(long, value_name = "FILE")]
+    save: Option<PathBuf>,
+    /// Also write a report page (HTML).
+    #[arg(long, value_name = "OUT.html")]
+    report: Option<PathBuf>,
+    #[command(flatten)]
+    out: crate::OutFlags,
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{:+.0}%", v * 100.0))
+}
+
+fn n(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| crate::out::num(v.round() as u64))
+}
+
+pub fn run(a: ValidateArgs) -> Result<()> {
+    let size = parse_size(&a.size)
+        .map_err(|e| anyhow::anyhow!("--size {:?}: {e}; give a size such as 64M", a.size))?;
+    let mut limits = Vec::new();
+    for l in a.limits.split(',').map(str::trim).filter(|l| !l.is_empty()) {
+        let v: f64 = l
+            .strip_suffix('%')
+            .and_then(|x| x.parse().ok())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--limits {l:?}: give percentages of the peak, e.g. 90%,75%,50%,25%"
+                )
+            })?;
+        limits.push(v);
+    }
+    let args = match &a.args {
+        Some(s) => {
+            shlex::split(s).ok_or_else(|| anyhow::anyhow!("--args {s:?}: unbalanced quotes"))?
+        }
+        None => Vec::new(),
+    };
+    let opts = ValidateOptions {
+        workload: a.workload.clone(),
+        size,
+        args,
+        limits,
+        swap: a.swap.parse()?,
+        repeat: a.repeat,
+        timeout: Some(std::time::Duration::from_secs(a.timeout.max(1))),
+    };
+    validate::check(&opts)?;
+    swaplab_lab::runner::Lab::require_runner()?;
+    let lab = swaplab_lab::runner::Lab::open()?;
+    let bar = Bar::new();
+    let r = validate::run(
+        &lab,
+        &opts,
+        crate::cmd::report::argv(),
+        &mut |p| bar.event(p),
+        &mut |m| eprintln!("{m}"),
+    );
+    bar.finish();
+    let r = r?;
+    let mut t = Rows::new(&[
+        "limit",
+        "memory (pages)",
+        "runs",
+        "major faults",
+        "predicted",
+        "error",
+        "swap-outs",
+        "predicted",
+        "error",
+        "time s",
+        "predicted s",
+        "error",
+        "OPT loads ≤ swap-ins",
+    ]);
+    for row in &r.rows {
+        t.push(vec![
+            format!("{}%", row.limit_pct),
+            row.capacity_pages.to_string(),
+            row.ok_runs.to_string(),
+            n(row.measured_majflt),
+            crate::out::num(row.sim_majflt),
+            pct(row.majflt_err),
+            n(row.measured_swapout),
+            crate::out::num(row.sim_swapout),
+            pct(row.swapout_err),
+            row.measured_wall_s
+                .map_or("-".into(), |v| format!("{v:.2}")),
+            row.predicted_wall_s
+                .map_or("-".into(), |v| format!("{v:.2}")),
+            pct(row.wall_err),
+            match row.opt_check {
+                Some(true) => format!("yes ({} ≤ {})", row.opt_loads, n(row.measured_swapin)),
+                Some(false) => format!("NO ({} > {})", row.opt_loads, n(row.measured_swapin)),
+                None => "-".into(),
+            },
+        ]);
+    }
+    let fmt = a.out.format();
+    out::print(fmt, &t, &r)?;
+    if fmt == out::Format::Table {
+        println!(
+            "{} references over {} pages ({} accesses) captured in {:.1} s; peak {}, of which {} not the traced data; {} with {} readahead; sweep s{}",
+            r.refs,
+            r.footprint_pages,
+            r.accesses.map_or("?".into(), |a| a.to_string()),
+            r.capture_s,
+            r.base_peak_bytes.map_or("?".into(), |p| swaplab_trace::units::format_bytes(p as u64)),
+            swaplab_trace::units::format_bytes(r.overhead_bytes),
+            r.swap,
+            r.readahead,
+            r.sweep_id
+        );
+        for note in &r.notes {
+            println!("note: {note}");
+        }
+    }
+    save_and_report(
+        &r,
+        a.save.as_deref(),
+        a.report.as_deref(),
+        |p, r| Ok(validate::save(p, r)?),
+        swaplab_lab::report::validate::validate_section,
+    )
+}

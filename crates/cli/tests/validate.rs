@@ -1,0 +1,145 @@
+//! `swaplab validate` on a real kernel: the workload's recorded footprint
+//! is its array, Belady's OPT never needs more page loads than the kernel
+//! swapped in (a theorem: no algorithm, prefetching or not, loads fewer
+//! pages), the simulated swap-outs are near the kernel's count, a missing
+//! device profile is calibrated first, and the system is as it was.
+use std::path::Path;
+use std::process::{Command, Output};
+
+use swaplab_testkit::{skip_unless, system_state, Facility};
+
+fn swaplab(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .args(args)
+        .current_dir(dir)
+        .env("CI", "1")
+        .env("SWAPLAB_HOME", dir.join("home"))
+        .env("SWAPLAB_STATE_DIR", dir.join("state"))
+        .output()
+        .unwrap()
+}
+
+fn f(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn validate_traverse_against_the_kernel() {
+    let test = "validate_traverse_against_the_kernel";
+    if skip_unless(
+        test,
+        &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
+    ) {
+        return;
+    }
+    let before = system_state();
+    let dir = tempfile::Builder::new()
+        .prefix("swaplab-validate-test-")
+        .tempdir_in("/var/tmp")
+        .unwrap();
+    let d = dir.path();
+    let o = swaplab(
+        d,
+        &[
+            "validate",
+            "traverse",
+            "--size",
+            "16M",
+            "--limits",
+            "50%",
+            "--swap",
+            "file:256M",
+            "--json",
+            "--save",
+            "v.json",
+        ],
+    );
+    assert_eq!(
+        system_state(),
+        before,
+        "{test}: the system was left changed"
+    );
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // No profile in the fresh home: the swap file was calibrated first.
+    assert!(d.join("home/device-profiles/file.toml").is_file());
+    assert!(
+        v["notes"].to_string().contains("calibrated it first"),
+        "{}",
+        v["notes"]
+    );
+    // The footprint is the 16 MiB array (4096 pages, one more when malloc's
+    // header shifts it across a page boundary).
+    let fp = f(&v["footprint_pages"]);
+    assert!((4096.0..=4097.0).contains(&fp), "footprint {fp}");
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(r["ok_runs"], 1, "{r}");
+    let cap = f(&r["capacity_pages"]);
+    assert!(
+        cap < fp && cap > 0.4 * fp,
+        "effective memory {cap} pages at 50%"
+    );
+    assert!(
+        f(&r["measured_majflt"]) > 0.0 && f(&r["sim_majflt"]) > 0.0,
+        "{r}"
+    );
+    // OPT's page loads beyond the first touches never exceed what the
+    // kernel swapped in.
+    assert_eq!(r["opt_check"], true, "{r}");
+    assert!(f(&r["opt_loads"]) <= f(&r["measured_swapin"]), "{r}");
+    // Swap-outs: traverse writes every page of every pass, so each pass
+    // pushes out what does not fit; the simulation must be near the kernel.
+    let err = f(&r["swapout_err"]);
+    assert!(
+        err.abs() < 0.5,
+        "swap-outs predicted {} against {}",
+        r["sim_swapout"],
+        r["measured_swapout"]
+    );
+    let saved: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("v.json")).unwrap()).unwrap();
+    assert_eq!(saved["kind"], "swaplab.validate");
+    let rep = swaplab(d, &["report", "v.json", "-o", "v.html"]);
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+}
+
+#[test]
+fn bad_validate_arguments_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (&["validate", "ls"][..], "not a built-in workload"),
+        (
+            &["validate", "qsort", "--limits", "50"][..],
+            "give percentages of the peak",
+        ),
+        (
+            &["validate", "qsort", "--limits", "150%"][..],
+            "in (0, 100]",
+        ),
+        (
+            &["validate", "qsort", "--swap", "zswap"][..],
+            "give file:SIZE or zram:SIZE",
+        ),
+        (
+            &["validate", "qsort", "--repeat", "0"][..],
+            "--repeat: give 1 to 100",
+        ),
+    ] {
+        let o = swaplab(dir.path(), args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,405 @@
+//! `swaplab validate`: the simulator's predictions against the kernel, on
+//! a built-in workload (issue 12 §3).
+//!
+//! 1. The workload records its own page references (`--refs-fd`,
+//!    [`crate::refs::capture_workload_refs`]) into a native trace.
+//! 2. One sweep runs it unlimited and at each limit (a share of its peak),
+//!    `repeat` times, interleaved, with the chosen swap.
+//! 3. The **effective memory** at a limit is what the limit leaves for the
+//!    traced data: `limit − (peak − footprint)`, where the peak is the
+//!    unlimited runs' median cgroup peak and the footprint the trace's
+//!    distinct pages — the rest of the peak (binary, libraries, stack, page
+//!    tables, page cache) is measured, not guessed, and taken to stay
+//!    charged at every limit.
+//! 4. The trace is simulated with `linux` and the kernel's swap readahead as
+//!    this machine has it (cluster or VMA at its page-cluster; none on zram)
+//!    at each effective memory, and with `opt` without readahead.
+//! 5. Run time is predicted from the unlimited run's wall time and the
+//!    calibrated device profile ([`crate::calibrate`]; measured first when
+//!    missing): `T = T₀ + F·read_rand + R·(4096 / read_MB/s) + W·write`,
+//!    F major faults, R pages read ahead, W swap-outs.
+//!
+//! The cross-check no one can fake: Belady's OPT needs no more page loads
+//! than any algorithm, prefetching ones included (a prefetching schedule
+//! can be made demand-driven without more fetches), so OPT's misses beyond
+//! the first touches must not exceed the pages the kernel swapped in.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use swaplab_host::procfs::Environment;
+use swaplab_host::swap::SwapSpec;
+use swaplab_sim::engine::{simulate_ext, Extras};
+use swaplab_sim::prefetch::PrefetchSpec;
+use swaplab_sim::PolicySpec;
+use swaplab_trace::native::NativeReader;
+use swaplab_trace::DenseTrace;
+
+use crate::calibrate::{self, DeviceProfile};
+use crate::options::{LimitSpec, RunOptions};
+use crate::runner::{Lab, ProgressFn};
+use crate::sweep::SweepRequest;
+use crate::{Error, Result};
+
+/// `"kind"` of a saved validation.
+pub const VALIDATE_KIND: &str = "swaplab.validate";
+/// The workloads that record their own references.
+pub const WORKLOADS: [&str; 5] = ["traverse", "qsort", "chase", "kv", "genome"];
+
+/// What `validate` runs.
+#[derive(Debug, Clone)]
+pub struct ValidateOptions {
+    /// A built-in workload.
+    pub workload: String,
+    /// Its `--size`.
+    pub size: u64,
+    /// More workload arguments (`--passes 3`).
+    pub args: Vec<String>,
+    /// Limits, percent of the peak.
+    pub limits: Vec<f64>,
+    /// The swap area (one kind).
+    pub swap: SwapSpec,
+    /// Runs per cell.
+    pub repeat: u32,
+    /// Kill a run after this long.
+    pub timeout: Option<std::time::Duration>,
+}
+
+/// One limit: measured against predicted.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValidateRow {
+    pub limit_pct: f64,
+    pub limit_bytes: u64,
+    /// Effective memory for the traced data, pages.
+    pub capacity_pages: u64,
+    pub runs: Vec<i64>,
+    pub ok_runs: usize,
+    /// Medians over the ok runs.
+    pub measured_majflt: Option<f64>,
+    pub measured_swapout: Option<f64>,
+    pub measured_swapin: Option<f64>,
+    pub measured_wall_s: Option<f64>,
+    pub sim_majflt: u64,
+    pub sim_swapout: u64,
+    pub sim_prefetch_reads: u64,
+    pub predicted_wall_s: Option<f64>,
+    /// (predicted − measured) / measured.
+    pub majflt_err: Option<f64>,
+    pub swapout_err: Option<f64>,
+    pub wall_err: Option<f64>,
+    /// OPT's misses without readahead, and beyond the first touches.
+    pub opt_misses: u64,
+    pub opt_loads: u64,
+    /// `opt_loads ≤ measured_swapin` (None without a swap-in count).
+    pub opt_check: Option<bool>,
+}
+
+/// A whole validation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ValidateResult {
+    pub kind: String,
+    pub version: u32,
+    pub sweep_id: i64,
+    pub command: Vec<String>,
+    pub workload_command: Vec<String>,
+    pub machine: Option<Environment>,
+    pub trace: PathBuf,
+    pub refs: u64,
+    pub footprint_pages: u64,
+    /// The workload's own count of its accesses (before repeats were cut).
+    pub accesses: Option<u64>,
+    pub capture_s: f64,
+    pub swap: String,
+    pub readahead: String,
+    pub base_wall_s: Option<f64>,
+    pub base_peak_bytes: Option<f64>,
+    /// Peak − footprint: what else the cgroup holds.
+    pub overhead_bytes: u64,
+    pub profile: DeviceProfile,
+    pub profile_path: PathBuf,
+    pub rows: Vec<ValidateRow>,
+    pub notes: Vec<String>,
+}
+
+/// Checks the options before anything runs.
+pub fn check(o: &ValidateOptions) -> Result<()> {
+    if !WORKLOADS.contains(&o.workload.as_str()) {
+        return Err(Error::Invalid(format!(
+            "{:?} is not a built-in workload that records its references: give one of {}",
+            o.workload,
+            WORKLOADS.join(", ")
+        )));
+    }
+    if o.limits.is_empty() || o.limits.iter().any(|l| !(*l > 0.0 && *l <= 100.0)) {
+        return Err(Error::Invalid(
+            "--limits: give percentages of the peak in (0, 100], e.g. 90%,75%,50%,25%".into(),
+        ));
+    }
+    if o.repeat == 0 || o.repeat > 100 {
+        return Err(Error::Invalid("--repeat: give 1 to 100".into()));
+    }
+    if matches!(o.swap, SwapSpec::Zswap { .. } | SwapSpec::Existing) {
+        return Err(Error::Invalid(
+            "--swap: give file:SIZE or zram:SIZE (the swap kind the device profile is for)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn kind_of(s: &SwapSpec) -> &'static str {
+    match s {
+        SwapSpec::Zram { .. } => "zram",
+        _ => "file",
+    }
+}
+
+fn rel(pred: f64, meas: Option<f64>) -> Option<f64> {
+    meas.filter(|m| *m > 0.0).map(|m| (pred - m) / m)
+}
+
+/// The calibrated profile of the swap kind, measured now if missing.
+fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(DeviceProfile, PathBuf)> {
+    let p = calibrate::profile_path(lab.catalog.home(), kind);
+    if p.is_file() {
+        return Ok((DeviceProfile::load(&p)?, p));
+    }
+    notes.push(format!(
+        "no {kind} device profile at {}: calibrated it first (swaplab calibrate --kinds {kind})",
+        p.display()
+    ));
+    let opts = calibrate::CalibrateOptions {
+        kinds: vec![kind.to_string()],
+        size: 64 << 20,
+        rounds: 1,
+        swap_dir: None,
+        timeout: Some(std::time::Duration::from_secs(600)),
+    };
+    let r = calibrate::run(
+        lab,
+        &opts,
+        vec![
+            "swaplab".into(),
+            "calibrate".into(),
+            "--kinds".into(),
+            kind.into(),
+        ],
+        &mut |_, _, _| {},
+    )?;
+    let k = r.kinds.into_iter().next();
+    match k.and_then(|k| k.profile.zip(k.profile_path)) {
+        Some(x) => Ok(x),
+        None => Err(Error::Invalid(format!(
+            "calibrating {kind} failed: see `swaplab show s{}`",
+            r.sweep_id.unwrap_or(0)
+        ))),
+    }
+}
+
+/// Runs a validation.
+pub fn run(
+    lab: &Lab,
+    o: &ValidateOptions,
+    command: Vec<String>,
+    progress: &mut ProgressFn<'_>,
+    say: &mut dyn FnMut(&str),
+) -> Result<ValidateResult> {
+    check(o)?;
+    let mut notes = Vec::new();
+    let kind = kind_of(&o.swap);
+    let (profile, profile_path) = profile_for(lab, kind, &mut notes)?;
+
+    let workload = crate::workload::command(&o.workload, &o.size.to_string(), None, &o.args);
+    // 1. The references.
+    let dir = lab.catalog.home().join("validate");
+    std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
+    let trace_path = dir.join(format!(
+        "{}-{}-{}.parquet",
+        o.workload,
+        o.size >> 20,
+        std::process::id()
+    ));
+    say(&format!(
+        "capturing the references of {}",
+        workload.join(" ")
+    ));
+    let argv = crate::workload::resolve_command(&workload)?;
+    let cap = crate::refs::capture_workload_refs(
+        &workload,
+        &argv,
+        &trace_path,
+        &crate::refs::RefOptions::default(),
+    )?;
+    if cap.exit_code != Some(0) {
+        return Err(Error::Invalid(format!(
+            "{} failed while recording its references (exit {:?})",
+            workload.join(" "),
+            cap.exit_code
+        )));
+    }
+    let accesses = cap
+        .workload_output
+        .as_ref()
+        .and_then(|v| v["refs"]["accesses"].as_u64());
+    let trace = DenseTrace::load(&mut NativeReader::open(&trace_path)?)?;
+    let footprint = trace.distinct() as u64;
+
+    // 2. The real sweep: unlimited, then each limit in bytes of the peak.
+    let options = RunOptions {
+        swap: vec![o.swap.clone()],
+        timeout: o.timeout,
+        ..Default::default()
+    };
+    let (_, peak) = lab.resolve_limit(&workload, &options, LimitSpec::Percent(100.0), progress)?;
+    let peak = peak.unwrap_or(0);
+    let mut limits = vec![LimitSpec::None];
+    for pct in &o.limits {
+        limits.push(LimitSpec::Bytes(
+            (peak as f64 * pct / 100.0) as u64 / 4096 * 4096,
+        ));
+    }
+    let req = SweepRequest {
+        command: workload.clone(),
+        limits: limits.clone(),
+        repeat: o.repeat,
+        options: options.clone(),
+        variants: Vec::new(),
+        skip_after_timeout: true,
+    };
+    let report = lab.sweep(&req, progress)?;
+    let runs = lab.catalog.sweep_runs(report.sweep_id)?;
+    let median = |xs: Vec<f64>| crate::bench_touch::median(xs);
+    let cell_runs = |label: &str| {
+        runs.iter()
+            .filter(|r| r.limit_label == label && r.outcome == Some(crate::record::Outcome::Ok))
+            .collect::<Vec<_>>()
+    };
+    let base = cell_runs(&LimitSpec::None.to_string());
+    let base_wall = median(base.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
+    let base_peak = median(base.iter().filter_map(|r| r.get("peak_bytes")).collect());
+    let overhead = base_peak.map_or(0, |p| (p as u64).saturating_sub(footprint * 4096));
+
+    // 3–5. Simulate at each effective memory.
+    let pc = std::fs::read_to_string("/proc/sys/vm/page-cluster")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(3);
+    let readahead = crate::hints_model::readahead_spec(
+        &crate::bench_hints::readahead_kind(&o.swap.to_string()),
+        pc,
+    );
+    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
+    let opt = PolicySpec::parse("opt").map_err(|e| Error::Invalid(e.to_string()))?;
+    let pf = PrefetchSpec::parse(&readahead).map_err(|e| Error::Invalid(e.to_string()))?;
+    let none = PrefetchSpec::parse("none").map_err(|e| Error::Invalid(e.to_string()))?;
+    let next_use = trace.next_use();
+    let mut rows = Vec::new();
+    for (pct, limit) in o.limits.iter().zip(&limits[1..]) {
+        let LimitSpec::Bytes(lb) = *limit else {
+            continue;
+        };
+        let label = limit.to_string();
+        let cell = cell_runs(&label);
+        let capacity = (lb.saturating_sub(overhead) / 4096).max(1);
+        say(&format!(
+            "simulating linux + {readahead} and opt at {capacity} pages ({pct}% of the peak)"
+        ));
+        let sim = simulate_ext(
+            &trace,
+            None,
+            &linux,
+            capacity as usize,
+            42,
+            &Extras {
+                prefetch: Some(&pf),
+                hints: &[],
+            },
+            &|_| {},
+        )
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+        let o_sim = simulate_ext(
+            &trace,
+            Some(&next_use),
+            &opt,
+            capacity as usize,
+            42,
+            &Extras {
+                prefetch: Some(&none),
+                hints: &[],
+            },
+            &|_| {},
+        )
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+        let c = sim.counters;
+        let m_maj = median(cell.iter().filter_map(|r| r.get("majflt")).collect());
+        let m_out = median(cell.iter().filter_map(|r| r.get("swapout_pages")).collect());
+        let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
+        let m_wall =
+            median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
+        let predicted = base_wall.map(|t0| {
+            t0 + c.major_faults as f64 * profile.read_rand_us * 1e-6
+                + c.prefetch_reads as f64 * 4096.0 / (profile.read_mb_s * 1e6)
+                + c.swap_outs as f64 * profile.write_us * 1e-6
+        });
+        let opt_misses = o_sim.counters.misses();
+        let opt_loads = opt_misses.saturating_sub(footprint);
+        rows.push(ValidateRow {
+            limit_pct: *pct,
+            limit_bytes: lb,
+            capacity_pages: capacity,
+            runs: cell.iter().map(|r| r.id).collect(),
+            ok_runs: cell.len(),
+            measured_majflt: m_maj,
+            measured_swapout: m_out,
+            measured_swapin: m_in,
+            measured_wall_s: m_wall,
+            sim_majflt: c.major_faults,
+            sim_swapout: c.swap_outs,
+            sim_prefetch_reads: c.prefetch_reads,
+            predicted_wall_s: predicted,
+            majflt_err: rel(c.major_faults as f64, m_maj),
+            swapout_err: rel(c.swap_outs as f64, m_out),
+            wall_err: predicted.and_then(|p| rel(p, m_wall)),
+            opt_misses,
+            opt_loads,
+            opt_check: m_in.map(|i| opt_loads as f64 <= i),
+        });
+    }
+    if rows.iter().any(|r| r.opt_check == Some(false)) {
+        notes.push("OPT needed more page loads than the kernel swapped in at some limit: the effective memory is underestimated there (or something else swapped: on cgroup v1 swap-ins are machine-wide)".into());
+    }
+    if runs
+        .iter()
+        .any(|r| r.notes.iter().any(|n| n.contains("machine-wide")))
+    {
+        notes.push("swap-ins and swap-outs are machine-wide /proc/vmstat deltas on this cgroup version: exact only when nothing else swaps".into());
+    }
+    Ok(ValidateResult {
+        kind: VALIDATE_KIND.into(),
+        version: 1,
+        sweep_id: report.sweep_id,
+        command,
+        workload_command: workload,
+        machine: Environment::capture().ok(),
+        trace: trace_path,
+        refs: cap.refs,
+        footprint_pages: footprint,
+        accesses,
+        capture_s: cap.wall_ns as f64 / 1e9,
+        swap: o.swap.to_string(),
+        readahead,
+        base_wall_s: base_wall,
+        base_peak_bytes: base_peak,
+        overhead_bytes: overhead,
+        profile,
+        profile_path,
+        rows,
+        notes,
+    })
+}
+
+/// Saves a result (JSON).
+pub fn save(p: &Path, r: &ValidateResult) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(r)
+        .map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
+    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+}

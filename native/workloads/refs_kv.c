@@ -1,0 +1,5 @@
+/* kv with its page references recorded (`--refs-fd N`): the same
+ * source compiled with SWAPLAB_REFS=1, its entry point renamed. */
+#define SWAPLAB_REFS 1
+#define run_kv run_kv_refs
+#include "kv.c"
