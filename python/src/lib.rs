@@ -29,8 +29,10 @@ use swaplab_trace::native::{is_native, write_source, NativeReader, NativeWriter}
 use swaplab_trace::units::{parse_count, parse_mem_size};
 use swaplab_trace::{DenseTrace, RefBatch, RefSource, Source};
 
+// The module path is where Python finds the class (pickling it across
+// processes, as Ray does, needs an importable path).
 create_exception!(
-    _swaplab,
+    swaplab._swaplab,
     SwaplabError,
     PyValueError,
     "An error of swaplab: bad input (a file, a policy, a size) or a failed \

@@ -503,13 +503,17 @@ def _call(args: List[str], home: Optional[PathLike]) -> Any:
     env = dict(os.environ)
     if home is not None:
         env["SWAPLAB_HOME"] = _path(home)
-    p = subprocess.run([binary(), *args, "--json"], capture_output=True, text=True, env=env)
+    # --json right after the verb: everything after `--` is the command.
+    argv = [binary(), args[0], "--json", *args[1:]]
+    p = subprocess.run(argv, capture_output=True, text=True, env=env)
     try:
         out = json.loads(p.stdout) if p.stdout.strip() else None
     except json.JSONDecodeError:
         out = None
     if out is None:
-        err = p.stderr.strip().removeprefix("swaplab: error: ")
+        lines = [x for x in p.stderr.splitlines() if not x.startswith("swaplab: warning: ")]
+        err = "\n".join(lines).strip()
+        err = err[len("swaplab: error: "):] if err.startswith("swaplab: error: ") else err
         raise SwaplabError(err or f"swaplab {' '.join(args)} failed with status {p.returncode}")
     return out
 

@@ -173,6 +173,8 @@ def sim_grid(
         cause = getattr(e, "cause", None)
         if isinstance(cause, SwaplabError):
             raise SwaplabError(str(cause)) from None
+        if isinstance(e, SwaplabError):  # Ray's RayTaskError(SwaplabError)
+            raise SwaplabError(str(e).strip().splitlines()[-1].split("SwaplabError: ", 1)[-1]) from None
         raise
     return swaplab._frame(rows, "swaplab.ray.sim_grid")
 
@@ -277,7 +279,7 @@ def _collect(ray: Any, refs: List[Any], meta: Dict[Any, Tuple[int, str, str]]) -
     return out
 
 
-def bench(refs: int = 2_000_000, policies: str = "lru,clock,arc,2q,lirs,fifo,random,linux",
+def bench(refs: int = 2_000_000, policies: str = "lru,clock,arc,2q,lirs,fifo,sieve,linux",
           sizes: int = 8) -> Dict[str, float]:
     """Times one simulation grid with one Ray worker, then with two, on a
     generated trace; prints and returns both times and the ratio."""
@@ -316,7 +318,7 @@ def _main(argv: Optional[List[str]] = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("bench", help="one Ray worker against two on a simulation grid")
     b.add_argument("--refs", type=int, default=2_000_000)
-    b.add_argument("--policies", default="lru,clock,arc,2q,lirs,fifo,random,linux")
+    b.add_argument("--policies", default="lru,clock,arc,2q,lirs,fifo,sieve,linux")
     b.add_argument("--sizes", type=int, default=8)
     g = sub.add_parser("sim", help="a simulation grid on a Ray cluster (prints CSV or JSON)")
     g.add_argument("traces", nargs="+")
