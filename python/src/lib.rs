@@ -403,7 +403,7 @@ fn import_trace(
 /// returns the CLI's JSON (a list of results).
 #[pyfunction]
 #[pyo3(signature = (trace, policies="all".to_string(), mem="10%,25%,50%".to_string(), seed=42,
-    prefetch=None, hints=None, refs_per_ms=1000))]
+    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None))]
 #[allow(clippy::too_many_arguments)]
 fn sim(
     py: Python<'_>,
@@ -414,6 +414,8 @@ fn sim(
     prefetch: Option<String>,
     hints: Option<PathBuf>,
     refs_per_ms: u64,
+    save: Option<PathBuf>,
+    trace_path: Option<PathBuf>,
 ) -> PyResult<String> {
     let t = trace.inner.clone();
     guarded(py, move || {
@@ -445,7 +447,27 @@ fn sim(
         } else {
             swaplab_lab::simulate::run_pairs(&t, &specs, &sizes, seed, &none)?
         };
-        Ok(serde_json::to_string(&res)?)
+        let json = serde_json::to_string(&res)?;
+        if let Some(p) = save {
+            // `swaplab sim --save`: for `swaplab report` and `compare`.
+            use swaplab_lab::report::sim::{save, SavedSim, TraceInfo, SIM_KIND};
+            let tp = trace_path.unwrap_or_else(|| PathBuf::from("(in memory)"));
+            let saved = SavedSim {
+                kind: SIM_KIND.into(),
+                command: vec![
+                    "swaplab.sim".into(),
+                    format!("policies={policies}"),
+                    format!("mem={mem}"),
+                ],
+                trace: TraceInfo::of(&tp, &t),
+                seed,
+                sizes,
+                results: res,
+                machine: swaplab_host::procfs::Environment::capture().ok(),
+            };
+            save(&p, &saved)?;
+        }
+        Ok(json)
     })
 }
 
@@ -611,6 +633,78 @@ fn sweep_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<Stri
     })
 }
 
+/// Merges runs made elsewhere (`swaplab.ray.sweep`'s nodes) into the
+/// catalog as one sweep: `runs_json` is a list of `{"record": RunRecord,
+/// "variant": name, "repeat_idx": n, "node": host}`. Each run gets a new id
+/// and directory here, keeps its measurements, machine (`env`) and times,
+/// and a note naming its node and original id. Returns `{"sweep_id",
+/// "runs": [[id, dir], ...]}` (JSON).
+#[pyfunction]
+#[pyo3(signature = (command, spec_json, runs_json, home=None))]
+fn catalog_import_sweep(
+    py: Python<'_>,
+    command: Vec<String>,
+    spec_json: String,
+    runs_json: String,
+    home: Option<PathBuf>,
+) -> PyResult<String> {
+    use swaplab_lab::record::{Role, RunRecord, Status};
+    #[derive(serde::Deserialize)]
+    struct Imported {
+        record: RunRecord,
+        variant: String,
+        repeat_idx: u32,
+        node: String,
+    }
+    guarded(py, move || {
+        let spec: serde_json::Value =
+            serde_json::from_str(&spec_json).context("the sweep's spec")?;
+        let runs: Vec<Imported> =
+            serde_json::from_str(&runs_json).context("the runs to import (run records)")?;
+        let c = catalog_at(home)?;
+        let sid = c.begin_sweep("sweep", &command, &spec)?;
+        let mut out = Vec::new();
+        for r in runs {
+            let o = r.record;
+            let mut n = c.begin_run(
+                &o.command,
+                &o.resolved_command,
+                &o.options,
+                &o.limit_label,
+                o.limit_bytes,
+                Role::Measure,
+                Some((sid, Some(r.variant), r.repeat_idx)),
+            )?;
+            n.status = o.status;
+            n.outcome = o.outcome;
+            n.exit_code = o.exit_code;
+            n.term_signal = o.term_signal;
+            n.started_unix_ns = o.started_unix_ns;
+            n.finished_unix_ns = o.finished_unix_ns;
+            n.cgroup = o.cgroup;
+            n.env = o.env;
+            n.metrics = o.metrics;
+            n.workload_output = o.workload_output;
+            n.notes = o.notes;
+            n.notes.push(format!(
+                "run {} on node {} (its directory there: {}), merged by swaplab.ray.sweep",
+                o.id,
+                r.node,
+                o.dir.display()
+            ));
+            n.error = o.error;
+            n.settings = o.settings;
+            n.timeline_hz = o.timeline_hz;
+            c.finish_run(&n)?;
+            out.push((n.id, n.dir.display().to_string()));
+        }
+        c.finish_sweep(sid, Status::Done, None)?;
+        Ok(serde_json::to_string(
+            &serde_json::json!({"sweep_id": sid, "runs": out}),
+        )?)
+    })
+}
+
 /// The crate's version (the workspace's).
 #[pyfunction]
 fn version() -> &'static str {
@@ -637,6 +731,7 @@ fn _swaplab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog_sweeps, m)?)?;
     m.add_function(wrap_pyfunction!(run_record, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_record, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_import_sweep, m)?)?;
     m.add_function(wrap_pyfunction!(version, m)?)?;
     Ok(())
 }

@@ -45,6 +45,7 @@ __all__ = [
     "sweep_record",
     "timeline",
     "trace_tables",
+    "report",
     "run",
     "sweep",
     "binary",
@@ -310,6 +311,7 @@ def sim(
     seed: int = 42,
     hints: Optional[PathLike] = None,
     refs_per_ms: int = 1000,
+    save: Optional[PathLike] = None,
 ):
     """``swaplab sim --json`` as a pandas DataFrame: a row per (policy,
     memory size[, prefetcher]), with the CLI's columns (policy, capacity,
@@ -321,7 +323,8 @@ def sim(
     (``"25%"``); ``prefetch``: swap readahead models (``"none"``,
     ``"cluster:pc=3"``, ``"vma"``, ``"leap"``). The GIL is released while
     simulating. ``device`` is not modelled by the simulator: anything but
-    None is an error (see docs/python.md).
+    None is an error (see docs/python.md). ``save`` writes the result as
+    ``swaplab sim --save`` does, for :func:`report` and ``swaplab compare``.
     """
     if device is not None:
         raise SwaplabError(
@@ -331,8 +334,11 @@ def sim(
     t = load_trace(trace)
     pf = None if prefetch is None else _list(prefetch, "prefetcher")
     h = None if hints is None else _path(hints)
+    tp = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
+    sv = None if save is None else _path(save)
     js = _swaplab.sim(
-        t, _list(policies, "policy"), _list(mem, "memory size"), int(seed), pf, h, int(refs_per_ms)
+        t, _list(policies, "policy"), _list(mem, "memory size"), int(seed), pf, h,
+        int(refs_per_ms), sv, tp,
     )
     return _frame(json.loads(js), "swaplab sim")
 
@@ -516,6 +522,26 @@ def _call(args: List[str], home: Optional[PathLike]) -> Any:
         err = err[len("swaplab: error: "):] if err.startswith("swaplab: error: ") else err
         raise SwaplabError(err or f"swaplab {' '.join(args)} failed with status {p.returncode}")
     return out
+
+
+def report(sources: Union[PathLike, int, Sequence[Union[PathLike, int]]], out: PathLike,
+           title: Optional[str] = None) -> str:
+    """``swaplab report``: one HTML page of runs (ids), sweeps (``"s3"``),
+    saved simulations (``sim(..., save=...)``), trace directories; returns
+    the page's path. Opens in a notebook with
+    ``IPython.display.IFrame(path, 900, 600)``."""
+    srcs = [sources] if isinstance(sources, (str, int, os.PathLike)) else list(sources)
+    if not srcs:
+        raise SwaplabError("report needs at least one source (a run id, s<sweep id>, a saved result)")
+    args = [binary(), "report", *[os.fspath(s) if isinstance(s, os.PathLike) else str(s) for s in srcs],
+            "-o", _path(out)]
+    if title:
+        args += ["--title", title]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode != 0:
+        err = p.stderr.strip()
+        raise SwaplabError(err[len("swaplab: error: "):] if err.startswith("swaplab: error: ") else err)
+    return _path(out)
 
 
 def run(

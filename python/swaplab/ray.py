@@ -179,15 +179,24 @@ def sim_grid(
     return swaplab._frame(rows, "swaplab.ray.sim_grid")
 
 
-def _run_task(
-    cmd: List[str], limit: str, flags: List[str], home: Optional[str]
-) -> Dict[str, Any]:
-    """One real run on this node (`swaplab run --json`); its record."""
+def _run_task(cmd: List[str], limit: str, flags: List[str]) -> Dict[str, Any]:
+    """One real run on this node (`swaplab run --json`, in a scratch catalog
+    that is removed afterwards): its records, the node's name and the
+    timelines' bytes."""
     import platform
+    import shutil
+    import tempfile
 
-    rec = swaplab.run(cmd, mem_limit=limit, home=home, **_flag_dict(flags))
-    rec["node"] = platform.node()
-    return dict(rec)
+    home = tempfile.mkdtemp(prefix="swaplab-ray-")
+    try:
+        out = swaplab.run(cmd, mem_limit=limit, home=home, **_flag_dict(flags))
+        timelines = []
+        for r in out.get("runs", []):
+            p = os.path.join(r["dir"], "timeline.parquet")
+            timelines.append(open(p, "rb").read() if os.path.exists(p) else None)
+        return {"runs": out.get("runs", []), "node": platform.node(), "timelines": timelines}
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _flag_dict(flags: List[str]) -> Dict[str, Any]:
@@ -220,20 +229,25 @@ def sweep(
     home: Optional[str] = None,
     max_retries: int = 0,
 ) -> Dict[str, Any]:
-    """Real runs over the cluster: every (limit, variant, repeat) is one
-    ``swaplab run`` on some node holding the ``swaplab_node`` resource (one
-    run per node at a time; each run's system changes are restored by that
-    node's swaplab journal). Returns ``{"runs": [records], "nodes": [...]}``
-    with each record's node; the runs are also in each node's catalog
-    (``home``, default $SWAPLAB_HOME) — on a one-node cluster, the local one.
+    """Real runs over the cluster, merged into the local catalog as one
+    sweep. Every (limit, variant, repeat) is one ``swaplab run`` on a node
+    holding the ``swaplab_node`` resource (so a node runs one at a time; its
+    swaplab journal restores it), in a scratch catalog there; the records
+    (with the node's kernel and machine in ``env``) and timelines come back
+    and become runs of a new sweep in the catalog at ``home`` (default
+    $SWAPLAB_HOME), so ``swaplab show s<id>``, ``compare`` and ``report``
+    work on it. ``nodes`` caps how many nodes run at once.
 
-    ``nodes`` caps how many nodes run at once (default: all that offer the
-    resource).
+    Returns ``{"sweep_id": id, "runs": [records], "nodes": [names]}``.
+    A ``%`` limit is measured against the command's peak on each run's node
+    (an unlimited calibration run first, there).
     """
     ray = _ray()
     import shlex
 
     argv = [cmd] if isinstance(cmd, str) else [str(c) for c in cmd]
+    if not argv:
+        raise SwaplabError("sweep needs a command")
     avail = int(ray.cluster_resources().get(NODE_RESOURCE, 0))
     if avail < 1:
         raise SwaplabError(
@@ -242,40 +256,62 @@ def sweep(
             f"{{'{NODE_RESOURCE}': 1}}) on one machine)"
         )
     vs = dict(variants or {"default": ""})
+    flags = {v: shlex.split(f) for v, f in vs.items()}
+    for f in flags.values():
+        _flag_dict(f)  # a bad variant fails before any run
     lim = [s.strip() for s in swaplab._list(limits, "limit").split(",") if s.strip()]
     task = ray.remote(_run_task).options(
         num_cpus=0, resources={NODE_RESOURCE: 1}, max_retries=max_retries
     )
-    cells = [(r, l, v) for r in range(int(repeats)) for l in lim for v in vs]
+    # Repeat-major round-robin over (variant, limit), as `swaplab sweep`.
+    cells = [(r, l, v) for r in range(int(repeats)) for v in vs for l in lim]
     width = min(avail, nodes or avail)
-    results: List[Dict[str, Any]] = []
+    done_cells: List[Tuple[Tuple[int, str, str], Dict[str, Any]]] = []
     pending: List[Any] = []
     meta: Dict[Any, Tuple[int, str, str]] = {}
     for cell in cells:
         if len(pending) >= width:
             done, pending = ray.wait(pending, num_returns=1)
-            results.extend(_collect(ray, done, meta))
-        r, l, v = cell
-        ref = task.remote(argv, l, shlex.split(vs[v]), home)
+            done_cells += _collect(ray, done, meta)
+        ref = task.remote(argv, cell[1], flags[cell[2]])
         meta[ref] = cell
         pending.append(ref)
-    results.extend(_collect(ray, pending, meta))
-    return {"runs": results, "nodes": sorted({x["node"] for x in results})}
+    done_cells += _collect(ray, pending, meta)
+
+    spec = {
+        "limits": lim,
+        "repeat": int(repeats),
+        "variants": [{"name": v, "args": vs[v]} for v in vs],
+        "order": "repeat-major round-robin over (variant, limit) cells, spread over Ray nodes",
+        "ray": {"nodes": sorted({o["node"] for _, o in done_cells})},
+    }
+    imports, timelines = [], []
+    for (r, l, v), o in done_cells:
+        for rec, tl in zip(o["runs"], o["timelines"]):
+            if rec.get("role") == "calibrate":
+                continue
+            imports.append({"record": rec, "variant": v, "repeat_idx": r, "node": o["node"]})
+            timelines.append(tl)
+    h = None if home is None else os.fspath(home)
+    res = json.loads(_swaplab.catalog_import_sweep(argv, json.dumps(spec), json.dumps(imports), h))
+    for (rid, d), tl in zip(res["runs"], timelines):
+        if tl is not None:
+            with open(os.path.join(d, "timeline.parquet"), "wb") as f:
+                f.write(tl)
+    runs = [dict(swaplab.run_record(rid, h), node=i["node"])
+            for (rid, _), i in zip(res["runs"], imports)]
+    return {"sweep_id": res["sweep_id"], "runs": runs, "nodes": spec["ray"]["nodes"]}
 
 
-def _collect(ray: Any, refs: List[Any], meta: Dict[Any, Tuple[int, str, str]]) -> List[Dict[str, Any]]:
+def _collect(ray: Any, refs: List[Any], meta: Dict[Any, Tuple[int, str, str]]):
     out = []
     for ref in refs:
         r, l, v = meta[ref]
         try:
-            rec = ray.get(ref)
+            out.append(((r, l, v), ray.get(ref)))
         except ray.exceptions.RayTaskError as e:
             cause = getattr(e, "cause", None)
             raise SwaplabError(f"run (limit {l}, variant {v}, repeat {r}): {cause or e}") from None
-        for run in rec.get("runs", []):
-            run["node"] = rec.get("node")
-            run["variant_name"] = v
-            out.append(run)
     return out
 
 

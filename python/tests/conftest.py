@@ -58,7 +58,7 @@ def root(cli, monkeypatch):
     return cli
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_local():
     """A local Ray cluster of 2 CPUs offering one swaplab_node."""
     try:
