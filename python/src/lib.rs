@@ -403,7 +403,7 @@ fn import_trace(
 /// returns the CLI's JSON (a list of results).
 #[pyfunction]
 #[pyo3(signature = (trace, policies="all".to_string(), mem="10%,25%,50%".to_string(), seed=42,
-    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None))]
+    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None, threads=None))]
 #[allow(clippy::too_many_arguments)]
 fn sim(
     py: Python<'_>,
@@ -416,58 +416,69 @@ fn sim(
     refs_per_ms: u64,
     save: Option<PathBuf>,
     trace_path: Option<PathBuf>,
+    threads: Option<usize>,
 ) -> PyResult<String> {
     let t = trace.inner.clone();
     guarded(py, move || {
-        let specs = PolicySpec::parse_list(&policies)?;
-        let pfs = prefetch
-            .as_deref()
-            .map(PrefetchSpec::parse_list)
-            .transpose()?;
-        let hint_file = match &hints {
-            Some(p) => {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| anyhow::anyhow!("cannot read hint file {}: {e}", p.display()))?;
-                Some(swaplab_analysis::hints::parse(&text, p)?)
+        // A pool of this call's own: Python threads (and a Ray worker's
+        // tasks) calling sim at once would otherwise queue on rayon's one
+        // global pool.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .context("starting the simulation threads")?;
+        pool.install(move || {
+            let specs = PolicySpec::parse_list(&policies)?;
+            let pfs = prefetch
+                .as_deref()
+                .map(PrefetchSpec::parse_list)
+                .transpose()?;
+            let hint_file = match &hints {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).map_err(|e| {
+                        anyhow::anyhow!("cannot read hint file {}: {e}", p.display())
+                    })?;
+                    Some(swaplab_analysis::hints::parse(&text, p)?)
+                }
+                None => None,
+            };
+            let sizes = sizes(&mem, &t)?;
+            let none = |_| {};
+            let res = if pfs.is_some() || hint_file.is_some() {
+                let hints = match &hint_file {
+                    Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
+                    None => Vec::new(),
+                };
+                let pfs = match pfs {
+                    Some(p) => p,
+                    None => PrefetchSpec::parse_list("none")?,
+                };
+                swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, seed, &none)?
+            } else {
+                swaplab_lab::simulate::run_pairs(&t, &specs, &sizes, seed, &none)?
+            };
+            let json = serde_json::to_string(&res)?;
+            if let Some(p) = save {
+                // `swaplab sim --save`: for `swaplab report` and `compare`.
+                use swaplab_lab::report::sim::{save, SavedSim, TraceInfo, SIM_KIND};
+                let tp = trace_path.unwrap_or_else(|| PathBuf::from("(in memory)"));
+                let saved = SavedSim {
+                    kind: SIM_KIND.into(),
+                    command: vec![
+                        "swaplab.sim".into(),
+                        format!("policies={policies}"),
+                        format!("mem={mem}"),
+                    ],
+                    trace: TraceInfo::of(&tp, &t),
+                    seed,
+                    sizes,
+                    results: res,
+                    machine: swaplab_host::procfs::Environment::capture().ok(),
+                };
+                save(&p, &saved)?;
             }
-            None => None,
-        };
-        let sizes = sizes(&mem, &t)?;
-        let none = |_| {};
-        let res = if pfs.is_some() || hint_file.is_some() {
-            let hints = match &hint_file {
-                Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
-                None => Vec::new(),
-            };
-            let pfs = match pfs {
-                Some(p) => p,
-                None => PrefetchSpec::parse_list("none")?,
-            };
-            swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, seed, &none)?
-        } else {
-            swaplab_lab::simulate::run_pairs(&t, &specs, &sizes, seed, &none)?
-        };
-        let json = serde_json::to_string(&res)?;
-        if let Some(p) = save {
-            // `swaplab sim --save`: for `swaplab report` and `compare`.
-            use swaplab_lab::report::sim::{save, SavedSim, TraceInfo, SIM_KIND};
-            let tp = trace_path.unwrap_or_else(|| PathBuf::from("(in memory)"));
-            let saved = SavedSim {
-                kind: SIM_KIND.into(),
-                command: vec![
-                    "swaplab.sim".into(),
-                    format!("policies={policies}"),
-                    format!("mem={mem}"),
-                ],
-                trace: TraceInfo::of(&tp, &t),
-                seed,
-                sizes,
-                results: res,
-                machine: swaplab_host::procfs::Environment::capture().ok(),
-            };
-            save(&p, &saved)?;
-        }
-        Ok(json)
+            Ok(json)
+        })
     })
 }
 

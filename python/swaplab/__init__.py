@@ -312,6 +312,7 @@ def sim(
     hints: Optional[PathLike] = None,
     refs_per_ms: int = 1000,
     save: Optional[PathLike] = None,
+    threads: Optional[int] = None,
 ):
     """``swaplab sim --json`` as a pandas DataFrame: a row per (policy,
     memory size[, prefetcher]), with the CLI's columns (policy, capacity,
@@ -325,6 +326,7 @@ def sim(
     simulating. ``device`` is not modelled by the simulator: anything but
     None is an error (see docs/python.md). ``save`` writes the result as
     ``swaplab sim --save`` does, for :func:`report` and ``swaplab compare``.
+    ``threads``: simulation threads of this call (default: one per core).
     """
     if device is not None:
         raise SwaplabError(
@@ -338,7 +340,7 @@ def sim(
     sv = None if save is None else _path(save)
     js = _swaplab.sim(
         t, _list(policies, "policy"), _list(mem, "memory size"), int(seed), pf, h,
-        int(refs_per_ms), sv, tp,
+        int(refs_per_ms), sv, tp, None if threads is None else int(threads),
     )
     return _frame(json.loads(js), "swaplab sim")
 

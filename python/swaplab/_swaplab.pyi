@@ -68,6 +68,7 @@ def sim(
     refs_per_ms: int = 1000,
     save: Optional[str] = None,
     trace_path: Optional[str] = None,
+    threads: Optional[int] = None,
 ) -> str: ...
 def mrc_curves(
     trace: Trace,
