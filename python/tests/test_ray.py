@@ -106,3 +106,23 @@ def test_ray_sweep_runs_one_per_node_and_merges_into_the_catalog(ray_local, tmp,
     assert cmp.returncode == 0, cmp.stderr
     # The timelines came back with the records.
     assert len(swaplab.timeline(out["runs"][0]["id"], tmp / "home")) >= 2
+
+
+def test_the_cli_verb_prints_the_grid(traces, cli, tmp):
+    # `swaplab ray sim` runs `python -m swaplab.ray sim` (its own local Ray).
+    import io
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SWAPLAB_PYTHON=sys.executable)
+    p = subprocess.run([cli, "ray", "sim", traces["b"], "--policy", "lru,arc", "--mem", "10%,50%"],
+                       env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    got = pd.read_csv(io.StringIO(p.stdout))
+    want = swaplab.sim(traces["b"], ["lru", "arc"], ["10%", "50%"])
+    assert got["policy"].tolist() == want["policy"].tolist()
+    assert got["major_faults"].tolist() == want["major_faults"].tolist()
+    assert (got["trace"] == traces["b"]).all()
+    bad = subprocess.run([cli, "ray", "bench"], env=dict(env, SWAPLAB_PYTHON="/nonexistent/python"),
+                         capture_output=True, text=True)
+    assert bad.returncode == 1 and "cannot start /nonexistent/python" in bad.stderr
