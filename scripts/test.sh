@@ -43,6 +43,20 @@ echo "== cargo test (workspace, every test binary even after a failure)"
 cargo test --workspace --no-fail-fast --quiet 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
+echo "== python: build the package into target/pyenv (maturin develop) and run its tests (pytest)"
+pylog=target/pytest.log
+: > "$pylog"
+if swaplab_pyenv && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bin:$PATH" \
+      "$PYENV/bin/maturin" develop --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
+      || { cat "$OLDPWD/target/maturin.log"; exit 1; }); then
+  # -rs lists each skip with its reason (collected into the summary below).
+  "$PYENV/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+else
+  echo "error: the Python package could not be set up (see above)" | tee -a "$pylog"
+  status=1
+fi
+
 after=$(snapshot)
 # A swaplab session still tearing down (its cgroup is removed after its
 # tasks are gone) is not a leak: give it up to 30 s before judging.
@@ -63,6 +77,13 @@ lib_passed=$(sum passed)
 failed=$(sum failed)
 skipped=$(sort -u "$SWAPLAB_SKIP_LOG" | grep -c '^SKIP ' || true)
 passed=$((lib_passed - skipped))
+# pytest's summary line: "N passed, N skipped, N failed in T s".
+py() { tail -n 5 "$pylog" | grep -E '(passed|failed|error|skipped).* in [0-9.]+s' | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
+passed=$((passed + $(py passed)))
+failed=$((failed + $(py failed) + $(py error)))
+py_skipped=$(py skipped)
+skipped=$((skipped + py_skipped))
+grep -q '^error: the Python package could not be set up' "$pylog" && failed=$((failed + 1))
 # A test binary that did not build or crashed has no result line.
 if grep -Eq '^error(\[|:)' "$log"; then
   echo "cargo reported errors (a build failure or a crashed test binary): see $log"
@@ -72,10 +93,12 @@ fi
 if [ "$failed" -gt 0 ]; then
   echo "failed tests:"
   awk '/^failures:$/ {f=1; next} /^$/ {f=0} f && /^    [^ ]+$/ {print "  " $1}' "$log" | sort -u
+  grep -E '^(FAILED|ERROR) ' "$pylog" | sed 's/^/  python: /'
 fi
 if [ "$skipped" -gt 0 ]; then
   echo "skipped tests:"
   sort -u "$SWAPLAB_SKIP_LOG" | sed 's/^SKIP /  /'
+  grep -E '^SKIPPED' "$pylog" | sed 's/^SKIPPED \[[0-9]*\] /  python: /'
 fi
 echo "$passed passed, $failed failed, $skipped skipped ($(( $(date +%s) - start )) s)"
 [ "$failed" = 0 ] || status=1

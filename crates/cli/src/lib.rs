@@ -105,6 +105,9 @@ enum Cmd {
     Doctor(cmd::doctor::DoctorArgs),
     /// Undo what killed swaplab processes left behind (swap areas, sysctls, cgroups).
     Restore(cmd::doctor::RestoreArgs),
+    /// Simulation grids on a Ray cluster, and their benchmark (the Python package's
+    /// `python -m swaplab.ray`, docs/python.md).
+    Ray(cmd::ray::RayArgs),
     /// The built-in C workloads (qsort, genome, traverse, chase, kv).
     Workload {
         #[command(subcommand)]
@@ -141,6 +144,7 @@ pub fn main() {
         Cmd::Bench { what } => cmd::bench_runner::run(what).map(|()| 0),
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Sweep(a) => cmd::run::sweep(a),
+        Cmd::Ray(a) => cmd::ray::run(a),
         Cmd::Trace(a) => cmd::trace::trace(a).map(|()| 0),
         Cmd::Analyze(a) => cmd::trace::analyze(a).map(|()| 0),
         Cmd::Advise(a) => cmd::trace::advise(a).map(|()| 0),

@@ -76,6 +76,32 @@ impl DenseTrace {
         b.finish(4096, Source::Unknown)
     }
 
+    /// From parallel arrays of page numbers and (optionally) write flags,
+    /// with a clear error (not a panic) for mismatched lengths or a trace
+    /// beyond [`MAX_REFS`]; for callers holding a trace in memory (the
+    /// Python package).
+    pub fn from_arrays(
+        pages: &[u64],
+        writes: Option<&[bool]>,
+        page_size: u64,
+        source: Source,
+    ) -> Result<Self> {
+        if let Some(w) = writes {
+            if w.len() != pages.len() {
+                return Err(Error::Invalid(format!(
+                    "{} pages but {} write flags: give one write flag per page reference (or none)",
+                    pages.len(),
+                    w.len()
+                )));
+            }
+        }
+        let mut b = Builder::default();
+        for (i, &p) in pages.iter().enumerate() {
+            b.push(p, writes.is_some_and(|w| w[i]))?;
+        }
+        Ok(b.finish(page_size, source))
+    }
+
     /// From parts already dense (the native loader): `ids` index `pages`,
     /// `writes` packs one bit per reference.
     pub(crate) fn from_parts(

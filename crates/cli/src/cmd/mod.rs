@@ -8,6 +8,7 @@ pub mod doctor;
 pub mod gen;
 pub mod import;
 pub mod info;
+pub mod ray;
 pub mod report;
 pub mod run;
 pub mod sim;

@@ -1,0 +1,748 @@
+//! `swaplab._swaplab`: the Rust half of the Python package.
+//!
+//! Thin bindings over swaplab-trace, swaplab-sim and swaplab-lab; the
+//! pure-Python package (`python/swaplab`) turns what these return into
+//! pyarrow Tables and pandas DataFrames. Results cross the boundary as
+//! numpy arrays (traces, without a copy on the way in) or as the CLI's own
+//! JSON (simulation results, records), so that a DataFrame has exactly the
+//! columns of `swaplab sim --json`.
+//!
+//! Every entry point runs its work through [`guarded`]: errors become
+//! `swaplab.SwaplabError` (a `ValueError`) with the CLI's message, and a
+//! panic (a bug) becomes the same exception instead of pyo3's
+//! `PanicException`. Long work runs with the GIL released (`py.detach`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use swaplab_lab::catalog::Catalog;
+use swaplab_sim::mrc::{self, ShardsConfig};
+use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec};
+use swaplab_trace::import::{self, Column, Format, ImportOptions};
+use swaplab_trace::native::{is_native, write_source, NativeReader, NativeWriter};
+use swaplab_trace::units::{parse_count, parse_mem_size};
+use swaplab_trace::{DenseTrace, RefBatch, RefSource, Source};
+
+// The module path is where Python finds the class (pickling it across
+// processes, as Ray does, needs an importable path).
+create_exception!(
+    swaplab._swaplab,
+    SwaplabError,
+    PyValueError,
+    "An error of swaplab: bad input (a file, a policy, a size) or a failed \
+     operation, with the same message as the swaplab command line."
+);
+
+/// An error chain as the CLI prints it (without its `swaplab: error: `).
+fn message(e: &anyhow::Error) -> String {
+    let mut s = e.to_string();
+    for c in e.chain().skip(1) {
+        s.push_str(&format!("\n  caused by: {c}"));
+    }
+    s
+}
+
+/// Runs `f` with the GIL released; its error, or a panic, becomes a
+/// `SwaplabError`.
+fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T> + Send) -> PyResult<T> {
+    let r = py.detach(move || match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(message(&e)),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            Err(format!(
+                "internal error (a bug in swaplab, please report it): {what}"
+            ))
+        }
+    });
+    r.map_err(SwaplabError::new_err)
+}
+
+/// Opens a native trace, or an importable file recognised by its name —
+/// the same checks and messages as the CLI (`crates/cli/src/trace_io.rs`).
+fn open(path: &Path) -> Result<Box<dyn RefSource>> {
+    if !path.exists() {
+        bail!("{}: no such file", path.display());
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        bail!(
+            "{}: the file is empty (0 bytes), so it holds no trace; \
+             was it written by a command that failed? Write it again (swaplab gen, import, trace --refs)",
+            path.display()
+        );
+    }
+    if path.is_dir() {
+        bail!(
+            "{}: a directory, not a trace file (for a trace directory of `swaplab trace`, use trace_tables)",
+            path.display()
+        );
+    }
+    if is_native(path) {
+        return Ok(Box::new(NativeReader::open(path)?));
+    }
+    match import::detect(path) {
+        Some(Format::Csv) => bail!(
+            "{}: a CSV needs its columns named: convert it first with \
+             `swaplab import {} --id-column NAME|INDEX [--header] -o trace.parquet` \
+             (in Python: swaplab.import_trace(path, out, id_column=...))",
+            path.display(),
+            path.display()
+        ),
+        Some(f) => Ok(import::open(path, f, &ImportOptions::default())
+            .with_context(|| format!("reading {} as {}", path.display(), f.name()))?),
+        None => bail!(
+            "{}: not a swaplab trace and no known extension; convert it with \
+             `swaplab import {} --format FORMAT -o trace.parquet` (formats: oracleGeneral, csv, txt, lackey, perf)",
+            path.display(),
+            path.display()
+        ),
+    }
+}
+
+fn load(path: &Path) -> Result<DenseTrace> {
+    let mut src = open(path)?;
+    let t =
+        DenseTrace::load(src.as_mut()).with_context(|| format!("loading {}", path.display()))?;
+    if t.is_empty() {
+        bail!("{}: the trace has no references", path.display());
+    }
+    Ok(t)
+}
+
+/// Memory sizes (`1024,16M,25%`) in pages of `t`, as `swaplab sim --mem`.
+fn sizes(list: &str, t: &DenseTrace) -> Result<Vec<(String, u64)>> {
+    let mut v = Vec::new();
+    for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let m = parse_mem_size(s)?;
+        v.push((s.to_string(), m.to_pages(t.page_size, t.distinct() as u64)));
+    }
+    if v.is_empty() {
+        bail!("no memory size given (e.g. mem=[1024, \"16M\", \"25%\"])");
+    }
+    Ok(v)
+}
+
+/// Page numbers and write flags as numpy arrays.
+type Arrays<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<bool>>);
+
+/// A trace loaded for simulation (pages renumbered densely), shared
+/// between simulations without reloading.
+#[pyclass(module = "swaplab._swaplab", frozen)]
+struct Trace {
+    inner: Arc<DenseTrace>,
+}
+
+#[pymethods]
+impl Trace {
+    /// Number of references.
+    fn __len__(&self) -> usize {
+        self.inner.len()
+    }
+    /// Distinct pages (the footprint, in pages).
+    #[getter]
+    fn distinct(&self) -> usize {
+        self.inner.distinct()
+    }
+    #[getter]
+    fn page_size(&self) -> u64 {
+        self.inner.page_size
+    }
+    /// Write references.
+    #[getter]
+    fn writes(&self) -> u64 {
+        self.inner.write_count()
+    }
+    /// Where the trace came from, as the JSON of the trace's metadata.
+    #[getter]
+    fn source_json(&self) -> String {
+        serde_json::to_string(&self.inner.source).unwrap_or_else(|_| "null".into())
+    }
+    /// The references as two numpy arrays: page numbers (uint64) and write flags (bool).
+    fn to_arrays<'py>(&self, py: Python<'py>) -> PyResult<Arrays<'py>> {
+        let t = self.inner.clone();
+        let (p, w) = guarded(py, move || {
+            let p: Vec<u64> = t.ids.iter().map(|&i| t.pages[i as usize]).collect();
+            let w: Vec<bool> = (0..t.len()).map(|i| t.is_write(i)).collect();
+            Ok((p, w))
+        })?;
+        Ok((PyArray1::from_vec(py, p), PyArray1::from_vec(py, w)))
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "<swaplab Trace: {} references, {} distinct pages of {} bytes, {} writes>",
+            self.inner.len(),
+            self.inner.distinct(),
+            self.inner.page_size,
+            self.inner.write_count()
+        )
+    }
+}
+
+/// Loads a trace file (native, oracleGeneral .bin[.zst], .txt) for simulation.
+#[pyfunction]
+fn load_trace(py: Python<'_>, path: PathBuf) -> PyResult<Trace> {
+    let t = guarded(py, move || load(&path))?;
+    Ok(Trace { inner: Arc::new(t) })
+}
+
+/// A 1-D integer array as a contiguous slice (no copy).
+fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> PyResult<&'a [T]> {
+    a.as_slice().map_err(|_| {
+        SwaplabError::new_err(format!(
+            "{what} must be a contiguous 1-D array (numpy.ascontiguousarray fixes it)"
+        ))
+    })
+}
+
+fn source_of(json: Option<&str>) -> Result<Source> {
+    match json {
+        None => Ok(Source::Unknown),
+        Some(s) => serde_json::from_str(s).with_context(|| {
+            format!(
+                "source {s:?} is not a trace source: give a dict such as \
+                 {{\"kind\": \"imported\", \"path\": \"x\", \"format\": \"csv\", \"options\": {{}}}}"
+            )
+        }),
+    }
+}
+
+/// A trace from page numbers (uint64) and write flags (bool), in memory.
+#[pyfunction]
+#[pyo3(signature = (pages, writes=None, page_size=4096, source=None))]
+fn trace_from_arrays(
+    py: Python<'_>,
+    pages: PyReadonlyArray1<'_, u64>,
+    writes: Option<PyReadonlyArray1<'_, bool>>,
+    page_size: u64,
+    source: Option<String>,
+) -> PyResult<Trace> {
+    let p = slice(&pages, "pages")?;
+    let w = writes.as_ref().map(|w| slice(w, "writes")).transpose()?;
+    let t = guarded(py, move || {
+        check_page_size(page_size)?;
+        if p.is_empty() {
+            bail!("the trace has no references (pages is empty)");
+        }
+        Ok(DenseTrace::from_arrays(
+            p,
+            w,
+            page_size,
+            source_of(source.as_deref())?,
+        )?)
+    })?;
+    Ok(Trace { inner: Arc::new(t) })
+}
+
+fn check_page_size(page_size: u64) -> Result<()> {
+    if page_size == 0 || !page_size.is_power_of_two() {
+        bail!("page_size must be a power of two (e.g. 4096), not {page_size}");
+    }
+    Ok(())
+}
+
+/// Writes a native trace from page numbers and write flags; returns its metadata (JSON).
+#[pyfunction]
+#[pyo3(signature = (path, pages, writes=None, page_size=4096, source=None))]
+fn write_trace(
+    py: Python<'_>,
+    path: PathBuf,
+    pages: PyReadonlyArray1<'_, u64>,
+    writes: Option<PyReadonlyArray1<'_, bool>>,
+    page_size: u64,
+    source: Option<String>,
+) -> PyResult<String> {
+    let p = slice(&pages, "pages")?;
+    let w = writes.as_ref().map(|w| slice(w, "writes")).transpose()?;
+    guarded(py, move || {
+        check_page_size(page_size)?;
+        if let Some(w) = w {
+            if w.len() != p.len() {
+                bail!(
+                    "{} pages but {} write flags: give one write flag per page reference (or none)",
+                    p.len(),
+                    w.len()
+                );
+            }
+        }
+        let mut wr = NativeWriter::create(&path, page_size, source_of(source.as_deref())?)?;
+        let mut b = RefBatch::default();
+        const CHUNK: usize = 1 << 16;
+        for (i, chunk) in p.chunks(CHUNK).enumerate() {
+            b.clear();
+            b.page.extend_from_slice(chunk);
+            match w {
+                Some(w) => b
+                    .write
+                    .extend_from_slice(&w[i * CHUNK..i * CHUNK + chunk.len()]),
+                None => b.write.resize(chunk.len(), false),
+            }
+            wr.write(&b)?;
+        }
+        let meta = wr
+            .finish()
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(serde_json::to_string(&meta)?)
+    })
+}
+
+/// The metadata of a native trace (JSON), or a SwaplabError saying what the file is.
+#[pyfunction]
+fn trace_meta(py: Python<'_>, path: PathBuf) -> PyResult<Option<String>> {
+    guarded(py, move || {
+        let src = open(&path)?;
+        if !is_native(&path) {
+            return Ok(None);
+        }
+        drop(src);
+        let r = NativeReader::open(&path)?;
+        Ok(Some(serde_json::to_string(r.meta())?))
+    })
+}
+
+/// `swaplab gen`: writes a generated trace; returns its metadata (JSON).
+#[pyfunction]
+#[pyo3(signature = (patterns, output, count=None, seed=42, interleave=false))]
+fn gen(
+    py: Python<'_>,
+    patterns: Vec<String>,
+    output: PathBuf,
+    count: Option<String>,
+    seed: u64,
+    interleave: bool,
+) -> PyResult<String> {
+    use swaplab_trace::gen::{Generator, Mix, Pattern};
+    guarded(py, move || {
+        if patterns.is_empty() {
+            bail!("give at least one pattern, e.g. \"zipf:pages=1M:alpha=0.9\"");
+        }
+        let pats = patterns
+            .iter()
+            .map(|p| p.parse::<Pattern>())
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let count = count.as_deref().map(parse_count).transpose()?;
+        let mix = if interleave {
+            Mix::Interleave
+        } else {
+            Mix::Sequence
+        };
+        let mut g = Generator::new(pats, count, mix, seed)?;
+        let meta = write_source(&mut g, &output, |_| {})
+            .with_context(|| format!("writing {}", output.display()))?;
+        Ok(serde_json::to_string(&meta)?)
+    })
+}
+
+/// `swaplab import`: converts another tool's trace; returns its metadata (JSON).
+#[pyfunction]
+#[pyo3(signature = (input, output, format=None, id_column="0".to_string(), header=false,
+    delimiter=",".to_string(), op_column=None, time_column=None, time_unit_ns=1_000_000_000,
+    page_size=4096, instructions=false))]
+#[allow(clippy::too_many_arguments)]
+fn import_trace(
+    py: Python<'_>,
+    input: PathBuf,
+    output: PathBuf,
+    format: Option<String>,
+    id_column: String,
+    header: bool,
+    delimiter: String,
+    op_column: Option<String>,
+    time_column: Option<String>,
+    time_unit_ns: u64,
+    page_size: u64,
+    instructions: bool,
+) -> PyResult<String> {
+    guarded(py, move || {
+        if !input.exists() {
+            bail!("{}: no such file", input.display());
+        }
+        let format = match &format {
+            Some(f) => f.parse::<Format>()?,
+            None => match import::detect(&input) {
+                Some(f) => f,
+                None => bail!(
+                    "{}: cannot tell the format from the name; give format= (oracleGeneral, csv, txt, lackey, perf)",
+                    input.display()
+                ),
+            },
+        };
+        let d = delimiter.as_bytes();
+        if d.len() != 1 {
+            bail!("delimiter must be one ASCII character, not {delimiter:?}");
+        }
+        check_page_size(page_size)?;
+        let col = |s: &str| s.parse::<Column>();
+        let opts = ImportOptions {
+            id_column: col(&id_column)?,
+            has_header: header,
+            delimiter: d[0],
+            op_column: op_column.as_deref().map(col).transpose()?,
+            time_column: time_column.as_deref().map(col).transpose()?,
+            time_unit_ns,
+            page_size,
+            include_instructions: instructions,
+        };
+        let mut src = import::open(&input, format, &opts)?;
+        let meta = write_source(src.as_mut(), &output, |_| {})
+            .with_context(|| format!("importing {} as {}", input.display(), format.name()))?;
+        Ok(serde_json::to_string(&meta)?)
+    })
+}
+
+/// `swaplab sim --json`: every (policy, size[, prefetcher]) of `trace`;
+/// returns the CLI's JSON (a list of results).
+#[pyfunction]
+#[pyo3(signature = (trace, policies="all".to_string(), mem="10%,25%,50%".to_string(), seed=42,
+    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None, threads=None))]
+#[allow(clippy::too_many_arguments)]
+fn sim(
+    py: Python<'_>,
+    trace: &Trace,
+    policies: String,
+    mem: String,
+    seed: u64,
+    prefetch: Option<String>,
+    hints: Option<PathBuf>,
+    refs_per_ms: u64,
+    save: Option<PathBuf>,
+    trace_path: Option<PathBuf>,
+    threads: Option<usize>,
+) -> PyResult<String> {
+    let t = trace.inner.clone();
+    guarded(py, move || {
+        // A pool of this call's own: Python threads (and a Ray worker's
+        // tasks) calling sim at once would otherwise queue on rayon's one
+        // global pool.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .context("starting the simulation threads")?;
+        pool.install(move || {
+            let specs = PolicySpec::parse_list(&policies)?;
+            let pfs = prefetch
+                .as_deref()
+                .map(PrefetchSpec::parse_list)
+                .transpose()?;
+            let hint_file = match &hints {
+                Some(p) => {
+                    let text = std::fs::read_to_string(p).map_err(|e| {
+                        anyhow::anyhow!("cannot read hint file {}: {e}", p.display())
+                    })?;
+                    Some(swaplab_analysis::hints::parse(&text, p)?)
+                }
+                None => None,
+            };
+            let sizes = sizes(&mem, &t)?;
+            let none = |_| {};
+            let res = if pfs.is_some() || hint_file.is_some() {
+                let hints = match &hint_file {
+                    Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
+                    None => Vec::new(),
+                };
+                let pfs = match pfs {
+                    Some(p) => p,
+                    None => PrefetchSpec::parse_list("none")?,
+                };
+                swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, seed, &none)?
+            } else {
+                swaplab_lab::simulate::run_pairs(&t, &specs, &sizes, seed, &none)?
+            };
+            let json = serde_json::to_string(&res)?;
+            if let Some(p) = save {
+                // `swaplab sim --save`: for `swaplab report` and `compare`.
+                use swaplab_lab::report::sim::{save, SavedSim, TraceInfo, SIM_KIND};
+                let tp = trace_path.unwrap_or_else(|| PathBuf::from("(in memory)"));
+                let saved = SavedSim {
+                    kind: SIM_KIND.into(),
+                    command: vec![
+                        "swaplab.sim".into(),
+                        format!("policies={policies}"),
+                        format!("mem={mem}"),
+                    ],
+                    trace: TraceInfo::of(&tp, &t),
+                    seed,
+                    sizes,
+                    results: res,
+                    machine: swaplab_host::procfs::Environment::capture().ok(),
+                };
+                save(&p, &saved)?;
+            }
+            Ok(json)
+        })
+    })
+}
+
+/// `swaplab mrc --json`: miss-ratio curves; returns `{sizes, curves}` as JSON.
+#[pyfunction]
+#[pyo3(signature = (trace, points=20, mem=None, full=false, shards=None, shards_size=None,
+    policies=None, seed=42))]
+#[allow(clippy::too_many_arguments)]
+fn mrc_curves(
+    py: Python<'_>,
+    trace: &Trace,
+    points: usize,
+    mem: Option<String>,
+    full: bool,
+    shards: Option<f64>,
+    shards_size: Option<usize>,
+    policies: Option<String>,
+    seed: u64,
+) -> PyResult<String> {
+    let t = trace.inner.clone();
+    guarded(py, move || {
+        let d = t.distinct() as u64;
+        let exact = mrc::stack_histogram(&t)?;
+        let sizes: Vec<u64> = if full {
+            let mut v: Vec<u64> = (1..exact.counts.len() as u64)
+                .filter(|&c| exact.counts[c as usize] > 0)
+                .collect();
+            if v.last() != Some(&d) {
+                v.push(d);
+            }
+            v
+        } else if let Some(m) = &mem {
+            sizes(m, &t)?.into_iter().map(|x| x.1).collect()
+        } else {
+            mrc::sweep_sizes(d, points.max(1))
+        };
+        let mae_at = mrc::mae_sizes(d);
+        let mut curves = vec![serde_json::json!({
+            "name": "lru (exact)", "miss_ratio": exact.curve(&sizes), "mae": null})];
+        let mut cfgs = Vec::new();
+        if let Some(r) = shards {
+            if !(r > 0.0 && r <= 1.0) {
+                bail!("shards is a sampling rate in (0, 1], e.g. 0.01; not {r}");
+            }
+            cfgs.push((format!("shards rate={r}"), ShardsConfig::fixed_rate(r)));
+        }
+        if let Some(s) = shards_size {
+            if s == 0 {
+                bail!("shards_size is the most sampled pages kept, at least 1 (e.g. 8192)");
+            }
+            cfgs.push((format!("shards size={s}"), ShardsConfig::fixed_size(s)));
+        }
+        for (name, cfg) in cfgs {
+            let h = mrc::shards(&t, &cfg)?;
+            let e = mrc::mae(&exact, &h, &mae_at);
+            curves.push(serde_json::json!({"name": name, "miss_ratio": h.curve(&sizes), "mae": e}));
+        }
+        if let Some(p) = &policies {
+            let specs = PolicySpec::parse_list(p)?;
+            let sz: Vec<(String, u64)> = sizes.iter().map(|&c| (c.to_string(), c)).collect();
+            let res = swaplab_lab::simulate::run_pairs(&t, &specs, &sz, seed, &|_| {})?;
+            for s in &specs {
+                let name = s.to_string();
+                let mr: Vec<f64> = res
+                    .iter()
+                    .filter(|r| r.policy == name)
+                    .map(|r| r.miss_ratio)
+                    .collect();
+                curves.push(serde_json::json!({"name": name, "miss_ratio": mr, "mae": null}));
+            }
+        }
+        Ok(serde_json::to_string(
+            &serde_json::json!({"sizes": sizes, "curves": curves}),
+        )?)
+    })
+}
+
+/// The canonical names of a policy list (`lru,clock:bits=2`, `all`), as the
+/// results name them; a SwaplabError for an unknown policy or parameter.
+#[pyfunction]
+fn parse_policies(list: &str) -> PyResult<Vec<String>> {
+    PolicySpec::parse_list(list)
+        .map(|v| v.iter().map(|s| s.to_string()).collect())
+        .map_err(|e| SwaplabError::new_err(e.to_string()))
+}
+
+/// The policy registry (`swaplab sim --list-policies --json`).
+#[pyfunction]
+fn list_policies() -> String {
+    let v: Vec<_> = policies::REGISTRY
+        .iter()
+        .map(|i| serde_json::json!({"name": i.name, "params": i.params, "summary": i.summary}))
+        .collect();
+    serde_json::Value::Array(v).to_string()
+}
+
+/// The prefetcher registry (`swaplab sim --list-prefetchers --json`).
+#[pyfunction]
+fn list_prefetchers() -> String {
+    let v: Vec<_> = prefetch::REGISTRY
+        .iter()
+        .map(|i| {
+            serde_json::json!({"name": i.name, "params": i.params, "summary": i.summary,
+                "slots": i.slots})
+        })
+        .collect();
+    serde_json::Value::Array(v).to_string()
+}
+
+fn catalog_at(home: Option<PathBuf>) -> Result<Catalog> {
+    let home = home.unwrap_or_else(swaplab_lab::catalog::default_home);
+    Catalog::open(&home).with_context(|| format!("opening the catalog in {}", home.display()))
+}
+
+/// The catalog's directory ($SWAPLAB_HOME, or the default).
+#[pyfunction]
+fn catalog_home() -> String {
+    swaplab_lab::catalog::default_home().display().to_string()
+}
+
+/// `swaplab runs --json`: the most recent runs (records, JSON).
+#[pyfunction]
+#[pyo3(signature = (home=None, limit=1000))]
+fn catalog_runs(py: Python<'_>, home: Option<PathBuf>, limit: usize) -> PyResult<String> {
+    guarded(py, move || {
+        Ok(serde_json::to_string(
+            &catalog_at(home)?.recent_runs(limit)?,
+        )?)
+    })
+}
+
+/// `swaplab runs --sweeps --json`: the most recent sweeps (JSON).
+#[pyfunction]
+#[pyo3(signature = (home=None, limit=1000))]
+fn catalog_sweeps(py: Python<'_>, home: Option<PathBuf>, limit: usize) -> PyResult<String> {
+    guarded(py, move || {
+        Ok(serde_json::to_string(
+            &catalog_at(home)?.recent_sweeps(limit)?,
+        )?)
+    })
+}
+
+/// One run's record (JSON).
+#[pyfunction]
+#[pyo3(signature = (id, home=None))]
+fn run_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<String> {
+    guarded(py, move || {
+        Ok(serde_json::to_string(&catalog_at(home)?.run(id)?)?)
+    })
+}
+
+/// A sweep's row and its runs' records (JSON `{sweep, runs}`).
+#[pyfunction]
+#[pyo3(signature = (id, home=None))]
+fn sweep_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<String> {
+    guarded(py, move || {
+        let c = catalog_at(home)?;
+        let s = c.sweep(id)?;
+        let runs = c.sweep_runs(id)?;
+        Ok(serde_json::to_string(
+            &serde_json::json!({"sweep": s, "runs": runs}),
+        )?)
+    })
+}
+
+/// Merges runs made elsewhere (`swaplab.ray.sweep`'s nodes) into the
+/// catalog as one sweep: `runs_json` is a list of `{"record": RunRecord,
+/// "variant": name, "repeat_idx": n, "node": host}`. Each run gets a new id
+/// and directory here, keeps its measurements, machine (`env`) and times,
+/// and a note naming its node and original id. Returns `{"sweep_id",
+/// "runs": [[id, dir], ...]}` (JSON).
+#[pyfunction]
+#[pyo3(signature = (command, spec_json, runs_json, home=None))]
+fn catalog_import_sweep(
+    py: Python<'_>,
+    command: Vec<String>,
+    spec_json: String,
+    runs_json: String,
+    home: Option<PathBuf>,
+) -> PyResult<String> {
+    use swaplab_lab::record::{Role, RunRecord, Status};
+    #[derive(serde::Deserialize)]
+    struct Imported {
+        record: RunRecord,
+        variant: String,
+        repeat_idx: u32,
+        node: String,
+    }
+    guarded(py, move || {
+        let spec: serde_json::Value =
+            serde_json::from_str(&spec_json).context("the sweep's spec")?;
+        let runs: Vec<Imported> =
+            serde_json::from_str(&runs_json).context("the runs to import (run records)")?;
+        let c = catalog_at(home)?;
+        let sid = c.begin_sweep("sweep", &command, &spec)?;
+        let mut out = Vec::new();
+        for r in runs {
+            let o = r.record;
+            let mut n = c.begin_run(
+                &o.command,
+                &o.resolved_command,
+                &o.options,
+                &o.limit_label,
+                o.limit_bytes,
+                Role::Measure,
+                Some((sid, Some(r.variant), r.repeat_idx)),
+            )?;
+            n.status = o.status;
+            n.outcome = o.outcome;
+            n.exit_code = o.exit_code;
+            n.term_signal = o.term_signal;
+            n.started_unix_ns = o.started_unix_ns;
+            n.finished_unix_ns = o.finished_unix_ns;
+            n.cgroup = o.cgroup;
+            n.env = o.env;
+            n.metrics = o.metrics;
+            n.workload_output = o.workload_output;
+            n.notes = o.notes;
+            n.notes.push(format!(
+                "run {} on node {} (its directory there: {}), merged by swaplab.ray.sweep",
+                o.id,
+                r.node,
+                o.dir.display()
+            ));
+            n.error = o.error;
+            n.settings = o.settings;
+            n.timeline_hz = o.timeline_hz;
+            c.finish_run(&n)?;
+            out.push((n.id, n.dir.display().to_string()));
+        }
+        c.finish_sweep(sid, Status::Done, None)?;
+        Ok(serde_json::to_string(
+            &serde_json::json!({"sweep_id": sid, "runs": out}),
+        )?)
+    })
+}
+
+/// The crate's version (the workspace's).
+#[pyfunction]
+fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+
+#[pymodule]
+fn _swaplab(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("SwaplabError", m.py().get_type::<SwaplabError>())?;
+    m.add_class::<Trace>()?;
+    m.add_function(wrap_pyfunction!(load_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_from_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(write_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(trace_meta, m)?)?;
+    m.add_function(wrap_pyfunction!(gen, m)?)?;
+    m.add_function(wrap_pyfunction!(import_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(mrc_curves, m)?)?;
+    m.add_function(wrap_pyfunction!(list_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(parse_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(list_prefetchers, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_home, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_sweeps, m)?)?;
+    m.add_function(wrap_pyfunction!(run_record, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_record, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog_import_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(version, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,95 @@
+"""Simulation: hand-worked answers, and the CLI's numbers to the last miss."""
+
+import threading
+import sys
+
+import numpy as np
+import pytest
+
+import swaplab
+from conftest import run_json
+
+# The textbook reference string of Belady's anomaly.
+BELADY = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
+
+
+def test_belady_string_by_hand():
+    df = swaplab.sim({"page": np.array(BELADY, dtype=np.uint64)}, ["fifo", "lru", "opt"], [3, 4])
+    misses = {(r.policy, r.capacity): r.minor_faults + r.major_faults for r in df.itertuples()}
+    # FIFO: 9 faults with 3 frames, 10 with 4 (the anomaly); LRU: 10 and 8;
+    # OPT (Belady's MIN): 7 and 6.
+    assert misses == {("fifo", 3): 9, ("fifo", 4): 10, ("lru", 3): 10, ("lru", 4): 8,
+                      ("opt", 3): 7, ("opt", 4): 6}
+    assert (df.references == 12).all()
+    assert list(df.columns[:3]) == ["policy", "capacity", "references"]
+
+
+def test_sim_equals_the_cli_json(tmp, cli):
+    swaplab.gen(["zipf:pages=3000:alpha=0.8:writes=0.3", "loop:pages=800:base=100000"],
+                "t.parquet", count=20_000, interleave=True)
+    for extra in ([], ["--prefetch", "none,cluster:pc=2,vma"]):
+        want = run_json(cli, "sim", "t.parquet", "--policy", "all", "--mem", "10%,25%,300,2M",
+                        *extra)
+        pf = None if not extra else extra[1].split(",")
+        got = swaplab.sim("t.parquet", policies="all", mem=["10%", "25%", 300, "2M"], prefetch=pf)
+        # Same columns, same order, same rows, same numbers (NaN where the CLI omits).
+        keys = list(dict.fromkeys(k for r in want for k in r))
+        assert list(got.columns) == keys
+        recs = [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)}
+                for r in got.to_dict("records")]
+        assert recs == want
+
+
+def test_mrc_equals_the_cli(tmp, cli):
+    swaplab.gen("zipf:pages=2000:alpha=0.7", "m.parquet", count=30_000)
+    want = run_json(cli, "mrc", "m.parquet", "--points", "7", "--shards", "0.1", "--policy", "clock")
+    got = swaplab.mrc("m.parquet", points=7, shards=0.1, policies="clock")
+    assert got["mem_pages"].tolist() == want["sizes"]
+    for c in want["curves"]:
+        assert got[c["name"]].tolist() == c["miss_ratio"]
+        if c["mae"] is not None:
+            assert got.attrs["mae"][c["name"]] == c["mae"]
+
+
+def test_the_gil_is_released_while_simulating(tmp):
+    # With a huge switch interval a thread holding the GIL keeps it until it
+    # blocks: the main thread runs during the simulation only if the
+    # simulator released the GIL.
+    swaplab.gen("uniform:pages=50000", "g.parquet", count=500_000)
+    t = swaplab.load_trace("g.parquet")
+    started, state = threading.Event(), {"done": False}
+
+    def work():
+        started.set()
+        swaplab.sim(t, ["lru", "clock"], ["10%", "50%"])
+        state["done"] = True
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(100)
+    try:
+        th = threading.Thread(target=work)
+        th.start()
+        started.wait()
+        ran_meanwhile = 0
+        while not state["done"]:
+            ran_meanwhile += 1
+            threading.Event().wait(0.001)  # releases the GIL
+        th.join()
+    finally:
+        sys.setswitchinterval(old)
+    assert ran_meanwhile > 0
+
+
+def test_result_tables_have_a_notebook_repr(tmp):
+    df = swaplab.sim({"page": BELADY}, ["lru"], [3])
+    html = df._repr_html_()
+    assert "swaplab sim" in html and "<table" in html and ">lru<" in html
+    # DataFrame operations keep working (and keep the class).
+    assert isinstance(df[df.capacity == 3], swaplab.ResultFrame)
+    assert {"lru", "arc", "linux"} <= set(swaplab.policies()["name"])
+    assert "cluster" in set(swaplab.prefetchers()["name"])
+
+
+def test_device_is_refused_clearly():
+    with pytest.raises(swaplab.SwaplabError, match="models no device timing"):
+        swaplab.sim({"page": BELADY}, ["lru"], [3], device="zram")
