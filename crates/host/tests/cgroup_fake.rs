@@ -360,3 +360,27 @@ fn session_journals_fake_groups_and_removes_them() {
     );
     assert!(!s.journal_path().exists());
 }
+
+#[test]
+fn memory_high_is_v2_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs_ = fake_v2_root(dir.path(), "memory\n", "memory\n");
+    let g = fs_.create("swaplab-high", true).unwrap();
+    // Absent file (no memory controller in the group): a clear error.
+    let e = g.set_high(Some(1 << 20)).unwrap_err().to_string();
+    assert!(e.contains("memory.high"), "{e}");
+    fs::write(g.file("memory.high"), "max\n").unwrap();
+    g.set_high(Some(48 << 20)).unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.high")).unwrap(),
+        "50331648"
+    );
+    g.set_high(None).unwrap();
+    assert_eq!(fs::read_to_string(g.file("memory.high")).unwrap(), "max");
+    let v1 = CgroupFs::new(dir.path(), CgroupVersion::V1)
+        .create("swaplab-high-v1", true)
+        .unwrap();
+    let e = v1.set_high(Some(1 << 20)).unwrap_err().to_string();
+    assert!(e.contains("cgroup v1 has no memory.high"), "{e}");
+    assert!(e.contains("--mem-limit"), "{e}");
+}
