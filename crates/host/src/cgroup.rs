@@ -260,28 +260,30 @@ pub fn check_controller_undo(root: &Path, controller: &str) -> Result<()> {
 
 /// Takes `controller` out of `root`'s `cgroup.subtree_control` (the undo of
 /// swaplab enabling it). Succeeds when it is already out or `root` is gone.
-/// When groups that are not swaplab's now use the controller, it is left
-/// on (with a note on stderr): turning it off would break them.
+/// When other groups (someone else's, or another running swaplab
+/// session's) now use the controller, it is left on (with a note on
+/// stderr): turning it off would take it away from them.
 pub fn disable_subtree_controller(root: &Path, controller: &str) -> Result<()> {
     check_controller_undo(root, controller)?;
     let file = root.join("cgroup.subtree_control");
     if !file.exists() || !words(&file).iter().any(|c| c == controller) {
         return Ok(());
     }
-    // Before swaplab enabled it no child had the controller: children that
-    // are not swaplab's and have it now were made since and rely on it.
+    // Before swaplab enabled it no child had the controller, and the
+    // session's own groups are removed before this undo runs: children that
+    // have it now were made since (by someone else, or by another swaplab
+    // session that is still running) and rely on it.
     let others: Vec<String> = fs::read_dir(root)
         .map(|rd| {
             rd.flatten()
                 .filter(|e| e.path().join(format!("{controller}.stat")).exists())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with(NAME_PREFIX))
                 .collect()
         })
         .unwrap_or_default();
     if !others.is_empty() {
         eprintln!(
-            "swaplab: left +{controller} in {} (groups made since swaplab enabled it use it: {})",
+            "swaplab: left +{controller} in {} (groups made since swaplab enabled it use it: {}); remove it by hand when they are gone",
             file.display(),
             others.join(", ")
         );

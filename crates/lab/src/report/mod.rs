@@ -399,11 +399,11 @@ pub fn linux_config(c: &ConfigSource<'_>) -> Vec<(String, String)> {
 }
 
 /// Metrics whose meaning changes under MGLRU (`/sys/kernel/mm/lru_gen`),
-/// with why. Measured in Debian's 6.1 guest (docs/kernels.md): with MGLRU
-/// on, `workingset_refault_anon` stayed near zero where it was 24–66 k with
-/// the classic LRU on the same workload.
+/// with why. Measured in Debian's guests (docs/kernels.md): on 6.1 with
+/// MGLRU on, `workingset_refault_anon` was 27–31 for 24 600 swap-ins (equal
+/// to them with MGLRU off); 6.12's MGLRU counts them again.
 pub const MGLRU_METRICS: &[(&str, &str)] = &[
-    ("refault_anon_pages", "MGLRU tracks refaults by generation, not by the shadow entries of the active/inactive lists, so workingset_refault_anon counts far fewer (often none) for the same swapping"),
+    ("refault_anon_pages", "MGLRU tracks refaults by generation, not by the shadow entries of the active/inactive lists: on 6.1 workingset_refault_anon counts almost none for the same swapping (6.12 counts them again)"),
     ("memory.stat active_*/inactive_*", "under MGLRU these split the generations into two halves; they are not the classic active/inactive lists"),
     ("workingset_activate_*, workingset_restore_*", "MGLRU promotes pages between generations instead of activating them"),
 ];
