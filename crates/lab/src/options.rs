@@ -604,6 +604,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("leap, stride or thread"), "{e}");
+        // MGLRU against the classic LRU in one sweep; memory.high.
+        let v: Variant = "mg=--mglru on --mem-high 24M".parse().unwrap();
+        assert_eq!(v.options.mglru, Some(true));
+        assert_eq!(v.options.mem_high, Some(24 << 20));
+        assert_eq!(v.options.summary(), "mglru=on mem-high=24M");
+        let v: Variant = "lru=--mglru=off".parse().unwrap();
+        assert_eq!(v.options.mglru, Some(false));
+        let e = "x=--mglru maybe"
+            .parse::<Variant>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must be on or off"), "{e}");
         let v: Variant = "fresh=--flush-stats 1ms".parse().unwrap();
         assert_eq!(v.options.flush_stats, Some(Duration::from_millis(1)));
         assert_eq!(v.options.summary(), "flush-stats=1ms");
