@@ -243,6 +243,55 @@ impl CgroupFs {
     }
 }
 
+/// Refuses controller changes swaplab does not make: only `memory`, only in
+/// a cgroup2 directory under /sys/fs/cgroup (so a tampered journal cannot
+/// make swaplab write elsewhere as root).
+pub fn check_controller_undo(root: &Path, controller: &str) -> Result<()> {
+    let s = root.to_string_lossy();
+    if controller != "memory" || !s.starts_with("/sys/fs/cgroup") || s.contains("..") {
+        return Err(Error::unsupported(
+            format!("refusing to change {controller} in {}/cgroup.subtree_control", root.display()),
+            "swaplab only enables and disables `memory` in cgroup2 directories under /sys/fs/cgroup",
+            "the journal may have been edited by hand; remove it",
+        ));
+    }
+    Ok(())
+}
+
+/// Takes `controller` out of `root`'s `cgroup.subtree_control` (the undo of
+/// swaplab enabling it). Succeeds when it is already out or `root` is gone.
+/// When other groups (someone else's, or another running swaplab
+/// session's) now use the controller, it is left on (with a note on
+/// stderr): turning it off would take it away from them.
+pub fn disable_subtree_controller(root: &Path, controller: &str) -> Result<()> {
+    check_controller_undo(root, controller)?;
+    let file = root.join("cgroup.subtree_control");
+    if !file.exists() || !words(&file).iter().any(|c| c == controller) {
+        return Ok(());
+    }
+    // Before swaplab enabled it no child had the controller, and the
+    // session's own groups are removed before this undo runs: children that
+    // have it now were made since (by someone else, or by another swaplab
+    // session that is still running) and rely on it.
+    let others: Vec<String> = fs::read_dir(root)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().join(format!("{controller}.stat")).exists())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !others.is_empty() {
+        eprintln!(
+            "swaplab: left +{controller} in {} (groups made since swaplab enabled it use it: {}); remove it by hand when they are gone",
+            file.display(),
+            others.join(", ")
+        );
+        return Ok(());
+    }
+    fs::write(&file, format!("-{controller}")).map_err(|e| Error::io("writing", &file, e))
+}
+
 fn words(path: &Path) -> Vec<String> {
     fs::read_to_string(path)
         .map(|s| s.split_whitespace().map(str::to_string).collect())
@@ -493,6 +542,26 @@ impl Cgroup {
                 util::write_str(&memsw, &v1_value(memsw_target))
             }
         }
+    }
+
+    /// Sets the v2 throttling threshold `memory.high` (`None`: `max`, no
+    /// throttling). Above it the kernel reclaims the group's memory and
+    /// slows its allocations instead of OOM-killing. cgroup v1 has no
+    /// equivalent (its soft limit only steers global reclaim): an error.
+    pub fn set_high(&self, bytes: Option<u64>) -> Result<()> {
+        if self.version == CgroupVersion::V1 {
+            return Err(Error::unsupported(
+                "cgroup v1 has no memory.high",
+                "the throttling limit exists only in cgroup v2 (v1's soft limit is not the same)",
+                "use --mem-limit on this machine, or run on a cgroup v2 machine",
+            ));
+        }
+        let p = self.require_file(
+            "memory.high",
+            "the group has no memory controller",
+            "enable `memory` in the parent's cgroup.subtree_control",
+        )?;
+        util::write_str(&p, &v2_value(bytes))
     }
 
     /// Sets the group's own swappiness (cgroup v1 `memory.swappiness` only).
@@ -805,6 +874,8 @@ pub struct CgroupOptions {
     pub limits: MemoryLimits,
     /// Per-group swappiness (v1 only).
     pub swappiness: Option<u32>,
+    /// v2 `memory.high` (throttling threshold); an error on v1.
+    pub high: Option<u64>,
     /// Add a v2 PSI companion: `None` = when the memory group is v1 and a
     /// cgroup2 hierarchy is mounted; `Some(false)` = never; `Some(true)` = always
     /// (an error if there is no cgroup2 hierarchy).

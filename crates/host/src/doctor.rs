@@ -98,6 +98,8 @@ pub enum Need {
     ProcessMadvise,
     /// userfaultfd(2).
     Userfaultfd,
+    /// The multi-generational LRU, switchable (`/sys/kernel/mm/lru_gen/enabled`).
+    Mglru,
 }
 
 impl Need {
@@ -121,6 +123,7 @@ impl Need {
             Need::Kpageflags => "kpageflags",
             Need::ProcessMadvise => "process_madvise",
             Need::Userfaultfd => "userfaultfd",
+            Need::Mglru => "mglru",
         }
     }
 }
@@ -148,6 +151,7 @@ impl Doctor {
         probes.push(probe_process_madvise());
         probes.push(probe_userfaultfd());
         probes.extend(probe_knobs());
+        probes.push(probe_mglru(Path::new(MGLRU_DIR)));
         DoctorReport {
             kernel_release: util::read_trimmed(Path::new("/proc/sys/kernel/osrelease"))
                 .unwrap_or_default(),
@@ -384,7 +388,7 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
         if children_ok {
             Status::Ok
         } else {
-            Status::Missing
+            Status::Partial
         },
         format!(
             "{} at {}{}{}",
@@ -396,16 +400,16 @@ fn probe_cgroups(mounts: &CgroupMounts) -> Vec<Probe> {
             if children_ok {
                 ""
             } else {
-                " (but `memory` is not in cgroup.subtree_control)"
+                " (`memory` is not in cgroup.subtree_control: swaplab adds it for its runs and removes it after, journaled)"
             },
             v2_note
         ),
-        if children_ok { &[] } else { limit_disables },
+        &[],
         if children_ok {
             String::new()
         } else {
             format!(
-                "echo +memory > {}/cgroup.subtree_control",
+                "nothing (or enable it for good: echo +memory > {}/cgroup.subtree_control)",
                 fs.root.display()
             )
         },
@@ -1183,6 +1187,53 @@ fn probe_userfaultfd() -> Probe {
             ),
         },
     }
+}
+
+/// Where MGLRU's switches live.
+pub const MGLRU_DIR: &str = "/sys/kernel/mm/lru_gen";
+
+/// MGLRU's state from `dir` (`enabled`, `min_ttl_ms`): the real
+/// [`MGLRU_DIR`], or a fake tree in tests.
+pub fn probe_mglru(dir: &Path) -> Probe {
+    let disables = &[
+        "--mglru on|off (run, sweep)",
+        "comparing MGLRU with the classic LRU",
+    ];
+    let enabled = dir.join("enabled");
+    let Ok(raw) = fs::read_to_string(&enabled) else {
+        return probe(
+            "mglru",
+            Status::Missing,
+            format!(
+                "this kernel has no {} (built without CONFIG_LRU_GEN): only the classic active/inactive LRU",
+                enabled.display()
+            ),
+            disables,
+            "use a kernel built with CONFIG_LRU_GEN (Linux 6.1+; Debian's 6.1 has it off at boot, 6.12 on)",
+        );
+    };
+    let Some(mask) = crate::sysctl::parse_mask(&raw) else {
+        return probe(
+            "mglru",
+            Status::Missing,
+            format!("unreadable {}: {:?}", enabled.display(), raw.trim()),
+            disables,
+            "",
+        );
+    };
+    let ttl = fs::read_to_string(dir.join("min_ttl_ms"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "absent".into());
+    probe(
+        "mglru",
+        Status::Ok,
+        format!(
+            "{} (enabled {mask:#06x}), min_ttl_ms {ttl}; switchable with --mglru on|off",
+            if mask & 1 != 0 { "on" } else { "off" }
+        ),
+        &[],
+        "",
+    )
 }
 
 fn probe_knobs() -> Vec<Probe> {

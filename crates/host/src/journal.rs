@@ -99,6 +99,15 @@ pub enum Undo {
         /// Its hierarchy's version.
         version: CgroupVersion,
     },
+    /// Take a controller out of a cgroup2 directory's
+    /// `cgroup.subtree_control` again (swaplab enabled it there so that its
+    /// groups get the controller). Only `memory` under /sys/fs/cgroup.
+    DisableController {
+        /// The cgroup2 directory (a mount root) whose subtree_control changed.
+        path: PathBuf,
+        /// The controller (`memory`).
+        controller: String,
+    },
     /// Remove a private tracefs instance (rmdir, which also frees its ring
     /// buffers). Only directories under `.../tracing/instances/` named
     /// `swaplab-*` are removed.
@@ -131,6 +140,11 @@ impl fmt::Display for Undo {
             Undo::RemoveTracefsInstance { path } => {
                 write!(f, "remove tracefs instance {}", path.display())
             }
+            Undo::DisableController { path, controller } => write!(
+                f,
+                "write -{controller} to {}/cgroup.subtree_control",
+                path.display()
+            ),
             Undo::ReleaseTracefs { mountpoint } => write!(
                 f,
                 "unmount tracefs at {} if swaplab mounted it and no session uses it",
@@ -236,6 +250,9 @@ impl Undo {
                 .remove(CGROUP_REMOVE_TIMEOUT)
             }
             Undo::RemoveTracefsInstance { path } => remove_tracefs_instance(path),
+            Undo::DisableController { path, controller } => {
+                crate::cgroup::disable_subtree_controller(path, controller)
+            }
             Undo::ReleaseTracefs { mountpoint } => {
                 if mountpoint != Path::new(crate::tracefs::MOUNTPOINT) {
                     return Err(Error::unsupported(
@@ -710,13 +727,13 @@ impl Session {
         if !Knob::is_restorable_path(&knob.path) {
             return Err(Error::unsupported(
                 format!("swaplab does not manage {}", knob.path.display()),
-                "only kernel tunables under /proc/sys, THP, zswap and zram can be changed and restored",
+                "only kernel tunables under /proc/sys, THP, zswap, zram and MGLRU can be changed and restored",
                 "",
             ));
         }
         self.lock_global()?;
         let previous = knob.read()?;
-        if previous == value.trim() {
+        if crate::sysctl::same_value(knob.format, &previous, value.trim()) {
             return Ok(previous);
         }
         self.journal.record(Undo::RestoreKnob {
@@ -733,6 +750,25 @@ impl Session {
             return Err(e);
         }
         Ok(previous)
+    }
+
+    /// Turns MGLRU on or off for the rest of the session (restored after),
+    /// through [`Session::set_knob`] on `/sys/kernel/mm/lru_gen/enabled`.
+    /// `on` writes `y` (every capability the kernel offers). Fails with a
+    /// clear message on a kernel without lru_gen. Returns the previous mask.
+    pub fn set_mglru(&mut self, on: bool) -> Result<String> {
+        let knob = Knob::mglru_enabled();
+        if !knob.exists() {
+            return Err(Error::unsupported(
+                format!("cannot turn MGLRU {}", if on { "on" } else { "off" }),
+                format!(
+                    "this kernel has no {} (built without CONFIG_LRU_GEN)",
+                    knob.path.display()
+                ),
+                "leave out --mglru, or use a kernel with CONFIG_LRU_GEN (Linux 6.1+)",
+            ));
+        }
+        self.set_knob(&knob, if on { "y" } else { "n" })
     }
 
     /// Sets a sysctl by name (`vm.swappiness`), see [`Session::set_knob`].
@@ -909,6 +945,12 @@ impl Session {
                 break n;
             }
         };
+        if mem_fs.version == CgroupVersion::V2
+            && mem_fs.root_controllers().iter().any(|c| c == "memory")
+            && !mem_fs.children_have_memory()
+        {
+            self.enable_memory_controller(&mem_fs)?;
+        }
         let memory = self.make_group(&mem_fs, &name, true)?;
         let psi = match &psi_fs {
             Some(fs) => Some(self.make_group(fs, &name, false)?),
@@ -920,7 +962,35 @@ impl Session {
         if let Some(s) = opts.swappiness {
             memory.set_swappiness(s)?;
         }
+        if let Some(h) = opts.high {
+            memory.set_high(Some(h))?;
+        }
         Ok(MemoryGroup { memory, psi })
+    }
+
+    /// Writes `+memory` to the hierarchy root's `cgroup.subtree_control`
+    /// (so swaplab's groups get the memory controller), recording
+    /// `-memory` first. Systemd machines have it on already; a bare v2
+    /// machine (a guest, a container host) does not.
+    fn enable_memory_controller(&mut self, fs: &crate::cgroup::CgroupFs) -> Result<()> {
+        self.lock_global()?;
+        if fs.children_have_memory() {
+            return Ok(());
+        }
+        let undo = Undo::DisableController {
+            path: fs.root.clone(),
+            controller: "memory".into(),
+        };
+        crate::cgroup::check_controller_undo(&fs.root, "memory")?;
+        self.journal.record(undo)?;
+        let file = fs.root.join("cgroup.subtree_control");
+        if let Err(e) = util::write_str(&file, "+memory") {
+            if !fs.children_have_memory() {
+                let _ = self.journal.forget_last();
+            }
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn make_group(

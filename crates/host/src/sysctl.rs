@@ -26,6 +26,10 @@ pub enum Format {
     Bracketed,
     /// A boolean module parameter shown as `Y` or `N`.
     YesNo,
+    /// A bit mask shown in hex (`0x0007`), written as a number or `y`/`n`
+    /// (MGLRU's `/sys/kernel/mm/lru_gen/enabled`): `y` means "every bit the
+    /// kernel offers", so after writing `y` any non-zero mask counts as taken.
+    Mask,
 }
 
 /// A kernel tunable: a display name and its file.
@@ -46,6 +50,7 @@ const RESTORABLE_PREFIXES: &[&str] = &[
     "/sys/kernel/mm/transparent_hugepage/",
     "/sys/module/zswap/parameters/",
     "/sys/block/zram",
+    "/sys/kernel/mm/lru_gen/",
 ];
 
 impl Knob {
@@ -94,6 +99,23 @@ impl Knob {
             name: format!("zswap.{param}"),
             path: PathBuf::from("/sys/module/zswap/parameters").join(param),
             format,
+        }
+    }
+    /// MGLRU on/off: /sys/kernel/mm/lru_gen/enabled (a hex mask; write
+    /// `y`/`n`). Absent on kernels built without CONFIG_LRU_GEN.
+    pub fn mglru_enabled() -> Knob {
+        Knob {
+            name: "mglru.enabled".into(),
+            path: "/sys/kernel/mm/lru_gen/enabled".into(),
+            format: Format::Mask,
+        }
+    }
+    /// MGLRU's thrashing-prevention window: /sys/kernel/mm/lru_gen/min_ttl_ms.
+    pub fn mglru_min_ttl_ms() -> Knob {
+        Knob {
+            name: "mglru.min_ttl_ms".into(),
+            path: "/sys/kernel/mm/lru_gen/min_ttl_ms".into(),
+            format: Format::Plain,
         }
     }
     /// The compression algorithm of zram device `n` (bracketed list).
@@ -217,9 +239,16 @@ impl Knob {
     }
 }
 
-fn same_value(format: Format, now: &str, wanted: &str) -> bool {
+/// True when a knob reading `now` holds the value `wanted` (as written).
+pub fn same_value(format: Format, now: &str, wanted: &str) -> bool {
     match format {
         Format::YesNo => yes_no(now) == yes_no(wanted),
+        Format::Mask => match (parse_mask(now), wanted) {
+            (Some(n), "y" | "Y") => n != 0,
+            (Some(n), "n" | "N") => n == 0,
+            (Some(n), w) => parse_mask(w) == Some(n),
+            (None, _) => false,
+        },
         _ => now == wanted,
     }
 }
@@ -229,6 +258,19 @@ fn yes_no(v: &str) -> Option<bool> {
         "Y" | "y" | "1" => Some(true),
         "N" | "n" | "0" => Some(false),
         _ => None,
+    }
+}
+
+/// A mask as the kernel shows or accepts it: `0x0007`, `7`, `n` (0).
+/// `y` has no fixed value (every bit the kernel offers): `None`.
+pub fn parse_mask(text: &str) -> Option<u32> {
+    let t = text.trim();
+    if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u32::from_str_radix(h, 16).ok();
+    }
+    match t {
+        "n" | "N" => Some(0),
+        _ => t.parse().ok(),
     }
 }
 
@@ -247,6 +289,9 @@ pub fn parse_value(format: Format, raw: &str) -> std::result::Result<String, Str
             .find(|w| w.starts_with('[') && w.ends_with(']') && w.len() > 2)
             .map(|w| w[1..w.len() - 1].to_string())
             .ok_or_else(|| "expected a list with the current choice in [brackets]".into()),
+        Format::Mask => parse_mask(raw)
+            .map(|m| format!("0x{m:04x}"))
+            .ok_or_else(|| "expected a hex mask such as 0x0007".into()),
     }
 }
 
@@ -265,6 +310,8 @@ impl FromStr for Knob {
             "thp" | "thp.enabled" => Ok(Knob::thp_enabled()),
             "thp.defrag" => Ok(Knob::thp_defrag()),
             "zswap" | "zswap.enabled" => Ok(Knob::zswap_enabled()),
+            "mglru" | "mglru.enabled" => Ok(Knob::mglru_enabled()),
+            "mglru.min_ttl_ms" => Ok(Knob::mglru_min_ttl_ms()),
             _ if s.starts_with("zswap.") && s.len() > 6 => {
                 let p = &s[6..];
                 if p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -325,6 +372,24 @@ impl KnobSnapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mglru_mask_values() {
+        // As lru_gen/enabled shows them (mm/vmscan.c prints "0x%04x").
+        assert_eq!(parse_value(Format::Mask, "0x0007\n").unwrap(), "0x0007");
+        assert_eq!(parse_value(Format::Mask, "0x0000").unwrap(), "0x0000");
+        assert_eq!(parse_value(Format::Mask, "5").unwrap(), "0x0005");
+        assert!(parse_value(Format::Mask, "on").is_err());
+        // `y` enables every capability the kernel has: any non-zero mask.
+        assert!(same_value(Format::Mask, "0x0003", "y"));
+        assert!(!same_value(Format::Mask, "0x0000", "y"));
+        assert!(same_value(Format::Mask, "0x0000", "n"));
+        assert!(same_value(Format::Mask, "0x0007", "7"));
+        assert!(!same_value(Format::Mask, "0x0007", "0x0001"));
+        let k: Knob = "mglru".parse().unwrap();
+        assert_eq!(k.path, Path::new("/sys/kernel/mm/lru_gen/enabled"));
+        assert!(Knob::is_restorable_path(&k.path));
+    }
 
     #[test]
     fn bracket_and_yes_no_parsing() {

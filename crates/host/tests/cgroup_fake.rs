@@ -360,3 +360,64 @@ fn session_journals_fake_groups_and_removes_them() {
     );
     assert!(!s.journal_path().exists());
 }
+
+#[test]
+fn memory_high_is_v2_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs_ = fake_v2_root(dir.path(), "memory\n", "memory\n");
+    let g = fs_.create("swaplab-high", true).unwrap();
+    // Absent file (no memory controller in the group): a clear error.
+    let e = g.set_high(Some(1 << 20)).unwrap_err().to_string();
+    assert!(e.contains("memory.high"), "{e}");
+    fs::write(g.file("memory.high"), "max\n").unwrap();
+    g.set_high(Some(48 << 20)).unwrap();
+    assert_eq!(
+        fs::read_to_string(g.file("memory.high")).unwrap(),
+        "50331648"
+    );
+    g.set_high(None).unwrap();
+    assert_eq!(fs::read_to_string(g.file("memory.high")).unwrap(), "max");
+    let v1 = CgroupFs::new(dir.path(), CgroupVersion::V1)
+        .create("swaplab-high-v1", true)
+        .unwrap();
+    let e = v1.set_high(Some(1 << 20)).unwrap_err().to_string();
+    assert!(e.contains("cgroup v1 has no memory.high"), "{e}");
+    assert!(e.contains("--mem-limit"), "{e}");
+}
+
+#[test]
+fn controller_undo_is_limited_to_memory_under_sys_fs_cgroup() {
+    use swaplab_host::cgroup::disable_subtree_controller;
+    // A tampered journal cannot make swaplab write elsewhere as root.
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("cgroup.subtree_control"), "memory\n").unwrap();
+    let e = disable_subtree_controller(dir.path(), "memory")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("refusing"), "{e}");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("cgroup.subtree_control")).unwrap(),
+        "memory\n"
+    );
+    for (root, ctl) in [
+        ("/sys/fs/cgroup", "cpu"),
+        ("/sys/fs/cgroup/../../etc", "memory"),
+    ] {
+        let e = disable_subtree_controller(Path::new(root), ctl)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("refusing"), "{root} {ctl}: {e}");
+    }
+    // The undo as journaled: JSON with its path and controller.
+    let u = Undo::DisableController {
+        path: "/sys/fs/cgroup".into(),
+        controller: "memory".into(),
+    };
+    let j = serde_json::to_string(&u).unwrap();
+    assert!(j.contains("\"undo\":\"disable_controller\""), "{j}");
+    assert_eq!(serde_json::from_str::<Undo>(&j).unwrap(), u);
+    assert_eq!(
+        u.to_string(),
+        "write -memory to /sys/fs/cgroup/cgroup.subtree_control"
+    );
+}

@@ -165,6 +165,10 @@ pub struct RunOptions {
     pub mem_limit: Option<LimitSpec>,
     /// Cap on the group's memory in swap (`0` forbids swapping).
     pub swap_limit: Option<u64>,
+    /// cgroup v2 `memory.high`: above it the group is reclaimed and slowed,
+    /// not OOM-killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_high: Option<u64>,
     /// Swap areas set up for the run (empty: use what the machine has).
     pub swap: Vec<SwapSpec>,
     /// `vm.swappiness` (and the v1 group's memory.swappiness).
@@ -173,6 +177,9 @@ pub struct RunOptions {
     pub page_cluster: Option<u32>,
     /// THP mode: always, madvise or never.
     pub thp: Option<String>,
+    /// MGLRU on (`true`) or off for the run (`/sys/kernel/mm/lru_gen/enabled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mglru: Option<bool>,
     /// Kill the whole group after this long.
     #[serde(with = "opt_duration_ns")]
     pub timeout: Option<Duration>,
@@ -252,6 +259,7 @@ impl RunOptions {
         RunOptions {
             mem_limit: over.mem_limit.or(self.mem_limit),
             swap_limit: over.swap_limit.or(self.swap_limit),
+            mem_high: over.mem_high.or(self.mem_high),
             swap: if over.swap.is_empty() {
                 self.swap.clone()
             } else {
@@ -260,6 +268,7 @@ impl RunOptions {
             swappiness: over.swappiness.or(self.swappiness),
             page_cluster: over.page_cluster.or(self.page_cluster),
             thp: over.thp.clone().or_else(|| self.thp.clone()),
+            mglru: over.mglru.or(self.mglru),
             timeout: over.timeout.or(self.timeout),
             hints: over.hints.clone().or_else(|| self.hints.clone()),
             trace: over.trace.clone().or_else(|| self.trace.clone()),
@@ -280,11 +289,17 @@ impl RunOptions {
         if let Some(t) = &self.thp {
             parts.push(format!("thp={t}"));
         }
+        if let Some(m) = self.mglru {
+            parts.push(format!("mglru={}", on_off(m)));
+        }
         for s in &self.swap {
             parts.push(format!("swap={s}"));
         }
         if let Some(s) = self.swap_limit {
             parts.push(format!("swap-limit={}", format_size(s)));
+        }
+        if let Some(h) = self.mem_high {
+            parts.push(format!("mem-high={}", format_size(h)));
         }
         if let Some(t) = self.timeout {
             parts.push(format!("timeout={}", format_duration(t)));
@@ -351,6 +366,24 @@ impl FromStr for Variant {
     }
 }
 
+/// `on` or `off`.
+pub fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// Parses `--mglru on|off`.
+pub fn parse_on_off(flag: &str, v: &str) -> Result<bool> {
+    match v {
+        "on" | "y" | "yes" | "1" => Ok(true),
+        "off" | "n" | "no" | "0" => Ok(false),
+        _ => Err(Error::Invalid(format!("{flag} {v:?}: must be on or off"))),
+    }
+}
+
 /// Parses run-option words (as in a variant). Returns the options and the
 /// command given with `cmd=`.
 pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<String>>)> {
@@ -393,8 +426,10 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
             "--page-cluster" => o.page_cluster = Some(num(flag, value()?)?),
             "--swappiness" => o.swappiness = Some(num(flag, value()?)?),
             "--thp" => o.thp = Some(value()?),
+            "--mglru" => o.mglru = Some(parse_on_off(flag, &value()?)?),
             "--swap" => o.swap.push(value()?.parse()?),
             "--swap-limit" => o.swap_limit = Some(parse_size(&value()?)?),
+            "--mem-high" => o.mem_high = Some(parse_size(&value()?)?),
             "--timeout" => o.timeout = Some(parse_duration(&value()?)?),
             "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
             "--hints" => o.hints = Some(PathBuf::from(value()?)),
@@ -402,7 +437,7 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
             "--prefetch" => o.prefetch = Some(value()?.parse()?),
             other => {
                 return Err(Error::Invalid(format!(
-                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --swap, --swap-limit, --timeout, --mem-limit, --hints, --flush-stats, --prefetch, cmd=...)"
+                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --mglru, --swap, --swap-limit, --mem-high, --timeout, --mem-limit, --hints, --flush-stats, --prefetch, cmd=...)"
                 )))
             }
         }
@@ -569,6 +604,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("leap, stride or thread"), "{e}");
+        // MGLRU against the classic LRU in one sweep; memory.high.
+        let v: Variant = "mg=--mglru on --mem-high 24M".parse().unwrap();
+        assert_eq!(v.options.mglru, Some(true));
+        assert_eq!(v.options.mem_high, Some(24 << 20));
+        assert_eq!(v.options.summary(), "mglru=on mem-high=24M");
+        let v: Variant = "lru=--mglru=off".parse().unwrap();
+        assert_eq!(v.options.mglru, Some(false));
+        let e = "x=--mglru maybe"
+            .parse::<Variant>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("must be on or off"), "{e}");
         let v: Variant = "fresh=--flush-stats 1ms".parse().unwrap();
         assert_eq!(v.options.flush_stats, Some(Duration::from_millis(1)));
         assert_eq!(v.options.summary(), "flush-stats=1ms");
@@ -589,6 +636,7 @@ mod tests {
             "a b=--thp never",
             "x=--thp sometimes",
             "x=--swappiness 500",
+            "x=--mglru maybe",
             "x=--bogus 1",
             "x=--page-cluster",
             "x=cmd=",

@@ -220,10 +220,12 @@ impl Lab {
             options: RunOptions {
                 mem_limit: Some(LimitSpec::None),
                 swap_limit: None,
+                mem_high: None,
                 swap: Vec::new(),
                 swappiness: None,
                 page_cluster: None,
                 thp: options.thp.clone(),
+                mglru: None,
                 timeout: options.timeout,
                 hints: None,
                 trace: None,
@@ -431,6 +433,9 @@ impl Lab {
             if let Some(t) = &opts.thp {
                 session.set_knob(&Knob::thp_enabled(), t)?;
             }
+            if let Some(on) = opts.mglru {
+                session.set_mglru(on)?;
+            }
             self.check_signal()?;
             let v1 =
                 CgroupMounts::detect()?.memory_fs().map(|f| f.version) == Some(CgroupVersion::V1);
@@ -440,6 +445,7 @@ impl Lab {
                     swap: opts.swap_limit,
                 },
                 swappiness: if v1 { opts.swappiness } else { None },
+                high: opts.mem_high,
                 ..Default::default()
             })?;
             Ok(group)

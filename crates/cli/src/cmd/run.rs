@@ -18,6 +18,10 @@ pub struct SettingArgs {
     /// Cap on the group's memory in swap (0 forbids swapping).
     #[arg(long, value_name = "SIZE")]
     pub swap_limit: Option<String>,
+    /// cgroup v2 memory.high for the group: above it the kernel reclaims and slows the
+    /// program instead of OOM-killing it. cgroup v1 has no equivalent (an error there).
+    #[arg(long, value_name = "SIZE")]
+    pub mem_high: Option<String>,
     /// vm.swappiness (0..200) during the run (and the v1 group's memory.swappiness).
     #[arg(long, value_name = "N")]
     pub swappiness: Option<u32>,
@@ -27,6 +31,10 @@ pub struct SettingArgs {
     /// Transparent huge pages during the run.
     #[arg(long, value_name = "MODE", value_parser = ["always", "madvise", "never"])]
     pub thp: Option<String>,
+    /// The multi-generational LRU (/sys/kernel/mm/lru_gen/enabled) during the run; restored
+    /// after. Recorded in every run either way. A kernel without lru_gen refuses it.
+    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
+    pub mglru: Option<String>,
     /// Kill the whole cgroup after this long (250ms, 30s, 5m); recorded as a timeout.
     #[arg(long, value_name = "T")]
     pub timeout: Option<String>,
@@ -56,6 +64,11 @@ impl SettingArgs {
                 .as_deref()
                 .map(swaplab_host::util::parse_size)
                 .transpose()?,
+            mem_high: self
+                .mem_high
+                .as_deref()
+                .map(swaplab_host::util::parse_size)
+                .transpose()?,
             swap: self
                 .swap
                 .iter()
@@ -64,6 +77,7 @@ impl SettingArgs {
             swappiness: self.swappiness,
             page_cluster: self.page_cluster,
             thp: self.thp.clone(),
+            mglru: self.mglru.as_deref().map(|v| v == "on"),
             timeout: self.timeout.as_deref().map(parse_duration).transpose()?,
             hints: self.hints.clone(),
             trace: None,
@@ -125,9 +139,10 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub settings: SettingArgs,
     /// A variant, repeatable: NAME="ARGS" with run options (--page-cluster 0, --swappiness N,
-    /// --thp MODE, --swap SPEC, --swap-limit SIZE, --timeout T, --hints FILE, --flush-stats T,
-    /// --prefetch SPEC) and/or cmd=PROGRAM ARGS to
-    /// replace the command. Without variants the sweep has one, `default`.
+    /// --thp MODE, --mglru on|off, --swap SPEC, --swap-limit SIZE, --mem-high SIZE, --timeout T,
+    /// --hints FILE,
+    /// --flush-stats T, --prefetch SPEC) and/or cmd=PROGRAM ARGS to
+    /// replace the command (compare MGLRU: --variant lru="--mglru off" --variant mglru="--mglru on"). Without variants the sweep has one, `default`.
     #[arg(long = "variant", value_name = "NAME=ARGS")]
     pub variants: Vec<String>,
     /// Skip a variant's smaller limits once one of its cells timed out.

@@ -402,6 +402,47 @@ pub fn linux_config(c: &ConfigSource<'_>) -> Vec<(String, String)> {
     v
 }
 
+/// Metrics whose meaning changes under MGLRU (`/sys/kernel/mm/lru_gen`),
+/// with why. Measured in Debian's guests (docs/kernels.md): on 6.1 with
+/// MGLRU on, `workingset_refault_anon` was 27–31 for 24 600 swap-ins (equal
+/// to them with MGLRU off); 6.12's MGLRU counts them again.
+pub const MGLRU_METRICS: &[(&str, &str)] = &[
+    ("refault_anon_pages", "MGLRU tracks refaults by generation, not by the shadow entries of the active/inactive lists: on 6.1 workingset_refault_anon counts almost none for the same swapping (6.12 counts them again)"),
+    ("memory.stat active_*/inactive_*", "under MGLRU these split the generations into two halves; they are not the classic active/inactive lists"),
+    ("workingset_activate_*, workingset_restore_*", "MGLRU promotes pages between generations instead of activating them"),
+];
+
+/// The report note on MGLRU for these runs' settings: `None` when no run
+/// had MGLRU on (the metrics mean what the classic LRU makes them mean).
+pub fn mglru_note<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Option<String> {
+    let (mut on, mut off) = (0usize, 0usize);
+    for r in runs {
+        match r.settings.as_ref().and_then(|s| s.mglru) {
+            Some(m) if m.enabled() => on += 1,
+            _ => off += 1,
+        }
+    }
+    if on == 0 {
+        return None;
+    }
+    let what: Vec<String> = MGLRU_METRICS
+        .iter()
+        .map(|(m, why)| format!("{m}: {why}"))
+        .collect();
+    let mix = if off > 0 {
+        format!(
+            " ({on} of {} runs; do not compare these metrics across the two)",
+            on + off
+        )
+    } else {
+        String::new()
+    };
+    Some(format!(
+        "MGLRU was on{mix}. Metrics that mean something different under MGLRU: {}.",
+        what.join("; ")
+    ))
+}
+
 /// The record's run directory files that exist, with what they hold.
 pub(crate) fn existing(files: Vec<(PathBuf, &str)>) -> Vec<swaplab_report::DataFile> {
     files
@@ -412,4 +453,60 @@ pub(crate) fn existing(files: Vec<(PathBuf, &str)>) -> Vec<swaplab_report::DataF
             about: about.to_string(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod mglru_tests {
+    use super::*;
+    use crate::options::RunOptions;
+    use crate::record::{Mglru, Role};
+
+    fn record(c: &Catalog, mglru: Option<Mglru>) -> RunRecord {
+        let mut rec = c
+            .begin_run(
+                &["true".into()],
+                &["/bin/true".into()],
+                &RunOptions::default(),
+                "none",
+                None,
+                Role::Measure,
+                None,
+            )
+            .unwrap();
+        rec.settings = Some(Settings {
+            mglru,
+            ..Default::default()
+        });
+        rec
+    }
+
+    #[test]
+    fn the_report_says_which_metrics_change_under_mglru() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(dir.path()).unwrap();
+        let on = Mglru {
+            enabled_mask: 7,
+            min_ttl_ms: Some(0),
+        };
+        let off = Mglru {
+            enabled_mask: 0,
+            min_ttl_ms: Some(0),
+        };
+        // Classic LRU or no lru_gen at all: nothing to say.
+        assert_eq!(
+            mglru_note([&record(&c, Some(off)), &record(&c, None)]),
+            None
+        );
+        let all_on = mglru_note([&record(&c, Some(on))]).unwrap();
+        assert!(all_on.starts_with("MGLRU was on."), "{all_on}");
+        assert!(all_on.contains("refault_anon_pages"), "{all_on}");
+        let mixed = mglru_note([&record(&c, Some(on)), &record(&c, Some(off))]).unwrap();
+        assert!(mixed.contains("(1 of 2 runs; do not compare"), "{mixed}");
+        // Only bit 0 (the core) means MGLRU is in use.
+        let walks_only = Mglru {
+            enabled_mask: 2,
+            min_ttl_ms: None,
+        };
+        assert_eq!(mglru_note([&record(&c, Some(walks_only))]), None);
+    }
 }

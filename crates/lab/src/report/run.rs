@@ -82,6 +82,14 @@ pub(crate) fn reproduce(rec: &RunRecord) -> String {
         argv.push("--page-cluster".into());
         argv.push(v.to_string());
     }
+    if let Some(m) = rec.options.mglru {
+        argv.push("--mglru".into());
+        argv.push(crate::options::on_off(m).into());
+    }
+    if let Some(h) = rec.options.mem_high {
+        argv.push("--mem-high".into());
+        argv.push(h.to_string());
+    }
     if let Some(h) = &rec.options.hints {
         argv.push("--hints".into());
         argv.push(h.display().to_string());
@@ -279,6 +287,7 @@ pub fn run_section(rec: &RunRecord) -> Result<Section> {
     if let Some(e) = &rec.error {
         notes.push(format!("error: {e}"));
     }
+    notes.extend(super::mglru_note([rec]));
     let wall = rec.get("wall_ns").map(|w| format!("{:.3} s", w / 1e9));
     let limit = match rec.limit_bytes {
         Some(b) => format!(
