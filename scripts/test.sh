@@ -57,6 +57,16 @@ else
   status=1
 fi
 
+echo "== guest kernels (scripts/kernels.sh): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
+klog=target/kernels.log
+: > "$klog"
+if [ "${SWAPLAB_KERNELS:-1}" = 0 ] && [ "${CI:-}" != true ]; then
+  echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" | tee "$klog"
+else
+  scripts/kernels.sh 2>&1 | tee "$klog"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+fi
+
 after=$(snapshot)
 # A swaplab session still tearing down (its cgroup is removed after its
 # tasks are gone) is not a leak: give it up to 30 s before judging.
@@ -84,6 +94,15 @@ failed=$((failed + $(py failed) + $(py error)))
 py_skipped=$(py skipped)
 skipped=$((skipped + py_skipped))
 grep -q '^error: the Python package could not be set up' "$pylog" && failed=$((failed + 1))
+# The guest matrix: one "kernel … : N passed, N failed, N skipped" line per
+# configuration; a configuration that did not report, or the matrix
+# skipped, counts as one failure / six skips.
+kg() { grep -E '^kernel .*: [0-9]+ passed' "$klog" | grep -Eo "[0-9]+ $1" | awk '{s+=$1} END {print s+0}'; }
+passed=$((passed + $(kg passed)))
+failed=$((failed + $(kg failed)))
+skipped=$((skipped + $(kg skipped)))
+grep -q 'did not report\|could not' "$klog" && failed=$((failed + 1))
+grep -q '^SKIP guest kernels' "$klog" && skipped=$((skipped + 6))
 # A test binary that did not build or crashed has no result line.
 if grep -Eq '^error(\[|:)' "$log"; then
   echo "cargo reported errors (a build failure or a crashed test binary): see $log"
@@ -99,6 +118,7 @@ if [ "$skipped" -gt 0 ]; then
   echo "skipped tests:"
   sort -u "$SWAPLAB_SKIP_LOG" | sed 's/^SKIP /  /'
   grep -E '^SKIPPED' "$pylog" | sed 's/^SKIPPED \[[0-9]*\] /  python: /'
+  grep -E '^SKIP guest' "$klog" | sed 's/^SKIP /  /'
 fi
 echo "$passed passed, $failed failed, $skipped skipped ($(( $(date +%s) - start )) s)"
 [ "$failed" = 0 ] || status=1
