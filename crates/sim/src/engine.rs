@@ -27,6 +27,10 @@ pub enum SimError {
     UnknownPolicy(String, String),
     #[error("{0}")]
     BadParam(String),
+    /// The device would take all the memory (zram): this combination
+    /// cannot run, others may.
+    #[error("{0}")]
+    NoMemory(String),
     #[error("policy '{policy}' broke the replacement contract at reference {pos}: {what}")]
     Contract {
         policy: String,
@@ -372,7 +376,7 @@ pub fn simulate_costed(
             let peak = r.cost.as_ref().map_or(0, |c| c.peak_stored_pages);
             let held = (ratio * peak as f64).ceil() as usize;
             if held >= capacity {
-                return Err(SimError::BadParam(format!(
+                return Err(SimError::NoMemory(format!(
                     "{}: {peak} pages stored at ratio {ratio} take {held} of the {capacity} pages \
                      of memory, leaving none to the program: give more memory",
                     costs.device

@@ -10,21 +10,22 @@
 //!
 //! Defaults: a 7200 rpm 1 TB desktop disk (datasheet class, e.g. Seagate
 //! Barracuda / WD Blue: track-to-track ~1 ms, full stroke ~15 ms, average
-//! ~8.5 ms, 150 MB/s sustained).
+//! ~8.5 ms, 150 MB/s sustained); cmd_ms = 0.05 (SATA command and
+//! controller overhead, an estimate).
 use super::{page_us, DevStats, Device, DeviceInfo, Io};
 
 pub const INFO: DeviceInfo = DeviceInfo {
     name: "hdd",
     summary:
         "rotating disk: seek by slot distance + half a rotation + transfer; sequential runs cheap",
-    params: "track_ms=1 full_ms=15 rpm=7200 mb_s=150 span=244140625 (slots: 1 TB)",
+    params: "track_ms=1 full_ms=15 rpm=7200 mb_s=150 cmd_ms=0.05 span=244140625 (slots: 1 TB)",
     source: "7200 rpm desktop disk datasheet class; seek curve after Ruemmler & Wilkes 1994",
     build: |c| {
         let p = c.params;
         p.allow_for(
             "device",
             "hdd",
-            &["track_ms", "full_ms", "rpm", "mb_s", "span"],
+            &["track_ms", "full_ms", "rpm", "mb_s", "cmd_ms", "span"],
         )?;
         Ok(Box::new(Hdd::new(
             "hdd",
@@ -32,6 +33,7 @@ pub const INFO: DeviceInfo = DeviceInfo {
             p.real("full_ms", 15.0, 0.0, 1e4)? * 1e3,
             p.real("rpm", 7200.0, 1.0, 1e6)?,
             page_us(p.real("mb_s", 150.0, 0.001, 1e6)?),
+            p.real("cmd_ms", 0.05, 0.0, 1e4)? * 1e3,
             p.int("span", 244_140_625, 1, u64::MAX)?,
         )))
     },
@@ -42,6 +44,7 @@ pub(crate) struct Hdd {
     full: f64,
     half_rot: f64,
     xfer: f64,
+    cmd: f64,
     span: u64,
     /// The slot under the head (one past the last transferred).
     head: u64,
@@ -50,8 +53,17 @@ pub(crate) struct Hdd {
 }
 
 impl Hdd {
-    pub(crate) fn new(name: &str, track: f64, full: f64, rpm: f64, xfer: f64, span: u64) -> Self {
+    pub(crate) fn new(
+        name: &str,
+        track: f64,
+        full: f64,
+        rpm: f64,
+        xfer: f64,
+        cmd: f64,
+        span: u64,
+    ) -> Self {
         Hdd {
+            cmd,
             track,
             full,
             half_rot: 30e6 / rpm,
@@ -117,7 +129,7 @@ mod tests {
         // track 1 ms, full 11 ms, span 10,000 slots: seek(d) = 1 + 10 √(d/10⁴) ms.
         // 6000 rpm: a rotation is 10 ms, half 5 ms. 4.096 MB/s: 1 ms a page.
         let mut d = DeviceSpec::parse(
-            "hdd:track_ms=1:full_ms=11:rpm=6000:mb_s=4.096:span=10000",
+            "hdd:track_ms=1:full_ms=11:rpm=6000:mb_s=4.096:cmd_ms=0:span=10000",
             None,
         )
         .unwrap()
