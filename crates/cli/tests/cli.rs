@@ -623,6 +623,23 @@ fn sim_with_devices_and_fault_paths() {
     ] {
         assert!(table.contains(col), "{col} missing: {table}");
     }
+    // The report draws the time of each device against memory size.
+    let html = d.path().join("r.html");
+    ok(&[
+        "sim",
+        t,
+        "--policy",
+        "lru",
+        "--mem",
+        "2,4",
+        "--device",
+        "ssd,hdd",
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Time in faults against memory size"));
+    assert!(page.contains("lru + none on hdd (kernel)"));
     let list = ok(&["sim", "--list-devices"]);
     for name in ["ssd", "hdd", "zram", "remote", "hybrid", "file", "pfa"] {
         assert!(list.contains(name), "{name} missing: {list}");

@@ -174,7 +174,8 @@ pub fn speedups(res: &[SimResult]) -> Vec<Option<f64>> {
             .as_ref()
             .map(|c| c.predicted_time_s.unwrap_or(c.fault_time_s))
     };
-    let mut first: Vec<((String, u64, Option<String>), f64)> = Vec::new();
+    type Key = (String, u64, Option<String>);
+    let mut first: Vec<(Key, f64)> = Vec::new();
     res.iter()
         .map(|r| {
             let t = time(r)?;

@@ -80,10 +80,10 @@ impl Hdd {
         let d = slot.abs_diff(self.head).min(self.span);
         self.head = slot + 1;
         if d == 0 {
-            self.xfer
+            self.cmd + self.xfer
         } else {
             let seek = self.track + (self.full - self.track) * (d as f64 / self.span as f64).sqrt();
-            seek + self.half_rot + self.xfer
+            self.cmd + seek + self.half_rot + self.xfer
         }
     }
 
