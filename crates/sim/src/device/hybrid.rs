@@ -13,7 +13,9 @@
 //! before); everything else goes to the fast device. The disk lays runs out
 //! one after another (its own slots, from 1, never reused: a log), so a run
 //! written together is read back sequentially; the fast device uses the
-//! engine's slots. `rules=run+refault` (default), `run`, or `none` (all
+//! engine's slots. Each write is issued to its device at the time of its
+//! swap-out (placement is bookkeeping, not a delay), so `rules=none` costs
+//! what the fast device alone costs. `rules=run+refault` (default), `run`, or `none` (all
 //! fast: the fast device alone).
 use super::{DevStats, Device, DeviceSpec, HybridStats, Io};
 use crate::engine::SimError;
@@ -95,7 +97,8 @@ pub(crate) struct Hybrid {
     by_refault: bool,
     run: usize,
     batch: usize,
-    pending: Vec<Io>,
+    /// Swap-outs not yet placed, with the time each was issued.
+    pending: Vec<(Io, f64)>,
     /// Pages on the disk, and their disk slot.
     on_disk: FxHashMap<u32, u64>,
     /// Pages read back from swap at least once.
@@ -112,27 +115,27 @@ impl Hybrid {
             return 0.0;
         }
         let mut b = std::mem::take(&mut self.pending);
-        b.sort_unstable_by_key(|io| io.vpn);
+        b.sort_unstable_by_key(|(io, _)| io.vpn);
         let mut stall = 0.0;
         let mut i = 0;
         while i < b.len() {
             let mut j = i + 1;
-            while j < b.len() && b[j].vpn == b[j - 1].vpn + 1 {
+            while j < b.len() && b[j].0.vpn == b[j - 1].0.vpn + 1 {
                 j += 1;
             }
             let long = self.by_run && j - i >= self.run;
-            for io in &b[i..j] {
+            for &(io, at) in &b[i..j] {
                 let disk = long && !(self.by_refault && self.refaulted.contains(&io.id));
                 if disk {
                     let slot = self.next_disk_slot;
                     self.next_disk_slot += 1;
                     self.on_disk.insert(io.id, slot);
                     self.disk_writes += 1;
-                    stall += self.disk.write(Io { slot, ..*io }, now);
+                    stall += self.disk.write(Io { slot, ..io }, at.min(now));
                 } else {
                     self.on_disk.remove(&io.id);
                     self.fast_writes += 1;
-                    stall += self.fast.write(*io, now);
+                    stall += self.fast.write(io, at.min(now));
                 }
             }
             i = j;
@@ -151,7 +154,7 @@ impl Hybrid {
 
 impl Device for Hybrid {
     fn read(&mut self, io: Io, now: f64) -> f64 {
-        if self.pending.iter().any(|p| p.id == io.id) {
+        if self.pending.iter().any(|p| p.0.id == io.id) {
             self.flush(now);
         }
         if self.by_refault {
@@ -163,7 +166,7 @@ impl Device for Hybrid {
         }
     }
     fn write(&mut self, io: Io, now: f64) -> f64 {
-        self.pending.push(io);
+        self.pending.push((io, now));
         if self.pending.len() >= self.batch {
             self.flush(now)
         } else {
