@@ -536,3 +536,153 @@ fn sim_prefetch_and_range_hints() {
         assert!(l.contains(n), "{l}");
     }
 }
+
+#[test]
+fn sim_with_devices_and_fault_paths() {
+    let d = tempfile::tempdir().unwrap();
+    let t = d.path().join("seq.parquet");
+    let t = t.to_str().unwrap();
+    // Pages 0..7 twice, reads only; LRU with 4 pages. First pass: 8 minor
+    // faults, 0..3 evicted dirty (4 writes). Second pass: 8 majors; 0..3
+    // each evict a dirty page (4..7: 4 more writes), 4..7 evict clean ones.
+    ok(&["gen", "seq:pages=8", "-n", "16", "-o", t]);
+    let v = json(&ok(&[
+        "sim",
+        t,
+        "--policy",
+        "lru",
+        "--mem",
+        "4",
+        "--device",
+        "remote:rtt_us=10:gbit=8,hybrid:ssd+hdd:run=2:batch=4",
+        "--fault-path",
+        "kernel,pfa",
+        "--base-time",
+        "1",
+        "--json",
+    ]));
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let cost = |i: usize| &rows[i]["cost"];
+    let us = |i: usize, k: &str| cost(i)[k].as_f64().unwrap() * 1e6;
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-6;
+    assert_eq!(cost(0)["device"], "remote:gbit=8:rtt_us=10");
+    assert_eq!(cost(1)["fault_path"], "pfa");
+    // remote: rtt 10 µs + 4.096 µs a page. 1 s over 16 references: no
+    // queueing between faults. A major that evicts a dirty page issues the
+    // write at t and the read after 2 µs of reclaim: done max(t + 16.096,
+    // t + 14.096 + 4.096): wait 16.192; without a write, 14.096. Kernel
+    // path: + trap 0.1 + kernel 1.1 + io 3 each.
+    let major = 4.0 * (4.2 + 16.192) + 4.0 * (4.2 + 14.096);
+    assert!(close(us(0, "major_time_s"), major), "{}", cost(0));
+    assert!(close(us(0, "minor_time_s"), 8.0 * 0.5));
+    assert!(close(us(0, "reclaim_time_s"), 8.0 * 2.0));
+    let fault = major + 4.0 + 16.0;
+    assert!(close(us(0, "fault_time_s"), fault));
+    assert!(close(
+        cost(0)["predicted_time_s"].as_f64().unwrap(),
+        1.0 + fault / 1e6
+    ));
+    // pfa: the waits only, and one drain of the 8 fetched pages at the
+    // end: trap 0.1 + 8 × 0.3.
+    let pfa = 4.0 * 16.192 + 4.0 * 14.096 + 0.1 + 8.0 * 0.3;
+    assert!(close(us(1, "major_time_s"), pfa), "{}", cost(1));
+    let dev = &cost(0)["devices"][0];
+    assert_eq!(dev["bytes_written"], 8 * 4096);
+    assert_eq!(dev["reads"], 8);
+    // The hybrid: every batch of 4 evicted pages is one run: all 8 writes
+    // go to the disk, none to the SSD.
+    let h = &cost(2)["hybrid"];
+    assert_eq!(
+        (h["fast_writes"].as_u64(), h["disk_writes"].as_u64()),
+        (Some(0), Some(8))
+    );
+    assert_eq!(h["fast_writes_saved"], 1.0);
+    assert_eq!(cost(2)["devices"][0]["bytes_written"], 0);
+    assert_eq!(cost(2)["devices"][1]["bytes_written"], 8 * 4096);
+    // The table: device columns, the speedup against the first row.
+    let table = ok(&[
+        "sim",
+        t,
+        "--policy",
+        "lru",
+        "--mem",
+        "4",
+        "--device",
+        "ssd,hdd",
+        "--base-time",
+        "1",
+    ]);
+    for col in [
+        "device",
+        "fault_s",
+        "MB_written",
+        "predicted_s",
+        "speedup",
+        "1.000",
+    ] {
+        assert!(table.contains(col), "{col} missing: {table}");
+    }
+    // The report draws the time of each device against memory size.
+    let html = d.path().join("r.html");
+    ok(&[
+        "sim",
+        t,
+        "--policy",
+        "lru",
+        "--mem",
+        "2,4",
+        "--device",
+        "ssd,hdd",
+        "--report",
+        html.to_str().unwrap(),
+    ]);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("Time in faults against memory size"));
+    assert!(page.contains("lru + none on hdd (kernel)"));
+    let list = ok(&["sim", "--list-devices"]);
+    for name in ["ssd", "hdd", "zram", "remote", "hybrid", "file", "pfa"] {
+        assert!(list.contains(name), "{name} missing: {list}");
+    }
+    // Bad input: clear errors.
+    fails(&["sim", t, "--device", "sdd"], "unknown device 'sdd'");
+    fails(&["sim", t, "--base-time", "3"], "add --device");
+    fails(
+        &["sim", t, "--device", "ssd", "--fault-path", "fast"],
+        "unknown fault path",
+    );
+    let bad = d.path().join("bad.toml");
+    std::fs::write(&bad, "kind = \"file\"\n").unwrap();
+    fails(
+        &["sim", t, "--device", bad.to_str().unwrap()],
+        "missing field",
+    );
+    // A profile from the contract's example is a device.
+    let good = d.path().join("p.toml");
+    std::fs::write(
+        &good,
+        "kind = \"file\"\nname = \"file:/swapfile\"\nkernel = \"6.18.0\"\n\
+         measured = \"2026-11-25T20:00:00Z\"\nread_seq_us = 9.5\nread_rand_us = 110.0\n\
+         read_rand_p99_us = 900.0\nwrite_us = 6.0\nread_mb_s = 400.0\nfault_path_us = 1.2\n\
+         minor_fault_us = 0.4\ncompress_ratio = 1.0\n",
+    )
+    .unwrap();
+    let v = json(&ok(&[
+        "sim",
+        t,
+        "--policy",
+        "lru",
+        "--mem",
+        "4",
+        "--device",
+        good.to_str().unwrap(),
+        "--json",
+    ]));
+    // Minor faults cost the profile's 0.4 µs, swap-outs its 6 µs.
+    let c = &v[0]["cost"];
+    assert!(close(c["minor_time_s"].as_f64().unwrap() * 1e6, 8.0 * 0.4));
+    assert!(close(
+        c["reclaim_time_s"].as_f64().unwrap() * 1e6,
+        8.0 * 6.0
+    ));
+}

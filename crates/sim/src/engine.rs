@@ -12,6 +12,7 @@
 //! (Simplification: the kernel maps a read-only first touch of anonymous
 //! memory to the shared zero page, and may free the swap slot of a page
 //! swapped in while swap is more than half full; neither is modelled.)
+use crate::device::{CostReport, Costs, Device, FaultCosts, Io};
 use crate::policy::{Access, Policy, PolicyConfig, PolicySpec, Req};
 use crate::prefetch::{Fault, PrefetchConfig, PrefetchSpec, Prefetcher};
 use rustc_hash::FxHashMap;
@@ -26,6 +27,10 @@ pub enum SimError {
     UnknownPolicy(String, String),
     #[error("{0}")]
     BadParam(String),
+    /// The device would take all the memory (zram): this combination
+    /// cannot run, others may.
+    #[error("{0}")]
+    NoMemory(String),
     #[error("policy '{policy}' broke the replacement contract at reference {pos}: {what}")]
     Contract {
         policy: String,
@@ -90,6 +95,9 @@ pub struct SimResult {
     /// and neither).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coverage: Option<f64>,
+    /// Predicted time and device counters (`sim --device`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostReport>,
 }
 
 /// How many references ahead the engine asks the policy to prefetch: far
@@ -257,6 +265,7 @@ fn run<const CHECK: bool>(
         prefetch: None,
         accuracy: None,
         coverage: None,
+        cost: None,
     })
 }
 
@@ -322,8 +331,84 @@ pub fn simulate_ext(
     let mut r = if extras.is_plain() {
         run::<false>(trace, next_use, spec, capacity, seed, progress)?
     } else {
-        run_ext(trace, next_use, spec, capacity, seed, extras, progress)?
+        run_ext(
+            trace, next_use, spec, capacity, seed, extras, None, progress,
+        )?
     };
+    prefetch_stats(&mut r, extras);
+    Ok(r)
+}
+
+/// Like [`simulate_ext`], with a swap device and a fault path: the result's
+/// `cost` holds the predicted time and the device counters (see
+/// [`crate::device`] and docs/simulator.md, "Devices and fault costs").
+/// Always runs the extended engine. When the device keeps its pages in RAM
+/// (zram), the policy gets `capacity − ⌈ratio × peak stored pages⌉` pages:
+/// the simulation is repeated with that capacity until it no longer
+/// changes (at most 8 rounds); `capacity` in the result stays the memory
+/// given, `cost.effective_capacity` is the policy's.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_costed(
+    trace: &DenseTrace,
+    next_use: Option<&[u32]>,
+    spec: &PolicySpec,
+    capacity: usize,
+    seed: u64,
+    extras: &Extras,
+    costs: &Costs,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<SimResult, SimError> {
+    let capacity = capacity.max(1);
+    let ratio = costs.device.build()?.ram_ratio();
+    let mut cap = capacity;
+    let mut r = run_ext(
+        trace,
+        next_use,
+        spec,
+        cap,
+        seed,
+        extras,
+        Some(costs),
+        progress,
+    )?;
+    if ratio > 0.0 {
+        for _ in 0..8 {
+            let peak = r.cost.as_ref().map_or(0, |c| c.peak_stored_pages);
+            let held = (ratio * peak as f64).ceil() as usize;
+            if held >= capacity {
+                return Err(SimError::NoMemory(format!(
+                    "{}: {peak} pages stored at ratio {ratio} take {held} of the {capacity} pages \
+                     of memory, leaving none to the program: give more memory",
+                    costs.device
+                )));
+            }
+            let next = capacity - held;
+            if next == cap {
+                break;
+            }
+            cap = next;
+            r = run_ext(
+                trace,
+                next_use,
+                spec,
+                cap,
+                seed,
+                extras,
+                Some(costs),
+                &|_| {},
+            )?;
+        }
+        r.capacity = capacity as u64;
+        if let Some(c) = &mut r.cost {
+            c.effective_capacity = Some(cap as u64);
+        }
+    }
+    prefetch_stats(&mut r, extras);
+    Ok(r)
+}
+
+/// The prefetcher's name, accuracy and coverage, when one was given.
+fn prefetch_stats(r: &mut SimResult, extras: &Extras) {
     if let Some(p) = extras.prefetch {
         let c = &r.counters;
         r.prefetch = Some(p.to_string());
@@ -332,7 +417,6 @@ pub fn simulate_ext(
         let d = c.prefetch_used + c.major_faults;
         r.coverage = (d > 0).then(|| c.prefetch_used as f64 / d as f64);
     }
-    Ok(r)
 }
 
 /// Read ahead and not referenced since (by a prefetcher or a willneed hint).
@@ -354,6 +438,9 @@ struct Slots {
     of: Vec<u32>,
     owner: Vec<u32>,
     cursor: usize,
+    /// Slots in use, and their peak.
+    held: u64,
+    peak: u64,
 }
 
 impl Slots {
@@ -362,6 +449,8 @@ impl Slots {
             of: vec![NO; pages],
             owner: vec![NO; 2 * pages + 2],
             cursor: 1,
+            held: 0,
+            peak: 0,
         }
     }
     fn alloc(&mut self, id: u32) {
@@ -380,11 +469,14 @@ impl Slots {
         self.owner[s] = id;
         self.of[id as usize] = s as u32;
         self.cursor = if s + 1 == n { 1 } else { s + 1 };
+        self.held += 1;
+        self.peak = self.peak.max(self.held);
     }
     fn free(&mut self, id: u32) {
         let s = std::mem::replace(&mut self.of[id as usize], NO);
         if s != NO {
             self.owner[s as usize] = NO;
+            self.held -= 1;
         }
     }
 }
@@ -410,9 +502,98 @@ struct Ext<'a> {
     next_of: Vec<u32>,
     name: String,
     pos: usize,
+    cost: Option<CostState>,
+}
+
+/// The time model's state (`simulate_costed`), in µs of the program's clock.
+struct CostState {
+    dev: Box<dyn Device>,
+    fc: FaultCosts,
+    /// The device is read in the faulting task (zram): no `io_us`.
+    sync_dev: bool,
+    /// The program's own time per reference.
+    per_ref: f64,
+    /// Stalls so far: the clock is `per_ref × position + stall`.
+    stall: f64,
+    major: f64,
+    minor: f64,
+    swapcache: f64,
+    reclaim: f64,
+    /// When each read-ahead page's read completes.
+    ready: Vec<f64>,
+    /// Pages fetched by the accelerator since the last drain.
+    pfa_pending: u64,
+    /// The reads of the current fault (the faulting page and read-ahead).
+    reads: Vec<u32>,
+}
+
+impl CostState {
+    fn now(&self, pos: usize) -> f64 {
+        self.per_ref * pos as f64 + self.stall
+    }
+    fn minor_fault(&mut self) {
+        let t = self.fc.trap_us + self.fc.zero_us;
+        self.minor += t;
+        self.stall += t;
+    }
 }
 
 impl Ext<'_> {
+    fn io(&self, id: u32) -> Io {
+        let slot = self.slots.as_ref().map_or(NO, |s| s.of[id as usize]);
+        Io {
+            id,
+            vpn: self.vpn[id as usize],
+            slot: if slot == NO { 0 } else { u64::from(slot) },
+        }
+    }
+
+    /// Issues the current fault's reads in slot order (as the kernel's
+    /// readahead reads its window) and charges the faulting page's wait
+    /// (`target`, on a major fault) through the fault path. Read-ahead
+    /// reads are asynchronous: they only occupy the device and set when
+    /// their page is ready.
+    fn submit_reads(&mut self, target: Option<u32>) {
+        let Some(mut cs) = self.cost.take() else {
+            return;
+        };
+        let now = cs.now(self.pos);
+        let mut reads = std::mem::take(&mut cs.reads);
+        reads.sort_unstable_by_key(|&id| self.io(id).slot);
+        let mut wait = 0.0;
+        for &id in &reads {
+            let done = cs.dev.read(self.io(id), now);
+            if Some(id) == target {
+                wait = done - now;
+            } else {
+                cs.ready[id as usize] = done;
+            }
+        }
+        reads.clear();
+        cs.reads = reads;
+        if target.is_some() {
+            let fc = cs.fc;
+            let t = match fc.pfa_batch {
+                Some(b) => {
+                    cs.pfa_pending += 1;
+                    if cs.pfa_pending == b {
+                        cs.pfa_pending = 0;
+                        wait + fc.trap_us + b as f64 * fc.pfa_page_us
+                    } else {
+                        wait
+                    }
+                }
+                None => {
+                    let io = if cs.sync_dev { 0.0 } else { fc.io_us };
+                    fc.trap_us + fc.kernel_us + io + wait
+                }
+            };
+            cs.major += t;
+            cs.stall += t;
+        }
+        self.cost = Some(cs);
+    }
+
     fn contract(&self, what: String) -> SimError {
         SimError::Contract {
             policy: self.name.clone(),
@@ -432,6 +613,15 @@ impl Ext<'_> {
             self.c.swap_outs += 1;
             if let Some(s) = &mut self.slots {
                 s.alloc(v);
+            }
+            if self.cost.is_some() {
+                let io = self.io(v);
+                if let Some(cs) = &mut self.cost {
+                    let now = cs.now(self.pos);
+                    let t = cs.fc.reclaim_us + cs.dev.write(io, now);
+                    cs.reclaim += t;
+                    cs.stall += t;
+                }
             }
         }
         if vs & PREFETCHED != 0 {
@@ -488,6 +678,9 @@ impl Ext<'_> {
                 self.missed(id, victim)?;
                 self.state[id as usize] = SEEN | RESIDENT | PREFETCHED | flag;
                 self.c.prefetch_reads += 1;
+                if let Some(cs) = &mut self.cost {
+                    cs.reads.push(id);
+                }
                 Ok(())
             }
         }
@@ -528,6 +721,7 @@ fn pinned_pages(hints: &[RangeHint]) -> (Vec<(u64, u64)>, u64) {
     (merged, n)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_ext(
     trace: &DenseTrace,
     next_use: Option<&[u32]>,
@@ -535,6 +729,7 @@ fn run_ext(
     capacity: usize,
     seed: u64,
     extras: &Extras,
+    costs: Option<&Costs>,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SimResult, SimError> {
     let info = spec.info();
@@ -592,7 +787,7 @@ fn run_ext(
         c: Counters::default(),
         resident: 0,
         cap,
-        slots: pf_slots.then(|| Slots::new(pages)),
+        slots: (pf_slots || costs.is_some()).then(|| Slots::new(pages)),
         pf,
         pf_slots,
         vpn: &trace.pages,
@@ -613,6 +808,28 @@ fn run_ext(
         },
         name: spec.to_string(),
         pos: 0,
+        cost: match costs {
+            Some(k) => {
+                let dev = k.device.build()?;
+                Some(CostState {
+                    sync_dev: dev.synchronous(),
+                    dev,
+                    fc: k.fault_path.costs(k.device.profile())?,
+                    per_ref: k
+                        .base_time_s
+                        .map_or(0.0, |b| b * 1e6 / (trace.ids.len().max(1) as f64)),
+                    stall: 0.0,
+                    major: 0.0,
+                    minor: 0.0,
+                    swapcache: 0.0,
+                    reclaim: 0.0,
+                    ready: vec![0.0; pages],
+                    pfa_pending: 0,
+                    reads: Vec::new(),
+                })
+            }
+            None => None,
+        },
     };
     for (id, &p) in trace.pages.iter().enumerate() {
         if pins.iter().any(|&(s, end)| (s..end).contains(&p)) {
@@ -665,6 +882,9 @@ fn run_ext(
             if s & SEEN == 0 {
                 e.c.minor_faults += 1;
                 e.state[id as usize] = s | SEEN | RESIDENT;
+                if let Some(cs) = &mut e.cost {
+                    cs.minor_fault();
+                }
             } else {
                 e.c.hits += 1;
             }
@@ -690,6 +910,16 @@ fn run_ext(
                 }
                 e.c.hits += 1;
                 if s & PREFETCHED != 0 {
+                    if let Some(cs) = &mut e.cost {
+                        // A swap-cache hit: trap + kernel path, and the wait
+                        // for a read still in flight.
+                        let now = cs.now(i);
+                        let t = cs.fc.trap_us
+                            + cs.fc.kernel_us
+                            + (cs.ready[id as usize] - now).max(0.0);
+                        cs.swapcache += t;
+                        cs.stall += t;
+                    }
                     e.c.prefetch_used += 1;
                     e.state[id as usize] = s & !(PREFETCHED | RA);
                     if s & RA != 0 {
@@ -709,6 +939,9 @@ fn run_ext(
                 if first {
                     e.c.minor_faults += 1;
                     e.state[id as usize] = SEEN | DIRTY | RESIDENT;
+                    if let Some(cs) = &mut e.cost {
+                        cs.minor_fault();
+                    }
                     for &k in &timed {
                         let h = &hints[k];
                         if !armed[k] && (h.start..h.end).contains(&page) {
@@ -726,6 +959,9 @@ fn run_ext(
                 } else {
                     e.c.major_faults += 1;
                     e.state[id as usize] = SEEN | RESIDENT;
+                    if let Some(cs) = &mut e.cost {
+                        cs.reads.push(id);
+                    }
                     if let Some(pf) = &mut e.pf {
                         let slot = e.slots.as_ref().map_or(0, |s| u64::from(s.of[id as usize]));
                         cand.clear();
@@ -756,10 +992,19 @@ fn run_ext(
                         }
                     }
                 }
+                if e.cost.is_some() {
+                    e.submit_reads((!first).then_some(id));
+                }
             }
         }
         if write {
             e.state[id as usize] |= DIRTY;
+            if e.cost.is_some() && e.slots.as_ref().is_some_and(|sl| sl.of[id as usize] != NO) {
+                let io = e.io(id);
+                if let Some(cs) = &mut e.cost {
+                    cs.dev.free(io);
+                }
+            }
             if let Some(sl) = &mut e.slots {
                 sl.free(id);
             }
@@ -770,6 +1015,36 @@ fn run_ext(
     }
     progress((ids.len() & ((1 << 20) - 1)) as u64);
     e.c.references = ids.len() as u64;
+    let peak = e.slots.as_ref().map_or(0, |s| s.peak);
+    let cost = match (e.cost.take(), costs) {
+        (Some(mut cs), Some(k)) => {
+            if cs.pfa_pending > 0 {
+                // The last, partial drain of the new-page queue.
+                let t = cs.fc.trap_us + cs.pfa_pending as f64 * cs.fc.pfa_page_us;
+                cs.major += t;
+                cs.stall += t;
+            }
+            let end = cs.now(ids.len());
+            cs.dev.finish(end);
+            let s = |us: f64| us / 1e6;
+            Some(CostReport {
+                device: k.device.to_string(),
+                fault_path: k.fault_path.to_string(),
+                fault_time_s: s(cs.stall),
+                major_time_s: s(cs.major),
+                minor_time_s: s(cs.minor),
+                swapcache_time_s: s(cs.swapcache),
+                reclaim_time_s: s(cs.reclaim),
+                base_time_s: k.base_time_s,
+                predicted_time_s: k.base_time_s.map(|b| b + s(cs.stall)),
+                devices: cs.dev.stats(),
+                effective_capacity: None,
+                peak_stored_pages: peak,
+                hybrid: cs.dev.hybrid(),
+            })
+        }
+        _ => None,
+    };
     Ok(SimResult {
         policy: spec.to_string(),
         capacity: capacity as u64,
@@ -779,6 +1054,7 @@ fn run_ext(
         prefetch: None,
         accuracy: None,
         coverage: None,
+        cost,
     })
 }
 

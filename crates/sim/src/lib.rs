@@ -9,6 +9,9 @@
 //! * [`policies`]: one file per policy.
 //! * [`prefetch`]: swap readahead models (Linux cluster and VMA readahead,
 //!   Leap, next-N) behind the small [`Prefetcher`](prefetch::Prefetcher) trait.
+//! * [`device`]: swap device models (ssd, hdd, zram, remote, hybrid,
+//!   measured profiles) behind the small [`Device`](device::Device) trait,
+//!   and the fault path that turns faults into time.
 //! * [`mrc`]: miss-ratio curves (exact one-pass LRU, SHARDS).
 //!
 //! The simulator is hand-written rather than built on a library because it
@@ -16,6 +19,7 @@
 //! dense page id, with intrusive lists ([`util::Lists`]), so that a reference
 //! costs a few nanoseconds.
 
+pub mod device;
 pub mod engine;
 pub mod lazy_lists;
 pub mod mrc;
@@ -24,8 +28,10 @@ pub mod policy;
 pub mod prefetch;
 pub mod util;
 
+pub use device::{Costs, DeviceSpec, FaultPath};
 pub use engine::{
-    simulate, simulate_ext, Counters, Extras, HintKind, RangeHint, SimError, SimResult,
+    simulate, simulate_costed, simulate_ext, Counters, Extras, HintKind, RangeHint, SimError,
+    SimResult,
 };
 pub use policy::{Access, Params, Policy, PolicyConfig, PolicyInfo, PolicySpec, Req};
 pub use prefetch::PrefetchSpec;

@@ -3,6 +3,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
+use swaplab_sim::device::{self, Costs, DeviceSpec, FaultPath};
 use swaplab_sim::mrc::{self, ShardsConfig};
 use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec, SimResult};
 use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
@@ -15,11 +16,15 @@ EXAMPLES\n  swaplab sim trace.parquet --policy lru,clock,linux,arc --mem 10%,25%
 swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies\n  \
 swaplab sim trace.parquet --policy linux,lru --mem 50% --prefetch none,cluster:pc=3,vma,leap\n  \
 swaplab sim trace.parquet --policy linux --hints hints.toml   # range hints (see docs/simulator.md)\n  \
-swaplab sim --list-prefetchers"
+swaplab sim --list-prefetchers\n  \
+swaplab sim trace.parquet --policy linux --mem 50% --device ssd,hdd,hybrid:ssd+hdd --base-time 10\n  \
+swaplab sim trace.parquet --policy linux --mem 25%,50% --device remote --fault-path kernel,pfa\n  \
+swaplab sim trace.parquet --device file:this    # this machine's swap, as `swaplab calibrate` measured it\n  \
+swaplab sim --list-devices"
 )]
 pub struct SimArgs {
     /// Trace file (native, or oracleGeneral .bin[.zst], or .txt).
-    #[arg(required_unless_present_any = ["list_policies", "list_prefetchers"])]
+    #[arg(required_unless_present_any = ["list_policies", "list_prefetchers", "list_devices"])]
     trace: Option<PathBuf>,
     /// Policies, comma-separated, with parameters as name:key=value (e.g. clock:bits=2); `all` for every one.
     #[arg(short, long, default_value = "all")]
@@ -41,6 +46,24 @@ pub struct SimArgs {
     /// List the prefetchers and their parameters.
     #[arg(long)]
     list_prefetchers: bool,
+    /// Swap devices, comma-separated: ssd, hdd, zram, remote (parameters
+    /// as name:key=value, e.g. hdd:rpm=5400), hybrid:ssd+hdd[:rules=run],
+    /// file:this (this machine's profile from `swaplab calibrate`) or a
+    /// PROFILE.toml. Each is simulated with every policy, size and
+    /// prefetcher; adds time and device columns.
+    #[arg(long, value_name = "LIST")]
+    device: Option<String>,
+    /// Fault paths, comma-separated: kernel (Linux's) and/or pfa (the
+    /// page-fault accelerator), with parameters as pfa:batch=32. Needs --device.
+    #[arg(long, value_name = "LIST", default_value = "kernel")]
+    fault_path: String,
+    /// The program's run time with unlimited memory, in seconds: adds the
+    /// predicted run time (base + time in faults). Needs --device.
+    #[arg(long, value_name = "SECONDS")]
+    base_time: Option<f64>,
+    /// List the devices and fault paths, their parameters and defaults.
+    #[arg(long)]
+    list_devices: bool,
     /// Apply a hint file's range hints (range = ["0xSTART", "0xEND"]; byte
     /// address = page number x page size): mlock pins, willneed reads
     /// ahead, cold and pageout act after delay_ms.
@@ -135,7 +158,218 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
         rows.header
             .extend(["pf_reads", "pf_used", "pf_unused", "accuracy", "coverage"].map(String::from));
     }
+    if res.iter().any(|r| r.cost.is_some()) {
+        add_cost_columns(&mut rows, res);
+    }
     rows
+}
+
+/// Time relative to the first (device, fault path) of the same policy, size
+/// and prefetcher in `res` (which lists them device-major): the first's
+/// time / this one's, on the predicted run time when a base time was
+/// given, else on the time in faults.
+pub fn speedups(res: &[SimResult]) -> Vec<Option<f64>> {
+    let time = |r: &SimResult| {
+        r.cost
+            .as_ref()
+            .map(|c| c.predicted_time_s.unwrap_or(c.fault_time_s))
+    };
+    type Key = (String, u64, Option<String>);
+    let mut first: Vec<(Key, f64)> = Vec::new();
+    res.iter()
+        .map(|r| {
+            let t = time(r)?;
+            let key = (r.policy.clone(), r.capacity, r.prefetch.clone());
+            let base = match first.iter().find(|(k, _)| *k == key) {
+                Some((_, b)) => *b,
+                None => {
+                    first.push((key, t));
+                    t
+                }
+            };
+            (t > 0.0).then(|| base / t)
+        })
+        .collect()
+}
+
+/// The device and time columns of `sim --device`.
+fn add_cost_columns(rows: &mut Rows, res: &[SimResult]) {
+    let base = res.iter().any(|r| {
+        r.cost
+            .as_ref()
+            .is_some_and(|c| c.predicted_time_s.is_some())
+    });
+    let zram = res.iter().any(|r| {
+        r.cost
+            .as_ref()
+            .is_some_and(|c| c.effective_capacity.is_some())
+    });
+    let hybrid = res
+        .iter()
+        .any(|r| r.cost.as_ref().is_some_and(|c| c.hybrid.is_some()));
+    let secs = |x: f64| format!("{x:.4}");
+    let mb = |b: u64| format!("{:.1}", b as f64 / 1e6);
+    let sp = speedups(res);
+    let at = if rows.header.get(1).is_some_and(|h| h == "prefetch") {
+        2
+    } else {
+        1
+    };
+    for (r, (row, sp)) in res.iter().zip(rows.rows.iter_mut().zip(sp)) {
+        let Some(c) = &r.cost else { continue };
+        row.insert(at, c.fault_path.clone());
+        row.insert(at, c.device.clone());
+        let read: u64 = c.devices.iter().map(|d| d.bytes_read).sum();
+        let written: u64 = c.devices.iter().map(|d| d.bytes_written).sum();
+        let busy: f64 = c.devices.iter().map(|d| d.busy_us).sum::<f64>() / 1e6;
+        row.extend([
+            secs(c.fault_time_s),
+            secs(c.major_time_s),
+            secs(c.reclaim_time_s),
+            secs(busy),
+            mb(read),
+            mb(written),
+        ]);
+        if base {
+            row.push(c.predicted_time_s.map_or_else(|| "-".into(), secs));
+        }
+        row.push(sp.map_or_else(|| "-".into(), |x| format!("{x:.3}")));
+        if zram {
+            row.push(c.effective_capacity.map_or_else(|| "-".into(), num));
+        }
+        if hybrid {
+            row.push(c.hybrid.as_ref().map_or_else(
+                || "-".into(),
+                |h| format!("{} ({})", pct(h.fast_writes_saved), num(h.disk_writes)),
+            ));
+        }
+    }
+    rows.header.insert(at, "fault_path".into());
+    rows.header.insert(at, "device".into());
+    rows.header.extend(
+        [
+            "fault_s",
+            "major_s",
+            "reclaim_s",
+            "dev_busy_s",
+            "MB_read",
+            "MB_written",
+        ]
+        .map(String::from),
+    );
+    if base {
+        rows.header.push("predicted_s".into());
+    }
+    rows.header.push("speedup".into());
+    if zram {
+        rows.header.push("eff_mem_pages".into());
+    }
+    if hybrid {
+        rows.header.push("ssd_writes_saved".into());
+    }
+}
+
+/// Where `file:this` finds this machine's device profile (written by
+/// `swaplab calibrate`): `device-profile.toml` in swaplab's data directory.
+pub fn default_profile() -> PathBuf {
+    swaplab_lab::catalog::default_home().join("device-profile.toml")
+}
+
+/// Simulates every (policy, size, prefetcher, device, fault path) with
+/// costs, on all cores; results in that order.
+#[allow(clippy::too_many_arguments)]
+fn run_costed(
+    t: &DenseTrace,
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    pfs: &[PrefetchSpec],
+    hints: &[swaplab_sim::RangeHint],
+    devices: &[DeviceSpec],
+    paths: &[FaultPath],
+    base_time_s: Option<f64>,
+    seed: u64,
+) -> Result<Vec<SimResult>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let mut jobs = Vec::new();
+    for s in specs {
+        for (_, c) in sizes {
+            for p in pfs {
+                for d in devices {
+                    for f in paths {
+                        jobs.push((s, *c, p, d, f));
+                    }
+                }
+            }
+        }
+    }
+    let next = specs
+        .iter()
+        .any(|s| s.info().needs_future)
+        .then(|| t.next_use());
+    let pb = out::progress(t.len() as u64 * jobs.len() as u64, "simulating");
+    let slots: Vec<Mutex<Option<Result<SimResult, swaplab_sim::SimError>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let at = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len().max(1));
+    std::thread::scope(|sc| {
+        for _ in 0..threads {
+            sc.spawn(|| loop {
+                let k = at.fetch_add(1, Ordering::Relaxed);
+                let Some(&(s, c, p, d, f)) = jobs.get(k) else {
+                    break;
+                };
+                let x = swaplab_sim::Extras {
+                    prefetch: Some(p),
+                    hints,
+                };
+                let costs = Costs {
+                    device: d,
+                    fault_path: f,
+                    base_time_s,
+                };
+                let r = swaplab_sim::simulate_costed(
+                    t,
+                    next.as_deref(),
+                    s,
+                    c as usize,
+                    seed,
+                    &x,
+                    &costs,
+                    &|n| pb.inc(n),
+                );
+                if let Ok(mut slot) = slots[k].lock() {
+                    *slot = Some(r);
+                }
+            });
+        }
+    });
+    pb.finish_and_clear();
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut skipped = Vec::new();
+    for (m, (s, _, p, _, f)) in slots.into_iter().zip(&jobs) {
+        let r = m
+            .into_inner()
+            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
+            .ok_or_else(|| anyhow::anyhow!("a simulation did not run"))?;
+        match r {
+            Ok(r) => out.push(r),
+            // A device that would take all the memory: skip that row only.
+            Err(swaplab_sim::SimError::NoMemory(e)) => {
+                skipped.push(format!("{s} {p} {f}: {e}"));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if out.is_empty() {
+        bail!("{}", skipped.join("\n"));
+    }
+    for e in skipped {
+        eprintln!("skipped {e}");
+    }
+    Ok(out)
 }
 
 /// `--list-policies` / `--list-prefetchers`: a row per registry entry
@@ -176,6 +410,41 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         });
         return print_registry(a.out.format(), "prefetcher", items);
     }
+    if a.list_devices {
+        let items = device::REGISTRY
+            .iter()
+            .map(|i| {
+                (
+                    i.name,
+                    i.params,
+                    i.summary,
+                    serde_json::json!({ "kind": "device", "source": i.source }),
+                )
+            })
+            .chain(device::FAULT_PATHS.iter().map(|&(n, summary, params)| {
+                (
+                    n,
+                    params,
+                    summary,
+                    serde_json::json!({ "kind": "fault path" }),
+                )
+            }));
+        return print_registry(a.out.format(), "device / fault path", items);
+    }
+    let devices = a
+        .device
+        .as_deref()
+        .map(|d| DeviceSpec::parse_list(d, Some(&default_profile())))
+        .transpose()?;
+    let paths = FaultPath::parse_list(&a.fault_path)?;
+    if devices.is_none() && (a.base_time.is_some() || a.fault_path != "kernel") {
+        bail!("--fault-path and --base-time cost faults on a device: add --device (e.g. --device ssd)");
+    }
+    if let Some(b) = a.base_time {
+        if !(b.is_finite() && b >= 0.0) {
+            bail!("--base-time {b}: give the program's run time with unlimited memory in seconds (e.g. --base-time 12.5)");
+        }
+    }
     let specs = PolicySpec::parse_list(&a.policy)?;
     let prefetchers = a
         .prefetch
@@ -193,7 +462,26 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
     let path = a.trace.as_ref().expect("required by clap");
     let t = crate::trace_io::load(path)?;
     let sizes = sizes(&a.mem, &t)?;
-    let res = if prefetchers.is_some() || hint_file.is_some() {
+    let res = if let Some(devices) = &devices {
+        let hints = match &hint_file {
+            Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
+            None => Vec::new(),
+        };
+        let pfs = prefetchers
+            .clone()
+            .unwrap_or_else(|| PrefetchSpec::parse_list("none").expect("none is registered"));
+        run_costed(
+            &t,
+            &specs,
+            &sizes,
+            &pfs,
+            &hints,
+            devices,
+            &paths,
+            a.base_time,
+            a.seed,
+        )?
+    } else if prefetchers.is_some() || hint_file.is_some() {
         let hints = match &hint_file {
             Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
             None => Vec::new(),

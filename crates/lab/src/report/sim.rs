@@ -178,10 +178,113 @@ fn size_axis(pages: &[u64], page_size: u64) -> (Axis, Vec<f64>) {
 
 /// A result's name in the section: its policy, and its prefetcher when it has one.
 fn label(r: &swaplab_sim::SimResult) -> String {
-    match &r.prefetch {
+    let mut l = match &r.prefetch {
         Some(p) => format!("{} + {p}", r.policy),
         None => r.policy.clone(),
+    };
+    if let Some(c) = &r.cost {
+        l = format!("{l} on {} ({})", c.device, c.fault_path);
     }
+    l
+}
+
+/// The predicted-time figure of `sim --device`: one line per (policy,
+/// prefetcher, device, fault path) against memory size.
+fn time_figure(s: &SavedSim, sizes: &[u64], policies: &[String]) -> Option<Figure> {
+    if sizes.len() < 2 || s.results.iter().all(|r| r.cost.is_none()) {
+        return None;
+    }
+    let ps = s.trace.page_size;
+    let base = s.results.iter().any(|r| {
+        r.cost
+            .as_ref()
+            .is_some_and(|c| c.predicted_time_s.is_some())
+    });
+    let time = |r: &swaplab_sim::SimResult| {
+        r.cost
+            .as_ref()
+            .map(|c| c.predicted_time_s.unwrap_or(c.fault_time_s))
+    };
+    let mut data = Table::new(
+        "sim-costs",
+        "one row per (policy, memory size, device, fault path)",
+        vec![
+            col(
+                "run",
+                "text",
+                "",
+                "policy (+ prefetcher) on device (fault path)",
+            ),
+            col("mem_pages", "integer", "pages", "memory size"),
+            col(
+                "fault_s",
+                "float",
+                "s",
+                "time stalled in faults and reclaim",
+            ),
+            col("major_s", "float", "s", "of which major faults"),
+            col(
+                "predicted_s",
+                "float",
+                "s",
+                "base + fault time (0 without --base-time)",
+            ),
+            col(
+                "bytes_written",
+                "integer",
+                "bytes",
+                "written to swap, all devices",
+            ),
+        ],
+    );
+    for r in &s.results {
+        let Some(c) = &r.cost else { continue };
+        data.push(vec![
+            label(r).into(),
+            r.capacity.into(),
+            c.fault_time_s.into(),
+            c.major_time_s.into(),
+            c.predicted_time_s.unwrap_or(0.0).into(),
+            c.devices
+                .iter()
+                .map(|d| d.bytes_written)
+                .sum::<u64>()
+                .into(),
+        ]);
+    }
+    let (x, _) = size_axis(sizes, ps);
+    let series = policies
+        .iter()
+        .map(|name| Series {
+            name: name.clone(),
+            points: s
+                .results
+                .iter()
+                .filter(|r| &label(r) == name)
+                .filter_map(|r| Some((super::mib(r.capacity.saturating_mul(ps)), time(r)?)))
+                .collect(),
+            err: Vec::new(),
+        })
+        .collect();
+    let what = if base {
+        "Predicted run time"
+    } else {
+        "Time in faults"
+    };
+    Some(Figure {
+        title: format!("{what} against memory size"),
+        caption: "One line per policy, device and fault path; the simulator's time model \
+                  (docs/simulator.md, \"Devices and fault costs\"): base time + stalls in faults \
+                  and reclaim. A model's prediction, not a measurement."
+            .into(),
+        chart: Chart::Lines {
+            x,
+            y: Axis::linear(&format!("{what} (s)")),
+            series,
+            x_marks: Vec::new(),
+        },
+        data,
+    })
 }
 
 /// A saved simulation's section.
@@ -314,6 +417,9 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             },
             data: data.clone(),
         });
+    }
+    if let Some(f) = time_figure(&s, &sizes, &policies) {
+        figures.push(f);
     }
     let size_text: Vec<String> = s
         .sizes
