@@ -38,95 +38,32 @@ pub const KINDS: [&str; 3] = ["file", "zram", "zswap"];
 pub const PHASES: [&str; 4] = ["seq", "random", "cache", "minor"];
 
 /// A device profile: what one 4 KiB page costs on one swap kind of this
-/// machine (`swaplab calibrate` writes it; the simulator reads it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeviceProfile {
-    /// `file`, `zram` or `zswap`: the swap kind measured.
-    pub kind: String,
-    /// Free text: the swap area.
-    pub name: String,
-    /// The kernel release it was measured on.
-    pub kernel: String,
-    /// When (RFC 3339, UTC).
-    pub measured: String,
-    /// Median swap-in fault latency, pages in address order, page-cluster 0.
-    pub read_seq_us: f64,
-    /// Median swap-in fault latency, random order, page-cluster 0.
-    pub read_rand_us: f64,
-    /// 99th percentile of the random swap-in latency.
-    pub read_rand_p99_us: f64,
-    /// Swap-out per page: (MADV_PAGEOUT + writeback) / pages evicted.
-    pub write_us: f64,
-    /// Read throughput with the kernel's asynchronous reads (MADV_WILLNEED
-    /// of the whole region until resident), MB/s (10^6 bytes).
-    pub read_mb_s: f64,
-    /// A fault served from the swap cache: the kernel's path without I/O.
-    pub fault_path_us: f64,
-    /// First touch of fresh anonymous memory: trap + zero-fill.
-    pub minor_fault_us: f64,
-    /// Stored bytes / page bytes (zram, zswap); 1.0 for a file.
-    pub compress_ratio: f64,
+/// machine. The simulator owns the type (its `file:this` and `PROFILE.toml`
+/// devices read it); calibrate writes it.
+pub use swaplab_sim::device::DeviceProfile;
+
+/// Reads a profile, with a clear error naming the file and the field.
+pub fn load_profile(p: &Path) -> Result<DeviceProfile> {
+    DeviceProfile::load(p).map_err(|e| Error::Invalid(e.to_string()))
 }
 
-impl DeviceProfile {
-    /// Reads a profile (TOML), with a clear error naming the file.
-    pub fn load(p: &Path) -> Result<DeviceProfile> {
-        let text = std::fs::read_to_string(p).map_err(|e| Error::io("reading", p, e))?;
-        let prof: DeviceProfile = toml::from_str(&text).map_err(|e| {
-            Error::Invalid(format!(
-                "{}: not a device profile ({e}); make one with `swaplab calibrate`",
-                p.display()
-            ))
-        })?;
-        prof.check()
-            .map_err(|e| Error::Invalid(format!("{}: {e}", p.display())))?;
-        Ok(prof)
-    }
+/// Checks a measured profile the way the simulator will when it loads it.
+fn check_profile(prof: &DeviceProfile) -> std::result::Result<(), String> {
+    DeviceProfile::parse(&prof.to_toml())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
 
-    /// Every number finite and positive (the ratio in (0, 4]).
-    pub fn check(&self) -> std::result::Result<(), String> {
-        let fields = [
-            ("read_seq_us", self.read_seq_us),
-            ("read_rand_us", self.read_rand_us),
-            ("read_rand_p99_us", self.read_rand_p99_us),
-            ("write_us", self.write_us),
-            ("read_mb_s", self.read_mb_s),
-            ("fault_path_us", self.fault_path_us),
-            ("minor_fault_us", self.minor_fault_us),
-        ];
-        for (name, v) in fields {
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("{name} = {v}: must be a positive number"));
-            }
-        }
-        if !(self.compress_ratio > 0.0 && self.compress_ratio <= 4.0) {
-            return Err(format!(
-                "compress_ratio = {}: must be in (0, 4] (stored / original bytes)",
-                self.compress_ratio
-            ));
-        }
-        Ok(())
+/// Writes a profile atomically, with a comment line naming its source.
+pub fn save_profile(prof: &DeviceProfile, p: &Path) -> Result<()> {
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
     }
-
-    /// As TOML, with a comment line naming its source.
-    pub fn to_toml(&self) -> Result<String> {
-        let body = toml::to_string(self)
-            .map_err(|e| Error::Invalid(format!("encoding the profile: {e}")))?;
-        Ok(format!(
-            "# swaplab device profile (swaplab calibrate); fields: docs/calibrate.md\n{body}"
-        ))
-    }
-
-    /// Writes it atomically.
-    pub fn save(&self, p: &Path) -> Result<()> {
-        if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
-        }
-        Ok(swaplab_trace::atomic::write_atomic(
-            p,
-            self.to_toml()?.as_bytes(),
-        )?)
-    }
+    let text = format!(
+        "# swaplab device profile (swaplab calibrate); fields: docs/calibrate.md\n{}",
+        prof.to_toml()
+    );
+    Ok(swaplab_trace::atomic::write_atomic(p, text.as_bytes())?)
 }
 
 /// Where calibrate keeps the profile of swap kind `kind`.
@@ -437,9 +374,9 @@ fn measure(
         }
         let prof = profile(kind, &k, &rounds, pages, &output)?;
         let path = profile_path(&home, kind);
-        prof.save(&path)?;
+        save_profile(&prof, &path)?;
         if kind == "file" {
-            prof.save(&default_profile_path(&home))?;
+            save_profile(&prof, &default_profile_path(&home))?;
         }
         k.profile = Some(prof);
         k.profile_path = Some(path);
@@ -526,7 +463,7 @@ fn profile(
         minor_fault_us: us("minor", |s| s.p50_ns),
         compress_ratio: output["compress_ratio"].as_f64().unwrap_or(1.0),
     };
-    prof.check().map_err(|e| {
+    check_profile(&prof).map_err(|e| {
         Error::Invalid(format!(
             "{kind}: the measured profile is not usable ({e}); see run {} (swaplab show {})",
             k.run_id, k.run_id
@@ -560,8 +497,8 @@ mod tests {
     fn profile_round_trips_through_toml() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x/p.toml");
-        sample().save(&p).unwrap();
-        assert_eq!(DeviceProfile::load(&p).unwrap(), sample());
+        save_profile(&sample(), &p).unwrap();
+        assert_eq!(load_profile(&p).unwrap(), sample());
     }
 
     #[test]
@@ -571,12 +508,12 @@ mod tests {
         let mut bad = sample();
         bad.read_seq_us = -1.0;
         std::fs::write(&p, toml::to_string(&bad).unwrap()).unwrap();
-        let e = DeviceProfile::load(&p).unwrap_err().to_string();
-        assert!(e.contains("read_seq_us") && e.contains("positive"), "{e}");
+        let e = load_profile(&p).unwrap_err().to_string();
+        assert!(e.contains("read_seq_us") && e.contains("p.toml"), "{e}");
         std::fs::write(&p, "kind = \"file\"\n").unwrap();
-        let e = DeviceProfile::load(&p).unwrap_err().to_string();
+        let e = load_profile(&p).unwrap_err().to_string();
         assert!(
-            e.contains("not a device profile") && e.contains("calibrate"),
+            e.contains("p.toml") && e.contains("exactly the keys"),
             "{e}"
         );
     }

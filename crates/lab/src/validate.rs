@@ -161,7 +161,7 @@ fn rel(pred: f64, meas: Option<f64>) -> Option<f64> {
 fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(DeviceProfile, PathBuf)> {
     let p = calibrate::profile_path(lab.catalog.home(), kind);
     if p.is_file() {
-        return Ok((DeviceProfile::load(&p)?, p));
+        return Ok((calibrate::load_profile(&p)?, p));
     }
     notes.push(format!(
         "no {kind} device profile at {}: calibrated it first (swaplab calibrate --kinds {kind})",
