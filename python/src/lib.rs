@@ -403,7 +403,8 @@ fn import_trace(
 /// returns the CLI's JSON (a list of results).
 #[pyfunction]
 #[pyo3(signature = (trace, policies="all".to_string(), mem="10%,25%,50%".to_string(), seed=42,
-    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None, threads=None))]
+    prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None, threads=None,
+    device=None, fault_path=None, base_time=None))]
 #[allow(clippy::too_many_arguments)]
 fn sim(
     py: Python<'_>,
@@ -417,6 +418,9 @@ fn sim(
     save: Option<PathBuf>,
     trace_path: Option<PathBuf>,
     threads: Option<usize>,
+    device: Option<String>,
+    fault_path: Option<String>,
+    base_time: Option<f64>,
 ) -> PyResult<String> {
     let t = trace.inner.clone();
     guarded(py, move || {
@@ -444,7 +448,33 @@ fn sim(
             };
             let sizes = sizes(&mem, &t)?;
             let none = |_| {};
-            let res = if pfs.is_some() || hint_file.is_some() {
+            let res = if let Some(d) = &device {
+                // `swaplab sim --device`: `file:this` is the profile
+                // `swaplab calibrate` saved in swaplab's data directory.
+                let profile = swaplab_lab::catalog::default_home().join("device-profile.toml");
+                let devices = swaplab_sim::DeviceSpec::parse_list(d, Some(&profile))?;
+                let paths =
+                    swaplab_sim::FaultPath::parse_list(fault_path.as_deref().unwrap_or("kernel"))?;
+                if let Some(b) = base_time {
+                    if !(b.is_finite() && b >= 0.0) {
+                        anyhow::bail!("base_time={b}: give the program's run time with unlimited memory in seconds");
+                    }
+                }
+                let hints = match &hint_file {
+                    Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
+                    None => Vec::new(),
+                };
+                let pfs = match pfs {
+                    Some(p) => p,
+                    None => PrefetchSpec::parse_list("none")?,
+                };
+                swaplab_lab::simulate::run_costed(
+                    &t, &specs, &sizes, &pfs, &hints, &devices, &paths, base_time, seed, &none,
+                )?
+                .0
+            } else if fault_path.is_some() || base_time.is_some() {
+                anyhow::bail!("fault_path and base_time cost faults on a device: give device= too (e.g. device=\"ssd\")");
+            } else if pfs.is_some() || hint_file.is_some() {
                 let hints = match &hint_file {
                     Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
                     None => Vec::new(),

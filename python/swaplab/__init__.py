@@ -313,6 +313,8 @@ def sim(
     refs_per_ms: int = 1000,
     save: Optional[PathLike] = None,
     threads: Optional[int] = None,
+    fault_path: Optional[Union[str, Sequence[str]]] = None,
+    base_time: Optional[float] = None,
 ):
     """``swaplab sim --json`` as a pandas DataFrame: a row per (policy,
     memory size[, prefetcher]), with the CLI's columns (policy, capacity,
@@ -323,17 +325,18 @@ def sim(
     ``mem``: pages (int), bytes (``"16M"``) or shares of the footprint
     (``"25%"``); ``prefetch``: swap readahead models (``"none"``,
     ``"cluster:pc=3"``, ``"vma"``, ``"leap"``). The GIL is released while
-    simulating. ``device`` is not modelled by the simulator: anything but
-    None is an error (see docs/python.md). ``save`` writes the result as
+    simulating. ``device``: swap device models as ``swaplab sim --device``
+    (``"ssd"``, ``"hdd"``, ``"zram"``, ``"remote"``, ``"hybrid:ssd+hdd"``,
+    ``"file:this"`` — the profile ``swaplab calibrate`` saved — or a
+    profile path), with ``fault_path`` (``"kernel"``, ``"pfa"``) and
+    ``base_time`` (the unlimited run time, s, for a predicted run time):
+    adds the CLI's device and time columns. ``save`` writes the result as
     ``swaplab sim --save`` does, for :func:`report` and ``swaplab compare``.
     ``threads``: simulation threads of this call (default: one per core).
     """
-    if device is not None:
-        raise SwaplabError(
-            f"device={device!r}: the simulator counts faults and swap-outs but models no "
-            "device timing; give device=None and compare devices with swaplab.run/sweep"
-        )
     t = load_trace(trace)
+    dv = None if device is None else _list(device, "device")
+    fp = None if fault_path is None else _list(fault_path, "fault path")
     pf = None if prefetch is None else _list(prefetch, "prefetcher")
     h = None if hints is None else _path(hints)
     tp = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
@@ -341,6 +344,7 @@ def sim(
     js = _swaplab.sim(
         t, _list(policies, "policy"), _list(mem, "memory size"), int(seed), pf, h,
         int(refs_per_ms), sv, tp, None if threads is None else int(threads),
+        dv, fp, None if base_time is None else float(base_time),
     )
     return _frame(json.loads(js), "swaplab sim")
 

@@ -90,6 +90,22 @@ def test_result_tables_have_a_notebook_repr(tmp):
     assert "cluster" in set(swaplab.prefetchers()["name"])
 
 
-def test_device_is_refused_clearly():
-    with pytest.raises(swaplab.SwaplabError, match="models no device timing"):
-        swaplab.sim({"page": BELADY}, ["lru"], [3], device="zram")
+def test_devices_equal_the_cli_json(tmp, cli):
+    """device=, fault_path= and base_time= give the CLI's device and time
+    columns to the last microsecond."""
+    swaplab.gen(["zipf:pages=2000:alpha=0.8:writes=0.3"], "d.parquet", count=20_000)
+    want = run_json(cli, "sim", "d.parquet", "--policy", "lru,linux", "--mem", "25%",
+                    "--device", "ssd,hdd", "--fault-path", "kernel,pfa", "--base-time", "2")
+    got = swaplab.sim("d.parquet", policies=["lru", "linux"], mem="25%", device=["ssd", "hdd"],
+                      fault_path="kernel,pfa", base_time=2)
+    recs = [{k: v for k, v in r.items() if not (isinstance(v, float) and v != v)}
+            for r in got.to_dict("records")]
+    assert recs == want
+    assert len(recs) == 2 * 2 * 2
+
+
+def test_fault_path_without_a_device_is_refused_clearly():
+    with pytest.raises(swaplab.SwaplabError, match="give device= too"):
+        swaplab.sim({"page": BELADY}, ["lru"], [3], fault_path="pfa")
+    with pytest.raises(swaplab.SwaplabError, match="device"):
+        swaplab.sim({"page": BELADY}, ["lru"], [3], device="floppy")

@@ -72,6 +72,76 @@ pub fn run_grid(
     Ok(res?)
 }
 
+/// Like [`run_grid`], for every (policy, size, prefetcher, device, fault
+/// path), with the device and fault-path costs (`swaplab sim --device`);
+/// in that order. A device that would take all the memory (zram's stored
+/// pages) skips its row only: the second value names each skipped row.
+#[allow(clippy::too_many_arguments)]
+pub fn run_costed(
+    t: &DenseTrace,
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    prefetchers: &[PrefetchSpec],
+    hints: &[RangeHint],
+    devices: &[swaplab_sim::DeviceSpec],
+    paths: &[swaplab_sim::FaultPath],
+    base_time_s: Option<f64>,
+    seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<(Vec<SimResult>, Vec<String>)> {
+    let needs_future = specs.iter().any(|s| s.info().needs_future);
+    let next = needs_future.then(|| t.next_use());
+    let mut jobs = Vec::new();
+    for s in specs {
+        for (_, c) in sizes {
+            for p in prefetchers {
+                for d in devices {
+                    for f in paths {
+                        jobs.push((s, *c, p, d, f));
+                    }
+                }
+            }
+        }
+    }
+    let res: Vec<_> = jobs
+        .par_iter()
+        .map(|&(s, c, p, d, f)| {
+            let x = Extras {
+                prefetch: Some(p),
+                hints,
+            };
+            let costs = swaplab_sim::Costs {
+                device: d,
+                fault_path: f,
+                base_time_s,
+            };
+            swaplab_sim::simulate_costed(
+                t,
+                next.as_deref(),
+                s,
+                c as usize,
+                seed,
+                &x,
+                &costs,
+                progress,
+            )
+        })
+        .collect();
+    let mut out = Vec::with_capacity(jobs.len());
+    let mut skipped = Vec::new();
+    for (r, (s, _, p, _, f)) in res.into_iter().zip(&jobs) {
+        match r {
+            Ok(r) => out.push(r),
+            Err(swaplab_sim::SimError::NoMemory(e)) => skipped.push(format!("{s} {p} {f}: {e}")),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if out.is_empty() {
+        return Err(Error::Invalid(skipped.join("\n")));
+    }
+    Ok((out, skipped))
+}
+
 /// A hint file's range hints as the simulator's page ranges, for a trace
 /// whose page numbers are byte addresses / `page_size`. mlock pins `bytes`
 /// from the range's start (0 = all of it) within `mlock_budget` (all pins

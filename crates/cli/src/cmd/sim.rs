@@ -3,7 +3,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use serde::Serialize;
 use std::path::PathBuf;
-use swaplab_sim::device::{self, Costs, DeviceSpec, FaultPath};
+use swaplab_sim::device::{self, DeviceSpec, FaultPath};
 use swaplab_sim::mrc::{self, ShardsConfig};
 use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec, SimResult};
 use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
@@ -275,103 +275,6 @@ pub fn default_profile() -> PathBuf {
     swaplab_lab::catalog::default_home().join("device-profile.toml")
 }
 
-/// Simulates every (policy, size, prefetcher, device, fault path) with
-/// costs, on all cores; results in that order.
-#[allow(clippy::too_many_arguments)]
-fn run_costed(
-    t: &DenseTrace,
-    specs: &[PolicySpec],
-    sizes: &[(String, u64)],
-    pfs: &[PrefetchSpec],
-    hints: &[swaplab_sim::RangeHint],
-    devices: &[DeviceSpec],
-    paths: &[FaultPath],
-    base_time_s: Option<f64>,
-    seed: u64,
-) -> Result<Vec<SimResult>> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let mut jobs = Vec::new();
-    for s in specs {
-        for (_, c) in sizes {
-            for p in pfs {
-                for d in devices {
-                    for f in paths {
-                        jobs.push((s, *c, p, d, f));
-                    }
-                }
-            }
-        }
-    }
-    let next = specs
-        .iter()
-        .any(|s| s.info().needs_future)
-        .then(|| t.next_use());
-    let pb = out::progress(t.len() as u64 * jobs.len() as u64, "simulating");
-    let slots: Vec<Mutex<Option<Result<SimResult, swaplab_sim::SimError>>>> =
-        jobs.iter().map(|_| Mutex::new(None)).collect();
-    let at = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(jobs.len().max(1));
-    std::thread::scope(|sc| {
-        for _ in 0..threads {
-            sc.spawn(|| loop {
-                let k = at.fetch_add(1, Ordering::Relaxed);
-                let Some(&(s, c, p, d, f)) = jobs.get(k) else {
-                    break;
-                };
-                let x = swaplab_sim::Extras {
-                    prefetch: Some(p),
-                    hints,
-                };
-                let costs = Costs {
-                    device: d,
-                    fault_path: f,
-                    base_time_s,
-                };
-                let r = swaplab_sim::simulate_costed(
-                    t,
-                    next.as_deref(),
-                    s,
-                    c as usize,
-                    seed,
-                    &x,
-                    &costs,
-                    &|n| pb.inc(n),
-                );
-                if let Ok(mut slot) = slots[k].lock() {
-                    *slot = Some(r);
-                }
-            });
-        }
-    });
-    pb.finish_and_clear();
-    let mut out = Vec::with_capacity(jobs.len());
-    let mut skipped = Vec::new();
-    for (m, (s, _, p, _, f)) in slots.into_iter().zip(&jobs) {
-        let r = m
-            .into_inner()
-            .map_err(|_| anyhow::anyhow!("a simulation thread panicked"))?
-            .ok_or_else(|| anyhow::anyhow!("a simulation did not run"))?;
-        match r {
-            Ok(r) => out.push(r),
-            // A device that would take all the memory: skip that row only.
-            Err(swaplab_sim::SimError::NoMemory(e)) => {
-                skipped.push(format!("{s} {p} {f}: {e}"));
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if out.is_empty() {
-        bail!("{}", skipped.join("\n"));
-    }
-    for e in skipped {
-        eprintln!("skipped {e}");
-    }
-    Ok(out)
-}
-
 /// `--list-policies` / `--list-prefetchers`: a row per registry entry
 /// (its JSON: name, params, summary and the entry's `extra` members).
 fn print_registry<'a>(
@@ -470,7 +373,9 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         let pfs = prefetchers
             .clone()
             .unwrap_or_else(|| PrefetchSpec::parse_list("none").expect("none is registered"));
-        run_costed(
+        let jobs = specs.len() * sizes.len() * pfs.len() * devices.len() * paths.len();
+        let pb = out::progress(t.len() as u64 * jobs as u64, "simulating");
+        let r = swaplab_lab::simulate::run_costed(
             &t,
             &specs,
             &sizes,
@@ -480,7 +385,14 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             &paths,
             a.base_time,
             a.seed,
-        )?
+            &|n| pb.inc(n),
+        );
+        pb.finish_and_clear();
+        let (res, skipped) = r?;
+        for e in skipped {
+            eprintln!("skipped {e}");
+        }
+        res
     } else if prefetchers.is_some() || hint_file.is_some() {
         let hints = match &hint_file {
             Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
