@@ -3,25 +3,11 @@
 //! faults every page on every pass; the workload's own report of what it
 //! locked and advised; speed-ups and p recomputed from the recorded runs;
 //! the system as it was afterwards; the report's panels in a browser.
+mod common;
+use common::{f, swaplab};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use swaplab_testkit::{browser, skip, skip_unless, system_state, Facility};
-
-fn swaplab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swaplab"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("SWAPLAB_HOME", dir.join("home"))
-        .env("SWAPLAB_STATE_DIR", dir.join("state"))
-        .output()
-        .unwrap()
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 fn show(dir: &Path, id: &serde_json::Value) -> serde_json::Value {
     let o = swaplab(dir, &["show", &id.to_string(), "--json"]);

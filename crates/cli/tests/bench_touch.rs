@@ -3,25 +3,11 @@
 //! pgmajfault agree; the seq pattern swaps out at least what the limit
 //! forces out; the summary's tail shares recomputed from the raw latency
 //! file; the system as it was afterwards; the report opens in a browser.
+mod common;
+use common::{f, swaplab};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use swaplab_testkit::{browser, skip, skip_unless, system_state, Facility};
-
-fn swaplab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swaplab"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("SWAPLAB_HOME", dir.join("home"))
-        .env("SWAPLAB_STATE_DIR", dir.join("state"))
-        .output()
-        .unwrap()
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 #[test]
 fn touch_faults_agree_with_the_cgroup_and_rusage() {

@@ -5,25 +5,11 @@
 //! cheaper than swap-ins, zram's compression ratio is inside the bound the
 //! data's entropy sets; the profiles are saved where the simulator looks;
 //! the system is as it was; the report opens in a browser.
+mod common;
+use common::{f, swaplab};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use swaplab_testkit::{browser, skip, skip_unless, system_state, Facility};
-
-fn swaplab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swaplab"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("SWAPLAB_HOME", dir.join("home"))
-        .env("SWAPLAB_STATE_DIR", dir.join("state"))
-        .output()
-        .unwrap()
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 #[test]
 fn calibrate_agrees_with_the_kernels_counters() {

@@ -3,25 +3,10 @@
 //! swapped in (a theorem: no algorithm, prefetching or not, loads fewer
 //! pages), the simulated swap-outs are near the kernel's count, a missing
 //! device profile is calibrated first, and the system is as it was.
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
+use common::{f, swaplab};
 
 use swaplab_testkit::{skip_unless, system_state, Facility};
-
-fn swaplab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swaplab"))
-        .args(args)
-        .current_dir(dir)
-        .env("CI", "1")
-        .env("SWAPLAB_HOME", dir.join("home"))
-        .env("SWAPLAB_STATE_DIR", dir.join("state"))
-        .output()
-        .unwrap()
-}
-
-fn f(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
-}
 
 #[test]
 fn validate_traverse_against_the_kernel() {

@@ -277,6 +277,36 @@ fn pipe_for_child(cmd: &mut Command, what: &Path) -> Result<(OwnedFd, OwnedFd, b
     Ok((read_end, write_end, big_pipe))
 }
 
+/// Streams batches from `next` (false at the end) into a native trace at
+/// `out`; on an error the child is killed (nobody reads its pipe any more:
+/// it would block on a full pipe) and waited for.
+fn stream_into(
+    out: &Path,
+    page_size: u64,
+    source: Source,
+    child: &mut std::process::Child,
+    mut next: impl FnMut(&mut RefBatch) -> Result<bool>,
+) -> Result<TraceMeta> {
+    let streamed = (|| -> Result<TraceMeta> {
+        let mut writer = NativeWriter::create(out, page_size, source)
+            .map_err(|e| trace_err("writing the reference trace", e))?;
+        let mut batch = RefBatch::default();
+        while next(&mut batch)? {
+            writer
+                .write(&batch)
+                .map_err(|e| trace_err("writing the reference trace", e))?;
+        }
+        writer
+            .finish()
+            .map_err(|e| trace_err("writing the reference trace", e))
+    })();
+    if streamed.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    streamed
+}
+
 /// True when `argv` (resolved) runs one of the embedded workloads (not
 /// `list` or a benchmark helper).
 pub fn is_builtin_workload(argv: &[String]) -> bool {
@@ -403,28 +433,10 @@ pub fn capture_workload_refs(
         max_repeat: 3,
         exact_for: "every policy whose state stops changing after 3 immediate references to a page: all of swaplab's but lfu and clock with bits >= 3".into(),
     };
-    let streamed = (|| -> Result<TraceMeta> {
-        let mut reader = WordRefs::new(File::from(read_end));
-        let mut writer = NativeWriter::create(out, 4096, source)
-            .map_err(|e| trace_err("writing the reference trace", e))?;
-        let mut batch = RefBatch::default();
-        while reader.next_batch(&mut batch, 1 << 16)? {
-            writer
-                .write(&batch)
-                .map_err(|e| trace_err("writing the reference trace", e))?;
-        }
-        writer
-            .finish()
-            .map_err(|e| trace_err("writing the reference trace", e))
-    })();
-    let meta = match streamed {
-        Ok(m) => m,
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
-    };
+    let mut reader = WordRefs::new(File::from(read_end));
+    let meta = stream_into(out, 4096, source, &mut child, |b| {
+        reader.next_batch(b, 1 << 16)
+    })?;
     let status = child
         .wait()
         .map_err(|e| Error::io("waiting for", &exe, e))?;
@@ -521,34 +533,21 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
     };
     let mut tap = MessageTap::new(File::from(read_end));
     tap.nap = big_pipe;
-    let streamed = (|| -> Result<TraceMeta> {
-        let mut reader =
-            LackeyReader::new(BufReader::with_capacity(1 << 20, &mut tap), &name, &import)
-                .map_err(|e| trace_err("reading valgrind's output", e))?;
-        let mut writer = NativeWriter::create(out, opts.page_size, source)
-            .map_err(|e| trace_err("writing the reference trace", e))?;
-        let mut batch = RefBatch::default();
-        while reader
-            .next_batch(&mut batch, 1 << 16)
-            .map_err(|e| trace_err("reading valgrind's output", e))?
-        {
-            writer
-                .write(&batch)
-                .map_err(|e| trace_err("writing the reference trace", e))?;
-        }
-        writer
-            .finish()
-            .map_err(|e| trace_err("writing the reference trace", e))
-    })();
-    let meta = match streamed {
-        Ok(m) => m,
-        Err(e) => {
-            // Nobody reads the pipe any more: stop the program rather than
-            // leave it blocked on a full pipe.
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(e);
-        }
+    let meta = {
+        let reader = LackeyReader::new(BufReader::with_capacity(1 << 20, &mut tap), &name, &import);
+        let mut reader = match reader {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(trace_err("reading valgrind's output", e));
+            }
+        };
+        stream_into(out, opts.page_size, source, &mut child, |b| {
+            reader
+                .next_batch(b, 1 << 16)
+                .map_err(|e| trace_err("reading valgrind's output", e))
+        })?
     };
     let status = child
         .wait()
