@@ -49,6 +49,9 @@ use swaplab_trace::{RefBatch, RefSource, Source, TraceMeta};
 use crate::error::{Error, Result};
 use crate::workload;
 
+/// The built-in workloads that record their own references (`--refs-fd`).
+pub const RECORDING_WORKLOADS: [&str; 5] = ["traverse", "qsort", "chase", "kv", "genome"];
+
 /// The descriptor number valgrind writes its trace to in the child.
 pub const LOG_FD: i32 = 3;
 /// How many of valgrind's own message lines are kept.
@@ -316,7 +319,7 @@ pub fn is_builtin_workload(argv: &[String]) -> bool {
     argv.first().map(PathBuf::from) == Some(exe)
         && argv
             .get(1)
-            .is_some_and(|w| ["qsort", "genome", "traverse", "chase", "kv"].contains(&w.as_str()))
+            .is_some_and(|w| RECORDING_WORKLOADS.contains(&w.as_str()))
 }
 
 /// Reads the built-in workloads' reference stream: little-endian u64

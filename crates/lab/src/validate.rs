@@ -44,7 +44,7 @@ use crate::{Error, Result};
 /// `"kind"` of a saved validation.
 pub const VALIDATE_KIND: &str = "swaplab.validate";
 /// The workloads that record their own references.
-pub const WORKLOADS: [&str; 5] = ["traverse", "qsort", "chase", "kv", "genome"];
+pub use crate::refs::RECORDING_WORKLOADS as WORKLOADS;
 
 /// What `validate` runs.
 #[derive(Debug, Clone)]
