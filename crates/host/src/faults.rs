@@ -310,6 +310,33 @@ impl FaultTracer {
         }
     }
 
+    /// Samples one major fault in `major` and one minor fault in `minor`
+    /// (perf only; tracefs has no period and says so). The kernel's count
+    /// ([`FaultTracer::major_count`]) stays exact.
+    pub fn set_sample_periods(&mut self, major: u64, minor: u64) -> Result<()> {
+        match &mut self.inner {
+            TracerInner::Perf(p) => p.set_sample_periods(major, minor),
+            TracerInner::Tracefs(_) => Err(Error::unsupported(
+                "a fault sample period",
+                "tracefs events have no sample period",
+                "use the perf fault source",
+            )),
+        }
+    }
+
+    /// Every major fault of the traced tasks so far, counted by the kernel
+    /// (perf only).
+    pub fn major_count(&self) -> Result<u64> {
+        match &self.inner {
+            TracerInner::Perf(p) => p.major_count(),
+            TracerInner::Tracefs(_) => Err(Error::unsupported(
+                "a major-fault count",
+                "tracefs events are not counters",
+                "use the perf fault source",
+            )),
+        }
+    }
+
     /// Final drain (everything left, in time order) and teardown: perf rings
     /// unmapped and events closed; the tracefs instance switched off (its
     /// removal is in the session's journal and happens on restore, or now

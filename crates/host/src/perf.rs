@@ -126,6 +126,8 @@ const FLAG_USE_CLOCKID: u64 = 1 << 25;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
+/// _IOW('$', 4, __u64).
+const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_THROTTLE: u32 = 5;
 const PERF_RECORD_SAMPLE: u32 = 9;
@@ -781,6 +783,51 @@ impl PerfTracer {
             tail += len as u64;
         }
         tail_p.store(tail, Ordering::Release);
+    }
+
+    /// Sets the sample periods of the major- and minor-fault events (1 =
+    /// every fault; a huge period stops sampling, the count goes on). Only
+    /// the events of the task swaplab started change: threads and children
+    /// it created before the call keep the periods they inherited.
+    pub(crate) fn set_sample_periods(&mut self, major: u64, minor: u64) -> Result<()> {
+        for r in &self.rings {
+            let [min, maj] = &r._fds;
+            for (fd, period, what) in [
+                (maj, major, "PAGE_FAULTS_MAJ"),
+                (min, minor, "PAGE_FAULTS_MIN"),
+            ] {
+                // SAFETY: PERF_EVENT_IOC_PERIOD reads one u64 from the pointer.
+                if unsafe {
+                    libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_PERIOD, &period as *const u64)
+                } < 0
+                {
+                    return Err(Error::last_sys(
+                        "ioctl(PERF_EVENT_IOC_PERIOD)",
+                        format!("{what}, cpu {}", r.cpu),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Major faults counted so far (every fault, whatever the sample period;
+    /// inherited threads' and children's counts included).
+    pub(crate) fn major_count(&self) -> Result<u64> {
+        let mut total = 0u64;
+        for r in &self.rings {
+            let mut v = 0u64;
+            // SAFETY: read of a perf fd with read_format 0 returns one u64.
+            let n = unsafe { libc::read(r._fds[1].as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+            if n != 8 {
+                return Err(Error::last_sys(
+                    "read",
+                    format!("PAGE_FAULTS_MAJ count, cpu {}", r.cpu),
+                ));
+            }
+            total += v;
+        }
+        Ok(total)
     }
 
     pub(crate) fn finish(mut self, out: &mut Vec<FaultSample>) -> Result<FaultStats> {
