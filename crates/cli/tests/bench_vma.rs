@@ -3,24 +3,16 @@
 //! vm_area_struct slab's growth (/proc/slabinfo, root), vm.max_map_count
 //! raised for a run that needs it and restored afterwards; and its report
 //! opened in a browser. Small --ops so each test takes seconds.
+mod common;
+
+use common::swaplab;
 use std::path::Path;
-use std::process::{Command, Output};
 use std::sync::Mutex;
 
 use swaplab_testkit::{browser, skip, Facility};
 
 /// One bench at a time: the slab numbers are system-wide.
 static BENCH: Mutex<()> = Mutex::new(());
-
-fn swaplab(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_swaplab"))
-        .args(args)
-        .current_dir(dir)
-        .env("SWAPLAB_HOME", dir.join("home"))
-        .env("SWAPLAB_STATE_DIR", dir.join("state"))
-        .output()
-        .unwrap()
-}
 
 fn ok_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     let o = swaplab(dir, args);

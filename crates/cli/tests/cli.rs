@@ -640,6 +640,42 @@ fn sim_with_devices_and_fault_paths() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("Time in faults against memory size"));
     assert!(page.contains("lru + none on hdd (kernel)"));
+    // `compare A.json B.json` pairs results by policy, device and fault
+    // path: B lists the devices in the other order and has a longer base.
+    let (sa, sb) = (d.path().join("a.json"), d.path().join("b.json"));
+    for (path, devices, base) in [(&sa, "ssd,hdd", "1"), (&sb, "hdd,ssd", "2")] {
+        ok(&[
+            "sim",
+            t,
+            "--policy",
+            "lru",
+            "--mem",
+            "4",
+            "--device",
+            devices,
+            "--base-time",
+            base,
+            "--save",
+            path.to_str().unwrap(),
+        ]);
+    }
+    let pairs = json(&ok(&[
+        "compare",
+        sa.to_str().unwrap(),
+        sb.to_str().unwrap(),
+        "--json",
+    ]));
+    let pairs = pairs.as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{pairs:?}");
+    for p in pairs {
+        let (ta, tb) = (
+            p["predicted_time_s_a"].as_f64().unwrap(),
+            p["predicted_time_s_b"].as_f64().unwrap(),
+        );
+        // Same device, same faults: B's prediction is A's plus one second.
+        assert!((tb - ta - 1.0).abs() < 1e-9, "{p}");
+        assert_eq!(p["ratio"], 1.0, "{p}");
+    }
     let list = ok(&["sim", "--list-devices"]);
     for name in ["ssd", "hdd", "zram", "remote", "hybrid", "file", "pfa"] {
         assert!(list.contains(name), "{name} missing: {list}");

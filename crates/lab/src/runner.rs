@@ -190,8 +190,8 @@ impl Lab {
     pub fn require_runner() -> Result<()> {
         if !swaplab_host::util::is_root() {
             return Err(Error::failed(
-                "swaplab run needs root",
-                "it creates memory cgroups and may add swap areas and change vm.* sysctls",
+                "experiments need root (run, sweep, trace, calibrate, validate, bench hints)",
+                "they create memory cgroups and may add swap areas and change vm.* sysctls",
                 "run with sudo",
             ));
         }

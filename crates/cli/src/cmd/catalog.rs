@@ -502,7 +502,7 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
     let pairs = compare_saved(&sa, &sb);
     if pairs.is_empty() {
         anyhow::bail!(
-            "{} and {} share no (policy, memory size): simulate the same policies at the same sizes",
+            "{} and {} share no (policy, prefetcher, device, memory size): simulate the same ones at the same sizes",
             a.a,
             a.b
         );
@@ -512,7 +512,10 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
         println!("{}", serde_json::to_string_pretty(&pairs)?);
         return Ok(());
     }
-    let mut rows = Rows::new(&[
+    let timed = pairs
+        .iter()
+        .any(|p| p.predicted_time_s_a.is_some() || p.predicted_time_s_b.is_some());
+    let mut head = vec![
         "policy",
         "mem_pages",
         "misses A",
@@ -520,9 +523,14 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
         "ratio",
         "miss ratio A",
         "miss ratio B",
-    ]);
+    ];
+    if timed {
+        head.extend(["predicted s A", "predicted s B"]);
+    }
+    let mut rows = Rows::new(&head);
+    let secs = |t: Option<f64>| t.map_or("-".into(), |t| format!("{t:.3}"));
     for p in &pairs {
-        rows.push(vec![
+        let mut row = vec![
             p.policy.clone(),
             num(p.mem_pages),
             num(p.misses_a),
@@ -530,7 +538,11 @@ fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
             p.ratio.map_or("-".into(), |r| format!("{r:.3}")),
             crate::out::pct(p.miss_ratio_a),
             crate::out::pct(p.miss_ratio_b),
-        ]);
+        ];
+        if timed {
+            row.extend([secs(p.predicted_time_s_a), secs(p.predicted_time_s_b)]);
+        }
+        rows.push(row);
     }
     if fmt == Format::Csv {
         print!("{}", rows.csv()?);

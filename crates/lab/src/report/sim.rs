@@ -787,6 +787,10 @@ pub struct SimPair {
     pub miss_ratio_a: f64,
     /// Miss ratio of the second.
     pub miss_ratio_b: f64,
+    /// Predicted run time of the first (`sim --device ... --base-time`).
+    pub predicted_time_s_a: Option<f64>,
+    /// Predicted run time of the second.
+    pub predicted_time_s_b: Option<f64>,
 }
 
 /// Reads a saved simulation (`sim --save`).
@@ -801,24 +805,31 @@ pub fn read_saved_sim(p: &Path) -> Result<SavedSim> {
     parse(p, &v)
 }
 
-/// The (policy, size) pairs two saved simulations share, side by side (a
-/// simulation is deterministic: no repeats, no test).
+/// The (policy, prefetcher, device, fault path, size) results two saved
+/// simulations share, side by side (a simulation is deterministic: no
+/// repeats, no test).
 pub fn compare_saved(a: &SavedSim, b: &SavedSim) -> Vec<SimPair> {
     a.results
         .iter()
         .filter_map(|ra| {
-            let rb = b.results.iter().find(|rb| {
-                rb.policy == ra.policy && rb.capacity == ra.capacity && rb.prefetch == ra.prefetch
-            })?;
+            let la = label(ra);
+            let rb = b
+                .results
+                .iter()
+                .find(|rb| rb.capacity == ra.capacity && label(rb) == la)?;
             let (ma, mb) = (ra.counters.misses(), rb.counters.misses());
+            let time =
+                |r: &swaplab_sim::SimResult| r.cost.as_ref().and_then(|c| c.predicted_time_s);
             Some(SimPair {
-                policy: label(ra),
+                policy: la,
                 mem_pages: ra.capacity,
                 misses_a: ma,
                 misses_b: mb,
                 ratio: (ma > 0).then(|| mb as f64 / ma as f64),
                 miss_ratio_a: ra.miss_ratio,
                 miss_ratio_b: rb.miss_ratio,
+                predicted_time_s_a: time(ra),
+                predicted_time_s_b: time(rb),
             })
         })
         .collect()
