@@ -19,7 +19,7 @@
 //! | pcN | the same readahead at page-cluster N |
 //! | mlock | base, with the first `mlocked` bytes of the array (as the workload reported) pinned |
 //! | leap, stride, thread | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late (the preload thread samples per CPU and polls) saves fewer faults than predicted. |
-//! | advise | not modelled (its hints are by allocation site) |
+//! | advise | base, with each hint of `advise`'s file applied to the whole array: traverse's array is the only allocation the preload library logs (above 64 KiB), so every site hint advise writes for it names that array. mlock pins its bytes from the array's start, willneed reads its window ahead at each fault in the array, cold/pageout act `delay_ms` after the first touch, turned into references at the unlimited run's rate. Like `thread`, the willneed hint's prefetch thread is modelled without its timing. |
 //!
 //! The speed-up is predicted from the simulated major faults F and pages
 //! read ahead R with a two-cost time model: `T = T_0 + F·c_f + R·c_r`,
@@ -32,6 +32,7 @@
 //! other variant's is a prediction. Without a pc0 cell, c_r = 0 and c_f
 //! comes from base alone. The prediction is `T_base / T_v`.
 use crate::bench_hints::{HintsCell, HintsOptions, HintsSize};
+use swaplab_analysis::hints::HintFile;
 use swaplab_sim::engine::{simulate_ext, Extras, HintKind, RangeHint};
 use swaplab_sim::prefetch::PrefetchSpec;
 use swaplab_sim::PolicySpec;
@@ -82,26 +83,40 @@ fn simulate_cell(
     trace: &DenseTrace,
     capacity: usize,
     prefetch: &str,
-    pinned_pages: u64,
+    hints: &[RangeHint],
 ) -> Option<(u64, u64)> {
     let spec = PolicySpec::parse(POLICY).ok()?;
     let pf = PrefetchSpec::parse(prefetch).ok()?;
-    let hints = if pinned_pages > 0 {
-        vec![RangeHint {
-            start: 0,
-            end: pinned_pages,
-            action: HintKind::Pin,
-        }]
-    } else {
-        Vec::new()
-    };
     let extras = Extras {
         prefetch: Some(&pf),
-        hints: &hints,
+        hints,
     };
     simulate_ext(trace, None, &spec, capacity.max(1), 42, &extras, &|_| {})
         .ok()
         .map(|r| (r.counters.major_faults, r.counters.prefetch_reads))
+}
+
+/// The first `pages` pages pinned (mlock of the array's start).
+fn pinned(pages: u64) -> Vec<RangeHint> {
+    if pages == 0 {
+        return Vec::new();
+    }
+    vec![RangeHint {
+        start: 0,
+        end: pages,
+        action: HintKind::Pin,
+    }]
+}
+
+/// `advise`'s hints applied to the array, pages `0..pages` of the trace
+/// (see the module doc); None when the file cannot be modelled (its mlock
+/// hints lock more than its budget, which `run --hints` refuses too).
+fn advise_hints(file: &HintFile, pages: u64, refs_per_ms: u64) -> Option<Vec<RangeHint>> {
+    let mut on_array = file.clone();
+    for h in on_array.hints.iter_mut() {
+        h.range = Some((0, pages * 4096));
+    }
+    crate::simulate::sim_hints(&on_array, 4096, refs_per_ms.max(1)).ok()
 }
 
 /// Fills the simulated columns of one size's cells.
@@ -111,29 +126,53 @@ pub fn predict(s: &mut HintsSize, opts: &HintsOptions, readahead: &str, pc: Opti
     }
     let pc = pc.unwrap_or(3);
     let trace = traverse_trace(s.size_bytes, opts.passes);
+    let pages = (s.size_bytes / 4096).max(1);
     let other = s.peak_bytes.saturating_sub(s.size_bytes);
+    // The advise variant's hint file, as the run used it.
+    let advise_file = s.hints_file.as_ref().and_then(|p| {
+        let text = std::fs::read_to_string(p).ok()?;
+        swaplab_analysis::hints::parse(&text, p).ok()
+    });
+    // References per millisecond of the unlimited run (for delay_ms).
+    let refs_per_ms = s
+        .unlimited_wall_s
+        .filter(|t| *t > 0.0)
+        .map_or(1, |t| (trace.ids.len() as f64 / (t * 1e3)).ceil() as u64);
     for c in s.cells.iter_mut() {
-        let Some(model) = model_of(&c.variant, readahead, pc) else {
-            continue;
-        };
-        let capacity = (c.limit_bytes.saturating_sub(other) / 4096) as usize;
-        let pinned = if c.variant == "mlock" {
-            c.mlocked_bytes.unwrap_or(0.0) as u64 / 4096
+        let (model, hints, what) = if c.variant == "advise" {
+            let Some(h) = advise_file
+                .as_ref()
+                .and_then(|f| advise_hints(f, pages, refs_per_ms))
+            else {
+                continue;
+            };
+            let n = h.len();
+            (
+                readahead_spec(readahead, pc),
+                h,
+                format!(" + advise's {n} hint(s) on the array"),
+            )
         } else {
-            0
-        };
-        let sim = simulate_cell(&trace, capacity, &model, pinned);
-        c.sim_majflt = sim.map(|s| s.0 as f64);
-        c.sim_prefetch_reads = sim.map(|s| s.1 as f64);
-        c.sim_model = format!(
-            "{POLICY} + {model}{} at {} pages",
-            if pinned > 0 {
-                format!(" + {pinned} pages pinned")
+            let Some(model) = model_of(&c.variant, readahead, pc) else {
+                continue;
+            };
+            let n = if c.variant == "mlock" {
+                c.mlocked_bytes.unwrap_or(0.0) as u64 / 4096
+            } else {
+                0
+            };
+            let what = if n > 0 {
+                format!(" + {n} pages pinned")
             } else {
                 String::new()
-            },
-            capacity
-        );
+            };
+            (model, pinned(n), what)
+        };
+        let capacity = (c.limit_bytes.saturating_sub(other) / 4096) as usize;
+        let sim = simulate_cell(&trace, capacity, &model, &hints);
+        c.sim_majflt = sim.map(|s| s.0 as f64);
+        c.sim_prefetch_reads = sim.map(|s| s.1 as f64);
+        c.sim_model = format!("{POLICY} + {model}{what} at {capacity} pages");
     }
     relative_to_base(&mut s.cells, s.unlimited_wall_s);
 }
@@ -200,13 +239,50 @@ mod tests {
         // evicts each page before its next use); the fill's faults are
         // minor.
         let t = traverse_trace(100 * 4096, 3);
-        assert_eq!(simulate_cell(&t, 60, "none", 0), Some((300, 0)));
+        assert_eq!(simulate_cell(&t, 60, "none", &[]), Some((300, 0)));
         // Pinning 40 pages keeps them: the other 60 cycle through the 20
         // frames left, and fault every pass.
-        assert_eq!(simulate_cell(&t, 60, "none", 40), Some((180, 0)));
+        assert_eq!(simulate_cell(&t, 60, "none", &pinned(40)), Some((180, 0)));
         // The page-cluster 0 model is no readahead.
         assert_eq!(readahead_spec("cluster", 0), "cluster:pc=0");
-        assert_eq!(simulate_cell(&t, 60, "cluster:pc=0", 0), Some((300, 0)));
+        assert_eq!(simulate_cell(&t, 60, "cluster:pc=0", &[]), Some((300, 0)));
+    }
+
+    #[test]
+    fn advise_site_hints_act_on_the_array() {
+        // 100 pages, 3 passes, memory for 60 (see the test above).
+        let t = traverse_trace(100 * 4096, 3);
+        let file = |hints: &str, budget: u64| {
+            let text = format!("version = 1\nmlock_budget = {budget}\n{hints}");
+            swaplab_analysis::hints::parse(&text, "h.toml").unwrap()
+        };
+        let hint = |action: &str| {
+            format!("[[hint]]\nsite = [\"w!xmalloc+0x2a\"]\naction = \"{action}\"\n")
+        };
+        // An mlock hint of 40 pages is the mlock variant of 40 pages.
+        let f = file(&(hint("mlock") + "bytes = 163840\n"), 163840);
+        let h = advise_hints(&f, 100, 1).unwrap();
+        assert_eq!(h.len(), 1);
+        assert_eq!((h[0].start, h[0].end), (0, 40));
+        assert_eq!(simulate_cell(&t, 60, "none", &h), Some((180, 0)));
+        // bytes = 0 locks the whole array: 100 pages, more than the 60 of
+        // memory, which the kernel answers with the OOM killer: no
+        // prediction.
+        let f = file(&(hint("mlock") + "bytes = 0\n"), 1 << 30);
+        let h = advise_hints(&f, 100, 1).unwrap();
+        assert_eq!((h[0].start, h[0].end), (0, 100));
+        assert_eq!(simulate_cell(&t, 60, "none", &h), None);
+        // A willneed hint: pages are read ahead at each fault in the array,
+        // so fewer faults than the 300 without it.
+        let f = file(&(hint("willneed") + "window = 65536\n"), 0);
+        let h = advise_hints(&f, 100, 1).unwrap();
+        let (faults, ahead) = simulate_cell(&t, 60, "none", &h).unwrap();
+        assert!(faults < 300 && ahead > 0, "{faults} {ahead}");
+        // pageout 2 ms after the allocation at 10 references a millisecond:
+        // after 20 references of the fill.
+        let f = file(&(hint("pageout") + "delay_ms = 2\n"), 0);
+        let h = advise_hints(&f, 100, 10).unwrap();
+        assert!(matches!(h[0].action, HintKind::Pageout { after: 20 }));
     }
 
     #[test]
