@@ -173,10 +173,18 @@ pub struct PolicySpec {
 }
 
 impl PolicySpec {
-    /// Parses `name[:key=value[:key=value...]]` and checks the name exists.
+    /// Parses `name[:key=value[:key=value...]]`, checks the name exists and
+    /// builds the policy once (a small memory) so that bad parameters fail
+    /// here, not when a simulation starts.
     pub fn parse(s: &str) -> Result<Self, SimError> {
         let (name, params) = Params::split_spec(s, "clock:bits=2")?;
-        crate::policies::lookup(&name)?;
+        let info = crate::policies::lookup(&name)?;
+        (info.build)(&PolicyConfig {
+            capacity: 64,
+            pages: 256,
+            params: &params,
+            seed: 1,
+        })?;
         Ok(PolicySpec { name, params })
     }
 

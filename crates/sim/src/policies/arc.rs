@@ -339,8 +339,13 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
+        // Refused when parsed, naming the key; and by the engine, for a
+        // spec made without parse.
+        let e = crate::policy::PolicySpec::parse("arc:p=1").unwrap_err();
+        assert!(e.to_string().contains("p"), "{e}");
         let t = swaplab_trace::dense::DenseTrace::from_pages(&[1, 2]);
-        let spec = crate::policy::PolicySpec::parse("arc:p=1").unwrap();
+        let (name, params) = crate::policy::Params::split_spec("arc:p=1", "").unwrap();
+        let spec = crate::policy::PolicySpec { name, params };
         assert!(crate::engine::simulate_checked(&t, &spec, 1, 0).is_err());
     }
 

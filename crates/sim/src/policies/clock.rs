@@ -297,7 +297,11 @@ mod tests {
         use swaplab_trace::dense::DenseTrace;
         let t = DenseTrace::from_pages(&[1, 2, 3]);
         for bad in ["clock:bits=9", "clock:bits=0", "clock:bits=x", "clock:n=1"] {
-            let spec = PolicySpec::parse(bad).unwrap();
+            // Refused when parsed; and by the engine, for a spec made
+            // without parse.
+            assert!(PolicySpec::parse(bad).is_err(), "{bad}");
+            let (name, params) = crate::policy::Params::split_spec(bad, "").unwrap();
+            let spec = PolicySpec { name, params };
             assert!(
                 crate::engine::simulate_checked(&t, &spec, 2, 0).is_err(),
                 "{bad}"

@@ -300,8 +300,13 @@ mod tests {
 
     #[test]
     fn params_are_checked() {
+        // Refused when parsed, naming the key; and by the engine, for a
+        // spec made without parse.
+        let e = crate::policy::PolicySpec::parse("lfu:decay=1").unwrap_err();
+        assert!(e.to_string().contains("decay"), "{e}");
         let t = swaplab_trace::dense::DenseTrace::from_pages(&[1, 2]);
-        let spec = crate::policy::PolicySpec::parse("lfu:decay=1").unwrap();
+        let (name, params) = crate::policy::Params::split_spec("lfu:decay=1", "").unwrap();
+        let spec = crate::policy::PolicySpec { name, params };
         assert!(crate::engine::simulate_checked(&t, &spec, 1, 0).is_err());
     }
 
