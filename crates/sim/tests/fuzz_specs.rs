@@ -138,8 +138,8 @@ fn small_trace() -> DenseTrace {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let page = if i % 3 == 0 { (i / 3) % 64 } else { x % 40 };
-            (page, x % 5 == 0)
+            let page = if i.is_multiple_of(3) { (i / 3) % 64 } else { x % 40 };
+            (page, x.is_multiple_of(5))
         })
         .collect();
     DenseTrace::from_refs(&refs)
