@@ -134,7 +134,7 @@ fn inputs(rng: &mut Pcg64, seeds: &[&str], n: usize) -> Vec<String> {
 fn small_trace() -> DenseTrace {
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let refs: Vec<(u64, bool)> = (0..2000)
-        .map(|i| {
+        .map(|i: u64| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
