@@ -138,7 +138,11 @@ fn small_trace() -> DenseTrace {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let page = if i.is_multiple_of(3) { (i / 3) % 64 } else { x % 40 };
+            let page = if i.is_multiple_of(3) {
+                (i / 3) % 64
+            } else {
+                x % 40
+            };
             (page, x.is_multiple_of(5))
         })
         .collect();
