@@ -679,6 +679,8 @@ impl Prefetcher {
                     },
                     page_shift: swaplab_host::util::page_size().trailing_zeros(),
                     gone: false,
+                    pid,
+                    sparse_tids: HashSet::new(),
                 };
                 w.run(&flag)
             })
@@ -723,6 +725,13 @@ struct Worker {
     stats: PrefetchStats,
     page_shift: u32,
     gone: bool,
+    /// The program's first task: only its events change sample period.
+    pid: u32,
+    /// Tasks first seen while sampling was sparse: their inherited events
+    /// keep one sample in [`SPARSE`] for good (PERF_EVENT_IOC_PERIOD does
+    /// not reach inherited events), so their deltas are multiples of the
+    /// real ones and they get no requests.
+    sparse_tids: HashSet<u32>,
 }
 
 impl Worker {
@@ -775,10 +784,28 @@ impl Worker {
                 break;
             }
             for s in &buf {
+                if s.tid != self.pid && can_sparse {
+                    // Another thread or process: its inherited events do
+                    // not follow period changes, so sampling stays dense
+                    // from now on (below).
+                    can_sparse = false;
+                }
                 if sparse.is_some() {
+                    if s.tid != self.pid {
+                        self.sparse_tids.insert(s.tid);
+                    }
+                    self.probe(s);
+                } else if self.sparse_tids.contains(&s.tid) {
                     self.probe(s);
                 } else {
                     self.sample(s);
+                }
+            }
+            if !can_sparse {
+                if let Some(since) = sparse.take() {
+                    self.det.forget();
+                    self.stats.sparse_ns += since.elapsed().as_nanos() as u64;
+                    let _ = tracer.set_sample_periods(1, dense_minor);
                 }
             }
             if self.det.any_trend() {
