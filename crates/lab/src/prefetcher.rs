@@ -303,6 +303,8 @@ pub struct PrefetchStats {
     pub quiet_errors: u64,
     /// Times sampling went sparse (no trend for [`IDLE`]) and came back.
     pub sparse_switches: u64,
+    /// Fault samples the kernel delivered (major and minor).
+    pub samples: u64,
     /// Nanoseconds spent sampling sparsely.
     pub sparse_ns: u64,
     /// Whether minor faults were sampled (accuracy and coverage need them).
@@ -338,6 +340,7 @@ impl PrefetchStats {
             ("prefetch_trend_switches", self.trend_switches as f64),
             ("prefetch_quiet_errors", self.quiet_errors as f64),
             ("prefetch_sparse_switches", self.sparse_switches as f64),
+            ("prefetch_samples", self.samples as f64),
             ("prefetch_sparse_ns", self.sparse_ns as f64),
         ];
         if self.minor_sampled {
@@ -845,6 +848,7 @@ impl Worker {
         }
         let mut rest = Vec::new();
         if let Ok(fs) = tracer.finish(&mut rest) {
+            self.stats.samples = fs.samples;
             if fs.lost > 0 {
                 self.stats.notes.push(format!(
                     "prefetcher: the kernel dropped {} fault samples",

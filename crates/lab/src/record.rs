@@ -82,6 +82,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not"),
     ("prefetch_trend_switches", "count", "times a thread's trend appeared or changed"),
     ("prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults"),
+    ("prefetch_samples", "count", "fault samples perf delivered to the prefetcher (major and minor; fewer than the faults while sampling is sparse)"),
     ("prefetch_sparse_ns", "ns", "time the prefetcher sampled sparsely (no trend)"),
     ("prefetch_quiet_errors", "count", "process_madvise calls or ranges refused because the program exited or unmapped the range (ESRCH, ENOMEM, EINVAL)"),
     ("timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)"),

@@ -279,6 +279,12 @@ fn a_random_walk_gets_almost_no_requests() {
     // calls (exclude_kernel). Sampled faults alone would be about 1/16 of it.
     assert!(metric(&r, "prefetch_sparse_switches") >= 1.0);
     assert!(metric(&r, "prefetch_sparse_ns") > 0.0);
+    // And the kernel did sample sparsely: far fewer samples than faults.
+    let samples = metric(&r, "prefetch_samples");
+    assert!(
+        samples > 0.0 && samples <= majors / 4.0,
+        "{samples} samples for {majors} major faults"
+    );
     let rusage = metric(&r, "majflt");
     assert!(
         majors <= rusage && rusage - majors <= 64.0 + rusage / 1000.0,
