@@ -9,8 +9,10 @@
 #   6.1  MGLRU off × {swapfile on a virtio ext4 disk, zram}
 #   6.1  MGLRU on  × {swapfile, zram}           (same boot: MGLRU is switched
 #   6.12 MGLRU on  × {swapfile, zram}            at run time, swap set up in turn)
-# Two boots in all. Prints one line per configuration:
+# Two boots in all, run at the same time (one vCPU each: the two cores of
+# the CI machine). Prints one line per configuration:
 #   kernel 6.1 mglru=off swap=file: N passed, N failed, N skipped
+# after the time each configuration took (and each boot).
 # and exits non-zero when a test failed, a configuration did not report,
 # or a guest hung (killed after SWAPLAB_GUEST_TIMEOUT seconds, default 600).
 #
@@ -21,6 +23,9 @@
 #
 #   scripts/kernels.sh            the whole matrix
 #   scripts/kernels.sh 6.1        one kernel (6.1 or 6.12)
+#   scripts/kernels.sh --prepare  only install and download what it needs
+#                                 (scripts/test.sh runs this in the background
+#                                 while it builds)
 #   scripts/kernels.sh --guest …  (inside a guest; used by the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,14 +53,15 @@ guest() {
   modprobe zram num_devices=1 2>/dev/null || true
   export SWAPLAB_GUEST=1 SWAPLAB_GUEST_DIR=$disk SWAPLAB_CACHE_DIR=$disk/cache TMPDIR=$disk/tmp
   mkdir -p "$TMPDIR"
-  echo "GUEST-INFO kernel=$(uname -r) controllers=$(cat /sys/fs/cgroup/cgroup.controllers)" \
+  echo "GUEST-INFO kernel=$(uname -r) booted_in=$(cut -d' ' -f1 /proc/uptime)s controllers=$(cat /sys/fs/cgroup/cgroup.controllers)" \
        "subtree_control=[$(cat /sys/fs/cgroup/cgroup.subtree_control)] lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)" \
        "min_ttl_ms=$(cat /sys/kernel/mm/lru_gen/min_ttl_ms 2>/dev/null || echo absent)"
-  local m kind spec log passed failed skipped lib t
+  local m kind spec log passed failed skipped lib t t0
   for m in $mglrus; do
     # The configuration's MGLRU state (this throwaway guest's, not swaplab's).
     if [ "$m" = on ]; then echo y > /sys/kernel/mm/lru_gen/enabled; else echo n > /sys/kernel/mm/lru_gen/enabled; fi
     for kind in file zram; do
+      t0=$(date +%s)
       spec="$kind:256M"
       [ "$kind" = file ] && spec="file:256M,path=$disk/swapfile"
       export SWAPLAB_GUEST_SWAP=$spec SWAPLAB_SKIP_LOG=$disk/skips-$m-$kind.log
@@ -102,6 +108,7 @@ PY
       fi
       [ -f "$disk/guest-files.txt" ] && sed 's/^/  /' "$disk/guest-files.txt" && rm -f "$disk/guest-files.txt"
       grep -h '^SKIP ' "$SWAPLAB_SKIP_LOG" | sed 's/^/  /'
+      echo "  TIME kernel $label mglru=$m swap=$kind: $(( $(date +%s) - t0 )) s"
       echo "RESULT kernel $label mglru=$m swap=$kind: $passed passed, $failed failed, $skipped skipped"
     done
   done
@@ -196,18 +203,17 @@ cleanup() {
   [ -n "$DISK" ] && rm -f "$DISK"
   DISK=
 }
-trap cleanup EXIT
-trap 'cleanup; exit 130' INT TERM
 
 # One vCPU: with two, Debian's 6.12 guest panicked under qemu's
 # multi-threaded TCG ("Oops: int3" in __schedule while perf_event_open
 # patched a static key: the int3-based text patching races with the other
 # vCPU's emulated execution; twice in a row on 2026-11-25, log kept in
 # target/kernels/run/guest-6.12.first.log). The guest tests need no second
-# CPU. SWAPLAB_GUEST_CPUS overrides.
+# CPU, and two one-vCPU guests run side by side on the two cores.
+# SWAPLAB_GUEST_CPUS overrides.
 GUEST_CPUS=${SWAPLAB_GUEST_CPUS:-1}
 
-# Boots one kernel and runs the guest part; prints its RESULT lines.
+# Boots one kernel and runs the guest part; prints its result lines.
 boot() {
   local label=$1 vmlinux=$2 mglrus=$3 tests=$4 once=$5 swaplab=$6
   local out=$KDIR/run/guest-$label.log
@@ -238,70 +244,115 @@ boot() {
   PGID=
   cleanup
   sed -n '/^---- log of/,/^RESULT/p' "$out" | grep -v '^RESULT'
-  grep -E '^(GUEST-INFO|  GUEST-FILES|  SKIP|  smoke|RESULT )' "$out" | sed 's/^RESULT //; s/^ */  /; s/^  kernel /kernel /'
-  mapfile -t -O "${#RESULTS[@]}" RESULTS < <(grep '^RESULT kernel ' "$out" | sed 's/^RESULT //')
-  echo "  (kernel $label: $(( $(date +%s) - t0 )) s in the guest; log: ${out#"$ROOT"/})"
+  grep -E '^(GUEST-INFO|  GUEST-FILES|  SKIP|  smoke|  TIME|RESULT )' "$out" | sed 's/^RESULT //; s/^ */  /; s/^  kernel /kernel /'
+  echo "  (kernel $label: $(( $(date +%s) - t0 )) s from start to power-off; log: ${out#"$ROOT"/})"
 }
-RESULTS=()
 
 # A guest that exits before reporting anything (seen once in about ten
 # boots under emulation, cause unknown) is booted once more, with its
 # kernel console in the log; both are reported. Test failures are never
 # retried.
 boot_twice() {
-  local before=${#RESULTS[@]}
   boot "$@" || return 1
-  if [ "${#RESULTS[@]}" = "$before" ]; then
+  if ! grep -q '^RESULT kernel ' "$KDIR/run/guest-$1.log"; then
     echo "kernel $1: the guest exited before reporting (log: target/kernels/run/guest-$1.log): booting it once more"
     cp "$KDIR/run/guest-$1.log" "$KDIR/run/guest-$1.first.log"
     SWAPLAB_GUEST_VERBOSE=1 boot "$@"
   fi
 }
 
-# Builds one integration test binary; prints its path.
-test_binary() {
-  cargo test -q -p "$1" --test "$2" --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
+# The guest tests, built with the same workspace-wide features and profile
+# as `cargo test --workspace` (so after scripts/test.sh's build nothing is
+# rebuilt; `-p swaplab` alone would resolve features differently and
+# rebuild half the workspace). Prints one path per line: guest, then doctor.
+test_binaries() {
+  cargo test -q --workspace --test guest --test doctor --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
+found = {}
 for l in sys.stdin:
     try: m = json.loads(l)
     except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"): print(m["executable"])' | grep .
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
+        found[m["target"]["name"]] = m["executable"]
+if set(found) != {"guest", "doctor"}: sys.exit("built %s, not guest and doctor" % sorted(found))
+print(found["guest"]); print(found["doctor"])'
+}
+
+# What the matrix needs on the host, installed and downloaded once.
+# Prints the vmlinux paths of the kernels asked for ("6.1 6.12", one path
+# a line, in that order).
+prepare() {
+  local k
+  setup_host >&2 || return 1
+  for k in "$@"; do
+    case $k in
+      6.1) fetch_kernel "$K61_PKG" "$K61_VER" "$K61_REL" no || { echo "kernel 6.1: could not fetch" >&2; return 1; } ;;
+      6.12) fetch_kernel "$K612_PKG" "$K612_VER" "$K612_REL" yes || { echo "kernel 6.12: could not fetch" >&2; return 1; } ;;
+    esac
+  done
 }
 
 main() {
   local only=${1:-all}
   local start; start=$(date +%s)
-  setup_host || exit 1
+  local kernels=()
+  case $only in
+    all) kernels=(6.1 6.12) ;;
+    6.1|6.12) kernels=("$only") ;;
+    --prepare) prepare 6.1 6.12 > /dev/null || exit 1; echo "guest kernels prepared ($(( $(date +%s) - start )) s)"; exit 0 ;;
+    *) echo "usage: scripts/kernels.sh [6.1|6.12|--prepare]"; exit 2 ;;
+  esac
+  local vmlinux
+  mapfile -t vmlinux < <(prepare "${kernels[@]}")
+  if [ "${#vmlinux[@]}" != "${#kernels[@]}" ]; then
+    echo "could not set up the guest kernels (see above)"; exit 1
+  fi
   echo "== building swaplab and the guest tests"
-  cargo build -q -p swaplab --bins || exit 1
   # Every configuration: crates/cli/tests/guest.rs. Once a boot: the
   # doctor's tests (they do not depend on MGLRU or the swap kind).
-  local tests once
-  tests=$(test_binary swaplab guest) && once=$(test_binary swaplab-host doctor) \
-    || { echo "could not build the guest tests"; exit 1; }
+  local bins tests once
+  mapfile -t bins < <(test_binaries)
+  [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test guest --test doctor --no-run)"; exit 1; }
+  tests=${bins[0]}; once=${bins[1]}
+  # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
   local swaplab=$ROOT/target/debug/swaplab
-  local status=0 expect=0 k vmlinux
-  for k in 6.1 6.12; do
-    [ "$only" = all ] || [ "$only" = "$k" ] || continue
-    if [ "$k" = 6.1 ]; then
-      vmlinux=$(fetch_kernel "$K61_PKG" "$K61_VER" "$K61_REL" no) || { echo "kernel 6.1: could not fetch"; status=1; continue; }
-      expect=$((expect + 4))
-      echo "== kernel 6.1 ($K61_PKG $K61_VER): MGLRU off, then on; swapfile and zram"
-      boot_twice 6.1 "$vmlinux" "off on" "$tests" "$once" "$swaplab" || status=1
-    else
-      vmlinux=$(fetch_kernel "$K612_PKG" "$K612_VER" "$K612_REL" yes) || { echo "kernel 6.12: could not fetch"; status=1; continue; }
-      expect=$((expect + 2))
-      echo "== kernel 6.12 ($K612_PKG $K612_VER): MGLRU on; swapfile and zram"
-      boot_twice 6.12 "$vmlinux" "on" "$tests" "$once" "$swaplab" || status=1
-    fi
+  [ -x "$swaplab" ] || { echo "no $swaplab after the build"; exit 1; }
+  echo "== booting ${kernels[*]} side by side (set-up and build: $(( $(date +%s) - start )) s)"
+  # Each kernel's boot in its own background shell, its output to a file
+  # (printed in order afterwards). Each shell kills its own guest on exit,
+  # Ctrl-C or TERM; this one sends TERM to them on its own way out.
+  local i k pids=() status=0 expect=0
+  for i in "${!kernels[@]}"; do
+    k=${kernels[$i]}
+    local mglrus="on"
+    if [ "$k" = 6.1 ]; then mglrus="off on"; expect=$((expect + 4)); else expect=$((expect + 2)); fi
+    rm -f "$KDIR/run/out-$k.txt" "$KDIR/run/guest-$k.log"
+    mkdir -p "$KDIR/run"
+    (
+      trap cleanup EXIT
+      trap 'cleanup; exit 130' INT TERM
+      case $k in
+        6.1) echo "== kernel 6.1 ($K61_PKG $K61_VER): MGLRU off, then on; swapfile and zram" ;;
+        6.12) echo "== kernel 6.12 ($K612_PKG $K612_VER): MGLRU on; swapfile and zram" ;;
+      esac
+      boot_twice "$k" "${vmlinux[$i]}" "$mglrus" "$tests" "$once" "$swaplab"
+    ) > "$KDIR/run/out-$k.txt" 2>&1 &
+    pids+=($!)
   done
+  trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT TERM
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || status=1
+  done
+  trap - INT TERM
+  for k in "${kernels[@]}"; do cat "$KDIR/run/out-$k.txt"; done
   echo "== guest kernels ($(( $(date +%s) - start )) s)"
-  local r
-  for r in "${RESULTS[@]}"; do
+  local r n=0
+  while read -r r; do
+    n=$((n + 1))
     echo "$r"
     echo "$r" | grep -Eq ': [0-9]+ passed, 0 failed, 0 skipped$' || status=1
-  done
-  if [ "${#RESULTS[@]}" -lt "$expect" ]; then
-    echo "$(( expect - ${#RESULTS[@]} )) configuration(s) did not report (see target/kernels/run/guest-*.log)"
+  done < <(for k in "${kernels[@]}"; do grep -h '^RESULT kernel ' "$KDIR/run/guest-$k.log" 2>/dev/null | sed 's/^RESULT //'; done)
+  if [ "$n" -lt "$expect" ]; then
+    echo "$(( expect - n )) configuration(s) did not report (see target/kernels/run/guest-*.log)"
     status=1
   fi
   exit $status

@@ -11,6 +11,9 @@
 # zswap, sysctls, tracefs mounts and instances) is recorded before and
 # compared after: the suite fails if anything was left changed, even when a
 # test failed.
+# Each phase prints its duration, the guest matrix its boots' and
+# configurations' too, and the end lists the phases and the slowest test
+# binaries (target/test-times.txt has them all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
@@ -35,18 +38,62 @@ export SWAPLAB_SKIP_LOG="$PWD/target/test-skips.log"
 : > "$SWAPLAB_SKIP_LOG"
 log=target/cargo-test.log
 
+# Phase times: `phase NAME` starts one (ending the previous), `phase` ends the last.
+phases=()
+phase_name=
+phase_t0=0
+phase() {
+  local now; now=$(date +%s)
+  if [ -n "$phase_name" ]; then
+    echo "   ($phase_name: $((now - phase_t0)) s)"
+    phases+=("$phase_name $((now - phase_t0)) s")
+  fi
+  phase_name=${1:-}
+  phase_t0=$now
+}
+
+# Downloads and installs that need no CPU to speak of run in the background
+# while the code builds: the guest kernels' packages and virtme-ng
+# (scripts/kernels.sh --prepare) and the Python package's tools.
+kernels=1
+[ "${SWAPLAB_KERNELS:-1}" = 0 ] && [ "${CI:-}" != true ] && kernels=0
+prep_pid=
+if [ "$kernels" = 1 ]; then
+  scripts/kernels.sh --prepare > target/kernels-prepare.log 2>&1 &
+  prep_pid=$!
+fi
+( swaplab_pyenv ) > target/pyenv-setup.log 2>&1 &
+pyenv_pid=$!
+
+phase native
 echo "== native (C) workloads: build with -Wall -Wextra -Werror and test"
 make -s -C native OUT="$PWD/target/native" || status=1
 bash native/tests/run.sh || status=1
 
-echo "== cargo test (workspace, every test binary even after a failure)"
-cargo test --workspace --no-fail-fast --quiet 2>&1 | tee "$log"
+phase "cargo build"
+echo "== cargo test --no-run (build every test binary of the workspace)"
+cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
+phase "cargo test"
+echo "== cargo test (workspace, every test binary even after a failure)"
+cargo test --workspace --no-fail-fast -- --quiet 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Doc-tests\|Finished\) '
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+# Each test binary's time (libtest's "finished in"), slowest first.
+awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)}
+     /^ *Doc-tests / {name = "doc-tests of " $2}
+     /^test result:/ {for (i = 1; i <= NF; i++) if ($i == "in") {t = $(i + 1); sub("s$", "", t); printf "%8.1f s  %s\n", t, name}}' \
+  "$log" | sort -rn > target/test-times.txt
+echo "   slowest test binaries (all in target/test-times.txt; sum $(awk '{s += $1} END {printf "%.0f", s}' target/test-times.txt) s):"
+head -6 target/test-times.txt
+
+phase python
 echo "== python: build the package into target/pyenv (maturin develop) and run its tests (pytest)"
 pylog=target/pytest.log
 : > "$pylog"
-if swaplab_pyenv && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bin:$PATH" \
+wait "$pyenv_pid"; pyenv_status=$?
+cat target/pyenv-setup.log
+if [ "$pyenv_status" = 0 ] && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bin:$PATH" \
       "$PYENV/bin/maturin" develop --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
       || { cat "$OLDPWD/target/maturin.log"; exit 1; }); then
   # -rs lists each skip with its reason (collected into the summary below).
@@ -57,15 +104,19 @@ else
   status=1
 fi
 
+phase "guest kernels"
 echo "== guest kernels (scripts/kernels.sh): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
 klog=target/kernels.log
 : > "$klog"
-if [ "${SWAPLAB_KERNELS:-1}" = 0 ] && [ "${CI:-}" != true ]; then
+if [ "$kernels" = 0 ]; then
   echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" | tee "$klog"
 else
+  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
+  cat target/kernels-prepare.log
   scripts/kernels.sh 2>&1 | tee "$klog"
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
+phase
 
 after=$(snapshot)
 # A swaplab session still tearing down (its cgroup is removed after its
@@ -120,6 +171,7 @@ if [ "$skipped" -gt 0 ]; then
   grep -E '^SKIPPED' "$pylog" | sed 's/^SKIPPED \[[0-9]*\] /  python: /'
   grep -E '^SKIP guest' "$klog" | sed 's/^SKIP /  /'
 fi
+echo "phases: $(IFS=,; echo "${phases[*]}" | sed 's/,/, /g')"
 echo "$passed passed, $failed failed, $skipped skipped ($(( $(date +%s) - start )) s)"
 [ "$failed" = 0 ] || status=1
 exit $status

@@ -1,7 +1,9 @@
 //! swaplab itself killed mid-run: with SIGTERM it kills the group,
 //! restores and records the run as interrupted; with SIGKILL it leaves a
-//! journal and a `running` row, and the next start restores the system and
-//! marks the row interrupted — the catalog stays consistent either way.
+//! journal and a `running` row, its direct child dies with it
+//! (PR_SET_PDEATHSIG), the child's own children are left in the group, and
+//! the next start restores the system, kills them and marks the row
+//! interrupted — the catalog stays consistent either way.
 //!
 //! The "swaplab" here is this test binary re-executed in child mode
 //! (`child_entry`), which makes one run through the library like
@@ -22,7 +24,15 @@ use swaplab_lab::runner::Lab;
 
 const CHILD_ENV: &str = "SWAPLAB_LAB_TEST_CHILD";
 
-/// Child mode: one long run (swap file, page-cluster 0, a 32M limit).
+/// Child mode: one long run (swap file, page-cluster 0, a 32M limit) of
+/// `sh -c 'WORKLOAD traverse --size 48M --stop & wait'`: the shell is
+/// swaplab's child (it dies with swaplab: PR_SET_PDEATHSIG), the workload
+/// its child, which fills 48M (so at least 16M goes to swap) and stops
+/// itself (SIGSTOP), holding its memory and swap until it is killed. A
+/// stopped task allocates nothing, so neither the memory cgroup's OOM
+/// killer nor the parent-death signal (not inherited across fork) can end
+/// it: only swaplab's group kill or the next start's recovery do. See
+/// docs/decisions.md, "The kill tests' workload".
 #[test]
 fn child_entry() {
     if std::env::var_os(CHILD_ENV).is_none() {
@@ -31,17 +41,8 @@ fn child_entry() {
     let home = PathBuf::from(std::env::var_os("SWAPLAB_HOME").expect("parent sets SWAPLAB_HOME"));
     let lab = Lab::with_catalog(Catalog::open(&home).unwrap()).unwrap();
     let exe = workload_exe().display().to_string();
-    let cmd: Vec<String> = [
-        exe.as_str(),
-        "traverse",
-        "--size",
-        "48M",
-        "--passes",
-        "100000",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let script = format!("'{exe}' traverse --size 48M --stop & wait");
+    let cmd: Vec<String> = vec!["sh".into(), "-c".into(), script];
     let opts = RunOptions {
         mem_limit: Some(LimitSpec::Bytes(32 << 20)),
         swap: vec!["file:128M".parse().unwrap()],
@@ -77,8 +78,41 @@ fn spawn_child(home: &Path) -> Child {
         .unwrap()
 }
 
-/// Waits until the child's journal records its cgroup and the workload is in it.
-fn wait_for_workload(child_pid: u32) -> (JournalFile, PathBuf, u32) {
+/// The process state letter from /proc/PID/stat (None once it is gone).
+fn state(pid: u32) -> Option<char> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    st.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
+/// The parent pid from /proc/PID/stat.
+fn ppid(pid: u32) -> Option<u32> {
+    let st = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    st.rsplit(')')
+        .next()?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The child's run, once its workload has filled its memory and stopped:
+/// its journal, its memory group, the shell (swaplab's child) and the
+/// workload (the shell's child).
+struct Running {
+    journal: JournalFile,
+    group: PathBuf,
+    shell: u32,
+    workload: u32,
+}
+
+/// Waits until the child's journal records its cgroup and the workload in
+/// it has stopped itself.
+fn wait_for_workload(child_pid: u32) -> Running {
     let dir = swaplab_host::journal::state_dir().join("journal");
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(60) {
@@ -98,17 +132,30 @@ fn wait_for_workload(child_pid: u32) -> (JournalFile, PathBuf, u32) {
                 let group = groups_of(&j).into_iter().next();
                 if let Some(g) = group {
                     let pids = std::fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
-                    if let Some(p) = pids.split_whitespace().next().and_then(|p| p.parse().ok()) {
-                        // Let it run (and swap) a moment.
-                        std::thread::sleep(Duration::from_millis(700));
-                        return (j, g, p);
+                    let stopped = pids
+                        .split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok())
+                        .find(|&p| state(p) == Some('T'));
+                    if let Some(w) = stopped {
+                        let shell = ppid(w).expect("the stopped workload's parent");
+                        assert_eq!(
+                            ppid(shell),
+                            Some(child_pid),
+                            "the workload's parent is the shell swaplab started"
+                        );
+                        return Running {
+                            journal: j,
+                            group: g,
+                            shell,
+                            workload: w,
+                        };
                     }
                 }
             }
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("the child never started its workload");
+    panic!("the child's workload never filled its memory and stopped");
 }
 
 fn groups_of(j: &JournalFile) -> Vec<PathBuf> {
@@ -139,14 +186,28 @@ fn swap_active(p: &Path) -> bool {
 }
 
 fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => false,
-        Ok(st) => !matches!(
-            st.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().next()),
-            Some("Z") | Some("X")
-        ),
+    !matches!(state(pid), None | Some('Z') | Some('X'))
+}
+
+/// The bytes in use on swap area `p` (/proc/swaps' Used column).
+fn swap_used(p: &Path) -> u64 {
+    swaplab_host::swap::read_swaps()
+        .unwrap()
+        .iter()
+        .find(|a| a.filename == p)
+        .map_or(0, |a| a.used_bytes)
+}
+
+/// Undoes every dead swaplab's journal if the test panics before its own
+/// recovery step, so that a failure here does not leave the swap area,
+/// the group and page-cluster 0 to the next test.
+struct RecoverOnPanic;
+
+impl Drop for RecoverOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let _ = swaplab_host::journal::recover_all();
+        }
     }
 }
 
@@ -171,21 +232,39 @@ fn sigkill_leaves_a_consistent_catalog_and_the_next_start_restores() {
         .prefix("swaplab-kill-")
         .tempdir_in("/var/tmp")
         .unwrap();
+    let _recover = RecoverOnPanic;
     let mut child = spawn_child(home.path());
-    let (journal, group, workload) = wait_for_workload(child.id());
+    let Running {
+        journal,
+        group,
+        shell,
+        workload,
+    } = wait_for_workload(child.id());
     let swapfile = swapfile_of(&journal);
     assert!(swap_active(&swapfile));
+    // The 48M workload at 32M holds at least 16M in swap (less the group's
+    // page cache): recovery has a swap area in use to turn off.
+    let used = swap_used(&swapfile);
+    assert!(used >= 12 << 20, "only {used} bytes in swap");
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let st = child.wait().unwrap();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(st.signal(), Some(libc::SIGKILL));
-    // What a dead swaplab leaves: its swap area, its group with the workload, its row `running`.
+    // swaplab's own child dies with it (PR_SET_PDEATHSIG)...
+    assert!(wait_gone(shell), "swaplab's child outlived it");
+    // ...and what a dead swaplab leaves: its swap area, its group with the
+    // child's child in it (stopped, holding its memory), its row `running`.
     assert!(
         swap_active(&swapfile),
         "swap area vanished without recovery?"
     );
-    assert!(group.exists() && alive(workload));
+    assert!(group.exists(), "the group vanished without recovery?");
+    assert_eq!(
+        state(workload),
+        Some('T'),
+        "the orphaned workload is not there, stopped"
+    );
     // Next start, part 1: the catalog marks the run interrupted and is intact.
     let c = Catalog::open(home.path()).unwrap();
     assert_eq!(c.integrity_check().unwrap(), "ok");
@@ -254,8 +333,14 @@ fn sigterm_kills_the_group_restores_and_records_interrupted() {
         .prefix("swaplab-term-")
         .tempdir_in("/var/tmp")
         .unwrap();
+    let _recover = RecoverOnPanic;
     let mut child = spawn_child(home.path());
-    let (journal, group, workload) = wait_for_workload(child.id());
+    let Running {
+        journal,
+        group,
+        workload,
+        ..
+    } = wait_for_workload(child.id());
     let swapfile = swapfile_of(&journal);
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
