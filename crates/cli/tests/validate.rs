@@ -2,7 +2,9 @@
 //! is its array, Belady's OPT never needs more page loads than the kernel
 //! swapped in (a theorem: no algorithm, prefetching or not, loads fewer
 //! pages), the simulated swap-outs are near the kernel's count, a missing
-//! device profile is calibrated first, and the system is as it was.
+//! device profile is calibrated first, the predicted run time is what
+//! `swaplab sim --device file:this --fault-path kernel --base-time T0`
+//! predicts, and the system is as it was.
 mod common;
 use common::{f, swaplab};
 
@@ -87,6 +89,57 @@ fn validate_traverse_against_the_kernel() {
         "swap-outs predicted {} against {}",
         r["sim_swapout"],
         r["measured_swapout"]
+    );
+    // Two code paths, one answer: `swaplab sim` on the validation's trace
+    // at the row's effective memory, with the machine's readahead, the
+    // calibrated profile (`file:this`), the kernel's fault path and the
+    // unlimited run's time, predicts exactly the run time validate printed.
+    let t0 = f(&v["base_wall_s"]);
+    assert!(t0 > 0.0, "{v}");
+    let cap_s = (cap as u64).to_string();
+    let t0_s = format!("{t0}");
+    let sim = swaplab(
+        d,
+        &[
+            "sim",
+            v["trace"].as_str().unwrap(),
+            "--policy",
+            "linux",
+            "--prefetch",
+            v["readahead"].as_str().unwrap(),
+            "--mem",
+            &cap_s,
+            "--device",
+            "file:this",
+            "--fault-path",
+            "kernel",
+            "--base-time",
+            &t0_s,
+            "--json",
+        ],
+    );
+    assert!(
+        sim.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sim.stderr)
+    );
+    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+    let s = &sim[0];
+    assert_eq!(s["capacity"], r["capacity_pages"], "{s}");
+    assert_eq!(s["major_faults"], r["sim_majflt"], "{s}");
+    assert_eq!(s["swap_outs"], r["sim_swapout"], "{s}");
+    let (p_sim, p_val) = (f(&s["cost"]["predicted_time_s"]), f(&r["predicted_wall_s"]));
+    assert!(
+        (p_sim - p_val).abs() <= 1e-12 * p_val,
+        "sim predicts {p_sim} s, validate {p_val} s"
+    );
+    // The prediction is the base plus the simulated stalls, and the row
+    // says how to reproduce it.
+    assert!((p_val - t0 - f(&r["sim_fault_time_s"])).abs() < 1e-9, "{r}");
+    let cmd = r["sim_command"].to_string();
+    assert!(
+        cmd.contains("--device") && cmd.contains("--base-time"),
+        "{cmd}"
     );
     let saved: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.join("v.json")).unwrap()).unwrap();
