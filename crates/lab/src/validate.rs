@@ -220,6 +220,92 @@ fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(Device
     }
 }
 
+/// The fault path validate costs faults with.
+pub const FAULT_PATH: &str = "kernel";
+
+/// What the simulator predicts at one effective memory.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// `linux` with the readahead, costed.
+    pub sim: swaplab_sim::SimResult,
+    pub cost: Option<CostReport>,
+    /// `cost.predicted_time_s`.
+    pub predicted: Option<f64>,
+    /// The `swaplab sim` command that computes the same.
+    pub sim_command: Vec<String>,
+}
+
+/// Simulates `linux` with `readahead` at `capacity` pages, costed on
+/// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
+/// [`crate::simulate::run_costed`], the function behind `swaplab sim
+/// --device`, so validate and sim cannot disagree. `None` when the device
+/// leaves no memory (a zram profile at a tiny capacity).
+pub fn predict(
+    trace: &DenseTrace,
+    trace_path: &Path,
+    capacity: u64,
+    readahead: &str,
+    device: &DeviceSpec,
+    base_wall: Option<f64>,
+) -> Result<Option<Prediction>> {
+    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
+    let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
+    let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
+    let (res, _) = match crate::simulate::run_costed(
+        trace,
+        &[linux],
+        &[(capacity.to_string(), capacity)],
+        &[pf],
+        &[],
+        std::slice::from_ref(device),
+        &[fault_path],
+        base_wall,
+        SEED,
+        &|_| {},
+    ) {
+        Ok(r) => r,
+        // Every row skipped: the device took all the memory.
+        Err(Error::Invalid(_)) if device.profile().is_some_and(|p| p.kind != "file") => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(sim) = res.into_iter().next() else {
+        return Ok(None);
+    };
+    let cost = sim.cost.clone();
+    let predicted = cost.as_ref().and_then(|c| c.predicted_time_s);
+    let mut sim_command: Vec<String> = [
+        "swaplab",
+        "sim",
+        &trace_path.display().to_string(),
+        "--policy",
+        "linux",
+        "--prefetch",
+        readahead,
+        "--mem",
+        &capacity.to_string(),
+        "--device",
+        &device.to_string(),
+        "--fault-path",
+        FAULT_PATH,
+        "--seed",
+        &SEED.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(t) = base_wall {
+        sim_command.extend(["--base-time".to_string(), format!("{t}")]);
+    }
+    Ok(Some(Prediction {
+        sim,
+        cost,
+        predicted,
+        sim_command,
+    }))
+}
+
 /// Runs a validation.
 pub fn run(
     lab: &Lab,
@@ -312,13 +398,10 @@ pub fn run(
         &crate::bench_hints::readahead_kind(&o.swap.to_string()),
         pc,
     );
-    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
     let opt = PolicySpec::parse("opt").map_err(|e| Error::Invalid(e.to_string()))?;
-    let pf = PrefetchSpec::parse(&readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let none = PrefetchSpec::parse("none").map_err(|e| Error::Invalid(e.to_string()))?;
     let device = DeviceSpec::parse(&profile_path.to_string_lossy(), None)
         .map_err(|e| Error::Invalid(e.to_string()))?;
-    let fault_path = FaultPath::parse("kernel").map_err(|e| Error::Invalid(e.to_string()))?;
     let next_use = trace.next_use();
     let mut rows = Vec::new();
     for (pct, limit) in o.limits.iter().zip(&limits[1..]) {
@@ -331,22 +414,20 @@ pub fn run(
         say(&format!(
             "simulating linux + {readahead} and opt at {capacity} pages ({pct}% of the peak)"
         ));
-        // linux + readahead on the calibrated device with the kernel's
-        // fault path: exactly what `sim --device PROFILE --fault-path
-        // kernel --base-time T0` computes (the same function).
-        let (res, _) = crate::simulate::run_costed(
+        let Some(Prediction {
+            sim,
+            cost,
+            predicted,
+            sim_command,
+        }) = predict(
             &trace,
-            std::slice::from_ref(&linux),
-            &[(capacity.to_string(), capacity)],
-            std::slice::from_ref(&pf),
-            &[],
-            std::slice::from_ref(&device),
-            std::slice::from_ref(&fault_path),
+            &trace_path,
+            capacity,
+            &readahead,
+            &device,
             base_wall,
-            SEED,
-            &|_| {},
-        )?;
-        let Some(sim) = res.into_iter().next() else {
+        )?
+        else {
             continue;
         };
         let o_sim = simulate_ext(
@@ -368,33 +449,6 @@ pub fn run(
         let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
         let m_wall =
             median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
-        let cost = sim.cost.clone();
-        let predicted = cost.as_ref().and_then(|c| c.predicted_time_s);
-        let sim_command = vec![
-            "swaplab".to_string(),
-            "sim".into(),
-            trace_path.display().to_string(),
-            "--policy".into(),
-            "linux".into(),
-            "--prefetch".into(),
-            readahead.clone(),
-            "--mem".into(),
-            capacity.to_string(),
-            "--device".into(),
-            device.to_string(),
-            "--fault-path".into(),
-            fault_path.to_string(),
-            "--seed".into(),
-            SEED.to_string(),
-        ]
-        .into_iter()
-        .chain(
-            base_wall
-                .map(|t| ["--base-time".to_string(), format!("{t}")])
-                .into_iter()
-                .flatten(),
-        )
-        .collect();
         let opt_misses = o_sim.counters.misses();
         let opt_loads = opt_misses.saturating_sub(footprint);
         rows.push(ValidateRow {
@@ -446,7 +500,7 @@ pub fn run(
         swap: o.swap.to_string(),
         readahead,
         device: device.to_string(),
-        fault_path: fault_path.to_string(),
+        fault_path: FAULT_PATH.into(),
         base_wall_s: base_wall,
         base_peak_bytes: base_peak,
         overhead_bytes: overhead,
