@@ -400,8 +400,9 @@ impl<R: Read> WordRefs<R> {
 /// Runs a built-in workload (`argv` resolved, [`is_builtin_workload`])
 /// with `--refs-fd` so it records its own page references (every access to
 /// its main objects; immediate repeats cut at 3, see native/workloads/refs.c
-/// and the trace's source), and writes them to `out`. About 10–40 M
-/// references a second, against lackey's 0.27 M.
+/// and the trace's source), and writes them to `out`. About 30–50 M
+/// references a second on two free cores (the trace is encoded on worker
+/// threads; `swaplab bench capture`), against lackey's 0.27 M.
 pub fn capture_workload_refs(
     command: &[String],
     argv: &[String],
