@@ -14,10 +14,13 @@
 //! 4. The trace is simulated with `linux` and the kernel's swap readahead as
 //!    this machine has it (cluster or VMA at its page-cluster; none on zram)
 //!    at each effective memory, and with `opt` without readahead.
-//! 5. Run time is predicted from the unlimited run's wall time and the
-//!    calibrated device profile ([`crate::calibrate`]; measured first when
-//!    missing): `T = T₀ + F·read_rand + R·(4096 / read_MB/s) + W·write`,
-//!    F major faults, R pages read ahead, W swap-outs.
+//! 5. Run time is predicted by the simulator's device model: the `linux`
+//!    simulation runs on the calibrated device profile ([`crate::calibrate`];
+//!    measured first when missing) as `--device PROFILE.toml` with the
+//!    `kernel` fault path and the unlimited run's wall time as the base
+//!    ([`crate::simulate::run_costed`], the function `swaplab sim --device`
+//!    calls), so `validate` and `sim` cannot disagree. Each row carries the
+//!    `swaplab sim` command that reproduces it.
 //!
 //! The cross-check no one can fake: Belady's OPT needs no more page loads
 //! than any algorithm, prefetching ones included (a prefetching schedule
@@ -29,9 +32,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
+use swaplab_sim::device::CostReport;
 use swaplab_sim::engine::{simulate_ext, Extras};
 use swaplab_sim::prefetch::PrefetchSpec;
-use swaplab_sim::PolicySpec;
+use swaplab_sim::{DeviceSpec, FaultPath, PolicySpec};
 use swaplab_trace::native::NativeReader;
 use swaplab_trace::DenseTrace;
 
@@ -43,6 +47,8 @@ use crate::{Error, Result};
 
 /// `"kind"` of a saved validation.
 pub const VALIDATE_KIND: &str = "swaplab.validate";
+/// The seed of the simulations (`sim --seed`).
+pub const SEED: u64 = 42;
 /// The workloads that record their own references.
 pub use crate::refs::RECORDING_WORKLOADS as WORKLOADS;
 
@@ -82,7 +88,20 @@ pub struct ValidateRow {
     pub sim_majflt: u64,
     pub sim_swapout: u64,
     pub sim_prefetch_reads: u64,
+    /// The run time `sim` predicts: the unlimited run's time plus the
+    /// stalls of the simulated faults on the calibrated device
+    /// (`cost.predicted_time_s`).
     pub predicted_wall_s: Option<f64>,
+    /// The simulated stalls together, s (`cost.fault_time_s`).
+    #[serde(default)]
+    pub sim_fault_time_s: Option<f64>,
+    /// The simulator's whole cost report (major, minor, swap-cache and
+    /// reclaim time, device counters).
+    #[serde(default)]
+    pub cost: Option<CostReport>,
+    /// The `swaplab sim` command that computes this row's prediction.
+    #[serde(default)]
+    pub sim_command: Vec<String>,
     /// (predicted − measured) / measured.
     pub majflt_err: Option<f64>,
     pub swapout_err: Option<f64>,
@@ -111,6 +130,12 @@ pub struct ValidateResult {
     pub capture_s: f64,
     pub swap: String,
     pub readahead: String,
+    /// The device the simulation costs faults on (the profile's path, as
+    /// `sim --device` takes it) and the fault path (`kernel`).
+    #[serde(default)]
+    pub device: String,
+    #[serde(default)]
+    pub fault_path: String,
     pub base_wall_s: Option<f64>,
     pub base_peak_bytes: Option<f64>,
     /// Peak − footprint: what else the cgroup holds.
@@ -193,6 +218,92 @@ fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(Device
             r.sweep_id.unwrap_or(0)
         ))),
     }
+}
+
+/// The fault path validate costs faults with.
+pub const FAULT_PATH: &str = "kernel";
+
+/// What the simulator predicts at one effective memory.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// `linux` with the readahead, costed.
+    pub sim: swaplab_sim::SimResult,
+    pub cost: Option<CostReport>,
+    /// `cost.predicted_time_s`.
+    pub predicted: Option<f64>,
+    /// The `swaplab sim` command that computes the same.
+    pub sim_command: Vec<String>,
+}
+
+/// Simulates `linux` with `readahead` at `capacity` pages, costed on
+/// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
+/// [`crate::simulate::run_costed`], the function behind `swaplab sim
+/// --device`, so validate and sim cannot disagree. `None` when the device
+/// leaves no memory (a zram profile at a tiny capacity).
+pub fn predict(
+    trace: &DenseTrace,
+    trace_path: &Path,
+    capacity: u64,
+    readahead: &str,
+    device: &DeviceSpec,
+    base_wall: Option<f64>,
+) -> Result<Option<Prediction>> {
+    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
+    let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
+    let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
+    let (res, _) = match crate::simulate::run_costed(
+        trace,
+        &[linux],
+        &[(capacity.to_string(), capacity)],
+        &[pf],
+        &[],
+        std::slice::from_ref(device),
+        &[fault_path],
+        base_wall,
+        SEED,
+        &|_| {},
+    ) {
+        Ok(r) => r,
+        // Every row skipped: the device took all the memory.
+        Err(Error::Invalid(_)) if device.profile().is_some_and(|p| p.kind != "file") => {
+            return Ok(None)
+        }
+        Err(e) => return Err(e),
+    };
+    let Some(sim) = res.into_iter().next() else {
+        return Ok(None);
+    };
+    let cost = sim.cost.clone();
+    let predicted = cost.as_ref().and_then(|c| c.predicted_time_s);
+    let mut sim_command: Vec<String> = [
+        "swaplab",
+        "sim",
+        &trace_path.display().to_string(),
+        "--policy",
+        "linux",
+        "--prefetch",
+        readahead,
+        "--mem",
+        &capacity.to_string(),
+        "--device",
+        &device.to_string(),
+        "--fault-path",
+        FAULT_PATH,
+        "--seed",
+        &SEED.to_string(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    if let Some(t) = base_wall {
+        sim_command.extend(["--base-time".to_string(), format!("{t}")]);
+    }
+    Ok(Some(Prediction {
+        sim,
+        cost,
+        predicted,
+        sim_command,
+    }))
 }
 
 /// Runs a validation.
@@ -287,10 +398,10 @@ pub fn run(
         &crate::bench_hints::readahead_kind(&o.swap.to_string()),
         pc,
     );
-    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
     let opt = PolicySpec::parse("opt").map_err(|e| Error::Invalid(e.to_string()))?;
-    let pf = PrefetchSpec::parse(&readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let none = PrefetchSpec::parse("none").map_err(|e| Error::Invalid(e.to_string()))?;
+    let device = DeviceSpec::parse(&profile_path.to_string_lossy(), None)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
     let next_use = trace.next_use();
     let mut rows = Vec::new();
     for (pct, limit) in o.limits.iter().zip(&limits[1..]) {
@@ -303,25 +414,28 @@ pub fn run(
         say(&format!(
             "simulating linux + {readahead} and opt at {capacity} pages ({pct}% of the peak)"
         ));
-        let sim = simulate_ext(
+        let Some(Prediction {
+            sim,
+            cost,
+            predicted,
+            sim_command,
+        }) = predict(
             &trace,
-            None,
-            &linux,
-            capacity as usize,
-            42,
-            &Extras {
-                prefetch: Some(&pf),
-                hints: &[],
-            },
-            &|_| {},
-        )
-        .map_err(|e| Error::Invalid(e.to_string()))?;
+            &trace_path,
+            capacity,
+            &readahead,
+            &device,
+            base_wall,
+        )?
+        else {
+            continue;
+        };
         let o_sim = simulate_ext(
             &trace,
             Some(&next_use),
             &opt,
             capacity as usize,
-            42,
+            SEED,
             &Extras {
                 prefetch: Some(&none),
                 hints: &[],
@@ -335,11 +449,6 @@ pub fn run(
         let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
         let m_wall =
             median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
-        let predicted = base_wall.map(|t0| {
-            t0 + c.major_faults as f64 * profile.read_rand_us * 1e-6
-                + c.prefetch_reads as f64 * 4096.0 / (profile.read_mb_s * 1e6)
-                + c.swap_outs as f64 * profile.write_us * 1e-6
-        });
         let opt_misses = o_sim.counters.misses();
         let opt_loads = opt_misses.saturating_sub(footprint);
         rows.push(ValidateRow {
@@ -356,6 +465,9 @@ pub fn run(
             sim_swapout: c.swap_outs,
             sim_prefetch_reads: c.prefetch_reads,
             predicted_wall_s: predicted,
+            sim_fault_time_s: cost.as_ref().map(|c| c.fault_time_s),
+            cost,
+            sim_command,
             majflt_err: rel(c.major_faults as f64, m_maj),
             swapout_err: rel(c.swap_outs as f64, m_out),
             wall_err: predicted.and_then(|p| rel(p, m_wall)),
@@ -375,7 +487,7 @@ pub fn run(
     }
     Ok(ValidateResult {
         kind: VALIDATE_KIND.into(),
-        version: 1,
+        version: 2,
         sweep_id: report.sweep_id,
         command,
         workload_command: workload,
@@ -387,6 +499,8 @@ pub fn run(
         capture_s: cap.wall_ns as f64 / 1e9,
         swap: o.swap.to_string(),
         readahead,
+        device: device.to_string(),
+        fault_path: FAULT_PATH.into(),
         base_wall_s: base_wall,
         base_peak_bytes: base_peak,
         overhead_bytes: overhead,

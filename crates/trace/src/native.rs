@@ -28,30 +28,36 @@
 //!
 //! The footer's key-value metadata holds `swaplab.trace`, the JSON
 //! [`TraceMeta`]. Row groups hold [`ROWS_PER_GROUP`] references, so a reader
-//! or writer holds at most one row group's worth of one column at a time
-//! (about 8 MiB) whatever the trace length. The writer counts distinct pages
-//! for the metadata with a hash set: memory proportional to the footprint,
-//! not to the length.
+//! holds at most one row group's worth of one column at a time (about
+//! 8 MiB) whatever the trace length. The writer encodes and compresses row
+//! groups on worker threads, at most [`MAX_IN_FLIGHT`] of them at a time
+//! (about 15 MiB each), and appends them in order. It assigns dense ids
+//! with a hash map: memory proportional to the footprint, not to the length.
 use crate::dense::{too_long, MAX_REFS};
 use crate::model::FORMAT_VERSION;
 use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source, TraceMeta};
 use parquet::basic::{Compression, Encoding, ZstdLevel};
 use parquet::column::reader::ColumnReader;
-use parquet::data_type::{BoolType, Int32Type, Int64Type};
+use parquet::column::writer::{get_column_writer, get_typed_column_writer, ColumnCloseResult};
+use parquet::data_type::{BoolType, DataType, Int32Type, Int64Type};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::{WriterProperties, WriterVersion};
+use parquet::file::properties::{
+    EnabledStatistics, WriterProperties, WriterPropertiesPtr, WriterVersion,
+};
 use parquet::file::reader::{ChunkReader, FileReader};
 use parquet::file::serialized_reader::SerializedFileReader;
-use parquet::file::writer::SerializedFileWriter;
+use parquet::file::writer::{SerializedFileWriter, SerializedPageWriter, TrackedWrite};
 use parquet::schema::parser::parse_message_type;
-use parquet::schema::types::ColumnPath;
+use parquet::schema::types::{ColumnDescPtr, ColumnPath};
 use rustc_hash::FxHashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
 /// References per Parquet row group.
 pub const ROWS_PER_GROUP: usize = 1 << 20;
+/// zstd level of every column.
+pub const ZSTD_LEVEL: i32 = 3;
 /// Footer key of the JSON metadata.
 pub const META_KEY: &str = "swaplab.trace";
 
@@ -62,20 +68,151 @@ fn pq(path: &Path, e: parquet::errors::ParquetError) -> Error {
 /// Streaming writer of a native trace. Writes to a temporary file beside
 /// the target and renames it on [`finish`](Self::finish), so a killed write
 /// never leaves a half file under the real name.
+///
+/// The row groups are encoded and compressed on worker threads (the
+/// calling thread only assigns dense ids and copies the columns): full
+/// groups go to [`Encoders`], and their encoded column chunks are appended
+/// to the file in order. At most [`MAX_IN_FLIGHT`] groups are pending at a
+/// time, so memory stays bounded (about 15 MiB per group for page, write
+/// and id).
 pub struct NativeWriter {
     path: PathBuf,
     tmp: PathBuf,
     writer: Option<SerializedFileWriter<File>>,
-    pending: RefBatch,
+    pending: Columns,
     has_time: Option<bool>,
     has_tid: Option<bool>,
     /// Page → dense id (first-use order), for the `id` column.
     distinct: FxHashMap<u64, u32>,
-    pending_id: Vec<u32>,
+    /// The last page written and its id.
+    last: Option<(u64, u32)>,
     count: u64,
     writes: u64,
     page_size: u64,
     source: Source,
+    encoders: Option<Encoders>,
+    /// Encoded groups not yet appended, oldest first.
+    in_flight: std::collections::VecDeque<mpsc::Receiver<EncodeResult>>,
+}
+
+/// Row groups being encoded at most at a time (each about 15 MiB raw).
+pub const MAX_IN_FLIGHT: usize = 4;
+
+/// One row group's columns, as Parquet writes them.
+#[derive(Default)]
+struct Columns {
+    page: Vec<i64>,
+    write: Vec<bool>,
+    time_ns: Vec<i64>,
+    tid: Vec<i32>,
+    id: Vec<i32>,
+}
+
+impl Columns {
+    fn with_capacity(n: usize, time: bool, tid: bool) -> Self {
+        Columns {
+            page: Vec::with_capacity(n),
+            write: Vec::with_capacity(n),
+            time_ns: Vec::with_capacity(if time { n } else { 0 }),
+            tid: Vec::with_capacity(if tid { n } else { 0 }),
+            id: Vec::with_capacity(n),
+        }
+    }
+}
+
+/// A column chunk encoded into memory, with what the file needs to append it.
+type EncodedColumn = (bytes::Bytes, ColumnCloseResult);
+/// One row group's encoded columns in schema order, or the error.
+type EncodeResult = std::result::Result<Vec<EncodedColumn>, String>;
+
+/// Encodes one column's values into an in-memory column chunk.
+fn encode_column<T: DataType>(
+    descr: &ColumnDescPtr,
+    props: &WriterPropertiesPtr,
+    values: &[T::T],
+) -> parquet::errors::Result<EncodedColumn> {
+    let mut buf = TrackedWrite::new(Vec::new());
+    let pages = Box::new(SerializedPageWriter::new(&mut buf));
+    let mut w =
+        get_typed_column_writer::<T>(get_column_writer(descr.clone(), props.clone(), pages));
+    w.write_batch(values, None, None)?;
+    let close = w.close()?;
+    Ok((bytes::Bytes::from(buf.into_inner()?), close))
+}
+
+/// Encodes a row group's columns (in the schema's order: page, write,
+/// time_ns, tid, id).
+fn encode_group(
+    descrs: &[ColumnDescPtr],
+    props: &WriterPropertiesPtr,
+    c: &Columns,
+) -> parquet::errors::Result<Vec<EncodedColumn>> {
+    let mut out = Vec::with_capacity(descrs.len());
+    let mut d = descrs.iter();
+    let mut next = || {
+        d.next().ok_or_else(|| {
+            parquet::errors::ParquetError::General("schema has too few columns".into())
+        })
+    };
+    out.push(encode_column::<Int64Type>(next()?, props, &c.page)?);
+    out.push(encode_column::<BoolType>(next()?, props, &c.write)?);
+    if !c.time_ns.is_empty() {
+        out.push(encode_column::<Int64Type>(next()?, props, &c.time_ns)?);
+    }
+    if !c.tid.is_empty() {
+        out.push(encode_column::<Int32Type>(next()?, props, &c.tid)?);
+    }
+    out.push(encode_column::<Int32Type>(next()?, props, &c.id)?);
+    Ok(out)
+}
+
+/// Worker threads that encode row groups; each job carries the channel its
+/// result goes back on, so results are taken in the order groups were sent.
+struct Encoders {
+    jobs: Option<mpsc::SyncSender<(Columns, mpsc::SyncSender<EncodeResult>)>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Encoders {
+    fn start(descrs: Vec<ColumnDescPtr>, props: WriterPropertiesPtr) -> std::io::Result<Self> {
+        let n = std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .clamp(2, MAX_IN_FLIGHT);
+        let (tx, rx) = mpsc::sync_channel::<(Columns, mpsc::SyncSender<EncodeResult>)>(1);
+        let rx = Arc::new(std::sync::Mutex::new(rx));
+        let mut threads = Vec::with_capacity(n);
+        for i in 0..n {
+            let (rx, descrs, props) = (rx.clone(), descrs.clone(), props.clone());
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("trace-encode-{i}"))
+                    .spawn(move || loop {
+                        let job = match rx.lock() {
+                            Ok(r) => r.recv(),
+                            Err(_) => return,
+                        };
+                        let Ok((cols, reply)) = job else { return };
+                        let r = encode_group(&descrs, &props, &cols).map_err(|e| e.to_string());
+                        drop(cols);
+                        let _ = reply.send(r);
+                    })?,
+            );
+        }
+        Ok(Encoders {
+            jobs: Some(tx),
+            threads,
+        })
+    }
+}
+
+impl Drop for Encoders {
+    fn drop(&mut self) {
+        // Closing the job channel ends the workers once their jobs are done.
+        self.jobs = None;
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
 }
 
 impl NativeWriter {
@@ -87,15 +224,17 @@ impl NativeWriter {
             path: path.to_path_buf(),
             tmp,
             writer: None,
-            pending: RefBatch::default(),
+            pending: Columns::default(),
             has_time: None,
             has_tid: None,
             distinct: FxHashMap::default(),
-            pending_id: Vec::new(),
+            last: None,
             count: 0,
             writes: 0,
             page_size,
             source,
+            encoders: None,
+            in_flight: Default::default(),
         })
     }
 
@@ -114,7 +253,7 @@ impl NativeWriter {
         let props = WriterProperties::builder()
             .set_writer_version(WriterVersion::PARQUET_2_0)
             .set_compression(Compression::ZSTD(
-                ZstdLevel::try_new(3).expect("valid level"),
+                ZstdLevel::try_new(ZSTD_LEVEL).expect("valid level"),
             ))
             .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
             .set_dictionary_enabled(false)
@@ -126,14 +265,21 @@ impl NativeWriter {
             .set_column_encoding(ColumnPath::from("time_ns"), Encoding::DELTA_BINARY_PACKED)
             .set_column_encoding(ColumnPath::from("id"), Encoding::BYTE_STREAM_SPLIT)
             .set_column_encoding(ColumnPath::from("write"), Encoding::RLE)
+            // No min/max statistics: nothing reads them, and they cost
+            // about a tenth of the encoding time.
+            .set_statistics_enabled(EnabledStatistics::None)
             .build();
         let file = File::create(&self.tmp).map_err(|e| Error::io(&self.tmp, e))?;
-        self.writer = Some(
-            SerializedFileWriter::new(file, schema, Arc::new(props))
-                .map_err(|e| pq(&self.path, e))?,
+        let w = SerializedFileWriter::new(file, schema, Arc::new(props))
+            .map_err(|e| pq(&self.path, e))?;
+        let descrs = w.schema_descr().columns().to_vec();
+        self.encoders = Some(
+            Encoders::start(descrs, w.properties().clone()).map_err(|e| Error::io(&self.tmp, e))?,
         );
+        self.writer = Some(w);
         self.has_time = Some(has_time);
         self.has_tid = Some(has_tid);
+        self.pending = Columns::with_capacity(ROWS_PER_GROUP, has_time, has_tid);
         Ok(())
     }
 
@@ -151,92 +297,110 @@ impl NativeWriter {
                 "a batch's optional columns (time_ns, tid) differ from the first batch's".into(),
             ));
         }
-        for &p in &b.page {
-            let n = self.distinct.len();
-            let id = match self.distinct.entry(p) {
-                std::collections::hash_map::Entry::Occupied(e) => *e.get(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    if n >= MAX_REFS {
-                        return Err(Error::Invalid(format!(
-                            "more than {MAX_REFS} distinct pages: the native format's dense ids are 32-bit"
-                        )));
-                    }
-                    *v.insert(n as u32)
+        // In pieces that end at row-group boundaries.
+        let mut at = 0;
+        while at < b.len() {
+            let take = (ROWS_PER_GROUP - self.pending.page.len()).min(b.len() - at);
+            let r = at..at + take;
+            let p = &mut self.pending;
+            for &page in &b.page[r.clone()] {
+                // Immediate repeats of a page are common (a workload's
+                // runs are cut at 3, not to 1): skip the hash for them.
+                if let Some((_, id)) = self.last.filter(|l| l.0 == page) {
+                    p.id.push(id as i32);
+                    p.page.push(page as i64);
+                    continue;
                 }
-            };
-            self.pending_id.push(id);
-        }
-        self.count += b.len() as u64;
-        self.writes += b.write.iter().filter(|&&w| w).count() as u64;
-        self.pending.page.extend_from_slice(&b.page);
-        self.pending.write.extend_from_slice(&b.write);
-        self.pending.time_ns.extend_from_slice(&b.time_ns);
-        self.pending.tid.extend_from_slice(&b.tid);
-        if self.pending.len() >= ROWS_PER_GROUP {
-            self.flush_group()?;
+                let n = self.distinct.len();
+                let id = match self.distinct.entry(page) {
+                    std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        if n >= MAX_REFS {
+                            return Err(Error::Invalid(format!(
+                                "more than {MAX_REFS} distinct pages: the native format's dense ids are 32-bit"
+                            )));
+                        }
+                        *v.insert(n as u32)
+                    }
+                };
+                self.last = Some((page, id));
+                p.id.push(id as i32);
+                p.page.push(page as i64);
+            }
+            let w = &b.write[r.clone()];
+            self.writes += w.iter().filter(|&&w| w).count() as u64;
+            p.write.extend_from_slice(w);
+            if t {
+                p.time_ns
+                    .extend(b.time_ns[r.clone()].iter().map(|&x| x as i64));
+            }
+            if d {
+                p.tid.extend(b.tid[r].iter().map(|&x| x as i32));
+            }
+            self.count += take as u64;
+            at += take;
+            if self.pending.page.len() >= ROWS_PER_GROUP {
+                self.flush_group()?;
+            }
         }
         Ok(())
     }
 
+    /// Sends the pending rows to the encoders as one row group, and appends
+    /// what they have finished (waiting for the oldest while too many are
+    /// pending).
     fn flush_group(&mut self) -> Result<()> {
-        if self.pending.is_empty() {
-            return Ok(());
+        if !self.pending.page.is_empty() {
+            let (t, d) = (self.has_time == Some(true), self.has_tid == Some(true));
+            let cols = std::mem::replace(
+                &mut self.pending,
+                Columns::with_capacity(ROWS_PER_GROUP, t, d),
+            );
+            let (tx, rx) = mpsc::sync_channel(1);
+            let jobs = self
+                .encoders
+                .as_ref()
+                .and_then(|e| e.jobs.as_ref())
+                .expect("opened on first batch");
+            jobs.send((cols, tx))
+                .map_err(|_| Error::Invalid("the trace encoder threads stopped".into()))?;
+            self.in_flight.push_back(rx);
         }
+        while self.in_flight.len() > MAX_IN_FLIGHT {
+            self.append_oldest()?;
+        }
+        // Whatever is already done, without waiting.
+        while let Some(rx) = self.in_flight.front() {
+            match rx.try_recv() {
+                Ok(r) => {
+                    self.in_flight.pop_front();
+                    self.append(r)?;
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+
+    fn append_oldest(&mut self) -> Result<()> {
+        let Some(rx) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        let r = rx
+            .recv()
+            .map_err(|_| Error::Invalid("a trace encoder thread died".into()))?;
+        self.append(r)
+    }
+
+    fn append(&mut self, r: EncodeResult) -> Result<()> {
         let path = self.path.clone();
+        let cols = r.map_err(|e| Error::parse("native trace", path.display().to_string(), e))?;
         let w = self.writer.as_mut().expect("opened on first batch");
         let mut rg = w.next_row_group().map_err(|e| pq(&path, e))?;
-        let p = &self.pending;
-        let page: Vec<i64> = p.page.iter().map(|&x| x as i64).collect();
-        let mut col = rg
-            .next_column()
-            .map_err(|e| pq(&path, e))?
-            .expect("page column");
-        col.typed::<Int64Type>()
-            .write_batch(&page, None, None)
-            .map_err(|e| pq(&path, e))?;
-        col.close().map_err(|e| pq(&path, e))?;
-        let mut col = rg
-            .next_column()
-            .map_err(|e| pq(&path, e))?
-            .expect("write column");
-        col.typed::<BoolType>()
-            .write_batch(&p.write, None, None)
-            .map_err(|e| pq(&path, e))?;
-        col.close().map_err(|e| pq(&path, e))?;
-        if !p.time_ns.is_empty() {
-            let t: Vec<i64> = p.time_ns.iter().map(|&x| x as i64).collect();
-            let mut col = rg
-                .next_column()
-                .map_err(|e| pq(&path, e))?
-                .expect("time column");
-            col.typed::<Int64Type>()
-                .write_batch(&t, None, None)
-                .map_err(|e| pq(&path, e))?;
-            col.close().map_err(|e| pq(&path, e))?;
+        for (bytes, close) in cols {
+            rg.append_column(&bytes, close).map_err(|e| pq(&path, e))?;
         }
-        if !p.tid.is_empty() {
-            let t: Vec<i32> = p.tid.iter().map(|&x| x as i32).collect();
-            let mut col = rg
-                .next_column()
-                .map_err(|e| pq(&path, e))?
-                .expect("tid column");
-            col.typed::<Int32Type>()
-                .write_batch(&t, None, None)
-                .map_err(|e| pq(&path, e))?;
-            col.close().map_err(|e| pq(&path, e))?;
-        }
-        let ids: Vec<i32> = self.pending_id.iter().map(|&x| x as i32).collect();
-        let mut col = rg
-            .next_column()
-            .map_err(|e| pq(&path, e))?
-            .expect("id column");
-        col.typed::<Int32Type>()
-            .write_batch(&ids, None, None)
-            .map_err(|e| pq(&path, e))?;
-        col.close().map_err(|e| pq(&path, e))?;
         rg.close().map_err(|e| pq(&path, e))?;
-        self.pending.clear();
-        self.pending_id.clear();
         Ok(())
     }
 
@@ -246,6 +410,10 @@ impl NativeWriter {
             self.open(false, false)?;
         }
         self.flush_group()?;
+        while !self.in_flight.is_empty() {
+            self.append_oldest()?;
+        }
+        self.encoders = None;
         let meta = TraceMeta {
             format_version: FORMAT_VERSION,
             page_size: self.page_size,
@@ -787,7 +955,7 @@ pub fn is_native(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Ref;
+    use crate::{Op, Ref};
 
     fn roundtrip(refs: &[Ref]) -> (TraceMeta, Vec<Ref>) {
         let dir = tempfile::tempdir().unwrap();
@@ -993,6 +1161,45 @@ mod tests {
             assert!(matches!(r.next_batch(&mut b, 10), Ok(false) | Err(_)));
         }
         assert!(n >= 2);
+    }
+
+    #[test]
+    fn groups_encoded_in_parallel_come_back_in_order() {
+        // More groups than the encoders hold at a time, each with its own
+        // pages (and repeats, which skip the hash), plus times and tids:
+        // every reference in its place, ids in first-use order.
+        let groups = MAX_IN_FLIGHT as u64 + 3;
+        let n = ROWS_PER_GROUP as u64 * groups + 17;
+        let refs: Vec<Ref> = (0..n)
+            .map(|i| Ref {
+                page: (i / ROWS_PER_GROUP as u64) * 1_000_000 + (i / 3) % 5000,
+                op: if i % 7 == 0 { Op::Write } else { Op::Read },
+                time_ns: Some(i * 10),
+                tid: Some((i % 3) as u32),
+            })
+            .collect();
+        let (m, out) = roundtrip(&refs);
+        assert_eq!(m.count, n);
+        let distinct: std::collections::HashSet<u64> = refs.iter().map(|r| r.page).collect();
+        assert_eq!(m.distinct_pages, distinct.len() as u64);
+        assert_eq!(m.writes, n.div_ceil(7));
+        assert_eq!(out.len(), refs.len());
+        assert!(out.iter().zip(&refs).all(|(a, b)| a == b));
+        let (fast, slow) = load_both(&refs[..(ROWS_PER_GROUP * 6)]);
+        assert_eq!(fast.ids, slow.ids);
+        assert_eq!(fast.pages, slow.pages);
+    }
+
+    #[test]
+    fn a_writer_dropped_with_groups_in_flight_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.parquet");
+        let mut w = NativeWriter::create(&path, 4096, Source::Unknown).unwrap();
+        let mut b = RefBatch::default();
+        (0..ROWS_PER_GROUP as u64 * 3 + 5).for_each(|i| b.push(Ref::read(i % 999)));
+        w.write(&b).unwrap();
+        drop(w);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -73,6 +73,29 @@ pub enum BenchCmd {
         #[command(flatten)]
         out: crate::OutFlags,
     },
+    /// How fast the built-in workloads' page references are captured (`trace --refs`):
+    /// each workload recording to /dev/null (`record`), into a pipe that is read and
+    /// dropped (`pipe`), and the whole capture into a trace file (`capture`), interleaved
+    /// in rounds. Prints M refs/s, CPU ns per reference and the ratio to `record`.
+    Capture {
+        /// Built-in workloads (traverse, qsort, chase, kv, genome).
+        #[arg(long, default_value = "traverse,qsort,genome", value_delimiter = ',')]
+        workloads: Vec<String>,
+        /// Their --size.
+        #[arg(long, default_value = "64M")]
+        size: String,
+        /// More workload arguments, e.g. --args="--passes 3".
+        #[arg(long, allow_hyphen_values = true, value_name = "ARGS")]
+        args: Option<String>,
+        /// Rounds (medians across them).
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// Where the trace files go while they are written (removed after).
+        #[arg(long, default_value = "/var/tmp")]
+        dir: std::path::PathBuf,
+        #[command(flatten)]
+        out: crate::OutFlags,
+    },
     /// The latency of every page touch while a process swaps: a region larger than a memory
     /// cgroup limit, one byte written per 4 KiB page (seq: each page once in address order;
     /// random: as many touches at random pages), each touch timed. Every configuration is an
@@ -336,6 +359,56 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 ..Default::default()
             };
             run_vma(&opts, save, report, out)
+        }
+        BenchCmd::Capture {
+            workloads,
+            size,
+            args,
+            repeat,
+            dir,
+            out,
+        } => {
+            let args = match &args {
+                Some(s) => shlex::split(s)
+                    .ok_or_else(|| anyhow::anyhow!("--args {s:?}: unbalanced quotes"))?,
+                None => Vec::new(),
+            };
+            let dir = dir.join(format!("swaplab-bench-capture-{}", std::process::id()));
+            let rows = swaplab_lab::refs::bench_capture(
+                &workloads,
+                &size,
+                &args,
+                repeat,
+                &dir,
+                &mut |w, m, r| eprintln!("round {}: {w} {m}", r + 1),
+            );
+            let _ = std::fs::remove_dir_all(&dir);
+            let rows = rows?;
+            let mut t = Rows::new(&[
+                "workload",
+                "mode",
+                "refs",
+                "wall s",
+                "M refs/s",
+                "CPU ns/ref",
+                "cores",
+                "vs record",
+                "bytes/ref",
+            ]);
+            for r in &rows {
+                t.push(vec![
+                    r.workload.clone(),
+                    r.mode.clone(),
+                    num(r.refs),
+                    format!("{:.2}", r.wall_s),
+                    format!("{:.1}", r.mrefs_s),
+                    format!("{:.1}", r.cpu_ns_per_ref),
+                    format!("{:.2}", r.cores),
+                    format!("{:.2}", r.vs_record),
+                    r.bytes_per_ref.map_or("-".into(), |b| format!("{b:.3}")),
+                ]);
+            }
+            out::print(out.format(), &t, &rows)
         }
         BenchCmd::Touch {
             mem_limit,

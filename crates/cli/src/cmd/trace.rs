@@ -38,8 +38,9 @@ pub struct TraceArgs {
     pub out: Option<PathBuf>,
     /// Capture the full page-reference stream into a native trace for `swaplab sim`
     /// instead: a built-in workload (`-- swaplab-workload NAME ...`) records its own
-    /// references (10–40 M/s); any other program runs under valgrind lackey
-    /// (1000× slower than the program; small programs only).
+    /// references (30–50 M/s on two free cores; `swaplab bench capture`); any other
+    /// program runs under valgrind lackey (1000× slower than the program; small programs
+    /// only).
     #[arg(long)]
     pub refs: bool,
     /// --refs: include instruction fetches (lackey only).

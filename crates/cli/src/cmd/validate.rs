@@ -13,8 +13,10 @@ use swaplab_lab::validate::{self, ValidateOptions};
     after_help = "Needs root. Records the workload's own page references, runs it \
 unlimited and at each limit (a share of its peak) with the swap area, simulates `linux` with \
 this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
-(the limit minus what else the unlimited run's cgroup held), and predicts the run time from \
-the calibrated device profile (swaplab calibrate; measured first when missing). See \
+(the limit minus what else the unlimited run's cgroup held), and predicts the run time with \
+the simulator's device model on the calibrated device profile (swaplab calibrate; measured \
+first when missing): what `swaplab sim --device PROFILE --fault-path kernel --base-time T0` \
+predicts, T0 the unlimited run's time. See \
 docs/fidelity.md.\n\n\
 EXAMPLES\n  swaplab validate traverse --size 64M --limits 75%,50%\n  \
 swaplab validate qsort --limits 90%,75%,50%,25% --repeat 3 --report validate.html"

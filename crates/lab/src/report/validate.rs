@@ -36,7 +36,8 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             col("sim_swapout", "integer", "pages", "simulated swap-outs"),
             col("swapout_err", "float", "ratio", "(predicted − measured) / measured"),
             col("measured_wall_s", "float", "s", "run time, median"),
-            col("predicted_wall_s", "float", "s", "T0 + F·read_rand + R·page/read_MB/s + W·write"),
+            col("predicted_wall_s", "float", "s", "T0 + the simulated stalls on the calibrated device (sim --device PROFILE --fault-path kernel --base-time T0)"),
+            col("sim_fault_time_s", "float", "s", "the simulated stalls: major and minor faults, swap-cache hits, reclaim"),
             col("wall_err", "float", "ratio", "(predicted − measured) / measured"),
             col("measured_swapin", "float", "pages", "pages swapped in, median"),
             col("opt_loads", "integer", "pages", "OPT's misses beyond the first touches (no readahead)"),
@@ -56,6 +57,7 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             row.swapout_err.into(),
             row.measured_wall_s.into(),
             row.predicted_wall_s.into(),
+            row.sim_fault_time_s.into(),
             row.wall_err.into(),
             row.measured_swapin.into(),
             row.opt_loads.into(),
@@ -109,11 +111,12 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             "Run time: measured and predicted",
             "run time (s)",
             format!(
-                "Predicted from the unlimited run's time and the {} device profile ({}): a major fault costs {:.1} µs, a page read ahead {:.1} µs, a swap-out {:.1} µs.",
+                "Predicted by the simulator's device model: the unlimited run's time plus the stalls of the simulated faults on the {} device profile ({}, {} fault path; a random swap-in {:.1} µs, a sequential one {:.1} µs, a swap-out {:.1} µs), as `swaplab sim --device` computes it.",
                 r.profile.kind,
                 r.profile_path.display(),
+                r.fault_path,
                 r.profile.read_rand_us,
-                4096.0 / r.profile.read_mb_s,
+                r.profile.read_seq_us,
                 r.profile.write_us
             ),
             vec![
