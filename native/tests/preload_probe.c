@@ -771,7 +771,7 @@ static int mode_trend(const char *dir)
 }
 
 /* ---- sample: the heap sampler, checked from the log ---- */
-__attribute__((noinline)) static void *sample_site(size_t n)
+__attribute__((noipa)) static void *sample_site(size_t n)
 {
     void *p = malloc(n);
     __asm__ volatile("" ::: "memory");
@@ -878,17 +878,21 @@ static size_t hs_size(void)
     return 4096 + (size_t)((hs_rng >> 33) % (28 * 1024 + 1)); /* 4 KiB .. 32 KiB */
 }
 
-__attribute__((noinline)) static char *site_a(size_t n)
+/* noipa: two identical functions would be folded into one (one site) */
+__attribute__((noipa)) static char *site_a(size_t n)
 {
     char *p = malloc(n);
-    __asm__ volatile("" ::: "memory");
+    if (p)
+        p[0] = 'A';
     return p;
 }
 
-__attribute__((noinline)) static char *site_b(size_t n)
+/* noipa: two identical functions would be folded into one (one site) */
+__attribute__((noipa)) static char *site_b(size_t n)
 {
     char *p = malloc(n);
-    __asm__ volatile("" ::: "memory");
+    if (p)
+        p[0] = 'B';
     return p;
 }
 
