@@ -221,6 +221,24 @@ fn small_objects_are_attributed_to_their_sites_by_sampling() {
         est_a >= 2.0 * (est_a + est_b) / 3.0,
         "A {est_a:.0} vs B {est_b:.0}"
     );
+    // advise: no hint for a site of sampled small objects, the reason instead
+    let ctx = swaplab_analysis::advise::AdviseContext {
+        limit_bytes: Some(limit),
+        ..Default::default()
+    };
+    let advice = swaplab_analysis::advise::advise(&an, &t, &ctx);
+    let for_a: Vec<_> = advice.iter().filter(|x| x.site_id == sa).collect();
+    assert_eq!(for_a.len(), 1, "{advice:#?}");
+    assert_eq!(for_a[0].action, swaplab_analysis::advise::Action::Nothing);
+    assert!(
+        for_a[0].evidence.contains("a site of small objects"),
+        "{}",
+        for_a[0].evidence
+    );
+    assert!(advice
+        .iter()
+        .all(|x| x.action == swaplab_analysis::advise::Action::Nothing
+            || !an.sites.iter().any(|s| s.site_id == x.site_id && s.sampled)));
     // A's estimate is of the order of its pages × passes (each pass after
     // the first brings most of A back): between a quarter and twice that.
     let a_pages = (a_bytes / 4096) as f64;
