@@ -14,6 +14,20 @@
  *                        runs on without a log.
  *   SWAPLAB_ALLOC_MIN    threshold in bytes (default 65536; K/M/G suffixes,
  *                        powers of 1024).
+ *   SWAPLAB_HEAP_SAMPLE  mean sampling interval R in bytes for allocations
+ *                        below the threshold (K/M/G suffixes; unset, `off`
+ *                        or 0 = none).  Byte-based Poisson sampling as in
+ *                        heaptrack / tcmalloc / jemalloc's prof: each thread
+ *                        counts down an exponentially distributed number of
+ *                        bytes (mean R); the allocation that reaches zero is
+ *                        sampled, so an allocation of s bytes is sampled
+ *                        with probability 1 - exp(-s/R), independently of
+ *                        the others.  A sampled allocation is logged
+ *                        (SAMPLE) with its stack; its free / realloc is
+ *                        logged (FREE).  Hints never apply to it.
+ *   SWAPLAB_HEAP_SAMPLE_SEED  tests only: seed of the sampler (decimal);
+ *                        the same seed gives the same samples in a
+ *                        single-threaded program.
  *   SWAPLAB_HINTS        resolved-hints file (format below); unset = no hints.
  *   SWAPLAB_HINT_REPORT  optional: append one text line per hint application,
  *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
@@ -87,6 +101,10 @@
  *     u64 len      bytes
  *     u32 action   1 mlock, 2 willneed, 3 cold, 4 pageout
  *     i32 result   0 or an errno value
+ *   7 SAMPLE (len 56): a sampled allocation below the threshold: the body
+ *     of ALLOC (func never mmap / mremap) and then
+ *     u64 interval the mean sampling interval R it was drawn with: it
+ *                  stands for s / (1 - exp(-s/R)) bytes of its site
  *   6 FORK (len 24): the process forked (written into the parent's file by
  *     the child right after fork, through the inherited descriptor)
  *     u32 child_pid
@@ -161,7 +179,10 @@ extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
 
 /* ---- constants ---- */
-enum { REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5, REC_FORK = 6 };
+enum {
+    REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5, REC_FORK = 6,
+    REC_SAMPLE = 7
+};
 enum {
     F_MALLOC = 1, F_CALLOC, F_REALLOC, F_POSIX_MEMALIGN, F_ALIGNED_ALLOC, F_MEMALIGN,
     F_VALLOC, F_PVALLOC, F_MMAP, F_MREMAP, F_FREE, F_MUNMAP
@@ -188,6 +209,12 @@ struct rec_alloc {
     uint64_t t_ns, addr, size;
     uint32_t stack_id, pad;
 };
+struct rec_sample {
+    uint32_t type, len, tid, func;
+    uint64_t t_ns, addr, size;
+    uint32_t stack_id, pad;
+    uint64_t interval;
+};
 struct rec_hint {
     uint32_t type, len, tid, hint_id;
     uint64_t t_ns, addr, bytes;
@@ -208,6 +235,7 @@ struct rec_frame {
 _Static_assert(sizeof(struct log_header) == 32, "header is 32 bytes");
 _Static_assert(sizeof(struct rec_alloc) == 48, "ALLOC is 48 bytes");
 _Static_assert(sizeof(struct rec_hint) == 48, "HINT is 48 bytes");
+_Static_assert(sizeof(struct rec_sample) == 56, "SAMPLE is 56 bytes");
 _Static_assert(sizeof(struct rec_fork) == 24, "FORK is 24 bytes");
 _Static_assert(sizeof(struct rec_frame) == 16, "frame is 16 bytes");
 
@@ -229,7 +257,8 @@ static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 
 static uintptr_t g_self_lo, g_self_hi;
 
-/* locks, in nesting order: L_stk, L_bg, L_tab before L_log (innermost) */
+/* locks, in nesting order: L_stk, L_bg, L_tab before L_log (innermost);
+ * L_smp (sampled addresses) is taken alone */
 static pthread_mutex_t L_log = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_tab = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_stk = PTHREAD_MUTEX_INITIALIZER;
@@ -1374,6 +1403,189 @@ static inline int tracking(void)
     return g_active && !t_guard;
 }
 
+/* ---- sampling of allocations below the threshold (SWAPLAB_HEAP_SAMPLE) ----
+ *
+ * Each thread counts down t_left bytes, drawn from an exponential
+ * distribution of mean g_sample; the allocation that takes it to zero or
+ * below is sampled and a new count is drawn.  By the exponential's lack of
+ * memory an allocation of s bytes is then sampled with probability
+ * 1 - exp(-s/R) whatever came before it.  The hot path is one TLS
+ * subtraction and compare.
+ *
+ * Sampled live addresses are kept in a fixed open-addressing table
+ * (SMP_CAP slots, at most half used, under L_smp; no malloc) so that their
+ * free or realloc is logged.  free() of any small block first reads one
+ * counter of a 16 Ki-entry counting filter (32 KiB, mostly in cache; a
+ * multiplicative hash of the address, no lock):
+ * zero means "not sampled" and costs nothing more; only a non-zero counter
+ * takes the lock.  When the table is full no more allocations are sampled
+ * until some sampled ones are freed (g_smp_full counts the skipped ones). */
+#define SMP_CAP (1u << 17)
+#define SMP_FILT (1u << 14)
+static uint64_t g_sample;          /* R in bytes; 0 = off */
+static uint64_t g_sample_seed;
+static uint64_t g_smp[SMP_CAP];    /* addresses; 0 = empty */
+static uint16_t g_sfilt[SMP_FILT]; /* per-hash counts of g_smp (atomic) */
+static size_t g_smp_n;             /* entries (atomic reads) */
+static uint64_t g_smp_full;        /* samples skipped: table full (atomic) */
+static pthread_mutex_t L_smp = PTHREAD_MUTEX_INITIALIZER;
+static TLS int64_t t_left;
+static TLS uint64_t t_rng;
+static TLS int t_sinit;
+
+static inline uint32_t smp_fh(uint64_t a)
+{
+    return (uint32_t)(((a >> 4) * 0x9e3779b97f4a7c15ull) >> 50);
+}
+
+static inline size_t smp_slot(uint64_t a)
+{
+    return (size_t)(mix64(a) & (SMP_CAP - 1));
+}
+
+/* ln(x) for x > 0 without libm: x = m * 2^e with m in [1, 2), then
+ * ln m = 2 atanh(z), z = (m-1)/(m+1) <= 1/3; 12 terms: error < 1e-12. */
+static double ln_approx(double x)
+{
+    uint64_t b;
+    memcpy(&b, &x, 8);
+    int e = (int)((b >> 52) & 0x7ff) - 1023;
+    b = (b & ((1ull << 52) - 1)) | (1023ull << 52);
+    double m;
+    memcpy(&m, &b, 8);
+    double z = (m - 1) / (m + 1), z2 = z * z, t = z, sum = 0;
+    for (int k = 1; k < 25; k += 2) {
+        sum += t / k;
+        t *= z2;
+    }
+    return 2 * sum + e * 0.69314718055994530942;
+}
+
+/* An exponentially distributed byte count of mean g_sample (at least 1). */
+static int64_t smp_draw(void)
+{
+    if (!t_sinit) {
+        static uint64_t threads; /* the n-th thread to sample: its own stream */
+        uint64_t n = __atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
+        t_rng = mix64(g_sample_seed ^ (n << 20) ^ 0x2545f4914f6cdd1dull);
+        t_sinit = 1;
+    }
+    t_rng += 0x9e3779b97f4a7c15ull;
+    uint64_t r = mix64(t_rng);
+    double u = ((double)(r >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+    double v = -ln_approx(u) * (double)g_sample;
+    if (v < 1)
+        v = 1;
+    if (v > 4e18)
+        v = 4e18;
+    return (int64_t)v;
+}
+
+/* 1 and the entry removed if a is a sampled live address. */
+static int smp_take(uint64_t a)
+{
+    if (!__atomic_load_n(&g_sfilt[smp_fh(a)], __ATOMIC_RELAXED))
+        return 0;
+    int found = 0;
+    pthread_mutex_lock(&L_smp);
+    size_t i = smp_slot(a);
+    while (g_smp[i]) {
+        if (g_smp[i] == a) {
+            found = 1;
+            break;
+        }
+        i = (i + 1) & (SMP_CAP - 1);
+    }
+    if (found) {
+        __atomic_fetch_sub(&g_sfilt[smp_fh(a)], 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_smp_n, g_smp_n - 1, __ATOMIC_RELAXED);
+        size_t j = i; /* backward-shift deletion */
+        for (;;) {
+            j = (j + 1) & (SMP_CAP - 1);
+            if (!g_smp[j])
+                break;
+            size_t k = smp_slot(g_smp[j]);
+            int stays = i <= j ? (i < k && k <= j) : (i < k || k <= j);
+            if (stays)
+                continue;
+            g_smp[i] = g_smp[j];
+            i = j;
+        }
+        g_smp[i] = 0;
+    }
+    pthread_mutex_unlock(&L_smp);
+    return found;
+}
+
+/* Adds a; 0 when the table is full. */
+static int smp_put(uint64_t a)
+{
+    int ok = 1;
+    pthread_mutex_lock(&L_smp);
+    if ((g_smp_n + 1) * 2 > SMP_CAP || __atomic_load_n(&g_sfilt[smp_fh(a)], __ATOMIC_RELAXED) ==
+                                           UINT16_MAX) {
+        ok = 0;
+    } else {
+        size_t i = smp_slot(a);
+        while (g_smp[i] && g_smp[i] != a)
+            i = (i + 1) & (SMP_CAP - 1);
+        if (!g_smp[i]) { /* (a live address we missed the free of stays one entry) */
+            g_smp[i] = a;
+            __atomic_fetch_add(&g_sfilt[smp_fh(a)], 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&g_smp_n, g_smp_n + 1, __ATOMIC_RELAXED);
+        }
+    }
+    pthread_mutex_unlock(&L_smp);
+    return ok;
+}
+
+static void on_sample(void *p, uint64_t size, uint32_t func)
+{
+    int saved = errno;
+    t_guard++;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (smp_put(a)) {
+        uint32_t id;
+        struct site_hints sh; /* hints never apply to sampled objects */
+        capture(&id, &sh);
+        struct rec_sample r = {REC_SAMPLE, sizeof r, my_tid(), func, now_ns(), a, size, id, 0,
+                               g_sample};
+        log_append(&r, sizeof r);
+    } else {
+        __atomic_fetch_add(&g_smp_full, 1, __ATOMIC_RELAXED);
+    }
+    t_guard--;
+    errno = saved;
+}
+
+/* A small allocation of n bytes at p: sample it when the count runs out. */
+static inline void small_alloc(void *p, uint64_t n, uint32_t func)
+{
+    if (!g_sample || !p || !tracking())
+        return;
+    if (!t_sinit)
+        t_left = smp_draw();
+    t_left -= (int64_t)n;
+    if (t_left > 0)
+        return;
+    t_left = smp_draw();
+    on_sample(p, n, func);
+}
+
+/* Before a small block is freed or moved: logs the FREE of a sampled one. */
+static inline void small_free(void *p, uint32_t func)
+{
+    if (!p || !__atomic_load_n(&g_smp_n, __ATOMIC_RELAXED))
+        return;
+    int saved = errno;
+    t_guard++;
+    uint64_t a = (uint64_t)(uintptr_t)p;
+    if (smp_take(a))
+        log_alloc(REC_FREE, func, a, malloc_usable_size(p), 0);
+    t_guard--;
+    errno = saved;
+}
+
 /* Could p be a tracked heap object? (cheap, lock-free) */
 static inline int maybe_tracked(void *p)
 {
@@ -1484,7 +1696,9 @@ static void unmap_commit(struct unmap_op *op, uint32_t func, uint64_t moved, uin
 EXPORT void *malloc(size_t n)
 {
     void *p = __libc_malloc(n);
-    if (p && n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_MALLOC);
+    else if (p && tracking())
         on_alloc(p, n, F_MALLOC, KIND_HEAP);
     return p;
 }
@@ -1493,13 +1707,18 @@ EXPORT void *calloc(size_t n, size_t m)
 {
     void *p = __libc_calloc(n, m);
     size_t total;
-    if (p && !__builtin_mul_overflow(n, m, &total) && total >= g_min && tracking())
-        on_alloc(p, total, F_CALLOC, KIND_HEAP);
+    if (p && !__builtin_mul_overflow(n, m, &total)) {
+        if (total < g_min)
+            small_alloc(p, total, F_CALLOC);
+        else if (tracking())
+            on_alloc(p, total, F_CALLOC, KIND_HEAP);
+    }
     return p;
 }
 
 EXPORT void free(void *p)
 {
+    small_free(p, F_FREE);
     if (tracking() && maybe_tracked(p)) {
         struct live_ent e;
         t_guard++;
@@ -1514,6 +1733,7 @@ EXPORT void free(void *p)
 
 EXPORT void *realloc(void *old, size_t n)
 {
+    small_free(old, F_REALLOC);
     if (!tracking())
         return __libc_realloc(old, n);
     struct live_ent e;
@@ -1551,7 +1771,9 @@ EXPORT void *realloc(void *old, size_t n)
         errno = saved;
         t_guard--;
     }
-    if (p && n >= g_min)
+    if (n < g_min)
+        small_alloc(p, n, F_REALLOC);
+    else if (p)
         on_alloc(p, n, F_REALLOC, KIND_HEAP);
     return p;
 }
@@ -1566,7 +1788,9 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     if (!p)
         return ENOMEM;
     *out = p;
-    if (n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_POSIX_MEMALIGN);
+    else if (tracking())
         on_alloc(p, n, F_POSIX_MEMALIGN, KIND_HEAP);
     return 0;
 }
@@ -1574,7 +1798,9 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
 EXPORT void *aligned_alloc(size_t align, size_t n)
 {
     void *p = __libc_memalign(align, n);
-    if (p && n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_ALIGNED_ALLOC);
+    else if (p && tracking())
         on_alloc(p, n, F_ALIGNED_ALLOC, KIND_HEAP);
     return p;
 }
@@ -1582,7 +1808,9 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
 EXPORT void *memalign(size_t align, size_t n)
 {
     void *p = __libc_memalign(align, n);
-    if (p && n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_MEMALIGN);
+    else if (p && tracking())
         on_alloc(p, n, F_MEMALIGN, KIND_HEAP);
     return p;
 }
@@ -1590,7 +1818,9 @@ EXPORT void *memalign(size_t align, size_t n)
 EXPORT void *valloc(size_t n)
 {
     void *p = __libc_valloc(n);
-    if (p && n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_VALLOC);
+    else if (p && tracking())
         on_alloc(p, n, F_VALLOC, KIND_HEAP);
     return p;
 }
@@ -1598,7 +1828,9 @@ EXPORT void *valloc(size_t n)
 EXPORT void *pvalloc(size_t n)
 {
     void *p = __libc_pvalloc(n);
-    if (p && n >= g_min && tracking())
+    if (n < g_min)
+        small_alloc(p, n, F_PVALLOC);
+    else if (p && tracking())
         on_alloc(p, n, F_PVALLOC, KIND_HEAP);
     return p;
 }
@@ -2122,6 +2354,7 @@ static void atfork_prepare(void)
     pthread_mutex_lock(&L_stk);
     pthread_mutex_lock(&L_bg);
     pthread_mutex_lock(&L_tab);
+    pthread_mutex_lock(&L_smp);
     pthread_mutex_lock(&L_log);
     flush_locked();
 }
@@ -2129,6 +2362,7 @@ static void atfork_prepare(void)
 static void atfork_parent(void)
 {
     pthread_mutex_unlock(&L_log);
+    pthread_mutex_unlock(&L_smp);
     pthread_mutex_unlock(&L_tab);
     pthread_mutex_unlock(&L_bg);
     pthread_mutex_unlock(&L_stk);
@@ -2145,6 +2379,7 @@ static void atfork_child(void)
 {
     pthread_mutex_init(&L_log, NULL);
     pthread_mutex_init(&L_tab, NULL);
+    pthread_mutex_init(&L_smp, NULL);
     pthread_mutex_init(&L_bg, NULL);
     pthread_mutex_init(&L_stk, NULL);
     pthread_condattr_t ca;
@@ -2262,6 +2497,12 @@ __attribute__((constructor)) static void preload_init(void)
                 g_logging = 1;
         }
     }
+    const char *hs = getenv("SWAPLAB_HEAP_SAMPLE");
+    if (hs && *hs && strcmp(hs, "off") && strcmp(hs, "0") && g_logging) {
+        g_sample = parse_size_env("SWAPLAB_HEAP_SAMPLE", hs, 512 * 1024);
+        const char *seed = getenv("SWAPLAB_HEAP_SAMPLE_SEED");
+        g_sample_seed = seed && *seed ? strtoull(seed, NULL, 10) : now_ns() ^ g_pid;
+    }
     const char *gate = getenv("SWAPLAB_DEBUG_BG_GATE");
     if (gate && *gate) {
         int r, w;
@@ -2307,4 +2548,9 @@ __attribute__((destructor)) static void preload_fini(void)
     flush_locked();
     g_exiting = 1; /* from now on every record is written at once */
     pthread_mutex_unlock(&L_log);
+    uint64_t full = __atomic_load_n(&g_smp_full, __ATOMIC_RELAXED);
+    if (full)
+        say("%llu small allocations were not sampled: more than %u sampled ones were live "
+            "(raise SWAPLAB_HEAP_SAMPLE)",
+            (unsigned long long)full, SMP_CAP / 2);
 }

@@ -252,6 +252,11 @@ check "prefetch thread: calls ahead of a sequential walk, none in a random one (
 check "prefetch thread: fewer major faults than pages" jq -e '.seq_majflt < .pages' "$tmp/out" >/dev/null
 probe "munmap of 100k mappings: exact FREEs, logarithmic tree cost" many 100000
 check "many: steps per operation reported" jq -e '.steps_per_op > 0 and .steps_per_op <= .bound' "$tmp/out" >/dev/null
+# the heap sampler: sample counts, intervals, stacks and FREEs (seeded: deterministic)
+rm -rf "$tmp/probe"; mkdir -p "$tmp/probe"
+LD_PRELOAD=$SO SWAPLAB_ALLOC_DIR=$tmp/probe SWAPLAB_HEAP_SAMPLE=64K SWAPLAB_HEAP_SAMPLE_SEED=7 \
+    timeout 300 "$P" sample >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "heap sampler: samples, intervals, FREEs of sampled blocks only (exit $rc: $(cat "$tmp/out" "$tmp/err"))" [ "$rc" = 0 ]
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -27,6 +27,22 @@
  *   many [N]           N (default 100000) mappings, partial and multi-object
  *                      munmaps: exact FREE records and a tree cost per
  *                      operation logarithmic in N.
+ *   sample             (SWAPLAB_HEAP_SAMPLE=R) 40000 blocks of 1000 bytes
+ *                      from one site: the SAMPLE records number K*p within
+ *                      5 sigma, p = 1 - exp(-1000/R), all carry R, their
+ *                      stack and size; every freed or realloc'd sampled
+ *                      block has exactly one FREE after its SAMPLE, no
+ *                      unsampled block has one, and big allocations are
+ *                      still logged exactly.
+ *   heap-sites NA NB PASSES
+ *                      (a workload for traced runs, no self-check) NA
+ *                      objects from site_a and NB from site_b, 4-32 KiB
+ *                      each, interleaved in the heap; every object is
+ *                      written once, then A's are swept PASSES more times.
+ *                      Prints the exact bytes and counts per site.
+ *   churn N            (a benchmark, no self-check) N malloc/free pairs of
+ *                      16-1024 bytes with 4096 blocks live; prints ns per
+ *                      pair.
  *
  * Prints one JSON line; exit 0 when every check passed, else 1 with a
  * "probe: ..." line per failed check on stderr. */
@@ -145,7 +161,7 @@ static void raw_munmap(void *a, size_t n)
 }
 
 /* ---- this process's allocation log ---- */
-enum { REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5 };
+enum { REC_ALLOC = 1, REC_FREE = 2, REC_STACK = 3, REC_MODULE = 4, REC_HINT = 5, REC_SAMPLE = 7 };
 struct rec {
     uint32_t type, len;
     const unsigned char *body; /* after type and len */
@@ -754,6 +770,207 @@ static int mode_trend(const char *dir)
     return g_fail;
 }
 
+/* ---- sample: the heap sampler, checked from the log ---- */
+__attribute__((noipa)) static void *sample_site(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" ::: "memory");
+    return p;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int mode_sample(void)
+{
+    enum { K = 40000, SZ = 1000 };
+    const char *rv = getenv("SWAPLAB_HEAP_SAMPLE");
+    CHECK(rv && *rv, "SWAPLAB_HEAP_SAMPLE is not set");
+    if (!rv)
+        return 1;
+    char *end;
+    double R = (double)strtoull(rv, &end, 10);
+    R *= *end == 'K' || *end == 'k' ? 1024 : *end == 'M' || *end == 'm' ? 1048576 : 1;
+    static char *blk[K];
+    for (int i = 0; i < K; i++) {
+        blk[i] = sample_site(SZ);
+        if (!blk[i])
+            return 1;
+    }
+    char *big = malloc(1 << 20); /* above the threshold: exact */
+    for (int i = 0; i < K; i += 2) /* free the even ones */
+        free(blk[i]);
+    for (int i = 1; i < 200; i += 2) /* realloc some odd ones (below the threshold) */
+        blk[i] = realloc(blk[i], 2000);
+    struct logv l = log_read();
+    size_t o = 0;
+    struct rec r;
+    uint32_t stack = 0;
+    long samples = 0, frees_of_sampled = 0, bad_interval = 0, bad_stack = 0, big_logged = 0;
+    static uint64_t sampled[K], freed[2 * K];
+    long nfreed = 0;
+    /* the first SAMPLE of size SZ defines the site's stack */
+    while (log_next(&l, &o, &r)) {
+        if (r.type == REC_SAMPLE && r.len == 56 && A_SIZE(r.body) == SZ) {
+            if (!stack)
+                stack = A_STACK(r.body);
+            bad_stack += A_STACK(r.body) != stack;
+            bad_interval += (double)u64at(r.body + 40) != R;
+            if (samples < K)
+                sampled[samples] = A_ADDR(r.body);
+            samples++;
+        } else if (r.type == REC_FREE && nfreed < 2 * K) {
+            freed[nfreed++] = A_ADDR(r.body);
+        } else if (r.type == REC_ALLOC && A_SIZE(r.body) == (1 << 20)) {
+            big_logged++;
+        }
+    }
+    double p = 1 - exp(-(double)SZ / R), mean = K * p, sd = sqrt(K * p * (1 - p));
+    CHECK(fabs((double)samples - mean) <= 5 * sd, "%ld samples of %d blocks, expected %.0f +- %.0f",
+          samples, K, mean, 5 * sd);
+    CHECK(bad_interval == 0 && bad_stack == 0, "%ld samples with another interval, %ld another stack",
+          bad_interval, bad_stack);
+    CHECK(big_logged == 1, "the 1 MiB allocation logged %ld times", big_logged);
+    long n = samples < K ? samples : K;
+    qsort(sampled, (size_t)n, sizeof *sampled, cmp_u64);
+    qsort(freed, (size_t)nfreed, sizeof *freed, cmp_u64);
+    long want = 0;
+    /* frees of our sampled addresses: look each sampled address up */
+    for (long k = 0; k < n; k++) {
+        uint64_t a = sampled[k];
+        int was_freed = 0;
+        for (int i = 0; i < K; i += 2)
+            was_freed |= (uint64_t)(uintptr_t)blk[i] == a;
+        void *hit = bsearch(&a, freed, (size_t)nfreed, sizeof *freed, cmp_u64);
+        if (was_freed) {
+            want++;
+            frees_of_sampled += hit != NULL;
+        }
+    }
+    CHECK(frees_of_sampled == want, "%ld of %ld freed sampled blocks have a FREE record",
+          frees_of_sampled, want);
+    /* no FREE for a freed block that was not sampled */
+    long spurious = 0;
+    for (long k = 0; k < nfreed; k++) {
+        uint64_t a = freed[k];
+        if (a == (uint64_t)(uintptr_t)big)
+            continue;
+        if (!bsearch(&a, sampled, (size_t)n, sizeof *sampled, cmp_u64))
+            spurious++;
+    }
+    CHECK(spurious == 0, "%ld FREE records of blocks that were never sampled", spurious);
+    printf("{\"mode\":\"sample\",\"blocks\":%d,\"samples\":%ld,\"expected\":%.1f,\"sd\":%.1f,"
+           "\"freed_sampled\":%ld}\n",
+           K, samples, mean, sd, want);
+    log_free(&l);
+    free(big);
+    return g_fail;
+}
+
+/* ---- heap-sites: two call sites of small objects, one hot, one cold ---- */
+static uint64_t hs_rng = 0x853c49e6748fea9bull;
+static size_t hs_size(void)
+{
+    hs_rng = hs_rng * 6364136223846793005ull + 1442695040888963407ull;
+    return 4096 + (size_t)((hs_rng >> 33) % (28 * 1024 + 1)); /* 4 KiB .. 32 KiB */
+}
+
+/* noipa: two identical functions would be folded into one (one site) */
+__attribute__((noipa)) static char *site_a(size_t n)
+{
+    char *p = malloc(n);
+    if (p)
+        p[0] = 'A';
+    return p;
+}
+
+/* noipa: two identical functions would be folded into one (one site) */
+__attribute__((noipa)) static char *site_b(size_t n)
+{
+    char *p = malloc(n);
+    if (p)
+        p[0] = 'B';
+    return p;
+}
+
+static int mode_heap_sites(long na, long nb, long passes)
+{
+    if (na < 1 || nb < 0 || passes < 0)
+        return 2;
+    char **a = calloc((size_t)na, sizeof *a), **b = calloc((size_t)(nb ? nb : 1), sizeof *b);
+    size_t *as = calloc((size_t)na, sizeof *as);
+    if (!a || !b || !as)
+        return 1;
+    uint64_t abytes = 0, bbytes = 0;
+    long i = 0, j = 0;
+    while (i < na || j < nb) { /* interleaved: A, B, A, B, ... */
+        if (i < na) {
+            as[i] = hs_size();
+            a[i] = site_a(as[i]);
+            if (!a[i])
+                return 1;
+            memset(a[i], (int)i, as[i]);
+            abytes += as[i++];
+        }
+        if (j < nb) {
+            size_t n = hs_size();
+            b[j] = site_b(n);
+            if (!b[j])
+                return 1;
+            memset(b[j], (int)j, n);
+            bbytes += n;
+            j++;
+        }
+    }
+    volatile uint64_t sink = 0;
+    for (long p = 0; p < passes; p++)
+        for (long k = 0; k < na; k++)
+            for (size_t o = 0; o < as[k]; o += 512)
+                sink += (uint64_t)(a[k][o]++);
+    printf("{\"mode\":\"heap-sites\",\"a_objects\":%ld,\"a_bytes\":%llu,\"b_objects\":%ld,"
+           "\"b_bytes\":%llu,\"passes\":%ld}\n",
+           na, (unsigned long long)abytes, nb, (unsigned long long)bbytes, passes);
+    fflush(stdout);
+    for (long k = 0; k < na; k++)
+        free(a[k]);
+    for (long k = 0; k < nb; k++)
+        free(b[k]);
+    free(a);
+    free(b);
+    free(as);
+    return 0;
+}
+
+/* ---- churn: the cost of malloc/free of small blocks ---- */
+static int mode_churn(long n)
+{
+    enum { LIVE = 4096 };
+    static void *ring[LIVE];
+    uint64_t x = 0x2545f4914f6cdd1dull;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        size_t k = (size_t)i % LIVE;
+        free(ring[k]);
+        ring[k] = malloc(16 + (size_t)(x % 1009));
+        if (!ring[k])
+            return 1;
+        *(volatile char *)ring[k] = 1;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    for (int k = 0; k < LIVE; k++)
+        free(ring[k]);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("{\"mode\":\"churn\",\"pairs\":%ld,\"ns_per_pair\":%.1f}\n", n, ns / (double)n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *m = argc > 1 ? argv[1] : "";
@@ -772,8 +989,14 @@ int main(int argc, char **argv)
         r = mode_quota();
     else if (!strcmp(m, "many") && argc <= 3)
         r = mode_many(argc == 3 ? atol(argv[2]) : 100000);
+    else if (!strcmp(m, "heap-sites") && argc == 5)
+        r = mode_heap_sites(atol(argv[2]), atol(argv[3]), atol(argv[4]));
+    else if (!strcmp(m, "sample") && argc == 2)
+        r = mode_sample();
+    else if (!strcmp(m, "churn") && argc == 3)
+        r = mode_churn(atol(argv[2]));
     else
-        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N]\n",
+        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N] | sample | heap-sites NA NB PASSES | churn N\n",
                 argv[0]);
     fflush(stdout);
     return r;

@@ -48,6 +48,19 @@
 //!    raise that share, and nothing can be prefetched. Only more memory or a
 //!    more local data structure helps.
 //!
+//! 0. **Sites of sampled small objects** (below the preload library's
+//!    threshold, seen through `trace --heap-sample`) get no hint, only
+//!    `Nothing` with the reason and their estimated share, when they swap
+//!    (estimated major faults + swap-ins at least [`MIN_SWAP_FAULTS`]): a
+//!    hint is matched to an allocation by its call stack, and taking the
+//!    stack of every small allocation costs a backtrace per malloc (1–5 µs,
+//!    the cost sampling exists to avoid); the objects share pages with
+//!    other sites' objects, so locking or prefetching "a site's pages"
+//!    means thousands of page-rounded calls that also pin or read their
+//!    neighbours. What helps a heap of small objects is memory (the
+//!    verdict says how much) or a program-side change (a separate arena per
+//!    hot site); the evidence names the site and its estimated live bytes.
+//!
 //! There is deliberately no MADV_SEQUENTIAL or MADV_RANDOM action: for
 //! anonymous memory they do not change swap readahead on current kernels
 //! (measured), so advising them would promise an effect that does not come.
@@ -262,6 +275,24 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
             idle: None,
             nothing: None,
         };
+        // 0. a site of sampled small objects: no hint (module docs)
+        if s.sampled {
+            let est = s.est_major_swap_ins.round() as u64;
+            if est >= MIN_SWAP_FAULTS {
+                plan.nothing = Some(format!(
+                    "a site of small objects (below the preload library's threshold, seen \
+                     through sampling): an estimated {est} major faults + swap-ins on about {} \
+                     of live objects; no hint can target them (matching a hint needs the call \
+                     stack of every small allocation, a backtrace per malloc, and the objects \
+                     share pages with other sites', so locking or prefetching them pins or \
+                     reads their neighbours too); only more memory or keeping this site's \
+                     objects together (its own arena) helps",
+                    format_bytes(s.est_live_bytes),
+                ));
+            }
+            plans.push(plan);
+            continue;
+        }
         let objs: Vec<_> = a
             .objects
             .iter()
@@ -767,6 +798,7 @@ mod tests {
                 t_free_ns: None,
                 site_id: site,
                 func: "malloc".into(),
+                weight: None,
             });
             self.t.sites.push(Site {
                 site_id: site,
@@ -862,6 +894,51 @@ mod tests {
             }
         );
         assert!((w.expected_fault_reduction - 0.9 * 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_site_of_sampled_small_objects_gets_no_hint_only_the_reason() {
+        // 16 sampled 16 KiB objects, each standing for 8 times its bytes,
+        // swept 40 times: as exact objects they would get mlock + willneed.
+        let mut b = Builder::new();
+        for k in 0..16u64 {
+            b.object(1, 0x1000_0000 + k * 0x4000, 0x4000);
+            b.t.allocations.last_mut().unwrap().weight = Some(8 * 0x4000);
+        }
+        let mut t0 = 0;
+        for _ in 0..40 {
+            for k in 0..16u64 {
+                t0 = b.sweeps(0x1000_0000 + k * 0x4000, 0x4000, 1, t0, 1000);
+            }
+        }
+        // the sweeps above are all minor: make every pass after the first major
+        let first = 16 * 4;
+        for f in b.t.faults.iter_mut().skip(first) {
+            f.kind = FaultKind::Major;
+        }
+        let (a, t) = b.done();
+        let s = &a.sites[0];
+        assert!(s.sampled);
+        // 39 passes × 64 pages, each page whole in its object, × 8
+        assert_eq!(s.est_major_swap_ins, (39 * 64 * 8) as f64);
+        assert_eq!(s.est_live_bytes, 16 * 8 * 0x4000);
+        let v = advise(&a, &t, &limited(MIB));
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert_eq!(v[0].action, Action::Nothing);
+        assert!(
+            v[0].evidence.contains("a site of small objects")
+                && v[0].evidence.contains("19968 major faults + swap-ins")
+                && v[0].evidence.contains("about 2M of live objects"),
+            "{}",
+            v[0].evidence
+        );
+        let verdict = verdict(&a, &t, &limited(MIB), &v);
+        assert_eq!(verdict.hints, 0);
+        assert!(
+            verdict.summary.starts_with("no hint will help"),
+            "{}",
+            verdict.summary
+        );
     }
 
     #[test]

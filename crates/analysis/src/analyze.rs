@@ -15,10 +15,21 @@
 //!    their pid's allocations (events are keyed by `pid`, never `tid`). When
 //!    live allocations overlap (a missed free), the one with the highest start
 //!    at or below the address that covers it wins (the 8 nearest are checked).
-//! 2. else the region of that pid covering the address whose snapshots
+//! 2. else, when the trace has sampled allocations below the preload
+//!    library's threshold (`trace --heap-sample`; [`Allocation::weight`]),
+//!    the sampled allocation of that pid live at that time with the most
+//!    bytes on the event's page (a page of small objects belongs to the
+//!    sampled objects that sit on it, not only to the one at the faulting
+//!    byte). Sampled allocations are small and picked at random, so this
+//!    covers only some pages of a heap: the others fall through to rule 3;
+//!    [`SiteStats::est_major_swap_ins`] scales the sampled sites' counts up
+//!    to what their unsampled objects would have added;
+//! 3. else the region of that pid covering the address whose snapshots
 //!    (`first_seen_ns..=last_seen_ns`) include the event time, else the
 //!    covering region seen nearest in time;
-//! 3. else [`ObjectRef::Unknown`].
+//! 4. else [`ObjectRef::Unknown`].
+//!
+//! [`Allocation::weight`]: swaplab_trace::events::Allocation::weight
 //!
 //! It is one sweep in time order over allocation, free and fork points and the
 //! (already time-ordered) events, with a per-pid ordered map of live
@@ -237,6 +248,13 @@ pub struct ObjectStats {
     pub t_from_ns: u64,
     /// When it stopped (free, last map snapshot); `None`: still there at the end.
     pub t_to_ns: Option<u64>,
+    /// A sampled allocation below the threshold: the bytes it stands for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
+    /// Major faults + swap-ins this object stands for: its own for an
+    /// exact object; for a sampled one, each event's share of its page
+    /// (bytes of the object on the page / page size) × weight / size.
+    pub est_major_swap_ins: f64,
 }
 
 /// One allocation site and its objects.
@@ -272,6 +290,34 @@ pub struct SiteStats {
     pub pattern: Pattern,
     /// Index of the top-ranked object in [`Analysis::objects`].
     pub top_object: usize,
+    /// Some of its objects are sampled allocations below the threshold:
+    /// its counts are those of the sampled objects' pages, and
+    /// `est_major_swap_ins` scales them to the whole site.
+    pub sampled: bool,
+    /// Major faults + swap-ins the site stands for (the sum of its
+    /// objects' [`ObjectStats::est_major_swap_ins`]); sites rank by it.
+    pub est_major_swap_ins: f64,
+    /// Estimated peak live bytes of its sampled allocations (0 if none).
+    pub est_live_bytes: u64,
+}
+
+/// A site with sampled allocations, whether or not they saw events: how
+/// much of the heap it holds (heaptrack-style estimates).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SampledSite {
+    /// The site.
+    pub site_id: u32,
+    /// Its label.
+    pub label: String,
+    /// Sampled allocations in the trace.
+    pub samples: u64,
+    /// Estimated bytes allocated in all (sum of the samples' weights).
+    pub est_allocated_bytes: u64,
+    /// Estimated peak live bytes: the largest sum of the weights of the
+    /// samples live at one time (over all processes).
+    pub est_live_bytes: u64,
+    /// When that peak was reached (ns since start).
+    pub peak_ns: u64,
 }
 
 /// One point of the time × address scatter.
@@ -336,8 +382,10 @@ pub struct Totals {
 pub struct Analysis {
     /// Objects, ranked by major faults + swap-ins, then faults, then bytes.
     pub objects: Vec<ObjectStats>,
-    /// Sites, ranked the same way.
+    /// Sites, ranked by estimated major faults + swap-ins, then faults.
     pub sites: Vec<SiteStats>,
+    /// Sites with sampled allocations, by estimated peak live bytes.
+    pub sampled_sites: Vec<SampledSite>,
     /// (faults, swap events) attributed to nothing.
     pub unattributed: (u64, u64),
     /// Swap-ins, swap-outs and major faults, in time order.
@@ -462,6 +510,31 @@ fn time_order<T>(v: &[T], key: impl Fn(&T) -> u64) -> Vec<usize> {
     o
 }
 
+/// The sampled allocation with the most bytes on the page of `addr`
+/// (ties: the lower start), among the 64 nearest below the page's end.
+fn lookup_sampled(map: Option<&BTreeMap<u64, Live>>, addr: u64, page: u64) -> Option<usize> {
+    let p0 = addr & !(page - 1);
+    let p1 = p0.saturating_add(page);
+    let mut best: Option<(u64, usize)> = None;
+    for (&start, l) in map?.range(..p1).rev().take(64) {
+        if l.end <= p0 {
+            break;
+        }
+        let overlap = l.end.min(p1) - start.max(p0);
+        if best.is_none_or(|(b, _)| overlap >= b) {
+            best = Some((overlap, l.idx));
+        }
+    }
+    best.map(|(_, i)| i)
+}
+
+/// Bytes of `[start, end)` on the page of `addr`.
+pub fn bytes_on_page(start: u64, end: u64, addr: u64, page: u64) -> u64 {
+    let p0 = addr & !(page - 1);
+    let p1 = p0.saturating_add(page);
+    end.min(p1).saturating_sub(start.max(p0))
+}
+
 fn lookup_live(map: Option<&BTreeMap<u64, Live>>, addr: u64) -> Option<usize> {
     map?.range(..=addr)
         .rev()
@@ -491,8 +564,14 @@ fn depths(t: &TraceTables) -> HashMap<u32, u32> {
 }
 
 /// The object of every fault and swap event (see the module docs for the
-/// rules). O((events + allocations) · log allocations).
+/// rules), for 4 KiB pages. O((events + allocations) · log allocations).
 pub fn attribute(t: &TraceTables) -> Attribution {
+    attribute_paged(t, 4096)
+}
+
+/// [`attribute`] with the machine's page size (a power of two).
+pub fn attribute_paged(t: &TraceTables, page: u64) -> Attribution {
+    let page = if page.is_power_of_two() { page } else { 4096 };
     // Control points: (time, order, depth, what). Frees before allocations
     // before forks at the same instant; all before events at that instant.
     const FREE: u8 = 0;
@@ -538,22 +617,28 @@ pub fn attribute(t: &TraceTables) -> Attribution {
         faults: vec![ObjectRef::Unknown; t.faults.len()],
         swaps: vec![ObjectRef::Unknown; t.swaps.len()],
     };
-    let mut live: HashMap<u32, BTreeMap<u64, Live>> = HashMap::new();
+    // Per pid: exact allocations (rule 1) and sampled ones (rule 2).
+    type LiveMaps = HashMap<u32, [BTreeMap<u64, Live>; 2]>;
+    let mut live: LiveMaps = HashMap::new();
     let (mut fi, mut si) = (0usize, 0usize);
+    let find = |live: &LiveMaps, pid: u32, addr: u64, time: u64| -> ObjectRef {
+        let m = live.get(&pid);
+        if let Some(a) = lookup_live(m.map(|m| &m[0]), addr) {
+            return ObjectRef::Allocation(a);
+        }
+        if let Some(a) = lookup_sampled(m.map(|m| &m[1]), addr, page) {
+            return ObjectRef::Allocation(a);
+        }
+        region_of(pid, addr, time)
+    };
 
-    let mut drain = |until: Option<u64>,
-                     live: &HashMap<u32, BTreeMap<u64, Live>>,
-                     fi: &mut usize,
-                     si: &mut usize| {
+    let mut drain = |until: Option<u64>, live: &LiveMaps, fi: &mut usize, si: &mut usize| {
         while let Some(&i) = fault_order.get(*fi) {
             let f = &t.faults[i];
             if until.is_some_and(|u| f.t_ns >= u) {
                 break;
             }
-            out.faults[i] = match lookup_live(live.get(&f.pid), f.addr) {
-                Some(a) => ObjectRef::Allocation(a),
-                None => region_of(f.pid, f.addr, f.t_ns),
-            };
+            out.faults[i] = find(live, f.pid, f.addr, f.t_ns);
             *fi += 1;
         }
         while let Some(&i) = swap_order.get(*si) {
@@ -561,10 +646,7 @@ pub fn attribute(t: &TraceTables) -> Attribution {
             if until.is_some_and(|u| s.t_ns >= u) {
                 break;
             }
-            out.swaps[i] = match lookup_live(live.get(&s.pid), s.vaddr) {
-                Some(a) => ObjectRef::Allocation(a),
-                None => region_of(s.pid, s.vaddr, s.t_ns),
-            };
+            out.swaps[i] = find(live, s.pid, s.vaddr, s.t_ns);
             *si += 1;
         }
     };
@@ -574,15 +656,17 @@ pub fn attribute(t: &TraceTables) -> Attribution {
         match what {
             FREE => {
                 let a = &t.allocations[i];
+                let k = usize::from(a.sampled());
                 if let Some(m) = live.get_mut(&a.pid) {
-                    if m.get(&a.start).is_some_and(|l| l.idx == i) {
-                        m.remove(&a.start);
+                    if m[k].get(&a.start).is_some_and(|l| l.idx == i) {
+                        m[k].remove(&a.start);
                     }
                 }
             }
             ALLOC => {
                 let a = &t.allocations[i];
-                live.entry(a.pid).or_default().insert(
+                let k = usize::from(a.sampled());
+                live.entry(a.pid).or_default()[k].insert(
                     a.start,
                     Live {
                         end: a.start.saturating_add(a.size),
@@ -594,14 +678,62 @@ pub fn attribute(t: &TraceTables) -> Attribution {
                 let p = &t.processes[i];
                 if let Some(parent) = live.get(&p.ppid).cloned() {
                     let child = live.entry(p.pid).or_default();
-                    for (k, v) in parent {
-                        child.entry(k).or_insert(v);
+                    for (c, pm) in child.iter_mut().zip(parent) {
+                        for (k, v) in pm {
+                            c.entry(k).or_insert(v);
+                        }
                     }
                 }
             }
         }
     }
     drain(None, &live, &mut fi, &mut si);
+    out
+}
+
+/// Every site with sampled allocations: samples, estimated bytes
+/// allocated, and the estimated live bytes at their peak (one sweep over
+/// the samples' allocations and frees in time order; frees first at one
+/// instant).
+fn sampled_sites(t: &TraceTables, label: &dyn Fn(u32) -> String) -> Vec<SampledSite> {
+    let mut points: BTreeMap<u32, Vec<(u64, bool, u64)>> = BTreeMap::new();
+    for a in &t.allocations {
+        let Some(w) = a.weight else { continue };
+        let v = points.entry(a.site_id).or_default();
+        v.push((a.t_alloc_ns, true, w));
+        if let Some(f) = a.t_free_ns {
+            v.push((f.max(a.t_alloc_ns), false, w));
+        }
+    }
+    let mut out: Vec<SampledSite> = points
+        .into_iter()
+        .map(|(site_id, mut v)| {
+            v.sort_unstable();
+            let (mut cur, mut peak, mut peak_ns, mut samples, mut total) = (0u64, 0u64, 0, 0, 0);
+            for (t_ns, alloc, w) in v {
+                if alloc {
+                    cur += w;
+                    samples += 1;
+                    total += w;
+                    if cur > peak {
+                        peak = cur;
+                        peak_ns = t_ns;
+                    }
+                } else {
+                    cur = cur.saturating_sub(w);
+                }
+            }
+            SampledSite {
+                site_id,
+                label: label(site_id),
+                samples,
+                est_allocated_bytes: total,
+                est_live_bytes: peak,
+                peak_ns,
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| (std::cmp::Reverse(s.est_live_bytes), s.site_id));
     out
 }
 
@@ -916,6 +1048,8 @@ struct Acc {
     out_first: Option<u64>,
     out_last: Option<u64>,
     pages: Vec<(u64, i64)>,
+    /// Sampled objects: the estimated major faults + swap-ins.
+    est: f64,
 }
 
 fn widen(first: &mut Option<u64>, last: &mut Option<u64>, t: u64) {
@@ -936,8 +1070,12 @@ fn rank_key(o: &ObjectStats) -> impl Ord {
 
 /// Attribute, count, classify and rank (see the module docs).
 pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
-    let page = opts.page_size.max(1);
-    let att = attribute(t);
+    let page = if opts.page_size.is_power_of_two() {
+        opts.page_size
+    } else {
+        4096
+    };
+    let att = attribute_paged(t, page);
     let sites: HashMap<u32, &swaplab_trace::events::Site> =
         t.sites.iter().map(|s| (s.site_id, s)).collect();
     let site_label = |id: u32| {
@@ -969,6 +1107,21 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
         })
     };
 
+    // A sampled object's share of an event on its page, scaled to the
+    // bytes it stands for (1 for everything else).
+    let share = |o: ObjectRef, addr: u64| -> f64 {
+        match o {
+            ObjectRef::Allocation(i) => match t.allocations[i].weight {
+                Some(w) if t.allocations[i].size > 0 => {
+                    let al = &t.allocations[i];
+                    let on = bytes_on_page(al.start, al.start.saturating_add(al.size), addr, page);
+                    on as f64 / page as f64 * w as f64 / al.size as f64
+                }
+                _ => 1.0,
+            },
+            _ => 1.0,
+        }
+    };
     let mut fault_slot = vec![usize::MAX; t.faults.len()];
     for (i, f) in t.faults.iter().enumerate() {
         totals.faults += 1;
@@ -988,7 +1141,10 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
         let a = &mut accs[s];
         a.faults += 1;
         match f.kind {
-            FaultKind::Major => a.major += 1,
+            FaultKind::Major => {
+                a.major += 1;
+                a.est += share(o, f.addr);
+            }
             FaultKind::Minor => a.minor += 1,
             FaultKind::Unknown => {}
         }
@@ -1014,6 +1170,7 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
         match s.dir {
             SwapDir::In => {
                 a.swap_ins += 1;
+                a.est += share(o, s.vaddr);
                 widen(&mut a.first, &mut a.last, s.t_ns);
             }
             SwapDir::Out => {
@@ -1035,9 +1192,20 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
     let mut objects: Vec<ObjectStats> = Vec::with_capacity(accs.len());
     for (k, mut a) in accs.into_iter().enumerate() {
         let (o, pid) = keys[k];
+        let weight = match o {
+            ObjectRef::Allocation(i) => t.allocations[i].weight,
+            _ => None,
+        };
         let (start, bytes, site_id, label, t_from, t_to) = match o {
             ObjectRef::Allocation(i) => {
                 let al = &t.allocations[i];
+                let sampled = match al.weight {
+                    Some(w) => format!(
+                        " (sampled: stands for {})",
+                        swaplab_trace::units::format_bytes(w)
+                    ),
+                    None => String::new(),
+                };
                 let (from, to) = if al.pid == pid {
                     (al.t_alloc_ns, al.t_free_ns)
                 } else {
@@ -1048,7 +1216,7 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
                     al.start,
                     al.size,
                     Some(al.site_id),
-                    format!("{} @{:#x}", site_label(al.site_id), al.start),
+                    format!("{} @{:#x}{sampled}", site_label(al.site_id), al.start),
                     from,
                     to,
                 )
@@ -1116,6 +1284,12 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
             pages_touched: distinct.len() as u64,
             t_from_ns: t_from,
             t_to_ns: t_to,
+            weight,
+            est_major_swap_ins: if weight.is_some() {
+                a.est
+            } else {
+                (a.major + a.swap_ins) as f64
+            },
         });
     }
     let mut order: Vec<usize> = (0..objects.len()).collect();
@@ -1157,6 +1331,9 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
                 last_ns: None,
                 pattern: objects[idxs[0]].pattern.clone(),
                 top_object: idxs[0],
+                sampled: false,
+                est_major_swap_ins: 0.0,
+                est_live_bytes: 0,
             };
             for &i in &idxs {
                 let o = &objects[i];
@@ -1168,6 +1345,8 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
                 s.pages_touched += o.pages_touched;
                 s.swap_ins += o.swap_ins;
                 s.swap_outs += o.swap_outs;
+                s.sampled |= o.weight.is_some();
+                s.est_major_swap_ins += o.est_major_swap_ins;
                 if let Some(f) = o.first_ns {
                     widen(&mut s.first_ns, &mut s.last_ns, f);
                 }
@@ -1179,8 +1358,29 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
             s
         })
         .collect();
+    let sampled_sites = sampled_sites(t, &site_label);
+    for s in &mut site_stats {
+        if let Some(x) = sampled_sites.iter().find(|x| x.site_id == s.site_id) {
+            s.est_live_bytes = x.est_live_bytes;
+        }
+        // The site's top object: the one standing for the most events.
+        if s.sampled {
+            let mut best = s.top_object;
+            for (i, o) in objects.iter().enumerate() {
+                if o.site_id == Some(s.site_id)
+                    && matches!(o.object, ObjectRef::Allocation(_))
+                    && o.est_major_swap_ins > objects[best].est_major_swap_ins
+                {
+                    best = i;
+                }
+            }
+            s.top_object = best;
+            s.pattern = objects[best].pattern.clone();
+        }
+    }
     site_stats.sort_by_key(|s| {
         (
+            std::cmp::Reverse(s.est_major_swap_ins.round() as u64),
             std::cmp::Reverse(s.major_faults + s.swap_ins),
             std::cmp::Reverse(s.faults),
             std::cmp::Reverse(s.bytes),
@@ -1232,6 +1432,7 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
     Analysis {
         objects,
         sites: site_stats,
+        sampled_sites,
         unattributed,
         scatter,
         bands,
@@ -1270,6 +1471,7 @@ mod tests {
             t_free_ns: t1,
             site_id: site,
             func: "malloc".into(),
+            weight: None,
         }
     }
 
@@ -1287,6 +1489,147 @@ mod tests {
 
     fn opts() -> AnalyzeOptions {
         AnalyzeOptions::default()
+    }
+
+    fn sampled(
+        pid: u32,
+        start: u64,
+        size: u64,
+        t0: u64,
+        t1: Option<u64>,
+        site: u32,
+        weight: u64,
+    ) -> Allocation {
+        Allocation {
+            weight: Some(weight),
+            ..alloc(pid, start, size, t0, t1, site)
+        }
+    }
+
+    /// A hand-made log of sampled small allocations on the heap, an exact
+    /// one, a fork and a fault list; every attribution and estimate below
+    /// is worked out by hand from the rules in the module docs.
+    #[test]
+    fn sampled_allocations_own_the_pages_they_sit_on() {
+        let h = 0x1000_0000u64;
+        let maj = FaultKind::Major;
+        let t = TraceTables {
+            faults: vec![
+                // page h: B1 has 1 KiB on it, A1 2 KiB: A1 wins, even at a
+                // byte of B1
+                fault(10, 10, 10, h + 0x100, maj),
+                // page h+1: A1 alone (4 KiB of it)
+                fault(11, 10, 10, h + 0x1234, maj),
+                // page h+5: no sample sits there: the heap
+                fault(12, 10, 10, h + 0x5000, maj),
+                // inside the exact 64 KiB allocation
+                fault(13, 10, 10, h + 0x8_0010, maj),
+                // B2's second page while it lives, then after its free
+                fault(40, 10, 10, h + 0x7ff8, maj),
+                fault(60, 10, 10, h + 0x7ff8, maj),
+                // the child (forked at 30) inherited A1; a minor fault
+                fault(70, 11, 11, h + 0x1000, maj),
+                fault(71, 10, 10, h + 0x1ff0, FaultKind::Minor),
+            ],
+            swaps: vec![SwapEvent {
+                t_ns: 45,
+                pid: 10,
+                vaddr: h + 0x6000,
+                dir: SwapDir::In,
+                swap_type: None,
+                swap_offset: None,
+                source: SwapSource::Pagemap,
+            }],
+            regions: vec![
+                region(10, h, h + MIB, "[heap]"),
+                region(11, h, h + MIB, "[heap]"),
+            ],
+            allocations: vec![
+                // A1: 6 KiB at h+0x800, stands for 48 KiB (weight/size 8)
+                sampled(10, h + 0x800, 0x1800, 1, None, 1, 0xc000),
+                // B1: 1 KiB at h, stands for 64 KiB
+                sampled(10, h, 0x400, 2, None, 2, 0x1_0000),
+                // B2: 8 KiB at h+0x6000, stands for 32 KiB (weight/size 4), freed at 50
+                sampled(10, h + 0x6000, 0x2000, 3, Some(50), 2, 0x8000),
+                // an exact allocation
+                alloc(10, h + 0x8_0000, 0x1_0000, 4, None, 3),
+            ],
+            sites: vec![],
+            processes: vec![
+                Process {
+                    pid: 10,
+                    ppid: 0,
+                    t_start_ns: 0,
+                    comm: "w".into(),
+                },
+                Process {
+                    pid: 11,
+                    ppid: 10,
+                    t_start_ns: 30,
+                    comm: "w".into(),
+                },
+            ],
+        };
+        use ObjectRef::*;
+        let att = attribute_paged(&t, 4096);
+        assert_eq!(
+            att.faults,
+            vec![
+                Allocation(0),
+                Allocation(0),
+                Region(0),
+                Allocation(3),
+                Allocation(2),
+                Region(0),
+                Allocation(0),
+                Allocation(0),
+            ]
+        );
+        assert_eq!(att.swaps, vec![Allocation(2)]);
+
+        let a = analyze(&t, &opts());
+        // Site 1 (A1): in pid 10, a half page (2 KiB of A1 on page h) + a
+        // whole page, × 8 = 12; in the child, one whole page × 8 = 8.
+        // Site 2 (B2): one fault on a whole page + one swap-in on a whole
+        // page, × 4 = 8. Site 3: one exact major fault.
+        let est: Vec<(u32, f64, bool)> = a
+            .sites
+            .iter()
+            .map(|s| (s.site_id, s.est_major_swap_ins, s.sampled))
+            .collect();
+        assert_eq!(est, vec![(1, 20.0, true), (2, 8.0, true), (3, 1.0, false)]);
+        let s1 = &a.sites[0];
+        assert_eq!((s1.objects, s1.major_faults, s1.faults), (2, 3, 4));
+        assert_eq!(s1.est_live_bytes, 0xc000);
+        // B's live bytes peak while B1 and B2 both live: 64 + 32 KiB
+        let b = a.sampled_sites.iter().find(|s| s.site_id == 2).unwrap();
+        assert_eq!(
+            (
+                b.samples,
+                b.est_live_bytes,
+                b.peak_ns,
+                b.est_allocated_bytes
+            ),
+            (2, 0x1_8000, 3, 0x1_8000)
+        );
+        assert_eq!(a.sampled_sites[0].site_id, 2, "ranked by live bytes");
+        // the heap keeps the two faults no sample covers
+        let heap = a.objects.iter().find(|o| o.object == Region(0)).unwrap();
+        assert_eq!((heap.major_faults, heap.est_major_swap_ins), (2, 2.0));
+        // sampled objects are labelled as such
+        assert!(a
+            .objects
+            .iter()
+            .filter(|o| o.weight.is_some())
+            .all(|o| o.label.contains("(sampled: stands for")));
+    }
+
+    #[test]
+    fn bytes_on_a_page() {
+        assert_eq!(bytes_on_page(0x800, 0x2000, 0x100, 4096), 0x800);
+        assert_eq!(bytes_on_page(0x800, 0x2000, 0x1fff, 4096), 0x1000);
+        assert_eq!(bytes_on_page(0x800, 0x2000, 0x2000, 4096), 0);
+        assert_eq!(bytes_on_page(0x1100, 0x1200, 0x1000, 4096), 0x100);
     }
 
     #[test]

@@ -41,6 +41,7 @@ pub fn analysis_json(an: &Analysis) -> serde_json::Value {
     serde_json::json!({
         "objects": an.objects,
         "sites": an.sites,
+        "sampled_sites": an.sampled_sites,
         "unattributed": an.unattributed,
         "totals": an.totals,
         "bands": an.bands,
@@ -184,6 +185,7 @@ mod tests {
                 t_free_ns: None,
                 site_id: 0,
                 func: "malloc".into(),
+                weight: None,
             }],
             ..Default::default()
         };

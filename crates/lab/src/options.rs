@@ -465,6 +465,9 @@ pub fn parse_limits(s: &str) -> Result<Vec<LimitSpec>> {
 
 /// Default allocation threshold of the preload library.
 pub const DEFAULT_ALLOC_MIN: u64 = 64 << 10;
+/// Default mean sampling interval for allocations below the threshold
+/// (`trace --heap-sample`).
+pub const DEFAULT_HEAP_SAMPLE: u64 = 512 << 10;
 
 /// How a run is traced (see [`crate::tracing`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -477,6 +480,10 @@ pub struct TraceConfig {
     pub alloc_min: u64,
     /// Load the preload library to record allocation sites.
     pub allocs: bool,
+    /// Mean sampling interval in bytes for allocations below `alloc_min`
+    /// (0: none; the preload library's `SWAPLAB_HEAP_SAMPLE`).
+    #[serde(default)]
+    pub heap_sample: u64,
     /// Fault-event buffer per CPU, bytes.
     pub buffer_bytes_per_cpu: u64,
     /// Write the trace here instead of `<run dir>/trace`.
@@ -490,6 +497,7 @@ impl Default for TraceConfig {
             pagemap_hz: 10.0,
             alloc_min: DEFAULT_ALLOC_MIN,
             allocs: true,
+            heap_sample: DEFAULT_HEAP_SAMPLE,
             buffer_bytes_per_cpu: 4 << 20,
             out: None,
         }

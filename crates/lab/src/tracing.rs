@@ -55,7 +55,7 @@ use swaplab_analysis::symbolize::Symbolizer;
 use swaplab_trace::trace_dir::{self, TableRow, TableWriter, TraceMetaFile};
 use swaplab_trace::Error as TraceError;
 
-pub use crate::options::{TraceConfig, DEFAULT_ALLOC_MIN};
+pub use crate::options::{TraceConfig, DEFAULT_ALLOC_MIN, DEFAULT_HEAP_SAMPLE};
 
 fn mono_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -225,6 +225,10 @@ impl Instruments {
                     .push(("SWAPLAB_ALLOC_DIR".into(), d.clone().into_os_string()));
                 ins.env
                     .push(("SWAPLAB_ALLOC_MIN".into(), cfg.alloc_min.to_string().into()));
+                ins.env.push((
+                    "SWAPLAB_HEAP_SAMPLE".into(),
+                    cfg.heap_sample.to_string().into(),
+                ));
                 ins.preload = Some(preload::library_path()?);
                 Some(d)
             } else {
@@ -387,6 +391,7 @@ impl Instruments {
                 "source": t.kind.to_string(),
                 "pagemap_hz": t.cfg.pagemap_hz,
                 "alloc_min": t.cfg.alloc_min,
+                "heap_sample": t.cfg.heap_sample,
                 "allocs": t.cfg.allocs,
                 "buffer_bytes_per_cpu": t.cfg.buffer_bytes_per_cpu,
                 "run": rec.options,
@@ -925,6 +930,22 @@ pub fn allocations_from_logs(
                         t_free_ns: None,
                         site_id,
                         func: a.func.name().to_string(),
+                        weight: None,
+                    });
+                }
+                Record::Sample { alloc: a, interval } => {
+                    let site_id = stack_site.get(&a.stack_id).copied().unwrap_or(0);
+                    open.insert(a.addr, allocs.len());
+                    allocs.push(Allocation {
+                        pid: log.pid,
+                        tid: a.tid,
+                        start: a.addr,
+                        size: a.size,
+                        t_alloc_ns: rel(a.t_ns),
+                        t_free_ns: None,
+                        site_id,
+                        func: a.func.name().to_string(),
+                        weight: Some(alloc_log::sample_weight(a.size, *interval)),
                     });
                 }
                 Record::Free(a) => {

@@ -260,6 +260,7 @@ fn tables() -> TraceTables {
             t_free_ns: (i % 3 == 0).then_some(10_000 + i),
             site_id: (i % 4) as u32,
             func: if i % 2 == 0 { "malloc" } else { "mmap" }.into(),
+            weight: (i % 5 == 1).then_some(524_288 + i),
         })
         .collect();
     let sites = (0..4u32)
@@ -388,6 +389,7 @@ fn trace_dir_event_tables_read_the_same_in_pyarrow() {
             "t_free_ns",
             "site_id",
             "func",
+            "weight",
         ],
         &json!({"columns": {
             "pid": a.iter().map(|e| e.pid).collect::<Vec<_>>(),
@@ -398,6 +400,7 @@ fn trace_dir_event_tables_read_the_same_in_pyarrow() {
             "t_free_ns": a.iter().map(|e| e.t_free_ns).collect::<Vec<_>>(),
             "site_id": a.iter().map(|e| e.site_id).collect::<Vec<_>>(),
             "func": a.iter().map(|e| e.func.clone()).collect::<Vec<_>>(),
+            "weight": a.iter().map(|e| e.weight).collect::<Vec<_>>(),
         }, "types": {"size": "uint64", "t_free_ns": "uint64"}}),
     );
     // Frames and locations: joined with '\n', as documented.

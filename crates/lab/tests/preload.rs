@@ -679,3 +679,51 @@ fn munmap_of_many_mappings_is_exact_and_logarithmic() {
     }
     assert_eq!(at, end);
 }
+
+/// The heap sampler (`SWAPLAB_HEAP_SAMPLE`), seeded: the probe checks its
+/// own log (sample count within 5 σ of K·p, every sample's interval and
+/// stack, a FREE for each freed sampled block and for no other); here the
+/// Rust parser reads the same log: SAMPLE records of 1000 bytes with the
+/// interval, and the weights they stand for add up to about the bytes.
+#[test]
+fn the_heap_sampler_logs_samples_and_their_frees() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = json(&probe_env(
+        dir.path(),
+        None,
+        &["sample"],
+        &[
+            ("SWAPLAB_HEAP_SAMPLE", Path::new("64K")),
+            ("SWAPLAB_HEAP_SAMPLE_SEED", Path::new("11")),
+        ],
+    ));
+    let l = only_log(dir.path());
+    let ours: Vec<_> = l.samples().filter(|(a, _)| a.size == 1000).collect();
+    assert_eq!(ours.len() as u64, v["samples"].as_u64().unwrap(), "{v}");
+    assert!(ours.iter().all(|(_, r)| *r == 65536));
+    // 40 000 blocks of 1000 bytes: the weights estimate 40 MB within 5 σ
+    // (σ = √(K·s²(1−p)/p))
+    let est: u64 = ours
+        .iter()
+        .map(|(a, r)| alloc_log::sample_weight(a.size, *r))
+        .sum();
+    let p = -(-1000f64 / 65536.0).exp_m1();
+    let sd = (40_000.0 * 1e6 * (1.0 - p) / p).sqrt();
+    assert!(
+        (est as f64 - 40e6).abs() <= 5.0 * sd,
+        "estimated {est} bytes of 40 000 000 (5 σ = {:.0})",
+        5.0 * sd
+    );
+    // the same seed gives the same samples
+    let dir2 = tempfile::tempdir().unwrap();
+    let v2 = json(&probe_env(
+        dir2.path(),
+        None,
+        &["sample"],
+        &[
+            ("SWAPLAB_HEAP_SAMPLE", Path::new("64K")),
+            ("SWAPLAB_HEAP_SAMPLE_SEED", Path::new("11")),
+        ],
+    ));
+    assert_eq!(v["samples"], v2["samples"]);
+}

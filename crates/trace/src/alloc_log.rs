@@ -29,6 +29,7 @@
 //! | 4 | MODULE | 16 + path_len rounded up to 8 | u32 module_id (from 1), u32 path_len, path bytes, zero padding |
 //! | 5 | HINT | 48 | u32 tid, u32 hint_id, u64 t_ns, u64 addr, u64 len, u32 action, i32 result (0 or errno) |
 //! | 6 | FORK | 24 | u32 child_pid, u32 pad, u64 t_ns |
+//! | 7 | SAMPLE | 56 | as ALLOC, then u64 interval: a sampled allocation below the threshold |
 //!
 //! * `func` ([`Func`]): 1 malloc, 2 calloc, 3 realloc, 4 posix_memalign,
 //!   5 aligned_alloc, 6 memalign, 7 valloc, 8 pvalloc, 9 mmap, 10 mremap,
@@ -44,6 +45,14 @@
 //!   are real paths.
 //! * HINT `action` ([`HintKind`]): 1 mlock, 2 willneed, 3 cold, 4 pageout;
 //!   one record per application (each mlock, each madvise).
+//! * SAMPLE: an allocation below the threshold that the library's
+//!   byte-based Poisson sampler picked (`SWAPLAB_HEAP_SAMPLE`): an
+//!   allocation of `s` bytes is sampled with probability `1 − exp(−s/R)`,
+//!   `R` = `interval`, independently of every other one, so it stands for
+//!   [`sample_weight`]`(s, R)` = `s / (1 − exp(−s/R))` bytes of its site
+//!   (the Horvitz–Thompson weight: summed over the live samples of a site
+//!   it estimates the site's live bytes without bias). Its free or
+//!   realloc is an ordinary FREE record (size: the block's usable size).
 //! * FORK: written into the parent's file (by the child, right after fork).
 //!   The child's own file has `ppid` = the parent and the forked flag.
 //! * Times are CLOCK_MONOTONIC nanoseconds; subtract `t0_ns` for times
@@ -75,6 +84,22 @@ pub mod rec {
     pub const MODULE: u32 = 4;
     pub const HINT: u32 = 5;
     pub const FORK: u32 = 6;
+    pub const SAMPLE: u32 = 7;
+}
+
+/// The bytes a sampled allocation of `size` bytes stands for when drawn
+/// with mean interval `interval` (see the SAMPLE record): `size / (1 −
+/// exp(−size/interval))`, at least `size`; `size` itself when `interval`
+/// is 0 (not sampled).
+pub fn sample_weight(size: u64, interval: u64) -> u64 {
+    if interval == 0 || size == 0 {
+        return size;
+    }
+    let p = -(-(size as f64) / interval as f64).exp_m1();
+    if p <= 0.0 {
+        return size;
+    }
+    ((size as f64 / p).round() as u64).max(size)
 }
 
 /// The allocator function of an ALLOC / FREE record.
@@ -223,10 +248,25 @@ pub struct HintEvent {
 pub enum Record {
     Alloc(AllocEvent),
     Free(AllocEvent),
-    Stack { id: u32, frames: Vec<Frame> },
-    Module { id: u32, path: PathBuf },
+    Stack {
+        id: u32,
+        frames: Vec<Frame>,
+    },
+    Module {
+        id: u32,
+        path: PathBuf,
+    },
     Hint(HintEvent),
-    Fork { child_pid: u32, t_ns: u64 },
+    Fork {
+        child_pid: u32,
+        t_ns: u64,
+    },
+    /// A sampled allocation below the threshold, drawn with mean interval
+    /// `interval` bytes.
+    Sample {
+        alloc: AllocEvent,
+        interval: u64,
+    },
 }
 
 /// A parsed `allocs.<pid>.bin`.
@@ -249,6 +289,13 @@ impl AllocLog {
     pub fn allocs(&self) -> impl Iterator<Item = &AllocEvent> {
         self.records.iter().filter_map(|r| match r {
             Record::Alloc(a) => Some(a),
+            _ => None,
+        })
+    }
+    /// SAMPLE records: (allocation, interval).
+    pub fn samples(&self) -> impl Iterator<Item = (&AllocEvent, u64)> {
+        self.records.iter().filter_map(|r| match r {
+            Record::Sample { alloc, interval } => Some((alloc, *interval)),
             _ => None,
         })
     }
@@ -409,9 +456,13 @@ fn parse_record(bytes: &[u8], off: usize) -> Result<(Record, usize)> {
         }
     };
     let rec = match ty {
-        rec::ALLOC | rec::FREE => {
-            let name = if ty == rec::ALLOC { "ALLOC" } else { "FREE" };
-            want(48, name)?;
+        rec::ALLOC | rec::FREE | rec::SAMPLE => {
+            let name = match ty {
+                rec::ALLOC => "ALLOC",
+                rec::FREE => "FREE",
+                _ => "SAMPLE",
+            };
+            want(if ty == rec::SAMPLE { 56 } else { 48 }, name)?;
             let code = u32_at(b, 12);
             let func = Func::from_code(code)
                 .ok_or_else(|| perr(off, format!("{name} record: unknown func code {code}")))?;
@@ -423,10 +474,19 @@ fn parse_record(bytes: &[u8], off: usize) -> Result<(Record, usize)> {
                 size: u64_at(b, 32),
                 stack_id: u32_at(b, 40),
             };
-            if ty == rec::ALLOC {
-                Record::Alloc(ev)
-            } else {
-                Record::Free(ev)
+            match ty {
+                rec::ALLOC => Record::Alloc(ev),
+                rec::FREE => Record::Free(ev),
+                _ => {
+                    let interval = u64_at(b, 48);
+                    if interval == 0 {
+                        return Err(perr(off, "SAMPLE record with interval 0"));
+                    }
+                    Record::Sample {
+                        alloc: ev,
+                        interval,
+                    }
+                }
             }
         }
         rec::STACK => {
@@ -568,6 +628,18 @@ impl Writer {
                 self.u32(a.stack_id);
                 self.u32(0);
             }
+            Record::Sample { alloc: a, interval } => {
+                self.u32(rec::SAMPLE);
+                self.u32(56);
+                self.u32(a.tid);
+                self.u32(a.func.code());
+                self.u64(a.t_ns);
+                self.u64(a.addr);
+                self.u64(a.size);
+                self.u32(a.stack_id);
+                self.u32(0);
+                self.u64(*interval);
+            }
             Record::Stack { id, frames } => {
                 self.u32(rec::STACK);
                 self.u32(16 + 16 * frames.len() as u32);
@@ -672,6 +744,17 @@ mod tests {
                 child_pid: 4242,
                 t_ns: 1_700,
             },
+            Record::Sample {
+                alloc: AllocEvent {
+                    tid: 78,
+                    func: Func::Malloc,
+                    t_ns: 1_800,
+                    addr: 0x5555_0000_0040,
+                    size: 24,
+                    stack_id: 1,
+                },
+                interval: 524_288,
+            },
             Record::Free(AllocEvent {
                 tid: 78,
                 func: Func::Free,
@@ -699,6 +782,8 @@ mod tests {
         );
         assert_eq!(log.records, recs);
         assert_eq!(log.allocs().count(), 1);
+        assert_eq!(log.samples().count(), 1);
+        assert_eq!(log.samples().next().unwrap().1, 524_288);
         assert_eq!(log.frees().count(), 1);
         assert_eq!(log.hints().next().unwrap().result, 12);
         // a frame without a module cannot be resolved by path
@@ -785,7 +870,7 @@ mod tests {
         bad[32] = 77;
         assert!(err_text(&bad).contains("byte offset 32: unknown record type 77"));
         let (log, e) = parse_prefix(&bytes[..bytes.len() - 3]);
-        assert_eq!(log.records.len(), 6);
+        assert_eq!(log.records.len(), 7);
         assert!(e.unwrap().to_string().contains("truncated record (type 2)"));
     }
 
@@ -824,6 +909,31 @@ mod tests {
             }
             let _ = parse_prefix(&b);
         }
+    }
+
+    #[test]
+    fn sample_weights_are_the_inverse_inclusion_probability() {
+        // s = R: p = 1 - 1/e = 0.632121, weight = R / p
+        assert_eq!(sample_weight(1 << 19, 1 << 19), 829_411);
+        // tiny objects stand for about R (p ≈ s/R): 16 B at 512 KiB ≈ R + s/2
+        assert_eq!(sample_weight(16, 1 << 19), 524_296);
+        // huge ones for themselves
+        assert_eq!(sample_weight(1 << 30, 1 << 19), 1 << 30);
+        assert_eq!(sample_weight(100, 0), 100);
+        // a SAMPLE with interval 0 is refused
+        let mut w = Writer::new(1, 0, false, 0);
+        w.record(&Record::Sample {
+            alloc: AllocEvent {
+                tid: 1,
+                func: Func::Malloc,
+                t_ns: 0,
+                addr: 16,
+                size: 8,
+                stack_id: 1,
+            },
+            interval: 0,
+        });
+        assert!(err_text(w.bytes()).contains("SAMPLE record with interval 0"));
     }
 
     #[test]

@@ -117,7 +117,8 @@ pub struct Region {
     pub last_seen_ns: u64,
 }
 
-/// One allocation at or above the preload library's threshold.
+/// One allocation at or above the preload library's threshold, or a
+/// sampled one below it (`weight` is then the bytes it stands for).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Allocation {
     /// Process that made it (or inherited it across fork: see `inherited`).
@@ -137,6 +138,19 @@ pub struct Allocation {
     /// `malloc`, `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`,
     /// `memalign`, `valloc`, `mmap`, `mremap`.
     pub func: String,
+    /// `None`: logged because it is at or above the threshold (exact).
+    /// `Some(w)`: picked by the heap sampler (`trace --heap-sample`); it
+    /// stands for `w` bytes of its site
+    /// ([`crate::alloc_log::sample_weight`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u64>,
+}
+
+impl Allocation {
+    /// True for a sampled allocation below the threshold.
+    pub fn sampled(&self) -> bool {
+        self.weight.is_some()
+    }
 }
 
 /// A deduplicated, symbolized allocation call stack.

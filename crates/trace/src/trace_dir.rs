@@ -60,7 +60,7 @@
 //! | `first_seen_ns` | INT64 (u64), delta | ns | first snapshot that showed it |
 //! | `last_seen_ns` | INT64 (u64), delta | ns | last snapshot that showed it |
 //!
-//! ## `allocations.parquet` (optional) — one row per allocation at or above the preload library's threshold
+//! ## `allocations.parquet` (optional) — one row per allocation at or above the preload library's threshold, or sampled below it
 //!
 //! | column | type | unit | meaning |
 //! |---|---|---|---|
@@ -72,6 +72,7 @@
 //! | `t_free_ns` | INT64 (u64), nullable, delta | ns | when it was freed / unmapped; null if never |
 //! | `site_id` | INT32 (u32), dict | | its call stack (`sites.site_id`) |
 //! | `func` | UTF8, dict | | `malloc`, `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`, `memalign`, `valloc`, `mmap`, `mremap` |
+//! | `weight` | INT64 (u64), nullable, delta | bytes | null: at or above the threshold (exact); else a sampled allocation below it (`trace --heap-sample`) and the bytes of its site it stands for; absent in older files (all null) |
 //!
 //! ## `sites.parquet` (optional) — one row per deduplicated allocation call stack
 //!
@@ -259,7 +260,7 @@ const TABLES: [(&str, &str, &[Col]); 6] = [
     ),
     (
         "allocations",
-        "one row per allocation at or above the preload library's threshold",
+        "one row per allocation at or above the preload library's threshold, or sampled below it",
         &ALLOCATIONS,
     ),
     (
@@ -292,6 +293,10 @@ pub fn schemas() -> Vec<crate::schema::TableDoc> {
 
 use Enc::{Delta, Dict};
 use Ty::{Code, Utf8, U32, U64, U8};
+
+/// Nullable columns added after the first files were written: a file
+/// without one reads as all null.
+const LATE_COLUMNS: [&str; 1] = ["weight"];
 
 const FAULTS: [Col; 6] = [
     col(
@@ -391,7 +396,7 @@ const REGIONS: [Col; 7] = [
         "last snapshot that showed it",
     ),
 ];
-const ALLOCATIONS: [Col; 8] = [
+const ALLOCATIONS: [Col; 9] = [
     col("pid", U32, Dict, "", "process that made it"),
     col("tid", U32, Dict, "", "thread that made it"),
     col("start", U64, Delta, "address", "first byte"),
@@ -400,6 +405,7 @@ const ALLOCATIONS: [Col; 8] = [
     opt("t_free_ns", U64, Delta, "ns", "when it was freed / unmapped; null if never"),
     col("site_id", U32, Dict, "", "its call stack (`sites.site_id`)"),
     col("func", Utf8, Dict, "", "`malloc`, `calloc`, `realloc`, `posix_memalign`, `aligned_alloc`, `memalign`, `valloc`, `mmap`, `mremap`"),
+    opt("weight", U64, Delta, "bytes", "null: at or above the threshold (exact); else a sampled allocation below it (`trace --heap-sample`) and the bytes of its site it stands for; absent in older files (all null)"),
 ];
 const SITES: [Col; 3] = [
     col(
@@ -788,6 +794,7 @@ impl TableRow for Allocation {
             opt_u64s(r, |e| e.t_free_ns),
             u32s(r, |e| e.site_id),
             strs(r, |e| &e.func),
+            opt_u64s(r, |e| e.weight),
         ])
     }
 }
@@ -1068,6 +1075,10 @@ fn read_table_inner<T>(
     let mut idx = Vec::with_capacity(specs.len());
     for c in specs {
         let Some(i) = schema.columns().iter().position(|d| d.name() == c.name) else {
+            if c.nullable && LATE_COLUMNS.contains(&c.name) {
+                idx.push(usize::MAX); // written by an older swaplab: all null
+                continue;
+            }
             let have: Vec<&str> = schema.columns().iter().map(|d| d.name()).collect();
             return Err(invalid(
                 path,
@@ -1108,7 +1119,15 @@ fn read_table_inner<T>(
             usize::try_from(n).map_err(|_| invalid(path, format!("row group {g} has {n} rows")))?;
         let mut cols = Vec::with_capacity(specs.len());
         for (c, &i) in specs.iter().zip(&idx) {
-            cols.push(read_column(path, rg.as_ref(), i, c, n, row0)?);
+            cols.push(if i == usize::MAX {
+                match c.ty.physical() {
+                    PhysicalType::INT64 => Vals::I64(vec![None; n]),
+                    PhysicalType::INT32 => Vals::I32(vec![None; n]),
+                    _ => Vals::Str(vec![None; n]),
+                }
+            } else {
+                read_column(path, rg.as_ref(), i, c, n, row0)?
+            });
         }
         for i in 0..n {
             let mut r = Row {
@@ -1218,6 +1237,7 @@ fn read_allocations(path: &Path) -> Result<Vec<Allocation>> {
             t_free_ns: r.opt_u64(5)?,
             site_id: r.u32(6)?,
             func: r.string(7)?,
+            weight: r.opt_u64(8)?,
         })
     })
 }
@@ -1635,6 +1655,7 @@ mod tests {
                     t_free_ns: None,
                     site_id: 0,
                     func: "malloc".into(),
+                    weight: None,
                 },
                 Allocation {
                     pid: 1,
@@ -1645,6 +1666,7 @@ mod tests {
                     t_free_ns: Some(u64::MAX),
                     site_id: u32::MAX,
                     func: "mmap".into(),
+                    weight: Some(524_296),
                 },
             ],
             sites: vec![
@@ -1834,6 +1856,29 @@ mod tests {
         );
         let e = read_faults(&p).unwrap_err().to_string();
         assert!(e.contains("column 'tid' is missing"), "{e}");
+        // A file of an older swaplab, without the late `weight` column:
+        // every allocation reads as exact (weight null).
+        let pa = table_path(dir.path(), "allocations");
+        write_raw(
+            &pa,
+            "message m { required int32 pid; required int32 tid; required int64 start; \
+             required int64 size; required int64 t_alloc_ns; optional int64 t_free_ns; \
+             required int32 site_id; required binary func (UTF8); }",
+            "allocations",
+            vec![
+                i32s(|_| 1),
+                i32s(|_| 1),
+                i64s(|i| i * 65536),
+                i64s(|_| 65536),
+                i64s(|i| i),
+                ColData::I64(Vec::new(), Some(vec![0; n as usize])),
+                i32s(|_| 1),
+                ColData::Bytes((0..n).map(|_| ByteArray::from("malloc")).collect()),
+            ],
+        );
+        let old = read_allocations(&pa).unwrap();
+        assert_eq!(old.len(), n as usize);
+        assert!(old.iter().all(|a| a.weight.is_none() && a.size == 65536));
         // A column of the wrong type.
         write_raw(
             &p,

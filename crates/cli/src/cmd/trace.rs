@@ -26,6 +26,11 @@ pub struct TraceArgs {
     /// Record allocations at or above this size (the preload library's threshold).
     #[arg(long, default_value = "64K", value_name = "SIZE")]
     pub alloc_min: String,
+    /// Sample allocations below --alloc-min: one per BYTES allocated on average
+    /// (byte-based Poisson sampling, heaptrack-style), so faults in a heap of small
+    /// objects are attributed to their call sites; `off` to turn it off.
+    #[arg(long, default_value = "512K", value_name = "BYTES|off")]
+    pub heap_sample: String,
     /// Do not load the preload library (region-level attribution only).
     #[arg(long)]
     pub no_allocs: bool,
@@ -63,6 +68,22 @@ pub struct TraceArgs {
     pub command: Vec<String>,
 }
 
+/// `--heap-sample`: a size, or `off` / `0` for none.
+fn parse_heap_sample(s: &str) -> Result<u64> {
+    if s.eq_ignore_ascii_case("off") || s == "0" {
+        return Ok(0);
+    }
+    let v = swaplab_host::util::parse_size(s).with_context(|| {
+        format!("--heap-sample {s}: expected a mean sampling interval such as 512K, or off")
+    })?;
+    if v < 64 {
+        anyhow::bail!(
+            "--heap-sample {s}: at least 64 bytes (smaller intervals log nearly every allocation; use off to disable)"
+        );
+    }
+    Ok(v)
+}
+
 pub fn trace(a: TraceArgs) -> Result<()> {
     if a.refs {
         if a.report.is_some() {
@@ -78,6 +99,7 @@ pub fn trace(a: TraceArgs) -> Result<()> {
         alloc_min: swaplab_host::util::parse_size(&a.alloc_min)
             .with_context(|| format!("--alloc-min {}", a.alloc_min))?,
         allocs: !a.no_allocs,
+        heap_sample: parse_heap_sample(&a.heap_sample)?,
         buffer_bytes_per_cpu: swaplab_host::util::parse_size(&a.buffer)
             .with_context(|| format!("--buffer {}", a.buffer))?,
         out: a.out.clone().map(absolute),
@@ -288,23 +310,63 @@ pub fn analyze(a: AnalyzeArgs) -> Result<()> {
         ]);
     }
     print!("{}", r.render());
-    println!("\nallocation sites:");
+    println!("\nallocation sites (ranked by major faults + swap-ins; sampled sites: estimated):");
     let mut r = Rows::new(&[
-        "site", "objects", "bytes", "faults", "major", "swap-in", "swap-out", "pattern",
+        "site",
+        "objects",
+        "bytes",
+        "faults",
+        "major",
+        "swap-in",
+        "swap-out",
+        "est. maj+in",
+        "pattern",
     ]);
     for s in an.sites.iter().take(a.top) {
+        let label = if s.sampled {
+            format!("{} [sampled]", s.label)
+        } else {
+            s.label.clone()
+        };
         r.push(vec![
-            s.label.clone(),
+            label,
             s.objects.to_string(),
-            format_bytes(s.bytes),
+            if s.sampled {
+                format!("~{} live", format_bytes(s.est_live_bytes))
+            } else {
+                format_bytes(s.bytes)
+            },
             s.faults.to_string(),
             s.major_faults.to_string(),
             s.swap_ins.to_string(),
             s.swap_outs.to_string(),
+            format!("{:.0}", s.est_major_swap_ins),
             s.pattern.short(),
         ]);
     }
     print!("{}", r.render());
+    if !an.sampled_sites.is_empty() {
+        println!(
+            "\nsampled heap sites (allocations below --alloc-min, estimated from the samples):"
+        );
+        let mut r = Rows::new(&[
+            "site",
+            "samples",
+            "est. live (peak)",
+            "at s",
+            "est. allocated",
+        ]);
+        for s in an.sampled_sites.iter().take(a.top) {
+            r.push(vec![
+                s.label.clone(),
+                s.samples.to_string(),
+                format_bytes(s.est_live_bytes),
+                format!("{:.2}", s.peak_ns as f64 / 1e9),
+                format_bytes(s.est_allocated_bytes),
+            ]);
+        }
+        print!("{}", r.render());
+    }
     println!(
         "\nwrote {}/{{analysis.json,scatter.csv,bands.csv}} (time × address scatter of swap-ins/outs with object bands)",
         out.display()

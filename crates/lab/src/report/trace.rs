@@ -684,9 +684,19 @@ fn site_bars(an: &Analysis, name: &str) -> Option<Figure> {
         .iter()
         .map(|&i| {
             let s = &an.sites[i];
+            let label = if s.sampled {
+                format!(
+                    "{} (sampled: ~{} live, est. {:.0} major + swap-ins)",
+                    s.label,
+                    swaplab_trace::units::format_bytes(s.est_live_bytes),
+                    s.est_major_swap_ins
+                )
+            } else {
+                s.label.clone()
+            };
             BarRow {
-                category: s.label.clone(),
-                label: s.label.clone(),
+                category: label.clone(),
+                label,
                 second: s.objects as u64,
                 counts: [s.swap_ins, s.swap_outs, s.major_faults],
             }
@@ -742,7 +752,7 @@ fn objects_table(an: &Analysis, name: &str) -> Table {
 fn sites_table(an: &Analysis, name: &str) -> Table {
     let mut t = Table::new(
         &format!("{name}-sites"),
-        "one row per allocation site with events, ranked like the objects",
+        "one row per allocation site with events, ranked by estimated major faults + swap-ins (sampled sites: scaled from their samples)",
         vec![
             col(
                 "site",
@@ -762,6 +772,24 @@ fn sites_table(an: &Analysis, name: &str) -> Table {
                 "",
                 "the pattern of its top-ranked object",
             ),
+            col(
+                "sampled",
+                "text",
+                "",
+                "`sampled`: its objects are below the preload library's threshold, seen through sampling (--heap-sample), and its counts are those of the sampled objects' pages; `exact` otherwise",
+            ),
+            col(
+                "est_live_bytes",
+                "integer",
+                "bytes",
+                "sampled sites: estimated peak live bytes (sum of the live samples' weights); exact sites: empty",
+            ),
+            col(
+                "est_major_swap_ins",
+                "float",
+                "count",
+                "major faults + swap-ins the site stands for (sampled sites: each event's page share × the sample's weight / size)",
+            ),
         ],
     );
     for s in an.sites.iter().take(TABLE_ROWS) {
@@ -774,6 +802,13 @@ fn sites_table(an: &Analysis, name: &str) -> Table {
             s.swap_ins.into(),
             s.swap_outs.into(),
             s.pattern.short().into(),
+            if s.sampled { "sampled" } else { "exact" }.into(),
+            if s.sampled {
+                s.est_live_bytes.into()
+            } else {
+                Value::Empty
+            },
+            ((s.est_major_swap_ins * 10.0).round() / 10.0).into(),
         ]);
     }
     t
@@ -966,6 +1001,7 @@ mod tests {
                     t_free_ns: None,
                     site_id: 1,
                     func: "malloc".into(),
+                    weight: None,
                 },
                 Allocation {
                     pid: 7,
@@ -976,6 +1012,7 @@ mod tests {
                     t_free_ns: None,
                     site_id: 2,
                     func: "malloc".into(),
+                    weight: None,
                 },
             ],
             sites: vec![
