@@ -69,6 +69,10 @@ pub struct ValidateOptions {
     pub repeat: u32,
     /// Kill a run after this long.
     pub timeout: Option<std::time::Duration>,
+    /// Read each group's memory.stat this often (`run --flush-stats`): keeps
+    /// a small, fast-churning group's statistics fresh, without which cgroup
+    /// v1 reclaim can OOM-kill it with swap to spare.
+    pub flush_stats: Option<std::time::Duration>,
 }
 
 /// One limit: measured against predicted.
@@ -358,6 +362,7 @@ pub fn run(
     let options = RunOptions {
         swap: vec![o.swap.clone()],
         timeout: o.timeout,
+        flush_stats: o.flush_stats,
         ..Default::default()
     };
     let (_, peak) = lab.resolve_limit(&workload, &options, LimitSpec::Percent(100.0), progress)?;

@@ -39,6 +39,11 @@ pub struct ValidateArgs {
     /// Kill a run after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// Read each group's memory.stat this often during the runs (e.g. 1ms), as
+    /// `run --flush-stats`: guards small, fast-churning groups (chase at a few MiB)
+    /// against OOM kills that stale statistics cause in reclaim.
+    #[arg(long, value_name = "T")]
+    flush_stats: Option<String>,
     /// More workload arguments, e.g. --args="--passes 3".
     #[arg(long, allow_hyphen_values = true, value_name = "ARGS")]
     args: Option<String>,
@@ -89,6 +94,11 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         swap: a.swap.parse()?,
         repeat: a.repeat,
         timeout: Some(std::time::Duration::from_secs(a.timeout.max(1))),
+        flush_stats: a
+            .flush_stats
+            .as_deref()
+            .map(swaplab_lab::options::parse_duration)
+            .transpose()?,
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;
