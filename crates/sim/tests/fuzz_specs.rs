@@ -86,48 +86,8 @@ const PIECES: &[&str] = &[
     "\0",
 ];
 
-fn mutate(rng: &mut Pcg64, s: &str) -> String {
-    let mut v: Vec<char> = s.chars().collect();
-    for _ in 0..rng.random_range(1..4) {
-        let at = rng.random_range(0..=v.len());
-        match rng.random_range(0..4) {
-            0 if !v.is_empty() => {
-                let end = rng.random_range(at..=v.len());
-                v.drain(at..end);
-            }
-            1 => {
-                let p = PIECES[rng.random_range(0..PIECES.len())];
-                for (k, c) in p.chars().enumerate() {
-                    v.insert(at + k, c);
-                }
-            }
-            2 if at < v.len() => v[at] = rng.random_range(b' '..=b'~') as char,
-            _ => {
-                let n = rng.random_range(0..1_000_000u64).to_string();
-                for (k, c) in n.chars().enumerate() {
-                    v.insert(at + k, c);
-                }
-            }
-        }
-    }
-    v.into_iter().collect()
-}
-
 fn inputs(rng: &mut Pcg64, seeds: &[&str], n: usize) -> Vec<String> {
-    let mut out: Vec<String> = seeds.iter().map(|s| s.to_string()).collect();
-    for _ in 0..n {
-        let s = seeds[rng.random_range(0..seeds.len())];
-        out.push(mutate(rng, s));
-    }
-    for _ in 0..n / 8 {
-        let len = rng.random_range(0..24);
-        out.push(
-            (0..len)
-                .map(|_| PIECES[rng.random_range(0..PIECES.len())])
-                .collect(),
-        );
-    }
-    out
+    swaplab_testkit::fuzz::inputs(rng.random(), seeds, PIECES, n, 24)
 }
 
 /// A small trace with reuse and writes: 2,000 references over 64 pages.

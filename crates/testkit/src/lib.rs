@@ -16,6 +16,7 @@
 //! [`Facility::missing`] (independent file checks), and unwrap the rest.
 
 pub mod browser;
+pub mod fuzz;
 
 use std::fmt;
 use std::io::Write;
