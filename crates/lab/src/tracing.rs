@@ -918,7 +918,14 @@ pub fn allocations_from_logs(
                     });
                     stack_site.insert(*id, site);
                 }
-                Record::Alloc(a) => {
+                Record::Alloc(a) | Record::Sample { alloc: a, .. } => {
+                    // A sampled small allocation stands for more bytes of its site.
+                    let weight = match r {
+                        Record::Sample { interval, .. } => {
+                            Some(alloc_log::sample_weight(a.size, *interval))
+                        }
+                        _ => None,
+                    };
                     let site_id = stack_site.get(&a.stack_id).copied().unwrap_or(0);
                     open.insert(a.addr, allocs.len());
                     allocs.push(Allocation {
@@ -930,22 +937,7 @@ pub fn allocations_from_logs(
                         t_free_ns: None,
                         site_id,
                         func: a.func.name().to_string(),
-                        weight: None,
-                    });
-                }
-                Record::Sample { alloc: a, interval } => {
-                    let site_id = stack_site.get(&a.stack_id).copied().unwrap_or(0);
-                    open.insert(a.addr, allocs.len());
-                    allocs.push(Allocation {
-                        pid: log.pid,
-                        tid: a.tid,
-                        start: a.addr,
-                        size: a.size,
-                        t_alloc_ns: rel(a.t_ns),
-                        t_free_ns: None,
-                        site_id,
-                        func: a.func.name().to_string(),
-                        weight: Some(alloc_log::sample_weight(a.size, *interval)),
+                        weight,
                     });
                 }
                 Record::Free(a) => {
