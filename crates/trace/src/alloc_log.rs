@@ -610,6 +610,16 @@ impl Writer {
     fn u64(&mut self, v: u64) {
         self.buf.extend_from_slice(&v.to_le_bytes());
     }
+    /// The body ALLOC, FREE and SAMPLE share (after type and length).
+    fn alloc_body(&mut self, a: &AllocEvent) {
+        self.u32(a.tid);
+        self.u32(a.func.code());
+        self.u64(a.t_ns);
+        self.u64(a.addr);
+        self.u64(a.size);
+        self.u32(a.stack_id);
+        self.u32(0);
+    }
     /// Appends one record.
     pub fn record(&mut self, r: &Record) -> &mut Self {
         match r {
@@ -620,24 +630,12 @@ impl Writer {
                     rec::FREE
                 });
                 self.u32(48);
-                self.u32(a.tid);
-                self.u32(a.func.code());
-                self.u64(a.t_ns);
-                self.u64(a.addr);
-                self.u64(a.size);
-                self.u32(a.stack_id);
-                self.u32(0);
+                self.alloc_body(a);
             }
             Record::Sample { alloc: a, interval } => {
                 self.u32(rec::SAMPLE);
                 self.u32(56);
-                self.u32(a.tid);
-                self.u32(a.func.code());
-                self.u64(a.t_ns);
-                self.u64(a.addr);
-                self.u64(a.size);
-                self.u32(a.stack_id);
-                self.u32(0);
+                self.alloc_body(a);
                 self.u64(*interval);
             }
             Record::Stack { id, frames } => {
