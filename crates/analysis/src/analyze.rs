@@ -1076,12 +1076,12 @@ pub fn analyze(t: &TraceTables, opts: &AnalyzeOptions) -> Analysis {
         4096
     };
     let att = attribute_paged(t, page);
-    let sites: HashMap<u32, &swaplab_trace::events::Site> =
-        t.sites.iter().map(|s| (s.site_id, s)).collect();
+    let labels = swaplab_trace::events::distinct_labels(&t.sites);
     let site_label = |id: u32| {
-        sites
+        labels
             .get(&id)
-            .map_or_else(|| format!("site {id}"), |s| s.label())
+            .cloned()
+            .unwrap_or_else(|| format!("site {id}"))
     };
     let t_start: HashMap<u32, u64> = t.processes.iter().map(|p| (p.pid, p.t_start_ns)).collect();
 

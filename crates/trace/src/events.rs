@@ -182,6 +182,91 @@ impl Site {
     }
 }
 
+/// Display names for `sites` that tell them apart: each site's
+/// [`Site::label`], and where several sites share one (a stripped library's
+/// own malloc wrapper, `libsqlite3.so+0xa7504`, is the innermost frame of
+/// all its sites) their callers are appended, ` ← ` one frame at a time,
+/// until the names differ or the frames run out. A caller in the same
+/// module as the labelled frame is shortened to what follows the module
+/// (`+0x3a1c2`, `sym+0x10`).
+pub fn distinct_labels(sites: &[Site]) -> std::collections::HashMap<u32, String> {
+    use std::collections::HashMap;
+    let module = |f: &str| -> String {
+        match f.split_once('!') {
+            Some((m, _)) => m.to_string(),
+            None => f.rsplit_once('+').map_or(f, |(m, _)| m).to_string(),
+        }
+    };
+    // (label so far, index of the last frame shown, module of the label frame)
+    let mut state: Vec<(String, usize, String)> = sites
+        .iter()
+        .map(|s| {
+            let i = s
+                .frames
+                .iter()
+                .position(|f| !is_wrapper_frame(f))
+                .unwrap_or(0);
+            let m = s.frames.get(i).map(|f| module(f)).unwrap_or_default();
+            (s.label(), i, m)
+        })
+        .collect();
+    loop {
+        let mut count: HashMap<&str, usize> = HashMap::new();
+        for (l, _, _) in &state {
+            *count.entry(l.as_str()).or_default() += 1;
+        }
+        let dup: Vec<bool> = state
+            .iter()
+            .map(|(l, _, _)| count[l.as_str()] > 1)
+            .collect();
+        let mut grew = false;
+        for ((st, s), d) in state.iter_mut().zip(sites).zip(dup) {
+            let next = st.1 + 1;
+            if !d || next >= s.frames.len() {
+                continue;
+            }
+            let f = &s.frames[next];
+            let short = if module(f) == st.2 {
+                let rest = f.strip_prefix(st.2.as_str()).unwrap_or(f);
+                rest.trim_start_matches('!').to_string()
+            } else {
+                f.clone()
+            };
+            st.0 = format!("{} ← {short}", st.0);
+            st.1 = next;
+            grew = true;
+        }
+        if !grew {
+            break;
+        }
+    }
+    // A long chain shows its labelled frame, `…`, and the shortest tail of
+    // callers that no other site with the same labelled frame ends with
+    // (`label ← … ← sqlite3BtreeInsert+0x7fd ← sqlite3VdbeExec+0x3a46`).
+    let chains: Vec<Vec<&str>> = state
+        .iter()
+        .map(|(l, _, _)| l.split(" ← ").collect())
+        .collect();
+    sites
+        .iter()
+        .enumerate()
+        .map(|(a, s)| {
+            let c = &chains[a];
+            let callers = &c[1..];
+            let ends_alike = |k: usize| {
+                chains.iter().enumerate().any(|(b, d)| {
+                    b != a && d[0] == c[0] && d.len() > k && d[d.len() - k..] == c[c.len() - k..]
+                })
+            };
+            let label = match (1..callers.len().saturating_sub(1)).find(|&k| !ends_alike(k)) {
+                Some(k) => format!("{} ← … ← {}", c[0], c[c.len() - k..].join(" ← ")),
+                None => state[a].0.clone(),
+            };
+            (s.site_id, label)
+        })
+        .collect()
+}
+
 /// True for frames of allocation wrappers (`xmalloc`, `operator new`, …)
 /// that every site shares, which a label should skip.
 pub fn is_wrapper_frame(frame: &str) -> bool {
@@ -221,4 +306,72 @@ pub struct TraceTables {
     pub sites: Vec<Site>,
     /// Processes.
     pub processes: Vec<Process>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(id: u32, frames: &[&str]) -> Site {
+        Site {
+            site_id: id,
+            frames: frames.iter().map(|f| f.to_string()).collect(),
+            locations: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn sites_of_one_wrapper_are_told_apart_by_their_callers() {
+        let sites = [
+            // a stripped library's malloc wrapper, three callers (two share
+            // their first caller, so they need two frames)
+            site(
+                1,
+                &[
+                    "libsqlite3.so+0xa7504",
+                    "libsqlite3.so+0x3a1c2",
+                    "sqlite3!main+0x10",
+                ],
+            ),
+            site(
+                2,
+                &[
+                    "libsqlite3.so+0xa7504",
+                    "libsqlite3.so+0x3a1c2",
+                    "libc.so.6!x+0x2",
+                ],
+            ),
+            site(3, &["libsqlite3.so+0xa7504", "libsqlite3.so+0x41d0"]),
+            // unique from the start: left alone
+            site(4, &["w!xmalloc+0x2a", "w!run_traverse+0x5c"]),
+            // a duplicate with no more frames keeps its label
+            site(5, &["only+0x1"]),
+            site(6, &["only+0x1", "other!f+0x3"]),
+            // long chains that differ only deep down: the middle is elided
+            site(7, &["m+0x1", "m+0x2", "m+0x3", "m+0x4", "a!x+0x1"]),
+            site(8, &["m+0x1", "m+0x2", "m+0x3", "m+0x4", "a!y+0x1"]),
+            // ... with as many callers as tell it apart: 9 and 10 both end
+            // with +0x9, 10 is too short to elide
+            site(9, &["n+0x1", "n+0x2", "n+0x3", "n+0x4", "n+0x9"]),
+            site(10, &["n+0x1", "n+0x2", "n+0x3", "n+0x9"]),
+            site(11, &["n+0x1", "n+0x2", "n+0x3", "n+0x4", "n+0xc"]),
+        ];
+        let l = distinct_labels(&sites);
+        assert_eq!(
+            l[&1],
+            "libsqlite3.so+0xa7504 ← +0x3a1c2 ← sqlite3!main+0x10"
+        );
+        assert_eq!(l[&2], "libsqlite3.so+0xa7504 ← +0x3a1c2 ← libc.so.6!x+0x2");
+        assert_eq!(l[&3], "libsqlite3.so+0xa7504 ← +0x41d0");
+        assert_eq!(l[&4], "w!run_traverse+0x5c");
+        assert_eq!(l[&5], "only+0x1");
+        assert_eq!(l[&6], "only+0x1 ← other!f+0x3");
+        assert_eq!(l[&7], "m+0x1 ← … ← a!x+0x1");
+        assert_eq!(l[&8], "m+0x1 ← … ← a!y+0x1");
+        assert_eq!(l[&9], "n+0x1 ← … ← +0x4 ← +0x9");
+        assert_eq!(l[&10], "n+0x1 ← +0x2 ← +0x3 ← +0x9");
+        assert_eq!(l[&11], "n+0x1 ← … ← +0xc");
+        let distinct: std::collections::HashSet<_> = l.values().collect();
+        assert_eq!(distinct.len(), 11);
+    }
 }
