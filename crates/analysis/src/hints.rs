@@ -46,6 +46,11 @@
 //!   process; required when there is an mlock hint, and the explicit `bytes`
 //!   of all mlock hints must not exceed it (`bytes = 0` is checked by the
 //!   applier against the object's real size).
+//! * `prefetch = "leap"` (optional, top level): an external prefetcher
+//!   (`swaplab run --prefetch SPEC`, docs/prefetch.md) that `run --hints`
+//!   starts with the hints, unless the command line gives `--prefetch`
+//!   itself. `advise` writes it for walks no site hint covers (a swept
+//!   `[heap]` of small objects); `advise --verify` keeps it only if it pays.
 //!
 //! [`parse`] reports every problem as `FILE:LINE: what is wrong: what is
 //! accepted`. Unknown keys are errors (a typo must not silently drop a hint).
@@ -76,7 +81,14 @@ pub struct HintFile {
     pub hints: Vec<Hint>,
     /// Module name (as in the sites' frames) → the file it was when traced.
     pub modules: BTreeMap<String, ModuleId>,
+    /// An external prefetcher for `run --hints` to start (a `--prefetch`
+    /// spec: `leap`, `stride`, `thread`, with options), for walks no site
+    /// hint can reach (the heap). `--prefetch` on the command line wins.
+    pub prefetch: Option<String>,
 }
+
+/// The prefetcher names a hint file's `prefetch` may start with.
+pub const PREFETCH_MODES: [&str; 3] = ["leap", "stride", "thread"];
 
 /// Which file a module name of the sites means.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -256,6 +268,7 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
         mlock_budget: budget,
         hints,
         modules: BTreeMap::new(),
+        prefetch: None,
     }
 }
 
@@ -322,6 +335,13 @@ impl HintFile {
                 format_bytes(self.mlock_budget)
             ),
         );
+        if let Some(p) = &self.prefetch {
+            line(
+                &mut o,
+                &format!("prefetch = {}", quote(p)),
+                "run --hints starts this prefetcher (`--prefetch` wins)",
+            );
+        }
         for (name, m) in &self.modules {
             let _ = writeln!(o, "\n[modules.{}]", quote(name));
             line(
@@ -406,6 +426,7 @@ impl HintFile {
 struct RawFile {
     version: Spanned<i64>,
     mlock_budget: Option<Spanned<i64>>,
+    prefetch: Option<Spanned<String>>,
     #[serde(default)]
     hint: Vec<Spanned<RawHint>>,
     #[serde(default)]
@@ -690,11 +711,31 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
         }
         modules.insert(name, m);
     }
+    let prefetch = match &raw.prefetch {
+        Some(p) => {
+            let spec = p.get_ref().trim();
+            let mode = spec.split(':').next().unwrap_or_default();
+            if !PREFETCH_MODES.contains(&mode) {
+                return Err(err(
+                    p.span().start,
+                    format!(
+                        "prefetch = {:?}: expected a --prefetch spec starting with one of {} \
+                         (e.g. \"leap\" or \"leap:max=16M\"; docs/prefetch.md)",
+                        p.get_ref(),
+                        PREFETCH_MODES.join(", ")
+                    ),
+                ));
+            }
+            Some(spec.to_string())
+        }
+        None => None,
+    };
     Ok(HintFile {
         version: HINTS_VERSION,
         mlock_budget: budget.map_or(0, |b| b.0),
         hints,
         modules,
+        prefetch,
     })
 }
 
@@ -790,6 +831,24 @@ mod tests {
         // An empty file of hints.
         let empty = from_advice(&[], 0);
         assert_eq!(parse(&empty.to_toml(), "h").unwrap(), empty);
+        assert_eq!(empty.prefetch, None);
+        // A file that asks for the external prefetcher (with or without hints).
+        for mut f in [empty, from_advice(&sample(), 32 << 20)] {
+            f.prefetch = Some("leap:max=16M".into());
+            let text = f.to_toml();
+            assert!(text.contains("\nprefetch = \"leap:max=16M\""), "{text}");
+            assert_eq!(parse(&text, "h").unwrap(), f);
+        }
+    }
+
+    #[test]
+    fn prefetch_names_a_prefetcher() {
+        let ok = "version = 1\nprefetch = \" stride \"\n";
+        assert_eq!(parse(ok, "h").unwrap().prefetch.as_deref(), Some("stride"));
+        let e = parse_err("version = 1\n\nprefetch = \"leep\"\n");
+        assert!(e.starts_with("hints.toml:3: prefetch = \"leep\": expected a --prefetch spec starting with one of leap, stride, thread"), "{e}");
+        let e = parse_err("version = 1\nprefetch = 3\n");
+        assert!(e.starts_with("hints.toml:2: "), "{e}");
     }
 
     const VALID: &str = r#"# swaplab hints v1

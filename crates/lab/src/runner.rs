@@ -478,10 +478,23 @@ impl Lab {
             None => swaplab_host::sysctl::KnobSnapshot::read(),
         };
         rec.settings = Some(Settings::from_knobs(&knobs, Mglru::read()));
-        let prefetcher = match &opts.prefetch {
+        // A hint file's `prefetch` starts the prefetcher unless the command
+        // line chose one (or none was asked for).
+        let from_file = match (&opts.prefetch, &opts.hints) {
+            (None, Some(h)) => crate::tracing::hint_file_prefetch(h),
+            _ => Ok(None),
+        };
+        if let (Ok(Some(spec)), Some(h)) = (&from_file, &opts.hints) {
+            rec.notes.push(format!(
+                "prefetch {} from the hint file {}",
+                format!("{:?}", spec.mode).to_lowercase(),
+                h.display()
+            ));
+        }
+        let prefetcher = from_file.and_then(|f| match opts.prefetch.as_ref().or(f.as_ref()) {
             Some(spec) => Prefetcher::prepare(spec, &mut session, &rec.dir),
             None => Ok(None),
-        };
+        });
         let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir)
             .and_then(|ins| prefetcher.map(|p| (ins, p)))
         {

@@ -1069,11 +1069,34 @@ fn find_module(
 pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
     let file = swaplab_analysis::hints::parse(&text, path)?;
+    file_prefetch(&file, path)?;
     let program = resolved
         .first()
         .map(|p| program_path(p))
         .ok_or_else(|| Error::Invalid("no command given".into()))?;
     resolve_hints(&file, &program)
+}
+
+/// The prefetcher a hint file asks for (`prefetch = "leap"`), parsed as
+/// `--prefetch` parses it; `path` names the file in errors.
+pub fn file_prefetch(
+    file: &swaplab_analysis::hints::HintFile,
+    path: &Path,
+) -> Result<Option<crate::prefetcher::PrefetchSpec>> {
+    file.prefetch
+        .as_deref()
+        .map(|p| {
+            p.parse()
+                .map_err(|e| Error::Invalid(format!("{}: prefetch = {p:?}: {e}", path.display())))
+        })
+        .transpose()
+}
+
+/// The prefetcher the hint file at `path` asks for, if any.
+pub fn hint_file_prefetch(path: &Path) -> Result<Option<crate::prefetcher::PrefetchSpec>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
+    let file = swaplab_analysis::hints::parse(&text, path)?;
+    file_prefetch(&file, path)
 }
 
 /// The file a program name runs, as execvp(3) finds it: a name without a

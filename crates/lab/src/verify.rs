@@ -4,11 +4,13 @@
 //! The traced command runs again under the traced run's memory limit and
 //! swap set-up (the trace's run record has them), as one interleaved
 //! sweep ([`crate::sweep`]): variant `base` (no hints), `all` (the whole
-//! hint file) and, when the file has several hints, one variant per hint.
+//! hint file) and, when the file has several items (hints, and the
+//! external prefetcher its `prefetch` asks for), one variant per item:
+//! `hintN` (that hint alone) and `prefetch` (the prefetcher alone).
 //! Each hinted variant is compared with `base` by [`crate::compare`]'s
 //! two-sided Mann–Whitney test on wall time: it **pays** when every run of
 //! it completed, its median wall time is below base's and p < 0.05.
-//! The kept hints are those that pay on their own (or, with one hint or
+//! The kept items are those that pay on their own (or, with one item or
 //! when none pays alone, the whole file when `all` pays); everything else
 //! is dropped, with the reason. At `--repeat` 3 or fewer no difference can
 //! reach p < 0.05 (the exact test's smallest p for 3 against 3 is 0.1), so
@@ -61,6 +63,8 @@ pub struct VerifyReport {
     pub rows: Vec<VerifyRow>,
     /// Indexes (0-based, file order) of the hints kept.
     pub kept: Vec<usize>,
+    /// The file's `prefetch` is kept.
+    pub kept_prefetch: bool,
 }
 
 /// Whether hinted runs pay against base runs: (pays, reason). Inputs are
@@ -119,9 +123,9 @@ pub fn verify(
     repeat: u32,
     progress: &mut ProgressFn<'_>,
 ) -> Result<VerifyReport> {
-    if file.hints.is_empty() {
+    if file.hints.is_empty() && file.prefetch.is_none() {
         return Err(Error::Invalid(
-            "the hint file has no hints: there is nothing to verify".into(),
+            "the hint file has no hints and no prefetch: there is nothing to verify".into(),
         ));
     }
     if repeat < 2 {
@@ -151,16 +155,29 @@ pub fn verify(
         },
         hinted("all", write("all", file)?),
     ];
-    let mut what = vec![format!("all {} hints", file.hints.len())];
-    if file.hints.len() > 1 {
+    let items = file.hints.len() + usize::from(file.prefetch.is_some());
+    let mut what = vec![match &file.prefetch {
+        Some(p) => format!("all {} hints + prefetch {p}", file.hints.len()),
+        None => format!("all {} hints", file.hints.len()),
+    }];
+    if items > 1 {
         for (i, h) in file.hints.iter().enumerate() {
             let one = HintFile {
                 hints: vec![h.clone()],
+                prefetch: None,
                 ..file.clone()
             };
             let name = format!("hint{}", i + 1);
             variants.push(hinted(&name, write(&name, &one)?));
             what.push(format!("{} at {}", h.action.name(), h.location));
+        }
+        if let Some(p) = &file.prefetch {
+            let only = HintFile {
+                hints: Vec::new(),
+                ..file.clone()
+            };
+            variants.push(hinted("prefetch", write("prefetch", &only)?));
+            what.push(format!("prefetch {p} alone"));
         }
     }
     let limit = match traced.limit_bytes {
@@ -225,21 +242,33 @@ pub fn verify(
             reason,
         });
     }
-    let mut kept: Vec<usize> = rows
-        .iter()
-        .skip(1)
-        .enumerate()
-        .filter(|(_, r)| r.pays)
-        .map(|(i, _)| i)
-        .collect();
-    if kept.is_empty() && rows[0].pays {
-        kept = (0..file.hints.len()).collect();
-    }
+    let (kept, kept_prefetch) = kept_items(&rows, file.hints.len(), file.prefetch.is_some());
     Ok(VerifyReport {
         sweep_id: report.sweep_id,
         rows,
         kept,
+        kept_prefetch,
     })
+}
+
+/// Which items survive, from the verification rows (`all`, then with
+/// several items one row per hint in file order, then `prefetch`): those
+/// that pay alone; when none does, all of them if `all` pays.
+pub fn kept_items(rows: &[VerifyRow], hints: usize, prefetch: bool) -> (Vec<usize>, bool) {
+    let singles = &rows[1.min(rows.len())..];
+    let mut kept: Vec<usize> = singles
+        .iter()
+        .take(hints)
+        .enumerate()
+        .filter(|(_, r)| r.pays)
+        .map(|(i, _)| i)
+        .collect();
+    let mut kept_prefetch = prefetch && singles.get(hints).is_some_and(|r| r.pays);
+    if kept.is_empty() && !kept_prefetch && rows.first().is_some_and(|r| r.pays) {
+        kept = (0..hints).collect();
+        kept_prefetch = prefetch;
+    }
+    (kept, kept_prefetch)
 }
 
 #[cfg(test)]
@@ -256,6 +285,56 @@ mod tests {
         let (pays, why) = judge(&base, &fast, true, p);
         assert!(pays, "{why}");
         assert!(why.starts_with("kept: -19.6 %"), "{why}");
+    }
+
+    fn row(variant: &str, pays: bool) -> VerifyRow {
+        VerifyRow {
+            variant: variant.into(),
+            what: String::new(),
+            base_s: None,
+            hinted_s: None,
+            ratio: None,
+            p: None,
+            majflt: (None, None),
+            pays,
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn items_that_pay_alone_are_kept_else_all_when_all_pays() {
+        // one item: the `all` row decides
+        assert_eq!(kept_items(&[row("all", true)], 0, true), (vec![], true));
+        assert_eq!(kept_items(&[row("all", false)], 0, true), (vec![], false));
+        assert_eq!(kept_items(&[row("all", true)], 1, false), (vec![0], false));
+        // hints and the prefetcher: each judged alone
+        let rows = [
+            row("all", true),
+            row("hint1", false),
+            row("hint2", true),
+            row("prefetch", true),
+        ];
+        assert_eq!(kept_items(&rows, 2, true), (vec![1], true));
+        let rows = [
+            row("all", true),
+            row("hint1", false),
+            row("hint2", false),
+            row("prefetch", true),
+        ];
+        assert_eq!(kept_items(&rows, 2, true), (vec![], true));
+        // nothing pays alone, the whole file does
+        let rows = [
+            row("all", true),
+            row("hint1", false),
+            row("prefetch", false),
+        ];
+        assert_eq!(kept_items(&rows, 1, true), (vec![0], true));
+        let rows = [
+            row("all", false),
+            row("hint1", false),
+            row("prefetch", false),
+        ];
+        assert_eq!(kept_items(&rows, 1, true), (vec![], false));
     }
 
     #[test]

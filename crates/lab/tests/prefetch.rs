@@ -195,6 +195,80 @@ fn requests_land_ahead_of_a_sequential_walk() {
 }
 
 #[test]
+fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
+    if skip("a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (dir, lab) = temp_lab();
+    let exe = walker(dir.path());
+    let hints = dir.path().join("hints.toml");
+    // what `advise` writes for a swept heap: no site hint, a prefetcher
+    std::fs::write(
+        &hints,
+        "version = 1\nprefetch = \"leap:window=64K:max=512K:log=1\"\n",
+    )
+    .unwrap();
+    let cmd = vec![
+        exe.display().to_string(),
+        "4096".into(),
+        "400".into(),
+        "1000".into(),
+        "check".into(),
+    ];
+    let with_file = |prefetch: Option<&str>| RunOptions {
+        hints: Some(hints.clone()),
+        prefetch: prefetch.map(|p| p.parse::<PrefetchSpec>().unwrap()),
+        ..opts("leap")
+    };
+    let r = run(&lab, cmd.clone(), with_file(None));
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.starts_with("prefetch leap from the hint file")),
+        "{:?}",
+        r.notes
+    );
+    // it ran with the file's options: its request log (log=1) is there
+    // and agrees with its counter
+    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
+    let requested: f64 = log
+        .lines()
+        .map(|l| l.split('\t').nth(4).unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(requested > 0.0, "no request");
+    assert_eq!(requested, metric(&r, "prefetch_pages_requested"));
+    // --prefetch on the command line wins (no log: its spec has no log=1)
+    let r = run(&lab, cmd, with_file(Some("stride")));
+    assert!(
+        !r.notes.iter().any(|n| n.contains("from the hint file")),
+        "{:?}",
+        r.notes
+    );
+    assert!(!r.dir.join(LOG_FILE).exists());
+    assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
+    // a bad prefetch in a hint file fails before any run, naming the file
+    std::fs::write(&hints, "version = 1\nprefetch = \"leap:window=zz\"\n").unwrap();
+    let e = lab
+        .run(
+            &[exe.display().to_string()],
+            &with_file(None),
+            1,
+            &mut |_| {},
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("hints.toml: prefetch = \"leap:window=zz\""),
+        "{e}"
+    );
+    assert_eq!(prefetch_leftovers(), (0, 0));
+    drop(lab);
+    assert_restored(&before, "prefetch from a hint file");
+}
+
+#[test]
 fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
     if skip("exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing") {
         return;

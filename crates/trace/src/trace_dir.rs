@@ -1405,6 +1405,25 @@ impl TraceMetaFile {
                 .or_else(|| v.as_str()?.trim().parse().ok())
         })
     }
+
+    /// True when every swap area the traced run set up is zram (a
+    /// synchronous device: swap-ins decompress in the faulting task);
+    /// false when it used the machine's own swap or set up none, or for an
+    /// imported trace (`options.run.swap`).
+    pub fn run_swap_synchronous(&self) -> bool {
+        let kinds: Vec<&str> = self
+            .options
+            .get("run")
+            .and_then(|r| r.get("swap"))
+            .and_then(|s| s.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.get("kind").and_then(|k| k.as_str()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        !kinds.is_empty() && kinds.iter().all(|k| *k == "zram")
+    }
 }
 
 impl Default for TraceMetaFile {

@@ -414,21 +414,22 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     let an = run_analysis(&t, &AnalyzeOptions::default());
     let ctx = AdviseContext {
         limit_bytes: limit,
-        peak_bytes: None,
         mlock_budget_fraction: a.mlock_budget,
-        page_cluster: meta.run_page_cluster(),
+        ..AdviseContext::of_trace(&meta)
     };
     let advice = run_advice(&an, &t, &ctx);
     let verdict = swaplab_analysis::advise::verdict(&an, &t, &ctx, &advice);
     let budget = ctx.mlock_budget().unwrap_or(0);
     let mut file = swaplab_analysis::hints::from_advice(&advice, budget);
+    file.prefetch = verdict.prefetch.as_ref().map(|p| p.spec.clone());
     swaplab_analysis::hints::identify_modules(&mut file, &t);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
     swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
-    let verified = if a.verify && !file.hints.is_empty() {
+    let verified = if a.verify && (!file.hints.is_empty() || file.prefetch.is_some()) {
         let v = verify_hints(&meta, &file, &dir, a.repeat)?;
         let kept = swaplab_analysis::hints::HintFile {
             hints: v.kept.iter().map(|&i| file.hints[i].clone()).collect(),
+            prefetch: file.prefetch.clone().filter(|_| v.kept_prefetch),
             ..file.clone()
         };
         swaplab_trace::atomic::write_atomic(&out, kept.to_toml().as_bytes())?;
@@ -512,14 +513,18 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             ]);
         }
         print!("{}", t.render());
-        if v.kept.is_empty() {
+        if v.kept.is_empty() && !v.kept_prefetch {
             println!("\nno hint pays: the hint file written keeps none (run without hints)");
         }
     }
     println!(
-        "\nwrote {} ({} hints); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
+        "\nwrote {} ({} hints{}); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
         out.display(),
         file.hints.len(),
+        file.prefetch
+            .as_ref()
+            .map(|p| format!(" and prefetch {p}"))
+            .unwrap_or_default(),
         out.display()
     );
     Ok(())

@@ -72,12 +72,7 @@ pub fn trace_section(dir: &Path) -> Result<Section> {
 /// The section of trace tables `t` with their metadata.
 pub fn section_of(dir: &Path, meta: &TraceMetaFile, t: &TraceTables) -> Section {
     let an = analyze(t, &AnalyzeOptions::default());
-    let ctx = AdviseContext {
-        limit_bytes: meta.run_limit_bytes(),
-        peak_bytes: None,
-        mlock_budget_fraction: 0.5,
-        page_cluster: meta.run_page_cluster(),
-    };
+    let ctx = AdviseContext::of_trace(meta);
     let advice = advise(&an, t, &ctx);
     let name = dir
         .file_name()
