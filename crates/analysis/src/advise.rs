@@ -243,6 +243,17 @@ fn swap_activity(s: &SiteStats) -> u64 {
     s.major_faults.max(s.swap_ins)
 }
 
+/// The faults a prefetch of a walk over `s` can save: its major faults when
+/// the trace tells major faults (perf), else its swap-ins. Swap-ins beyond
+/// the major faults were the kernel's readahead, already hits.
+fn walk_majors(s: &SiteStats, a: &Analysis) -> u64 {
+    if a.totals.major_faults > 0 {
+        s.major_faults
+    } else {
+        swap_activity(s)
+    }
+}
+
 fn location_of(t: &TraceTables, site_id: u32) -> (Vec<String>, String) {
     let Some(site) = t.sites.iter().find(|s| s.site_id == site_id) else {
         return (Vec::new(), String::new());
@@ -370,7 +381,17 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                 ));
             }
             PatternKind::Sequential | PatternKind::Strided { .. } | PatternKind::Sweeps { .. } => {
-                plan.willneed = true;
+                // the preload library's willneed reads ahead toward higher
+                // addresses only
+                plan.willneed = !s.pattern.backward;
+                if s.pattern.backward {
+                    plan.nothing = Some(
+                        "the walk goes backward (toward lower addresses) and a willneed hint \
+                         reads ahead forward only; the external prefetcher (`swaplab run \
+                         --prefetch leap`) follows either direction"
+                            .to_string(),
+                    );
+                }
                 if repeated {
                     candidates.push((si, density, false));
                 }
@@ -464,7 +485,10 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                     (s.bytes / page).min(process_swaps.saturating_sub(swaps))
                 }
                 Action::Nothing | Action::Cold { .. } | Action::Pageout { .. } => 0,
-                _ => (red * swaps as f64).round() as u64,
+                // a walk's swap-ins beyond its major faults were read ahead
+                // by the kernel already: prefetching saves the faults
+                Action::Willneed { .. } => (red * walk_majors(s, a) as f64).round() as u64,
+                Action::Mlock { .. } => (red * swaps as f64).round() as u64,
             };
             Advice {
                 site_id: s.site_id,
@@ -686,10 +710,13 @@ pub struct Verdict {
 pub struct PrefetchAdvice {
     /// The `--prefetch` spec.
     pub spec: String,
-    /// Major faults (or swap-ins, whichever is larger) of those walks.
+    /// Major faults of those walks (their swap-ins for a trace without
+    /// major faults).
     pub walk_faults: u64,
     /// `walk_faults` × [`PREFETCH_EXPECTED_SHARE`].
     pub expected_faults_saved: u64,
+    /// The process's major faults (swap-ins for a trace without them).
+    pub process_faults: u64,
     /// The walks, for people: `[heap] @0x… (7 sweeps/1.29s (99%)): 39367`.
     pub evidence: String,
 }
@@ -730,14 +757,27 @@ pub fn prefetch_advice(
                 PatternKind::Sequential | PatternKind::Strided { .. } | PatternKind::Sweeps { .. }
             ) && o.site_id.is_none_or(|s| !prefetched.contains(&s))
         })
-        .map(|o| (o, o.major_faults.max(o.swap_ins)))
+        .map(|o| {
+            let n = if a.totals.major_faults > 0 {
+                o.major_faults
+            } else {
+                o.major_faults.max(o.swap_ins)
+            };
+            (o, n)
+        })
         .filter(|(_, n)| *n > 0)
         .collect();
     walks.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
     let walk_faults: u64 = walks.iter().map(|(_, n)| n).sum();
     let expected = (walk_faults as f64 * PREFETCH_EXPECTED_SHARE) as u64;
-    let process_swaps = a.totals.major_faults.max(a.totals.swap_ins);
-    if walk_faults == 0 || expected < min_gain_faults(process_swaps) {
+    // major faults are what prefetching saves (swap-ins beyond them were
+    // the kernel's readahead); a trace without them counts swap-ins
+    let process_faults = if a.totals.major_faults > 0 {
+        a.totals.major_faults
+    } else {
+        a.totals.swap_ins
+    };
+    if walk_faults == 0 || expected < min_gain_faults(process_faults) {
         return None;
     }
     let mut parts: Vec<String> = walks
@@ -752,8 +792,9 @@ pub fn prefetch_advice(
         spec: "leap".into(),
         walk_faults,
         expected_faults_saved: expected,
+        process_faults,
         evidence: format!(
-            "{walk_faults} of the process's {process_swaps} major faults are walks no site hint \
+            "{walk_faults} of the process's {process_faults} major faults are walks no site hint \
              covers: {}",
             parts.join("; ")
         ),
@@ -841,7 +882,7 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
              for) is expected to save about {} ({:.0} %): {}",
             p.spec,
             p.expected_faults_saved,
-            p.expected_faults_saved as f64 * 100.0 / process_swaps.max(1) as f64,
+            p.expected_faults_saved as f64 * 100.0 / p.process_faults.max(1) as f64,
             p.evidence
         )
     };
@@ -1040,6 +1081,98 @@ mod tests {
         let (a, t) = b.done();
         let advice = advise(&a, &t, &ctx);
         assert_eq!(prefetch_advice(&a, &ctx, &advice), None);
+    }
+
+    #[test]
+    fn a_backward_walk_gets_the_external_prefetcher_not_willneed() {
+        // sort's buffer: swept 3 times from its end toward its start
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 64 * MIB);
+        let pages = 64 * MIB / PAGE;
+        let mut t = 0;
+        for pass in 0..3 {
+            for p in (0..pages).rev() {
+                t += 1000;
+                let k = if pass == 0 {
+                    FaultKind::Minor
+                } else {
+                    FaultKind::Major
+                };
+                b.touch(t, 0x1000_0000 + p * PAGE, k);
+            }
+        }
+        let (a, t) = b.done();
+        assert!(a.sites[0].pattern.backward, "{:?}", a.sites[0].pattern);
+        assert!(matches!(
+            a.sites[0].pattern.kind,
+            PatternKind::Sweeps { .. }
+        ));
+        let ctx = limited(32 * MIB);
+        let advice = advise(&a, &t, &ctx);
+        assert!(
+            !advice
+                .iter()
+                .any(|x| matches!(x.action, Action::Willneed { .. })),
+            "{advice:#?}"
+        );
+        let p = prefetch_advice(&a, &ctx, &advice).expect("the external prefetcher");
+        assert_eq!(p.walk_faults, 2 * pages);
+        // the forward sweep of the same object keeps its willneed hint
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 64 * MIB);
+        b.sweeps(0x1000_0000, 64 * MIB, 3, 0, 1000);
+        let (a, t) = b.done();
+        assert!(!a.sites[0].pattern.backward);
+        assert!(advise(&a, &t, &ctx)
+            .iter()
+            .any(|x| matches!(x.action, Action::Willneed { .. })));
+    }
+
+    #[test]
+    fn willneed_saves_major_faults_not_the_kernels_readahead() {
+        // a forward walk whose every 8th page faults (major) and whose
+        // other 7 were swapped in by the kernel's readahead
+        let mut b = Builder::new();
+        b.object(1, 0x1000_0000, 64 * MIB);
+        let pages = 64 * MIB / PAGE;
+        let mut t = 0;
+        for pass in 0..3 {
+            for p in 0..pages {
+                t += 1000;
+                let major = pass > 0 && p % 8 == 0;
+                let k = if major {
+                    FaultKind::Major
+                } else {
+                    FaultKind::Minor
+                };
+                b.touch(t, 0x1000_0000 + p * PAGE, k);
+                if pass > 0 {
+                    b.t.swaps.push(swaplab_trace::events::SwapEvent {
+                        t_ns: t,
+                        pid: 1,
+                        vaddr: 0x1000_0000 + p * PAGE,
+                        dir: swaplab_trace::events::SwapDir::In,
+                        swap_type: None,
+                        swap_offset: None,
+                        source: swaplab_trace::events::SwapSource::Pagemap,
+                    });
+                }
+            }
+        }
+        let (a, t) = b.done();
+        assert_eq!(a.sites[0].major_faults, 2 * pages / 8);
+        assert_eq!(a.sites[0].swap_ins, 2 * pages);
+        let advice = advise(&a, &t, &limited(32 * MIB));
+        let w = advice
+            .iter()
+            .find(|x| matches!(x.action, Action::Willneed { .. }))
+            .expect("willneed");
+        let unlocked = w.expected_fault_reduction;
+        assert_eq!(
+            w.expected_faults_saved,
+            (unlocked * (2 * pages / 8) as f64).round() as u64,
+            "{w:#?}"
+        );
     }
 
     #[test]

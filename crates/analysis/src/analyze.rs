@@ -190,6 +190,9 @@ pub struct Pattern {
     pub confidence: f64,
     /// The numbers behind it, for people.
     pub evidence: String,
+    /// A walk toward lower addresses (most short steps backward, or a
+    /// negative stride).
+    pub backward: bool,
 }
 
 impl Pattern {
@@ -761,6 +764,7 @@ pub fn classify(pages_in_time_order: &[(u64, i64)], opts: &AnalyzeOptions) -> Pa
             kind: PatternKind::TooFew,
             confidence: 0.0,
             evidence: format!("{n} faults, fewer than the {need} needed to tell a pattern"),
+            backward: false,
         };
     }
     let ev: Cow<[(u64, i64)]> = if is_sorted_by_time(pages_in_time_order, |e| e.0) {
@@ -876,6 +880,7 @@ pub fn classify(pages_in_time_order: &[(u64, i64)], opts: &AnalyzeOptions) -> Pa
                 "{n} faults but only {} distinct moves after merging repeats on the same page",
                 steps
             ),
+            backward: false,
         };
     }
     let stepsf = steps as f64;
@@ -922,14 +927,12 @@ pub fn classify(pages_in_time_order: &[(u64, i64)], opts: &AnalyzeOptions) -> Pa
                  {SEQ_GAP_PAGES}-page readahead window; {jumps} jumps{pass_note}",
                 pct(stride_share)
             ),
+            backward: stride_k < 0,
         };
     }
     if short_share >= PATTERN_SHARE {
-        let dir = if forward * 2 >= short {
-            "forward"
-        } else {
-            "backward"
-        };
+        let backward = forward * 2 < short;
+        let dir = if backward { "backward" } else { "forward" };
         let base = format!(
             "{short} of {steps} steps ({} raw, {} beyond chance) move {dir} by at most \
              {SEQ_GAP_PAGES} pages, up to {walkers} walk(s) at once; {jumps} jumps",
@@ -951,12 +954,14 @@ pub fn classify(pages_in_time_order: &[(u64, i64)], opts: &AnalyzeOptions) -> Pa
                     passes.pages_per_sweep,
                     passes.period_ns as f64 / 1e6
                 ),
+                backward,
             };
         }
         return Pattern {
             kind: PatternKind::Sequential,
             confidence: short_share,
             evidence: format!("{base}; one pass over {} pages", passes.pages0),
+            backward,
         };
     }
     Pattern {
@@ -972,6 +977,7 @@ pub fn classify(pages_in_time_order: &[(u64, i64)], opts: &AnalyzeOptions) -> Pa
             kept.len(),
             passes.pages0
         ),
+        backward: false,
     }
 }
 
