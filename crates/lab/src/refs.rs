@@ -407,6 +407,7 @@ impl AllocCapture {
     /// client in its own process) into the sidecar of `out`.
     fn finish(
         &self,
+        method: &str,
         pid: u32,
         program: &str,
         out: &Path,
@@ -435,7 +436,8 @@ impl AllocCapture {
                 return Ok(None);
             }
         };
-        let sites = sites_from_log(&log, program, self.alloc_min, meta);
+        let mut sites = sites_from_log(&log, program, self.alloc_min, meta);
+        sites.capture = Some(method.to_string());
         if sites
             .sites
             .iter()
@@ -561,6 +563,7 @@ pub fn sites_from_log(
         trace_distinct_pages: meta.distinct_pages,
         page_size: meta.page_size,
         alloc_min,
+        capture: None,
         pid: log.pid,
         program: program.to_string(),
         modules: named,
@@ -713,6 +716,7 @@ pub fn capture_workload_refs(
     let mut notes = Vec::new();
     let sites = match &allocs {
         Some(a) => a.finish(
+            "instrumented",
             child.id(),
             &program_module(&argv[0]),
             out,
@@ -834,6 +838,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
     let mut notes = Vec::new();
     let sites = match &allocs {
         Some(a) => a.finish(
+            "lackey",
             child.id(),
             &program_module(&argv[0]),
             out,

@@ -454,11 +454,18 @@ fn apply_site_hints(
             out.warnings.push(format!(
                 "hint {} (site {}) matches none of the trace's {listed} allocations of at least \
                  {} bytes ({} sites): it is not applied; check its frames against the trace's \
-                 sites (TRACE.sites.json) and that the trace is of the advised program",
+                 sites (TRACE.sites.json) and that the trace is of the advised program{}",
                 k + 1,
                 first(k),
                 sites.alloc_min,
-                sites.sites.len()
+                sites.sites.len(),
+                if sites.capture.as_deref() == Some("instrumented") {
+                    " (this trace is a built-in workload's own recording, whose stacks name \
+                     the recording copies of its functions, e.g. run_traverse_refs: for hints \
+                     advised on the workload, capture with `swaplab trace --refs --lackey`)"
+                } else {
+                    ""
+                }
             ));
         }
         let (quota, budget, again) = refused[k];
@@ -657,6 +664,7 @@ mod tests {
             trace_distinct_pages: 0,
             page_size: 4096,
             alloc_min: 4096,
+            capture: None,
             pid: 1,
             program: PROG.into(),
             modules: Default::default(),

@@ -94,6 +94,12 @@ pub struct AllocSites {
     /// The preload library's threshold: allocations of at least this many
     /// bytes are listed (the ones `run --hints` applies hints to).
     pub alloc_min: u64,
+    /// How the references were captured: `lackey` (valgrind) or
+    /// `instrumented` (a built-in workload's own recording, which runs the
+    /// recording copies of its functions, `run_traverse_refs` for
+    /// `run_traverse`, so its stacks name those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture: Option<String>,
     /// The captured process.
     pub pid: u32,
     /// The module name of the captured program (its file name), which a
@@ -208,6 +214,7 @@ mod tests {
             trace_distinct_pages: 4,
             page_size: 4096,
             alloc_min: 65536,
+            capture: Some("lackey".into()),
             pid: 7,
             program: "w".into(),
             modules: BTreeMap::new(),
