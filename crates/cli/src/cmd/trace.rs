@@ -199,11 +199,13 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
     );
     if let Some(s) = &cap.sites {
         println!(
-            "{}: {} allocations of at least {} from {} sites (for `sim --hints` site hints)",
+            "{}: {} allocation{} of at least {} from {} site{} (for `sim --hints` site hints)",
             s.path.display(),
             s.allocations,
+            if s.allocations == 1 { "" } else { "s" },
             format_bytes(opts.alloc_min),
-            s.sites
+            s.sites,
+            if s.sites == 1 { "" } else { "s" }
         );
     }
     for n in &cap.notes {
