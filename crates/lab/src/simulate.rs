@@ -499,12 +499,16 @@ fn apply_site_hints(
         .map(|a| (a.start / ps, (a.start + a.size).div_ceil(ps), a.site_id))
         .collect();
     spans.sort_unstable();
+    // A span that overlaps s..e starts within the longest span's length
+    // before s: only those are scanned.
+    let longest = spans.iter().map(|x| x.1 - x.0).max().unwrap_or(0);
     let mut shared: Vec<BTreeSet<u32>> = vec![BTreeSet::new(); file.hints.len()];
     for (k, j) in hinted {
         let a = &sites.allocations[j];
         let (s, e) = (a.start / ps, (a.start + a.size).div_ceil(ps));
+        let from = spans.partition_point(|x| x.0 < s.saturating_sub(longest));
         let upto = spans.partition_point(|x| x.0 < e);
-        for &(s2, e2, site) in &spans[..upto] {
+        for &(s2, e2, site) in &spans[from..upto.max(from)] {
             if e2 > s && s2 < e && !of_site.get(&site).is_some_and(|ks| ks.contains(&k)) {
                 shared[k].insert(site);
             }
@@ -870,10 +874,17 @@ mod tests {
     #[test]
     fn at_most_four_hints_per_allocation_and_shared_pages_are_reported() {
         // Site 1's allocation at 0x10000..0x12800 shares page 0x12 with
-        // site 2's, which starts at 0x12800.
+        // site 2's, which starts at 0x12800, and page 0x10 with site 3's
+        // (0xf000..0x10800, freed before site 1's was made: address reuse).
+        // Site 4's, a long one, ends before it.
         let s = sites(
-            &[&["w!f+0x1"], &["w!g+0x1"]],
-            &[(0, 0x10000, 0x2800, 1, None), (1, 0x12800, 0x2000, 2, None)],
+            &[&["w!f+0x1"], &["w!g+0x1"], &["w!h+0x1"], &["w!i+0x1"]],
+            &[
+                (0, 0x0, 0xf000, 4, None),
+                (1, 0xf000, 0x1800, 3, Some(2)),
+                (3, 0x10000, 0x2800, 1, None),
+                (4, 0x12800, 0x2000, 2, None),
+            ],
         );
         let cold = "[[hint]]\nsite = [\"w!f+0x1\"]\naction = \"cold\"\ndelay_ms = 1\n";
         let f = hint_file(&cold.repeat(5));
@@ -887,7 +898,7 @@ mod tests {
         let shared: Vec<&String> = h
             .warnings
             .iter()
-            .filter(|w| w.contains("share pages with allocations of 1 other site(s) (ids 2)"))
+            .filter(|w| w.contains("share pages with allocations of 2 other site(s) (ids 2, 3)"))
             .collect();
         assert_eq!(shared.len(), 4, "{:?}", h.warnings);
     }
