@@ -168,3 +168,40 @@ fn site_hints_apply_like_their_range_and_misses_are_reported() {
         "{err}"
     );
 }
+
+#[test]
+fn trace_refs_writes_the_sites_sidecar_unless_no_allocs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("w.parquet");
+    let o = out.to_str().unwrap();
+    let cmd = [
+        "--",
+        "swaplab-workload",
+        "traverse",
+        "--size",
+        "1M",
+        "--passes",
+        "1",
+    ];
+    let mut a = vec!["trace", "--refs", "-o", o];
+    a.extend(cmd);
+    let r = swaplab(&a);
+    let stdout = String::from_utf8_lossy(&r.stdout);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(
+        stdout.contains("w.parquet.sites.json: 1 allocation of at least 64K from 1 site"),
+        "{stdout}"
+    );
+    let s = AllocSites::read(&sidecar_path(&out)).unwrap();
+    assert_eq!(s.capture.as_deref(), Some("instrumented"));
+    let big: Vec<&SiteAlloc> = s.allocations.iter().filter(|a| a.size >= 65536).collect();
+    assert_eq!(big.len(), 1);
+    assert_eq!(big[0].size, 1 << 20);
+    // --no-allocs: no sidecar, and the earlier one is gone with its trace.
+    let mut a = vec!["trace", "--refs", "--no-allocs", "-o", o];
+    a.extend(cmd);
+    let r = swaplab(&a);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(!String::from_utf8_lossy(&r.stdout).contains("sites.json"));
+    assert!(!sidecar_path(&out).exists());
+}
