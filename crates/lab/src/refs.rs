@@ -43,6 +43,8 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+use swaplab_trace::alloc_log;
+use swaplab_trace::alloc_sites::{self, AllocSites, SiteAlloc, SiteEntry, SiteModule};
 use swaplab_trace::import::lackey::LackeyReader;
 use swaplab_trace::import::ImportOptions;
 use swaplab_trace::native::NativeWriter;
@@ -74,6 +76,14 @@ pub struct RefOptions {
     /// Use valgrind lackey even for a built-in workload (which otherwise
     /// records its own references, [`capture_workload_refs`]).
     pub lackey: bool,
+    /// Also record the captured process's allocations and their call
+    /// stacks with the preload library, into the trace's sidecar
+    /// ([`swaplab_trace::alloc_sites`]; default false, `swaplab trace
+    /// --refs` turns it on).
+    pub allocs: bool,
+    /// The preload library's threshold: allocations of at least this many
+    /// bytes are recorded (default 65536, as `swaplab trace`).
+    pub alloc_min: u64,
 }
 
 impl Default for RefOptions {
@@ -84,6 +94,8 @@ impl Default for RefOptions {
             valgrind: None,
             stderr_to: None,
             lackey: false,
+            allocs: false,
+            alloc_min: crate::preload::DEFAULT_ALLOC_MIN,
         }
     }
 }
@@ -112,6 +124,21 @@ pub struct RefCapture {
     /// The workload's JSON output (instrumented captures), with its
     /// `refs` counts: accesses, recorded, cut_repeats, max_repeat.
     pub workload_output: Option<serde_json::Value>,
+    /// The allocation-sites sidecar written next to the trace, if any.
+    pub sites: Option<SitesWritten>,
+    /// Why there is no sidecar, or what is odd about it.
+    pub notes: Vec<String>,
+}
+
+/// The allocation-sites sidecar of a capture.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SitesWritten {
+    /// Where it is ([`swaplab_trace::alloc_sites::sidecar_path`] of the trace).
+    pub path: PathBuf,
+    /// Allocations listed.
+    pub allocations: usize,
+    /// Distinct sites among them.
+    pub sites: usize,
 }
 
 /// Finds an executable: a name with a slash as is, else through `PATH`.
@@ -318,6 +345,233 @@ fn stream_into(
     streamed
 }
 
+/// The preload library's allocation log of one capture: a private
+/// directory beside the trace (removed when this is dropped) and the
+/// environment that loads the library into the captured program.
+struct AllocCapture {
+    dir: PathBuf,
+    alloc_min: u64,
+}
+
+impl AllocCapture {
+    /// Removes a stale sidecar of `out` (it would describe another trace)
+    /// and, when `opts.allocs`, sets up `cmd` to log its allocations.
+    fn start(out: &Path, opts: &RefOptions, cmd: &mut Command) -> Result<Option<AllocCapture>> {
+        let sidecar = alloc_sites::sidecar_path(out);
+        match std::fs::remove_file(&sidecar) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("removing the old", &sidecar, e)),
+        }
+        if !opts.allocs {
+            return Ok(None);
+        }
+        let lib = crate::preload::library_path()?;
+        let parent = match out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(p) => p.to_path_buf(),
+            None => PathBuf::from("."),
+        };
+        let parent = std::path::absolute(&parent).unwrap_or(parent);
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "refs".into());
+        let dir = parent.join(format!(".{name}.alloc-logs.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
+        cmd.env(crate::preload::ALLOC_DIR_ENV, &dir)
+            .env(crate::preload::ALLOC_MIN_ENV, opts.alloc_min.to_string());
+        // Only the log: no hints, no prefetch thread, no sampling of small
+        // allocations (hints never apply to those).
+        for v in [
+            crate::preload::HINTS_ENV,
+            crate::preload::HINT_REPORT_ENV,
+            crate::prefetcher::PREFETCH_ENV,
+            "SWAPLAB_HEAP_SAMPLE",
+        ] {
+            cmd.env_remove(v);
+        }
+        let mut preload = lib.into_os_string();
+        if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            preload.push(":");
+            preload.push(old);
+        }
+        cmd.env("LD_PRELOAD", preload);
+        Ok(Some(AllocCapture {
+            dir,
+            alloc_min: opts.alloc_min,
+        }))
+    }
+
+    /// Turns the log of process `pid` (the captured one: valgrind runs its
+    /// client in its own process) into the sidecar of `out`.
+    fn finish(
+        &self,
+        method: &str,
+        pid: u32,
+        program: &str,
+        out: &Path,
+        meta: &TraceMeta,
+        notes: &mut Vec<String>,
+    ) -> Result<Option<SitesWritten>> {
+        let log_path = self.dir.join(format!("allocs.{pid}.bin"));
+        let bytes = match std::fs::read(&log_path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                notes.push(
+                    "no allocation sites: the program wrote no allocation log, so it did not \
+                     load the preload library (a static binary, or one that clears LD_PRELOAD)"
+                        .into(),
+                );
+                return Ok(None);
+            }
+            Err(e) => return Err(Error::io("reading", &log_path, e)),
+        };
+        let log = match alloc_log::parse(&bytes) {
+            Ok(l) => l,
+            Err(e) => {
+                notes.push(format!(
+                    "no allocation sites: the allocation log is damaged: {e}"
+                ));
+                return Ok(None);
+            }
+        };
+        let mut sites = sites_from_log(&log, program, self.alloc_min, meta);
+        sites.capture = Some(method.to_string());
+        if sites
+            .sites
+            .iter()
+            .any(|s| s.frames.iter().any(|f| f.starts_with('?')))
+        {
+            notes.push("some allocation stacks name modules the log did not define".into());
+        }
+        let path = alloc_sites::sidecar_path(out);
+        sites
+            .write(&path)
+            .map_err(|e| trace_err("writing the allocation sites", e))?;
+        Ok(Some(SitesWritten {
+            path,
+            allocations: sites.allocations.len(),
+            sites: sites.sites.len(),
+        }))
+    }
+}
+
+impl Drop for AllocCapture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The file name of the program `argv0` runs (resolved through `PATH`,
+/// symlinks followed): the module name its own frames carry.
+fn program_module(argv0: &str) -> String {
+    let p = find_program(argv0).unwrap_or_else(|| PathBuf::from(argv0));
+    let p = std::fs::canonicalize(&p).unwrap_or(p);
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The sidecar of a trace (`meta`) from the preload library's log of the
+/// captured process: its allocations of at least `alloc_min` bytes in log
+/// order (ALLOC and FREE events numbered together), their stacks
+/// symbolized into the frame keys `advise` writes (as `swaplab trace`
+/// does), and the modules those name. Sampled small allocations are left
+/// out (hints never apply to them).
+pub fn sites_from_log(
+    log: &alloc_log::AllocLog,
+    program: &str,
+    alloc_min: u64,
+    meta: &TraceMeta,
+) -> AllocSites {
+    use alloc_log::Record;
+    use std::collections::{BTreeMap, HashMap};
+    let mut sym = swaplab_analysis::symbolize::Symbolizer::new();
+    let mut modules: HashMap<u32, PathBuf> = HashMap::new();
+    let mut named: BTreeMap<String, SiteModule> = BTreeMap::new();
+    let mut stack_site: HashMap<u32, u32> = HashMap::new();
+    let mut site_ids: HashMap<Vec<String>, u32> = HashMap::new();
+    let mut sites: Vec<SiteEntry> = Vec::new();
+    let mut allocations: Vec<SiteAlloc> = Vec::new();
+    let mut open: HashMap<u64, usize> = HashMap::new();
+    let mut seq = 0u64;
+    for r in &log.records {
+        match r {
+            Record::Module { id, path } => {
+                modules.insert(*id, path.clone());
+            }
+            Record::Stack { id, frames } => {
+                let mut keys = Vec::with_capacity(frames.len());
+                let mut locs = Vec::with_capacity(frames.len());
+                for fr in frames {
+                    match modules.get(&fr.module_id) {
+                        Some(path) => {
+                            let s = sym.symbolize(path, fr.offset);
+                            locs.push(match (&s.file, s.line) {
+                                (Some(f), Some(l)) => format!("{f}:{l}"),
+                                _ => String::new(),
+                            });
+                            named.entry(s.module.clone()).or_insert_with(|| SiteModule {
+                                path: path.display().to_string(),
+                                build_id: swaplab_analysis::symbolize::build_id(path),
+                            });
+                            keys.push(s.key);
+                        }
+                        None => {
+                            keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
+                            locs.push(String::new());
+                        }
+                    }
+                }
+                let next = sites.len() as u32 + 1;
+                let site = *site_ids.entry(keys.clone()).or_insert_with(|| {
+                    sites.push(SiteEntry {
+                        site_id: next,
+                        frames: keys,
+                        locations: locs,
+                    });
+                    next
+                });
+                stack_site.insert(*id, site);
+            }
+            Record::Alloc(a) => {
+                open.insert(a.addr, allocations.len());
+                allocations.push(SiteAlloc {
+                    seq,
+                    start: a.addr,
+                    size: a.size,
+                    site_id: stack_site.get(&a.stack_id).copied().unwrap_or(0),
+                    func: a.func.name().to_string(),
+                    free_seq: None,
+                });
+                seq += 1;
+            }
+            Record::Free(a) => {
+                if let Some(i) = open.remove(&a.addr) {
+                    allocations[i].free_seq = Some(seq);
+                }
+                seq += 1;
+            }
+            _ => {}
+        }
+    }
+    AllocSites {
+        kind: alloc_sites::SITES_KIND.into(),
+        version: alloc_sites::SITES_VERSION,
+        trace_count: meta.count,
+        trace_distinct_pages: meta.distinct_pages,
+        page_size: meta.page_size,
+        alloc_min,
+        capture: None,
+        pid: log.pid,
+        program: program.to_string(),
+        modules: named,
+        sites,
+        allocations,
+    }
+}
+
 /// True when `argv` (resolved) runs one of the embedded workloads (not
 /// `list` or a benchmark helper).
 pub fn is_builtin_workload(argv: &[String]) -> bool {
@@ -425,6 +679,7 @@ pub fn capture_workload_refs(
         let f = File::create(p).map_err(|e| Error::io("creating", p, e))?;
         cmd.stderr(Stdio::from(f));
     }
+    let allocs = AllocCapture::start(out, opts, &mut cmd)?;
     let (read_end, write_end, _) = pipe_for_child(&mut cmd, &exe)?;
     let t0 = Instant::now();
     let mut child =
@@ -458,6 +713,18 @@ pub fn capture_workload_refs(
         .lines()
         .rev()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok());
+    let mut notes = Vec::new();
+    let sites = match &allocs {
+        Some(a) => a.finish(
+            "instrumented",
+            child.id(),
+            &program_module(&argv[0]),
+            out,
+            &meta,
+            &mut notes,
+        )?,
+        None => None,
+    };
     Ok(RefCapture {
         refs: meta.count,
         distinct_pages: meta.distinct_pages,
@@ -468,6 +735,8 @@ pub fn capture_workload_refs(
         meta,
         method: "instrumented".into(),
         workload_output: output,
+        sites,
+        notes,
     })
 }
 
@@ -521,6 +790,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         let f = File::create(p).map_err(|e| Error::io("creating", p, e))?;
         cmd.stderr(Stdio::from(f));
     }
+    let allocs = AllocCapture::start(out, opts, &mut cmd)?;
     let (read_end, write_end, big_pipe) = pipe_for_child(&mut cmd, &valgrind)?;
     let t0 = Instant::now();
     let mut child = workload::spawn_retrying(&mut cmd).map_err(|e| {
@@ -565,6 +835,18 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         .wait()
         .map_err(|e| Error::io("waiting for", &valgrind, e))?;
     let wall_ns = t0.elapsed().as_nanos() as u64;
+    let mut notes = Vec::new();
+    let sites = match &allocs {
+        Some(a) => a.finish(
+            "lackey",
+            child.id(),
+            &program_module(&argv[0]),
+            out,
+            &meta,
+            &mut notes,
+        )?,
+        None => None,
+    };
     Ok(RefCapture {
         refs: meta.count,
         distinct_pages: meta.distinct_pages,
@@ -575,6 +857,8 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         meta,
         method: "lackey".into(),
         workload_output: None,
+        sites,
+        notes,
     })
 }
 

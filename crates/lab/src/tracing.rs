@@ -1003,7 +1003,7 @@ pub fn read_hint_report(path: &Path) -> Vec<AppliedHint> {
 
 /// Strips a `-<hex hash>` suffix (the embedded workload's file name) so
 /// that keys stay valid when the workload is rebuilt.
-fn module_stem(name: &str) -> &str {
+pub(crate) fn module_stem(name: &str) -> &str {
     match name.rsplit_once('-') {
         Some((stem, h)) if h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => stem,
         _ => name,

@@ -10,6 +10,7 @@
 //! * [`trace_dir`]: the files of a trace directory (`swaplab trace`): the
 //!   event tables as Parquet and `meta.json`, with their schema.
 //! * [`alloc_log`]: the preload library's binary allocation log (parser).
+//! * [`alloc_sites`]: a reference trace's allocation sites (JSON sidecar).
 //! * [`dense`]: a trace loaded for simulation, pages renumbered densely.
 //! * [`stats`]: footprint, read/write mix, LRU stack-distance percentiles.
 //! * [`atomic`]: the atomic file writer every file of swaplab goes through.
@@ -18,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod alloc_log;
+pub mod alloc_sites;
 pub mod arg;
 pub mod atomic;
 pub mod dense;

@@ -15,7 +15,7 @@ use swaplab_trace::DenseTrace;
 EXAMPLES\n  swaplab sim trace.parquet --policy lru,clock,linux,arc --mem 10%,25%,50%\n  \
 swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies\n  \
 swaplab sim trace.parquet --policy linux,lru --mem 50% --prefetch none,cluster:pc=3,vma,leap\n  \
-swaplab sim trace.parquet --policy linux --hints hints.toml   # range hints (see docs/simulator.md)\n  \
+swaplab sim trace.parquet --policy linux --hints hints.toml   # range and site hints (see docs/simulator.md)\n  \
 swaplab sim --list-prefetchers\n  \
 swaplab sim trace.parquet --policy linux --mem 50% --device ssd,hdd,hybrid:ssd+hdd --base-time 10\n  \
 swaplab sim trace.parquet --policy linux --mem 25%,50% --device remote --fault-path kernel,pfa\n  \
@@ -64,11 +64,18 @@ pub struct SimArgs {
     /// List the devices and fault paths, their parameters and defaults.
     #[arg(long)]
     list_devices: bool,
-    /// Apply a hint file's range hints (range = ["0xSTART", "0xEND"]; byte
-    /// address = page number x page size): mlock pins, willneed reads
-    /// ahead, cold and pageout act after delay_ms.
+    /// Apply a hint file (`advise`'s format): range hints (range =
+    /// ["0xSTART", "0xEND"]; byte address = page number x page size) and
+    /// site hints, applied to the allocations of the trace's sites sidecar
+    /// (TRACE.sites.json, written by `swaplab trace --refs`) whose stacks
+    /// match. mlock pins, willneed reads ahead, cold and pageout act after
+    /// delay_ms.
     #[arg(long, value_name = "FILE")]
     hints: Option<PathBuf>,
+    /// The allocation sites for --hints' site hints (default: the trace's
+    /// sidecar, TRACE.sites.json).
+    #[arg(long, value_name = "FILE", requires = "hints")]
+    sites: Option<PathBuf>,
     /// References per millisecond, to turn hints' delay_ms into a trace
     /// position (a reference trace has no clock).
     #[arg(long, default_value_t = 1000, value_name = "N")]
@@ -367,7 +374,7 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
     let sizes = sizes(&a.mem, &t)?;
     let res = if let Some(devices) = &devices {
         let hints = match &hint_file {
-            Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
+            Some(f) => hint_ranges(f, path, &t, a.sites.as_deref(), a.refs_per_ms)?,
             None => Vec::new(),
         };
         let pfs = prefetchers
@@ -395,7 +402,7 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         res
     } else if prefetchers.is_some() || hint_file.is_some() {
         let hints = match &hint_file {
-            Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, a.refs_per_ms)?,
+            Some(f) => hint_ranges(f, path, &t, a.sites.as_deref(), a.refs_per_ms)?,
             None => Vec::new(),
         };
         let pfs = prefetchers
@@ -433,6 +440,52 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// A hint file's ranges for the trace at `path` (loaded as `t`): site
+/// hints through its allocation sites (`sites`, else the trace's sidecar).
+/// Prints what each site hint covers, and every warning, on stderr.
+fn hint_ranges(
+    file: &swaplab_analysis::hints::HintFile,
+    path: &std::path::Path,
+    t: &DenseTrace,
+    sites: Option<&std::path::Path>,
+    refs_per_ms: u64,
+) -> Result<Vec<swaplab_sim::RangeHint>> {
+    use swaplab_trace::alloc_sites::{sidecar_path, AllocSites};
+    let site_hints = file.hints.iter().any(|h| h.range.is_none());
+    let sites_path = sites
+        .map(PathBuf::from)
+        .unwrap_or_else(|| sidecar_path(path));
+    let loaded = if site_hints && (sites.is_some() || sites_path.exists()) {
+        let s = AllocSites::read(&sites_path)?;
+        s.check_trace(t.len() as u64, t.distinct() as u64, t.page_size)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", sites_path.display()))?;
+        Some(s)
+    } else {
+        None
+    };
+    let h =
+        swaplab_lab::simulate::resolve_sim_hints(file, t.page_size, refs_per_ms, loaded.as_ref())
+            .map_err(|e| match &loaded {
+            None if site_hints => anyhow::anyhow!("{e} (looked for {})", sites_path.display()),
+            _ => e.into(),
+        })?;
+    for (i, m) in h.matched.iter().enumerate() {
+        if let Some(m) = m.filter(|m| *m > 0) {
+            eprintln!(
+                "hint {} ({}): {m} allocation{} of its site, {} pages",
+                i + 1,
+                file.hints[i].action.name(),
+                if m == 1 { "" } else { "s" },
+                h.pages[i]
+            );
+        }
+    }
+    for w in &h.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(h.ranges)
 }
 
 /// `--save FILE` and `--report OUT.html` of `sim` and `mrc`.

@@ -23,7 +23,8 @@ pub struct TraceArgs {
     /// Pagemap + maps samples per second for swap-outs/ins per page (0 turns them off).
     #[arg(long, default_value_t = 10.0, value_name = "HZ")]
     pub pagemap_hz: f64,
-    /// Record allocations at or above this size (the preload library's threshold).
+    /// Record allocations at or above this size (the preload library's threshold;
+    /// with --refs: the allocations listed in the trace's sites sidecar).
     #[arg(long, default_value = "64K", value_name = "SIZE")]
     pub alloc_min: String,
     /// Sample allocations below --alloc-min: one per BYTES allocated on average
@@ -31,7 +32,8 @@ pub struct TraceArgs {
     /// objects are attributed to their call sites; `off` to turn it off.
     #[arg(long, default_value = "512K", value_name = "BYTES|off")]
     pub heap_sample: String,
-    /// Do not load the preload library (region-level attribution only).
+    /// Do not load the preload library (region-level attribution only; with --refs:
+    /// no allocation-sites sidecar).
     #[arg(long)]
     pub no_allocs: bool,
     /// Fault-event buffer per CPU.
@@ -155,6 +157,9 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
     let opts = swaplab_lab::refs::RefOptions {
         include_instructions: a.instructions,
         lackey: a.lackey,
+        allocs: !a.no_allocs,
+        alloc_min: swaplab_host::util::parse_size(&a.alloc_min)
+            .with_context(|| format!("--alloc-min {}: expected a size such as 64K", a.alloc_min))?,
         ..Default::default()
     };
     let cap = swaplab_lab::refs::capture_refs(&command, &out, &opts)?;
@@ -169,6 +174,8 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
                 "exit_code": cap.exit_code,
                 "method": cap.method,
                 "workload_output": cap.workload_output,
+                "sites": cap.sites,
+                "notes": cap.notes,
             })
         );
         return Ok(());
@@ -190,6 +197,20 @@ fn trace_refs(a: &TraceArgs) -> Result<()> {
             None => " (the command was killed by a signal)".into(),
         }
     );
+    if let Some(s) = &cap.sites {
+        println!(
+            "{}: {} allocation{} of at least {} from {} site{} (for `sim --hints` site hints)",
+            s.path.display(),
+            s.allocations,
+            if s.allocations == 1 { "" } else { "s" },
+            format_bytes(opts.alloc_min),
+            s.sites,
+            if s.sites == 1 { "" } else { "s" }
+        );
+    }
+    for n in &cap.notes {
+        eprintln!("note: {n}");
+    }
     println!(
         "next: swaplab sim {} --policy lru,clock,linux --mem 25%,50%",
         out.display()
