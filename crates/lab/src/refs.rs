@@ -487,12 +487,9 @@ pub fn sites_from_log(
 ) -> AllocSites {
     use alloc_log::Record;
     use std::collections::{BTreeMap, HashMap};
-    let mut sym = swaplab_analysis::symbolize::Symbolizer::new();
+    let mut stacks = crate::tracing::StackSites::new();
     let mut modules: HashMap<u32, PathBuf> = HashMap::new();
-    let mut named: BTreeMap<String, SiteModule> = BTreeMap::new();
     let mut stack_site: HashMap<u32, u32> = HashMap::new();
-    let mut site_ids: HashMap<Vec<String>, u32> = HashMap::new();
-    let mut sites: Vec<SiteEntry> = Vec::new();
     let mut allocations: Vec<SiteAlloc> = Vec::new();
     let mut open: HashMap<u64, usize> = HashMap::new();
     let mut seq = 0u64;
@@ -502,38 +499,7 @@ pub fn sites_from_log(
                 modules.insert(*id, path.clone());
             }
             Record::Stack { id, frames } => {
-                let mut keys = Vec::with_capacity(frames.len());
-                let mut locs = Vec::with_capacity(frames.len());
-                for fr in frames {
-                    match modules.get(&fr.module_id) {
-                        Some(path) => {
-                            let s = sym.symbolize(path, fr.offset);
-                            locs.push(match (&s.file, s.line) {
-                                (Some(f), Some(l)) => format!("{f}:{l}"),
-                                _ => String::new(),
-                            });
-                            named.entry(s.module.clone()).or_insert_with(|| SiteModule {
-                                path: path.display().to_string(),
-                                build_id: swaplab_analysis::symbolize::build_id(path),
-                            });
-                            keys.push(s.key);
-                        }
-                        None => {
-                            keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
-                            locs.push(String::new());
-                        }
-                    }
-                }
-                let next = sites.len() as u32 + 1;
-                let site = *site_ids.entry(keys.clone()).or_insert_with(|| {
-                    sites.push(SiteEntry {
-                        site_id: next,
-                        frames: keys,
-                        locations: locs,
-                    });
-                    next
-                });
-                stack_site.insert(*id, site);
+                stack_site.insert(*id, stacks.site_of(&modules, frames));
             }
             Record::Alloc(a) => {
                 open.insert(a.addr, allocations.len());
@@ -566,8 +532,26 @@ pub fn sites_from_log(
         capture: None,
         pid: log.pid,
         program: program.to_string(),
-        modules: named,
-        sites,
+        modules: stacks
+            .module_paths
+            .iter()
+            .map(|(name, path)| {
+                let m = SiteModule {
+                    path: path.display().to_string(),
+                    build_id: swaplab_analysis::symbolize::build_id(path),
+                };
+                (name.clone(), m)
+            })
+            .collect::<BTreeMap<_, _>>(),
+        sites: stacks
+            .sites
+            .into_iter()
+            .map(|s| SiteEntry {
+                site_id: s.site_id,
+                frames: s.frames,
+                locations: s.locations,
+            })
+            .collect(),
         allocations,
     }
 }

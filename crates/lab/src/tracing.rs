@@ -859,6 +859,65 @@ fn read_alloc_logs(dir: &Path, notes: &mut Vec<String>) -> Vec<alloc_log::AllocL
     logs
 }
 
+/// The preload library's call stacks as deduplicated, symbolized sites
+/// (one per distinct list of frame keys), shared by `trace` and reference
+/// capture (crates/lab/src/refs.rs).
+pub(crate) struct StackSites {
+    sym: Symbolizer,
+    site_ids: HashMap<Vec<String>, u32>,
+    /// The sites, ids 1, 2, … in order of first appearance.
+    pub sites: Vec<Site>,
+    /// Every module a symbolized frame named → its file.
+    pub module_paths: BTreeMap<String, PathBuf>,
+}
+
+impl StackSites {
+    pub fn new() -> Self {
+        StackSites {
+            sym: Symbolizer::new(),
+            site_ids: HashMap::new(),
+            sites: Vec::new(),
+            module_paths: BTreeMap::new(),
+        }
+    }
+
+    /// The site of a stack's `frames`, with `modules` the log's module
+    /// table so far (a frame of an unknown module becomes `?ID+0xOFF`).
+    pub fn site_of(&mut self, modules: &HashMap<u32, PathBuf>, frames: &[alloc_log::Frame]) -> u32 {
+        let mut keys = Vec::with_capacity(frames.len());
+        let mut locs = Vec::with_capacity(frames.len());
+        for fr in frames {
+            match modules.get(&fr.module_id) {
+                Some(path) => {
+                    let s = self.sym.symbolize(path, fr.offset);
+                    locs.push(match (&s.file, s.line) {
+                        (Some(f), Some(l)) => format!("{f}:{l}"),
+                        _ => String::new(),
+                    });
+                    if !self.module_paths.contains_key(&s.module) {
+                        self.module_paths.insert(s.module.clone(), path.clone());
+                    }
+                    keys.push(s.key);
+                }
+                None => {
+                    keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
+                    locs.push(String::new());
+                }
+            }
+        }
+        let next = self.sites.len() as u32 + 1;
+        let sites = &mut self.sites;
+        *self.site_ids.entry(keys.clone()).or_insert_with(|| {
+            sites.push(Site {
+                site_id: next,
+                frames: keys,
+                locations: locs,
+            });
+            next
+        })
+    }
+}
+
 /// Turns the preload library's logs into allocations, symbolized sites and
 /// processes. Sites are deduplicated across processes by their frames.
 pub fn allocations_from_logs(
@@ -867,9 +926,7 @@ pub fn allocations_from_logs(
     notes: &mut Vec<String>,
 ) -> (Vec<Allocation>, Vec<Site>, Vec<Process>) {
     use alloc_log::Record;
-    let mut sym = Symbolizer::new();
-    let mut sites: Vec<Site> = Vec::new();
-    let mut site_ids: HashMap<Vec<String>, u32> = HashMap::new();
+    let mut stacks = StackSites::new();
     let mut allocs = Vec::new();
     let mut procs = Vec::new();
     let rel = |t: u64| t.saturating_sub(mono_t0);
@@ -889,34 +946,7 @@ pub fn allocations_from_logs(
                     modules.insert(*id, path.clone());
                 }
                 Record::Stack { id, frames } => {
-                    let mut keys = Vec::with_capacity(frames.len());
-                    let mut locs = Vec::with_capacity(frames.len());
-                    for fr in frames {
-                        match modules.get(&fr.module_id) {
-                            Some(path) => {
-                                let s = sym.symbolize(path, fr.offset);
-                                locs.push(match (&s.file, s.line) {
-                                    (Some(f), Some(l)) => format!("{f}:{l}"),
-                                    _ => String::new(),
-                                });
-                                keys.push(s.key);
-                            }
-                            None => {
-                                keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
-                                locs.push(String::new());
-                            }
-                        }
-                    }
-                    let next = sites.len() as u32 + 1;
-                    let site = *site_ids.entry(keys.clone()).or_insert_with(|| {
-                        sites.push(Site {
-                            site_id: next,
-                            frames: keys,
-                            locations: locs,
-                        });
-                        next
-                    });
-                    stack_site.insert(*id, site);
+                    stack_site.insert(*id, stacks.site_of(&modules, frames));
                 }
                 Record::Alloc(a) | Record::Sample { alloc: a, .. } => {
                     // A sampled small allocation stands for more bytes of its site.
@@ -949,6 +979,7 @@ pub fn allocations_from_logs(
             }
         }
     }
+    let sites = stacks.sites;
     if sites
         .iter()
         .any(|s| s.frames.iter().any(|f| f.starts_with('?')))

@@ -2,6 +2,9 @@
 //! (`swaplab_lab::refs`). Skipped (counted, with the reason) where valgrind
 //! is not installed.
 
+mod common;
+
+use common::{args, object_range};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -14,27 +17,6 @@ use swaplab_trace::{RefBatch, RefSource, Source};
 /// Records a skip (and returns false) when valgrind is not installed.
 fn have_valgrind(test: &str) -> bool {
     !swaplab_testkit::skip_unless_program(test, "valgrind", "apt-get install valgrind")
-}
-
-fn args(s: &str) -> Vec<String> {
-    s.split_whitespace().map(str::to_string).collect()
-}
-
-/// The `--objects` line of `name` on the workload's stderr: (start, end).
-fn object_range(stderr: &str, name: &str) -> (u64, u64) {
-    for line in stderr.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["object"] == name {
-            let hex = |k: &str| {
-                let s = v[k].as_str().unwrap();
-                u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
-            };
-            return (hex("start"), hex("end"));
-        }
-    }
-    panic!("no --objects line for {name} in {stderr:?}");
 }
 
 /// Counts of references per page of a native trace.

@@ -5,6 +5,9 @@
 //! allocation, and unlike no hints. The lackey case is skipped (counted,
 //! with the reason) where valgrind is not installed.
 
+mod common;
+
+use common::{args, object_range};
 use std::path::Path;
 
 use swaplab_analysis::advise::{Action, Advice};
@@ -15,27 +18,6 @@ use swaplab_sim::{simulate_ext, Counters, Extras, PolicySpec, PrefetchSpec, Rang
 use swaplab_trace::alloc_sites::{sidecar_path, AllocSites};
 use swaplab_trace::native::NativeReader;
 use swaplab_trace::DenseTrace;
-
-fn args(s: &str) -> Vec<String> {
-    s.split_whitespace().map(str::to_string).collect()
-}
-
-/// The `--objects` line of `name` on the workload's stderr: (start, end).
-fn object_range(stderr: &str, name: &str) -> (u64, u64) {
-    for line in stderr.lines() {
-        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if v["object"] == name {
-            let hex = |k: &str| {
-                let s = v[k].as_str().unwrap();
-                u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
-            };
-            return (hex("start"), hex("end"));
-        }
-    }
-    panic!("no --objects line for {name} in {stderr:?}");
-}
 
 /// A hint file as `advise` writes it (through `from_advice` and back from
 /// its TOML) for the site `frames`.

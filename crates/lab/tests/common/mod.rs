@@ -205,3 +205,25 @@ pub fn measure_objects(args: &[&str]) -> u64 {
     assert!(objects > 0, "{args:?} reported no objects:\n{err}");
     objects
 }
+
+/// A command line from words.
+pub fn args(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_string).collect()
+}
+
+/// The `--objects` line of `name` on the workload's stderr: (start, end).
+pub fn object_range(stderr: &str, name: &str) -> (u64, u64) {
+    for line in stderr.lines() {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if v["object"] == name {
+            let hex = |k: &str| {
+                let s = v[k].as_str().unwrap();
+                u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
+            };
+            return (hex("start"), hex("end"));
+        }
+    }
+    panic!("no --objects line for {name} in {stderr:?}");
+}
