@@ -72,6 +72,11 @@ bash native/tests/run.sh || status=1
 
 phase "cargo build"
 echo "== cargo test --no-run (build every test binary of the workspace)"
+# .ci/run lints in this build (clippy-driver as the workspace's rustc
+# wrapper): a lint is then a build error here.
+case ${RUSTC_WORKSPACE_WRAPPER:-} in
+  *clippy-driver*) echo "   with clippy's lints (RUSTC_WORKSPACE_WRAPPER=clippy-driver, CLIPPY_ARGS=${CLIPPY_ARGS:-})" ;;
+esac
 cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
