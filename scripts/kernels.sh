@@ -6,11 +6,12 @@
 # (crates/cli/tests/guest.rs and the host crate's doctor tests, built here,
 # run from the shared filesystem) and one smoke experiment, once per
 # configuration:
-#   6.1  MGLRU off × {swapfile on a virtio ext4 disk, zram}
-#   6.1  MGLRU on  × {swapfile, zram}           (same boot: MGLRU is switched
-#   6.12 MGLRU on  × {swapfile, zram}            at run time, swap set up in turn)
-# Two boots in all, run at the same time (one vCPU each: the two cores of
-# the CI machine). Prints one line per configuration:
+#   6.1  MGLRU off × {swapfile on a virtio ext4 disk, zram}   (one boot each;
+#   6.1  MGLRU on  × {swapfile, zram}                          swap set up in
+#   6.12 MGLRU on  × {swapfile, zram}                          turn)
+# Three boots in all, run at the same time (one vCPU each, on the two cores
+# of the CI machine: three balanced guests end sooner than two unequal
+# ones). Prints one line per configuration:
 #   kernel 6.1 mglru=off swap=file: N passed, N failed, N skipped
 # after the time each configuration took (and each boot).
 # and exits non-zero when a test failed, a configuration did not report,
@@ -44,9 +45,10 @@ KDIR=$ROOT/target/kernels
 
 # ---------------------------------------------------------------- in the guest
 guest() {
-  # $1 = kernel label, $2 = MGLRU settings to run ("off on" or "on"),
-  # $3 = test binaries run in every configuration, $4 = test binaries run
-  # in the first one only (colon-separated), $5 = the swaplab binary.
+  # $1 = kernel label, $2 = MGLRU settings to run ("off", "on" or
+  # "off on"), $3 = test binaries run in every configuration, $4 = test
+  # binaries run in the first one only (colon-separated, may be empty),
+  # $5 = the swaplab binary.
   local label=$1 mglrus=$2 tests=$3 once=$4 swaplab=$5
   local disk=/tmp/swaplab-disk
   mkdir -p "$disk" && mount -t ext4 /dev/vda "$disk" || { echo "RESULT kernel $label: no ext4 disk at /dev/vda"; return 1; }
@@ -209,16 +211,18 @@ cleanup() {
 # patched a static key: the int3-based text patching races with the other
 # vCPU's emulated execution; twice in a row on 2026-11-25, log kept in
 # target/kernels/run/guest-6.12.first.log). The guest tests need no second
-# CPU, and two one-vCPU guests run side by side on the two cores.
+# CPU, and three one-vCPU guests run side by side on the two cores.
 # SWAPLAB_GUEST_CPUS overrides.
 GUEST_CPUS=${SWAPLAB_GUEST_CPUS:-1}
 
 # Boots one kernel and runs the guest part; prints its result lines.
+# $1 names the boot (its log: target/kernels/run/guest-$1.log), $2 is the
+# kernel's label (6.1 or 6.12), the rest as for guest().
 boot() {
-  local label=$1 vmlinux=$2 mglrus=$3 tests=$4 once=$5 swaplab=$6
-  local out=$KDIR/run/guest-$label.log
+  local id=$1 label=$2 vmlinux=$3 mglrus=$4 tests=$5 once=$6 swaplab=$7
+  local out=$KDIR/run/guest-$id.log
   mkdir -p "$KDIR/run"
-  DISK=$KDIR/run/disk-$label-$$.img
+  DISK=$KDIR/run/disk-$id-$$.img
   rm -f "$DISK"; truncate -s 1G "$DISK" && mkfs.ext4 -q -F "$DISK" || return 1
   local t0; t0=$(date +%s)
   # SWAPLAB_GUEST_VERBOSE=1: the guest kernel's console goes into the log too.
@@ -233,7 +237,7 @@ boot() {
   local waited=0
   while kill -0 "$PGID" 2>/dev/null; do
     if [ "$waited" -ge "$GUEST_TIMEOUT" ]; then
-      echo "kernel $label: the guest did not finish in ${GUEST_TIMEOUT}s: killed (log: $out)"
+      echo "kernel $label ($id): the guest did not finish in ${GUEST_TIMEOUT}s: killed (log: $out)"
       cleanup
       tail -20 "$out"
       return 1
@@ -245,7 +249,7 @@ boot() {
   cleanup
   sed -n '/^---- log of/,/^RESULT/p' "$out" | grep -v '^RESULT'
   grep -E '^(GUEST-INFO|  GUEST-FILES|  SKIP|  smoke|  TIME|RESULT )' "$out" | sed 's/^RESULT //; s/^ */  /; s/^  kernel /kernel /'
-  echo "  (kernel $label: $(( $(date +%s) - t0 )) s from start to power-off; log: ${out#"$ROOT"/})"
+  echo "  (kernel $label, MGLRU $mglrus: $(( $(date +%s) - t0 )) s from start to power-off; log: ${out#"$ROOT"/})"
 }
 
 # A guest that exits before reporting anything (seen once in about ten
@@ -307,7 +311,7 @@ main() {
     echo "could not set up the guest kernels (see above)"; exit 1
   fi
   echo "== building swaplab and the guest tests"
-  # Every configuration: crates/cli/tests/guest.rs. Once a boot: the
+  # Every configuration: crates/cli/tests/guest.rs. Once a kernel: the
   # doctor's tests (they do not depend on MGLRU or the swap kind).
   local bins tests once
   mapfile -t bins < <(test_binaries)
@@ -316,26 +320,41 @@ main() {
   # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
   local swaplab=$ROOT/target/debug/swaplab
   [ -x "$swaplab" ] || { echo "no $swaplab after the build"; exit 1; }
-  echo "== booting ${kernels[*]} side by side (set-up and build: $(( $(date +%s) - start )) s)"
-  # Each kernel's boot in its own background shell, its output to a file
-  # (printed in order afterwards). Each shell kills its own guest on exit,
-  # Ctrl-C or TERM; this one sends TERM to them on its own way out.
-  local i k pids=() status=0 expect=0
+  # The boots: 6.1 once per MGLRU state (its four configurations in one
+  # boot were the matrix's long pole: about 180 s against 6.12's 110 s,
+  # one core idle for the difference), 6.12 once. Each: id, kernel index,
+  # MGLRU states, whether it runs the once-a-kernel tests.
+  local boots=() i k
   for i in "${!kernels[@]}"; do
+    case ${kernels[$i]} in
+      6.1) boots+=("6.1-off $i off yes" "6.1-on $i on no") ;;
+      6.12) boots+=("6.12 $i on yes") ;;
+    esac
+  done
+  local ids=()
+  for b in "${boots[@]}"; do ids+=("${b%% *}"); done
+  echo "== booting ${ids[*]} side by side (set-up and build: $(( $(date +%s) - start )) s)"
+  # Each boot in its own background shell, its output to a file (printed
+  # in order afterwards). Each shell kills its own guest on exit, Ctrl-C or
+  # TERM; this one sends TERM to them on its own way out.
+  local pids=() status=0 expect=0 id m first b
+  for b in "${boots[@]}"; do
+    read -r id i m first <<< "$b"
     k=${kernels[$i]}
-    local mglrus="on"
-    if [ "$k" = 6.1 ]; then mglrus="off on"; expect=$((expect + 4)); else expect=$((expect + 2)); fi
-    rm -f "$KDIR/run/out-$k.txt" "$KDIR/run/guest-$k.log"
+    expect=$((expect + 2))
+    rm -f "$KDIR/run/out-$id.txt" "$KDIR/run/guest-$id.log"
     mkdir -p "$KDIR/run"
+    local o=$once
+    [ "$first" = yes ] || o=
     (
       trap cleanup EXIT
       trap 'cleanup; exit 130' INT TERM
       case $k in
-        6.1) echo "== kernel 6.1 ($K61_PKG $K61_VER): MGLRU off, then on; swapfile and zram" ;;
-        6.12) echo "== kernel 6.12 ($K612_PKG $K612_VER): MGLRU on; swapfile and zram" ;;
+        6.1) echo "== kernel 6.1 ($K61_PKG $K61_VER): MGLRU $m; swapfile and zram" ;;
+        6.12) echo "== kernel 6.12 ($K612_PKG $K612_VER): MGLRU $m; swapfile and zram" ;;
       esac
-      boot_twice "$k" "${vmlinux[$i]}" "$mglrus" "$tests" "$once" "$swaplab"
-    ) > "$KDIR/run/out-$k.txt" 2>&1 &
+      boot_twice "$id" "$k" "${vmlinux[$i]}" "$m" "$tests" "$o" "$swaplab"
+    ) > "$KDIR/run/out-$id.txt" 2>&1 &
     pids+=($!)
   done
   trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; exit 130' INT TERM
@@ -343,14 +362,14 @@ main() {
     wait "${pids[$i]}" || status=1
   done
   trap - INT TERM
-  for k in "${kernels[@]}"; do cat "$KDIR/run/out-$k.txt"; done
+  for id in "${ids[@]}"; do cat "$KDIR/run/out-$id.txt"; done
   echo "== guest kernels ($(( $(date +%s) - start )) s)"
   local r n=0
   while read -r r; do
     n=$((n + 1))
     echo "$r"
     echo "$r" | grep -Eq ': [0-9]+ passed, 0 failed, 0 skipped$' || status=1
-  done < <(for k in "${kernels[@]}"; do grep -h '^RESULT kernel ' "$KDIR/run/guest-$k.log" 2>/dev/null | sed 's/^RESULT //'; done)
+  done < <(for id in "${ids[@]}"; do grep -h '^RESULT kernel ' "$KDIR/run/guest-$id.log" 2>/dev/null | sed 's/^RESULT //'; done)
   if [ "$n" -lt "$expect" ]; then
     echo "$(( expect - n )) configuration(s) did not report (see target/kernels/run/guest-*.log)"
     status=1

@@ -39,17 +39,26 @@ export SWAPLAB_SKIP_LOG="$PWD/target/test-skips.log"
 log=target/cargo-test.log
 
 # Phase times: `phase NAME` starts one (ending the previous), `phase` ends the last.
+# Each phase also prints the CPU time (user + system) of the processes it
+# waited for: on a shared machine wall times vary with the others' load,
+# CPU times much less (compare those across runs).
 phases=()
 phase_name=
 phase_t0=0
+phase_cpu0=0
+# CPU seconds of this shell's finished children: bash's `times` (2nd
+# line), run in this shell (in a pipe or $(…) it would be a subshell's).
 phase() {
-  local now; now=$(date +%s)
+  local now cpu; now=$(date +%s)
+  times > target/.times
+  cpu=$(tail -1 target/.times | awk '{s = 0; for (i = 1; i <= 2; i++) {split($i, a, /[ms]/); s += a[1] * 60 + a[2]} printf "%.0f", s}')
   if [ -n "$phase_name" ]; then
-    echo "   ($phase_name: $((now - phase_t0)) s)"
+    echo "   ($phase_name: $((now - phase_t0)) s, CPU $((cpu - phase_cpu0)) s)"
     phases+=("$phase_name $((now - phase_t0)) s")
   fi
   phase_name=${1:-}
   phase_t0=$now
+  phase_cpu0=$cpu
 }
 
 # Downloads and installs that need no CPU to speak of run in the background
@@ -72,6 +81,11 @@ bash native/tests/run.sh || status=1
 
 phase "cargo build"
 echo "== cargo test --no-run (build every test binary of the workspace)"
+# .ci/run lints in this build (clippy-driver as the workspace's rustc
+# wrapper): a lint is then a build error here.
+case ${RUSTC_WORKSPACE_WRAPPER:-} in
+  *clippy-driver*) echo "   with clippy's lints (RUSTC_WORKSPACE_WRAPPER=clippy-driver, CLIPPY_ARGS=${CLIPPY_ARGS:-})" ;;
+esac
 cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
