@@ -84,12 +84,17 @@ fn calibrate_agrees_with_the_kernels_counters() {
         }
         // The swap-in passes are major faults, one per touch (the
         // process's own getrusage), and the cgroup counted at least those.
+        // Above one per touch: the pass's own arrays (latencies, 8 bytes a
+        // page, and the random order, 4 bytes a page: 12 pages here) and
+        // its code and stack pages, which the eviction before the pass can
+        // take too (seen: 4 097 for 4 096 touches).
+        let own_pages = (pages * 12.0 / 4096.0).ceil() + 8.0;
         let mut own = 0.0;
         for p in ["seq", "random"] {
             let s = phase(p);
             assert_eq!(f(&s["touches"]), pages, "{kind} {p}");
             assert!(
-                f(&s["majflt"]) >= 0.9 * pages && f(&s["majflt"]) <= pages,
+                f(&s["majflt"]) >= 0.9 * pages && f(&s["majflt"]) <= pages + own_pages,
                 "{kind} {p}: {} major faults for {pages} touches",
                 s["majflt"]
             );
