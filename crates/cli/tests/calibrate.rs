@@ -84,11 +84,13 @@ fn calibrate_agrees_with_the_kernels_counters() {
         }
         // The swap-in passes are major faults, one per touch (the
         // process's own getrusage), and the cgroup counted at least those.
-        // Above one per touch: the pass's own arrays (latencies, 8 bytes a
-        // page, and the random order, 4 bytes a page: 12 pages here) and
-        // its code and stack pages, which the eviction before the pass can
-        // take too (seen: 4 097 for 4 096 touches).
-        let own_pages = (pages * 12.0 / 4096.0).ceil() + 8.0;
+        // Above one per touch: the program's own pages, which the eviction
+        // before the pass can take too (on v1 it squeezes the group to
+        // 64 KiB to drop the swap file's cache): its code (file pages, read
+        // back with a major fault: 4 097 for 4 096 touches was seen), and
+        // its arrays (latencies and the random order, 4 bytes a page each:
+        // 8 pages here) when their best-effort mlock failed.
+        let own_pages = (pages * 8.0 / 4096.0).ceil() + 8.0;
         let mut own = 0.0;
         for p in ["seq", "random"] {
             let s = phase(p);
