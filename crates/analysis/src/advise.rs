@@ -843,6 +843,16 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
         .count();
     let memory = memory_need(t, a.page_size);
     let process_swaps = a.totals.major_faults.max(a.totals.swap_ins);
+    // What `process_swaps` counts, in words: swap-ins when the kernel's
+    // readahead brought in more pages than the program faulted on.
+    let counted = if a.totals.swap_ins > a.totals.major_faults {
+        format!(
+            "{process_swaps} swap-ins ({} of them major faults)",
+            a.totals.major_faults
+        )
+    } else {
+        format!("{process_swaps} major faults")
+    };
     let more = |m: &[MemoryStep]| -> String {
         let parts: Vec<String> = m
             .iter()
@@ -906,7 +916,7 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
             .map(|p| format!("; and {}", prefetch_words(p)))
             .unwrap_or_default();
         format!(
-            "{hints} hint(s); the best is expected to save about {saved} of the process's {process_swaps} major faults ({:.0} %){also}; check them with `swaplab advise TRACE --verify`",
+            "{hints} hint(s); the best is expected to save about {saved} of the process's {counted} ({:.0} %){also}; check them with `swaplab advise TRACE --verify`",
             saved as f64 * 100.0 / process_swaps as f64
         )
     } else {
@@ -914,15 +924,21 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
         let why = advice
             .iter()
             .find(|x| x.action == Action::Nothing)
-            .map(|x| x.evidence.split("; ").take(2).collect::<Vec<_>>().join("; "))
+            .map(|x| {
+                x.evidence
+                    .split("; ")
+                    .take(2)
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            })
             .unwrap_or_else(|| {
                 format!(
-                    "{} of the {process_swaps} major faults fall in no allocation site with a pattern a hint can use",
+                    "{} of the {counted} fall in no allocation site with a pattern a hint can use",
                     process_swaps.saturating_sub(attributed)
                 )
             });
         format!(
-            "no hint will help: {why}. Only more memory (or a more local data structure) reduces the {process_swaps} major faults.{}",
+            "no hint will help: {why}. Only more memory (or a more local data structure) reduces the {counted}.{}",
             more(&memory)
         )
     };
