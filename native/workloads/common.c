@@ -291,12 +291,16 @@ uint64_t hints_before_fill(const struct opts *o, void *p, size_t bytes)
         return 0;
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t want = o->mlock, limit = 0, usage = 0;
-    if (want == MLOCK_MAX) {
+    if (want == MLOCK_MAX || want == MLOCK_HALF) {
+        int max = want == MLOCK_MAX;
         if (cgroup_memory(&limit, &usage))
-            die(EXIT_USAGE, "%s: --mlock max: this process has no memory cgroup limit to size "
-                "the lock by; give a size (e.g. --mlock 64M)", o->workload);
+            die(EXIT_USAGE, "%s: --mlock %s: this process has no memory cgroup limit to size "
+                "the lock by; give a size (e.g. --mlock 64M)", o->workload, max ? "max" : "half");
         uint64_t room = mlock_headroom(limit);
         want = limit > usage + room ? limit - usage - room : 0;
+        /* half: half the limit, never more than max would lock */
+        if (!max && limit / 2 < want)
+            want = limit / 2;
     }
     uintptr_t s = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1);
     uintptr_t e = ((uintptr_t)p + bytes) & ~(uintptr_t)(page - 1);

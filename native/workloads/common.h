@@ -33,6 +33,9 @@ enum {
 
 /* --mlock max: as much of the object as the memory limit allows */
 #define MLOCK_MAX UINT64_MAX
+/* --mlock half: half of the memory limit (the rest streams through the
+ * other half, room for a prefetcher's window) */
+#define MLOCK_HALF (UINT64_MAX - 1)
 
 struct opts {
     const char *workload;
@@ -183,7 +186,8 @@ void setup_done(const struct opts *o);
 
 /* --mlock and --madvise on the main object [p, p+bytes): hints_before_fill
  * locks (and so populates) the first o->mlock bytes, or with MLOCK_MAX as
- * much as the memory cgroup's limit leaves (limit - usage - max(limit/8, 4 MiB));
+ * much as the memory cgroup's limit leaves (limit - usage - max(limit/8, 4 MiB)),
+ * with MLOCK_HALF half of the limit (at most what MLOCK_MAX would lock);
  * hints_after_fill applies the --madvise advice to the whole object.
  * Both print what they did on stderr (one JSON line) and return the bytes
  * locked / advised, for the result's extra members. */

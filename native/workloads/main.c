@@ -70,7 +70,8 @@ static void usage(FILE *f)
         "                each) after allocating it, before the main work\n"
         "  --stop        raise SIGSTOP after setup, before the main work (resume: SIGCONT)\n"
         "  --mlock SIZE|max  traverse: mlock the first SIZE of the array before filling it;\n"
-        "                max = as much as the cgroup's limit leaves (limit - usage - max(limit/8, 4M))\n"
+        "                max = as much as the cgroup's limit leaves (limit - usage - max(limit/8, 4M));\n"
+        "                half = half of the cgroup's limit (at most what max locks)\n"
         "  --madvise A[,A]   traverse: madvise the array after filling it (willneed,\n"
         "                sequential, random), as swpTracer's madvise variant did\n"
         "  --refs-fd N   write every page reference to the main objects to descriptor N\n"
@@ -220,8 +221,10 @@ int main(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--mlock"))) {
             if (!strcmp(v, "max"))
                 o.mlock = MLOCK_MAX;
-            else if (parse_size(v, &o.mlock) || o.mlock == 0)
-                bad_args("--mlock: '%s' is not a size above 0 or 'max' (e.g. 64M)", v);
+            else if (!strcmp(v, "half"))
+                o.mlock = MLOCK_HALF;
+            else if (parse_size(v, &o.mlock) || o.mlock == 0 || o.mlock >= MLOCK_HALF)
+                bad_args("--mlock: '%s' is not a size above 0, 'max' or 'half' (e.g. 64M)", v);
             given |= OPT_HINTS;
         } else if ((v = opt_value(argc, argv, &i, "--madvise"))) {
             char tmp[128];

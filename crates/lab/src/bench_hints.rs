@@ -74,6 +74,10 @@ pub const KNOWN_VARIANTS: &[(&str, &str)] = &[
         "advise",
         "swaplab advise's hint file from a traced run at the middle limit",
     ),
+    (
+        "mlock-leap",
+        "half the limit mlocked (--mlock half) and run --prefetch leap:pageout=1 for the rest",
+    ),
 ];
 
 /// What to run.
@@ -257,6 +261,17 @@ fn sweep_variants(
                 options: RunOptions::default(),
                 command: Some(with(&["--mlock", "max"])),
             }),
+            "mlock-leap" => {
+                let (options, _) = crate::options::parse_option_words(&[
+                    "--prefetch".to_string(),
+                    "leap:pageout=1".to_string(),
+                ])?;
+                out.push(Variant {
+                    name: "mlock-leap".into(),
+                    options,
+                    command: Some(with(&["--mlock", "half"])),
+                })
+            }
             "pc" => {
                 for pc in &opts.page_clusters {
                     out.push(plain(
@@ -321,10 +336,13 @@ pub fn check(opts: &HintsOptions) -> Result<()> {
                     .join(", ")
             ))
         })?;
-    let needs_flags = opts.variants.iter().any(|v| v == "madvise" || v == "mlock");
+    let needs_flags = opts
+        .variants
+        .iter()
+        .any(|v| v == "madvise" || v == "mlock" || v == "mlock-leap");
     if needs_flags && opts.workload != "traverse" {
         return Err(Error::Invalid(format!(
-            "--workload {}: the madvise and mlock variants need a workload that takes --mlock and --madvise (traverse); leave them out with --variants",
+            "--workload {}: the madvise, mlock and mlock-leap variants need a workload that takes --mlock and --madvise (traverse); leave them out with --variants",
             w.name
         )));
     }
@@ -540,7 +558,7 @@ fn cell_of(variant: &str, pct: f64, limit: u64, runs: &[&RunRecord], outcome: St
                 .filter_map(|r| r.workload_output.as_ref()?["mlocked"].as_f64())
                 .collect(),
         )
-        .filter(|_| variant == "mlock"),
+        .filter(|_| variant == "mlock" || variant == "mlock-leap"),
         note: if outcome == "ok" {
             String::new()
         } else {

@@ -19,6 +19,7 @@
 //! | pcN | the same readahead at page-cluster N |
 //! | mlock | base, with the first `mlocked` bytes of the array (as the workload reported) pinned |
 //! | leap, stride, thread | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late (the preload thread samples per CPU and polls) saves fewer faults than predicted. |
+//! | mlock-leap | leap's model (as for leap) with the first `mlocked` bytes of the array (half the limit, as the workload reported) pinned |
 //! | advise | base, with each hint of `advise`'s file applied to the whole array: traverse's array is the only allocation the preload library logs (above 64 KiB), so every site hint advise writes for it names that array. mlock pins its bytes from the array's start, willneed reads its window ahead at each fault in the array, cold/pageout act `delay_ms` after the first touch, turned into references at the unlimited run's rate. Like `thread`, the willneed hint's prefetch thread is modelled without its timing. |
 //!
 //! The speed-up is predicted from the simulated major faults F and pages
@@ -72,7 +73,7 @@ fn model_of(variant: &str, readahead: &str, pc: u32) -> Option<String> {
         v if v.starts_with("pc") => readahead_spec(readahead, v[2..].parse().ok()?),
         // The external prefetchers: Leap's detector with their windows (1 MiB
         // base, 256 pages, for leap and stride; the preload thread's 4 MiB).
-        "leap" | "stride" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
+        "leap" | "stride" | "mlock-leap" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
         "thread" => format!("leap:max={THREAD_WINDOW_PAGES}"),
         _ => return None,
     })
@@ -156,7 +157,7 @@ pub fn predict(s: &mut HintsSize, opts: &HintsOptions, readahead: &str, pc: Opti
             let Some(model) = model_of(&c.variant, readahead, pc) else {
                 continue;
             };
-            let n = if c.variant == "mlock" {
+            let n = if c.variant == "mlock" || c.variant == "mlock-leap" {
                 c.mlocked_bytes.unwrap_or(0.0) as u64 / 4096
             } else {
                 0
