@@ -61,7 +61,7 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
         .iter()
         .map(|c| c["variant"].as_str().unwrap())
         .collect();
-    for want in ["base", "madvise", "mlock", "pc0", "pc6"] {
+    for want in ["base", "madvise", "mlock", "pc0", "pc6", "mlock-leap"] {
         assert_eq!(
             variants.iter().filter(|v| **v == want).count(),
             2,
@@ -130,6 +130,27 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                         "{name}: locked {locked} under a {limit} limit"
                     );
                     // The simulation pins what the workload locked.
+                    let pinned = format!("{} pages pinned", locked as u64 / 4096);
+                    assert!(
+                        c["sim_model"].as_str().unwrap().contains(&pinned),
+                        "{name}: {}",
+                        c["sim_model"]
+                    );
+                }
+                "mlock-leap" => {
+                    // --mlock half: half the limit (page-rounded), never
+                    // more than --mlock max would lock; and the prefetcher ran
+                    let locked = f(&out["mlocked"]);
+                    let limit = f(&c["limit_bytes"]);
+                    let room = (limit / 8.0).max(4.0 * 1048576.0);
+                    assert!(
+                        locked <= (limit / 2.0).min(limit - room) && locked > limit / 2.0 - 8192.0,
+                        "{name}: locked {locked} under a {limit} limit"
+                    );
+                    assert!(
+                        f(&r["metrics"]["prefetch_cpu_ns"]["value"]) > 0.0,
+                        "{name}: the prefetcher did not run"
+                    );
                     let pinned = format!("{} pages pinned", locked as u64 / 4096);
                     assert!(
                         c["sim_model"].as_str().unwrap().contains(&pinned),

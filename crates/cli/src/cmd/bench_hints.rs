@@ -37,7 +37,7 @@ pub struct HintsArgs {
     #[arg(long, default_value = "file:2x")]
     pub swap: String,
     /// A quick run for demos and tests: 32M, limits 75%,50%, 1 repeat, variants base,
-    /// madvise, mlock, pc.
+    /// madvise, mlock, pc, mlock-leap.
     #[arg(long, conflicts_with_all = ["sizes", "limits", "repeat", "variants"])]
     pub quick: bool,
     /// Kill a run after this long.
@@ -60,7 +60,7 @@ impl HintsArgs {
     /// The benchmark's options.
     pub fn options(&self) -> Result<HintsOptions> {
         let (sizes, limits, repeat, variants) = if self.quick {
-            ("32M", "75%,50%", 1, "base,madvise,mlock,pc")
+            ("32M", "75%,50%", 1, "base,madvise,mlock,pc,mlock-leap")
         } else {
             (
                 self.sizes.as_str(),
