@@ -1016,6 +1016,18 @@ mod tests {
             }
             t
         }
+        /// `n` major faults at random pages of `start..start+bytes`, at
+        /// `t0 + i·dt` (an LCG from `seed`).
+        fn random_majors(&mut self, start: u64, bytes: u64, n: u64, t0: u64, dt: u64, seed: u64) {
+            let mut x = seed;
+            for i in 0..n {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let page = (x >> 33) % (bytes / PAGE);
+                self.touch(t0 + i * dt, start + page * PAGE, FaultKind::Major);
+            }
+        }
         fn done(mut self) -> (Analysis, TraceTables) {
             self.t.faults.sort_by_key(|f| f.t_ns);
             (analyze(&self.t, &AnalyzeOptions::default()), self.t)
@@ -1038,18 +1050,7 @@ mod tests {
         });
         let t_end = b.sweeps(0x5000_0000, 16 * MIB, 4, 0, 1000);
         b.object(2, 0x7000_0000, 8 * MIB);
-        let mut x: u64 = 12345;
-        for i in 0..4096u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let page = (x >> 33) % (8 * MIB / PAGE);
-            b.touch(
-                t_end + i * 1000,
-                0x7000_0000 + page * PAGE,
-                FaultKind::Major,
-            );
-        }
+        b.random_majors(0x7000_0000, 8 * MIB, 4096, t_end, 1000, 12345);
         let (a, t) = b.done();
         let ctx = limited(8 * MIB);
         let advice = advise(&a, &t, &ctx);
@@ -1083,17 +1084,7 @@ mod tests {
         b.t.regions.push(t.regions[0].clone());
         let t_end = b.sweeps(0x5000_0000, 16 * MIB, 2, 0, 1000);
         b.object(2, 0x7000_0000, 8 * MIB);
-        for i in 0..100_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let page = (x >> 33) % (8 * MIB / PAGE);
-            b.touch(
-                t_end + i * 1000,
-                0x7000_0000 + page * PAGE,
-                FaultKind::Major,
-            );
-        }
+        b.random_majors(0x7000_0000, 8 * MIB, 100_000, t_end, 1000, 54321);
         let (a, t) = b.done();
         let advice = advise(&a, &t, &ctx);
         assert_eq!(prefetch_advice(&a, &ctx, &advice), None);
@@ -1343,14 +1334,7 @@ mod tests {
     fn random_over_64m() -> (Analysis, TraceTables) {
         let mut b = Builder::new();
         b.object(1, 0x1000_0000, 64 * MIB);
-        let mut x: u64 = 3;
-        for i in 0..50_000u64 {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            let p = (x >> 33) % (64 * MIB / PAGE);
-            b.touch(i * 100, 0x1000_0000 + p * PAGE, FaultKind::Major);
-        }
+        b.random_majors(0x1000_0000, 64 * MIB, 50_000, 0, 100, 3);
         b.done()
     }
 
