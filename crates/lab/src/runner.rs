@@ -486,8 +486,7 @@ impl Lab {
         };
         if let (Ok(Some(spec)), Some(h)) = (&from_file, &opts.hints) {
             rec.notes.push(format!(
-                "prefetch {} from the hint file {}",
-                format!("{:?}", spec.mode).to_lowercase(),
+                "prefetch {spec} from the hint file {}",
                 h.display()
             ));
         }

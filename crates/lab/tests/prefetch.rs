@@ -226,7 +226,7 @@ fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.starts_with("prefetch leap from the hint file")),
+            .any(|n| n.starts_with("prefetch leap:window=64K:max=512K:log=1 from the hint file")),
         "{:?}",
         r.notes
     );
