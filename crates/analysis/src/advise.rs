@@ -1170,6 +1170,14 @@ mod tests {
         assert_eq!(a.sites[0].major_faults, 2 * pages / 8);
         assert_eq!(a.sites[0].swap_ins, 2 * pages);
         let advice = advise(&a, &t, &limited(32 * MIB));
+        // the verdict says what it counts: swap-ins, and how many faulted
+        let v = verdict(&a, &t, &limited(32 * MIB), &advice);
+        let counted = format!(
+            "{} swap-ins ({} of them major faults)",
+            2 * pages,
+            2 * pages / 8
+        );
+        assert!(v.summary.contains(&counted), "{}", v.summary);
         let w = advice
             .iter()
             .find(|x| matches!(x.action, Action::Willneed { .. }))
