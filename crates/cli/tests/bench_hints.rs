@@ -61,7 +61,15 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
         .iter()
         .map(|c| c["variant"].as_str().unwrap())
         .collect();
-    for want in ["base", "madvise", "mlock", "pc0", "pc6", "mlock-leap"] {
+    for want in [
+        "base",
+        "madvise",
+        "mlock",
+        "pc0",
+        "pc6",
+        "leap-po",
+        "mlock-leap",
+    ] {
         assert_eq!(
             variants.iter().filter(|v| **v == want).count(),
             2,
@@ -157,6 +165,21 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                         "{name}: {}",
                         c["sim_model"]
                     );
+                }
+                "leap-po" => {
+                    // The prefetcher ran with pageout and paged out what
+                    // the walk passed (3 passes over a 32M array at 75 % or
+                    // 50 % of its peak: the walk faults, so it pages out).
+                    // with pageout's defaults: a 2 MiB window at most,
+                    // paging out from 64 KiB behind the faulting page
+                    let p = &r["options"]["prefetch"];
+                    assert_eq!(
+                        (&p["pageout"], f(&p["max"]), f(&p["lag"])),
+                        (&serde_json::Value::Bool(true), 2097152.0, 65536.0),
+                        "{name}: {p}"
+                    );
+                    let paged = f(&r["metrics"]["prefetch_pages_paged_out"]["value"]);
+                    assert!(paged > 0.0, "{name}: nothing paged out");
                 }
                 "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),
                 _ => {}

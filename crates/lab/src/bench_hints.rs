@@ -67,6 +67,10 @@ pub const KNOWN_VARIANTS: &[(&str, &str)] = &[
         "run --prefetch leap: the external majority-trend prefetcher",
     ),
     (
+        "leap-po",
+        "run --prefetch leap:pageout=1: leap, and the pages it passed paged out 64 KiB behind the walk, so that the rest stays resident",
+    ),
+    (
         "stride",
         "run --prefetch stride: the external stride prefetcher",
     ),
@@ -261,6 +265,13 @@ fn sweep_variants(
                 options: RunOptions::default(),
                 command: Some(with(&["--mlock", "max"])),
             }),
+            "leap-po" => {
+                let (options, _) = crate::options::parse_option_words(&[
+                    "--prefetch".to_string(),
+                    "leap:pageout=1".to_string(),
+                ])?;
+                out.push(plain("leap-po", options))
+            }
             "mlock-leap" => {
                 let (options, _) = crate::options::parse_option_words(&[
                     "--prefetch".to_string(),

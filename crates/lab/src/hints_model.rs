@@ -19,6 +19,7 @@
 //! | pcN | the same readahead at page-cluster N |
 //! | mlock | base, with the first `mlocked` bytes of the array (as the workload reported) pinned |
 //! | leap, stride, thread | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late (the preload thread samples per CPU and polls) saves fewer faults than predicted. |
+//! | leap-po | leap's model with its 2 MiB largest window (`leap:max=512`); the pages it pages out behind the walk (which keep the rest resident and cut the swap traffic) are not modelled |
 //! | mlock-leap | leap's model (as for leap) with the first `mlocked` bytes of the array (half the limit, as the workload reported) pinned |
 //! | advise | base, with each hint of `advise`'s file applied to the whole array: traverse's array is the only allocation the preload library logs (above 64 KiB), so every site hint advise writes for it names that array. mlock pins its bytes from the array's start, willneed reads its window ahead at each fault in the array, cold/pageout act `delay_ms` after the first touch, turned into references at the unlimited run's rate. Like `thread`, the willneed hint's prefetch thread is modelled without its timing. |
 //!
@@ -47,6 +48,8 @@ pub const POLICY: &str = "linux";
 const EXTERNAL_WINDOW_PAGES: u64 = 256;
 /// The largest window of the preload library's prefetch thread (4 MiB).
 const THREAD_WINDOW_PAGES: u64 = 1024;
+/// `--prefetch leap:pageout=1`'s largest window (2 MiB), in pages.
+const PAGEOUT_WINDOW_PAGES: u64 = 512;
 
 /// The page-level reference trace of `traverse --size SIZE --passes P`.
 pub fn traverse_trace(size: u64, passes: u64) -> DenseTrace {
@@ -75,6 +78,9 @@ fn model_of(variant: &str, readahead: &str, pc: u32) -> Option<String> {
         // base, 256 pages, for leap and stride; the preload thread's 4 MiB).
         "leap" | "stride" | "mlock-leap" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
         "thread" => format!("leap:max={THREAD_WINDOW_PAGES}"),
+        // leap with pageout=1: its largest window is 2 MiB; the pages it
+        // pages out behind the walk are not modelled.
+        "leap-po" => format!("leap:max={PAGEOUT_WINDOW_PAGES}"),
         _ => return None,
     })
 }

@@ -123,6 +123,11 @@ pub struct PrefetchSpec {
     pub k: u32,
     /// Also MADV_PAGEOUT pages more than a window behind the trend.
     pub pageout: bool,
+    /// With `pageout`: how far behind the faulting page pages are paged
+    /// out, bytes (0: two windows, the rule before 2026-11-26 and what
+    /// records without the field ran with).
+    #[serde(default)]
+    pub lag: u64,
     /// Sample minor faults (hits; accuracy, coverage and early re-issue).
     pub minor: bool,
     /// Log every request to `prefetch.tsv` in the run directory.
@@ -131,6 +136,12 @@ pub struct PrefetchSpec {
 
 const DEFAULT_WINDOW: u64 = 1 << 20;
 const DEFAULT_MAX: u64 = 32 << 20;
+/// The largest window when `pageout=1` (docs/prefetch.md, "pageout=1"):
+/// what the walk has in flight (ahead + lag) is memory the pages kept
+/// resident lose, so it stays small.
+const PAGEOUT_MAX: u64 = 2 << 20;
+/// How far behind the faulting page `pageout=1` pages out.
+const DEFAULT_LAG: u64 = 64 << 10;
 
 impl PrefetchSpec {
     /// The defaults of a mode.
@@ -143,9 +154,21 @@ impl PrefetchSpec {
             split: 4,
             k: 3,
             pageout: false,
+            lag: DEFAULT_LAG,
             minor: true,
             log: false,
         }
+    }
+
+    /// The defaults of a mode with `pageout` on or off: with it, the
+    /// largest window is [`PAGEOUT_MAX`].
+    fn defaults(mode: PrefetchMode, pageout: bool) -> PrefetchSpec {
+        let mut d = PrefetchSpec::new(mode);
+        if pageout {
+            d.pageout = true;
+            d.max = PAGEOUT_MAX;
+        }
+        d
     }
 
     /// Checks the values.
@@ -188,6 +211,7 @@ impl FromStr for PrefetchSpec {
             }
         };
         let mut s = PrefetchSpec::new(mode);
+        let mut max = None;
         for p in parts {
             let (k, v) = p.split_once('=').ok_or_else(|| {
                 Error::Invalid(format!(
@@ -215,19 +239,24 @@ impl FromStr for PrefetchSpec {
             };
             match k.trim() {
                 "window" => s.window = size(v)?,
-                "max" => s.max = size(v)?,
+                "max" => max = Some(size(v)?),
                 "history" => s.history = num(v)?,
                 "split" => s.split = num(v)?,
                 "k" => s.k = num(v)?,
                 "pageout" => s.pageout = flag(v)?,
+                "lag" => s.lag = size(v)?,
                 "minor" => s.minor = flag(v)?,
                 "log" => s.log = flag(v)?,
                 other => {
                     return Err(Error::Invalid(format!(
-                        "--prefetch {input:?}: unknown key {other:?} (known: window, max, history, split, k, pageout, minor, log)"
+                        "--prefetch {input:?}: unknown key {other:?} (known: window, max, history, split, k, pageout, lag, minor, log)"
                     )))
                 }
             }
+        }
+        s.max = max.unwrap_or(PrefetchSpec::defaults(mode, s.pageout).max);
+        if s.window > s.max && max.is_none() {
+            s.max = s.window;
         }
         if mode == PrefetchMode::Thread && input.contains(':') {
             return Err(Error::Invalid(format!(
@@ -241,7 +270,7 @@ impl FromStr for PrefetchSpec {
 
 impl fmt::Display for PrefetchSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let d = PrefetchSpec::new(self.mode);
+        let d = PrefetchSpec::defaults(self.mode, self.pageout);
         f.write_str(match self.mode {
             PrefetchMode::Leap => "leap",
             PrefetchMode::Stride => "stride",
@@ -262,8 +291,11 @@ impl fmt::Display for PrefetchSpec {
         if self.k != d.k {
             write!(f, ":k={}", self.k)?;
         }
+        if self.pageout && self.lag != d.lag {
+            write!(f, ":lag={}", format_size(self.lag))?;
+        }
         for (on, dflt, name) in [
-            (self.pageout, d.pageout, "pageout"),
+            (self.pageout, false, "pageout"),
             (self.minor, d.minor, "minor"),
             (self.log, d.log, "log"),
         ] {
@@ -571,8 +603,14 @@ impl Detector {
             s.frontier = Some(page + t * w as i64);
         }
         if spec.pageout && t.abs() == 1 {
-            // Everything more than two windows behind, once.
-            let behind = page - t * (2 * w) as i64;
+            // Everything more than `lag` (two windows) behind, once.
+            let ps = swaplab_host::util::page_size();
+            let lag = if spec.lag > 0 {
+                (spec.lag / ps).max(1)
+            } else {
+                2 * w
+            };
+            let behind = page - t * lag as i64;
             let from = s.paged_to.unwrap_or(behind - t * w as i64);
             let (lo, hi) = if t > 0 {
                 (from, behind)
@@ -1236,24 +1274,66 @@ mod tests {
 
     #[test]
     fn the_window_grows_with_hits_up_to_max_and_pageout_trails() {
-        let (mut d, base) = pages("leap:window=16K:max=64K:pageout=1");
-        let ps = swaplab_host::util::page_size();
-        let max = (64 << 10) / ps;
+        let ps = swaplab_host::util::page_size() as i64;
+        let (mut d, base) = pages(&format!("leap:window=16K:max=64K:pageout=1:lag={}", 5 * ps));
+        let max = (64 << 10) / ps as u64;
         let mut biggest = 0;
-        let mut paged = Vec::new();
+        let mut paged: Vec<(i64, u64)> = Vec::new();
         for p in 0..2000i64 {
             let hit = p > 8;
             let r = d.access(1, p, hit);
             for &(_, n) in &r.willneed {
                 biggest = biggest.max(n);
             }
+            for &(lo, n) in &r.pageout {
+                // Never closer than the lag (5 pages) behind the walk.
+                assert!(lo >= 0 && lo + n as i64 <= p - 5, "{lo}+{n} at {p}");
+                // Each range starts where the last one ended: every page
+                // behind is paged out once.
+                if let Some(&(l, m)) = paged.last() {
+                    assert_eq!(lo, l + m as i64, "at {p}");
+                }
+            }
             paged.extend(r.pageout);
         }
         assert!(base < max);
         assert_eq!(d.streams[&1].window, max);
         assert!(biggest <= max);
-        // Pages out behind only: every paged-out page is below the walk.
-        assert!(!paged.is_empty());
-        assert!(paged.iter().all(|&(p, n)| p >= 0 && p + (n as i64) <= 2000));
+        // Trailing the walk: the last range ends within a request's
+        // spacing (half the largest window) of 5 pages behind page 1999.
+        let &(l, m) = paged.last().unwrap();
+        let end = l + m as i64;
+        assert!(end > 1999 - 5 - max as i64 / 2 - 1, "ends at {end}");
+    }
+
+    #[test]
+    fn pageout_defaults_keep_the_walk_in_flight_small() {
+        let s: PrefetchSpec = "leap:pageout=1".parse().unwrap();
+        assert_eq!(
+            (s.max, s.lag, s.window),
+            (PAGEOUT_MAX, DEFAULT_LAG, DEFAULT_WINDOW)
+        );
+        assert_eq!(s.to_string(), "leap:pageout=1");
+        // Without pageout the largest window stays Leap's 32M.
+        let s: PrefetchSpec = "leap".parse().unwrap();
+        assert_eq!(s.max, DEFAULT_MAX);
+        // A window above the pageout cap raises the cap; a given max wins.
+        let s: PrefetchSpec = "leap:pageout=1:window=4M".parse().unwrap();
+        assert_eq!(s.max, 4 << 20);
+        let s: PrefetchSpec = "leap:pageout=1:max=32M:lag=0".parse().unwrap();
+        assert_eq!((s.max, s.lag), (32 << 20, 0));
+        assert_eq!(s.to_string().parse::<PrefetchSpec>().unwrap(), s);
+        // lag=0 is the old rule: two windows behind.
+        let ps = swaplab_host::util::page_size() as i64;
+        let (mut d, _) = pages("leap:window=16K:max=16K:pageout=1:lag=0");
+        let w = (16 << 10) / ps;
+        let mut last_end = None;
+        for p in 0..400i64 {
+            for &(lo, n) in &d.access(1, p, p > 8).pageout {
+                assert!(lo + n as i64 <= p - 2 * w);
+                last_end = Some(lo + n as i64);
+            }
+        }
+        assert!(last_end.unwrap() >= 399 - 2 * w - w);
     }
 }

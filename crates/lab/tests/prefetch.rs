@@ -195,6 +195,90 @@ fn requests_land_ahead_of_a_sequential_walk() {
 }
 
 #[test]
+fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
+    if skip("pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest") {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (dir, lab) = temp_lab();
+    let exe = walker(dir.path());
+    let (n, walk) = (4096usize, 1500usize);
+    let cmd = vec![
+        exe.display().to_string(),
+        n.to_string(),
+        walk.to_string(),
+        "500".into(),
+        "check".into(),
+    ];
+    // window 16 pages, max 64, lag 32 pages (128 KiB)
+    let r = run(
+        &lab,
+        cmd,
+        opts("leap:window=64K:max=256K:pageout=1:lag=128K:log=1"),
+    );
+    let out = r.workload_output.clone().expect("walker output");
+    let base = out["base"].as_u64().unwrap();
+    let res: Vec<bool> = out["resident"]
+        .as_str()
+        .unwrap()
+        .bytes()
+        .map(|b| b == b'1')
+        .collect();
+    assert_eq!(res.len(), n);
+    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut paged = vec![false; n];
+    let mut total = 0u64;
+    let mut next: Option<usize> = None;
+    for l in log
+        .lines()
+        .filter(|l| l.split('\t').nth(2) == Some("pageout"))
+    {
+        let f: Vec<&str> = l.split('\t').collect();
+        let (start, pages, at) = (hex(f[3]), f[4].parse::<u64>().unwrap(), hex(f[5]));
+        let (first, at_page) = (
+            ((start - base) / 4096) as usize,
+            ((at - base) / 4096) as usize,
+        );
+        // Behind the fault that triggered it by at least the lag.
+        assert!(
+            first + pages as usize + 32 <= at_page,
+            "closer than the lag: {l}"
+        );
+        // Each range starts where the last ended: every page once.
+        if let Some(p) = next {
+            assert_eq!(first, p, "{l}");
+        }
+        next = Some(first + pages as usize);
+        paged[first..first + pages as usize].fill(true);
+        total += pages;
+    }
+    assert!(total > 0, "nothing paged out:\n{log}");
+    assert_eq!(total as f64, metric(&r, "prefetch_pages_paged_out"));
+    // The kernel's view (the walker's own mincore after the walk): on zram
+    // a page out completes at once, so the pages paged out are gone, and
+    // the last lag's worth of the walk, never paged out, is still there.
+    let gone: Vec<usize> = (0..n).filter(|&p| paged[p]).collect();
+    let back = gone.iter().filter(|&&p| res[p]).count();
+    assert!(
+        back * 20 <= gone.len(),
+        "{back} of {} paged-out pages resident",
+        gone.len()
+    );
+    assert!(
+        (walk - 32..walk).all(|p| res[p] && !paged[p]),
+        "the last 32 pages walked: {:?}",
+        &res[walk - 32..walk]
+    );
+    // The walk was prefetched meanwhile.
+    assert!(metric(&r, "prefetch_pages_used") >= (walk / 2) as f64);
+    assert_eq!(prefetch_leftovers(), (0, 0));
+    drop(lab);
+    assert_restored(&before, "prefetch pageout");
+}
+
+#[test]
 fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
     if skip("a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose") {
         return;
