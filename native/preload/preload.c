@@ -37,7 +37,8 @@
  *   SWAPLAB_PREFETCH_ARGS  `key=value,...`: max=BYTES (largest prefetch
  *                        distance, default 4M), interval=US (poll period,
  *                        default 1000), history=N (fault deltas voted on,
- *                        4..64, default 16).
+ *                        4..64, default 16), minor=0|1 (sample minor faults
+ *                        to renew the window on hits, default 1).
  *   SWAPLAB_DEBUG_BG_GATE  tests only: `R,W`, two descriptors; the background
  *                        thread writes a byte to W and reads one from R
  *                        before each piece of work (see bg_gate).
@@ -2140,15 +2141,29 @@ static void hints_load(const char *file)
  * D, 2D, ... up to a distance that starts at 8 pages and doubles while
  * the trend holds (at most max).  Pages already prefetched for the same
  * trend are not asked for again.  Without a trend it backs off: distance
- * back to zero, no calls.  Each call is one line of the hint report with
- * hint id 0 (and a HINT record in the log).  A process whose perf event
- * cannot be opened (perf_event_paranoid, seccomp) gets one stderr line and
- * no thread. */
+ * back to zero, no calls.
+ *
+ * Hits (minor=1, the default): a second event samples minor faults.  A
+ * page the thread read ahead is in the swap cache, and the program's first
+ * touch of it is a minor fault: for a dense trend (|D| <= 16) a minor
+ * fault inside the window already requested tells how far the program
+ * got, and when less than half the distance is left ahead of it the
+ * thread requests the next stretch (distance doubled, at most max) without
+ * waiting for a major fault.  Without hits the program meets a major fault
+ * at the end of every window and waits for the thread's next interval
+ * (the bench measured 15-45 % of the major faults saved against leap's
+ * 97-99 %).
+ *
+ * Each call is one line of the hint report with hint id 0 (and a HINT
+ * record in the log).  A process whose perf event cannot be opened
+ * (perf_event_paranoid, seccomp) gets one stderr line and no thread. */
 static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
-static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16;
+static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16, g_pf_minor = 1;
 #define PF_MAX_CPUS 256
 static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be mapped) */
 static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
+static int g_pf_nmin; /* minor-fault rings, one per CPU (0 with minor=0) */
+static struct perf_event_mmap_page *g_pf_min[PF_MAX_CPUS];
 static size_t g_pf_pages = 16; /* data pages of each ring */
 
 /* 0, or the errno of the madvise (ENOMEM: the trend ran off its mapping) */
@@ -2161,6 +2176,35 @@ static int pf_issue(uint64_t lo, uint64_t hi)
     return r;
 }
 
+/* Reads up to `cap` sampled fault pages from ring `mp` into `out` (the rest
+ * stays for the next call); returns how many. */
+static size_t pf_read(struct perf_event_mmap_page *mp, uint64_t *out, size_t cap)
+{
+    uint64_t pg = (uint64_t)g_page, size = g_pf_pages * pg;
+    unsigned char *data = (unsigned char *)mp + g_page;
+    uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+    uint64_t tail = mp->data_tail;
+    size_t n = 0;
+    while (n < cap && tail + sizeof(struct perf_event_header) <= head) {
+        struct perf_event_header eh;
+        for (size_t k = 0; k < sizeof eh; k++)
+            ((unsigned char *)&eh)[k] = data[(tail + k) % size];
+        if (eh.size < sizeof eh || tail + eh.size > head)
+            break;
+        if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof eh + 8) {
+            uint64_t addr;
+            for (size_t k = 0; k < 8; k++)
+                ((unsigned char *)&addr)[k] = data[(tail + sizeof eh + k) % size];
+            out[n++] = addr / pg;
+        }
+        tail += eh.size;
+    }
+    __atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+    return n;
+}
+
+#define PF_BATCH 1024
+
 static void *pf_main(void *arg)
 {
     (void)arg;
@@ -2170,43 +2214,70 @@ static void *pf_main(void *arg)
     uint64_t nh = 0, last = 0, have_last = 0;
     int64_t cur = 0;       /* the trend's delta, pages (0 = none) */
     uint64_t dist = 0;     /* pages ahead */
-    uint64_t done_to = 0;  /* page index (exclusive for D > 0) prefetched for cur */
-    uint64_t size = g_pf_pages * pg;
-    for (int ring = 0;; ring = (ring + 1) % g_pf_n) {
-        if (ring == 0) {
-            struct timespec ts = {(time_t)(g_pf_interval_us / 1000000),
-                                  (long)(g_pf_interval_us % 1000000) * 1000};
-            nanosleep(&ts, NULL);
-        }
-        struct perf_event_mmap_page *mp = g_pf_mp[ring];
-        unsigned char *data = (unsigned char *)mp + g_page;
-        uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
-        uint64_t tail = mp->data_tail;
+    uint64_t done_to = 0;  /* the farthest page requested for cur (inclusive) */
+    uint64_t got[PF_BATCH];
+    for (;;) {
+        struct timespec ts = {(time_t)(g_pf_interval_us / 1000000),
+                              (long)(g_pf_interval_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
         int fresh = 0;
-        while (tail + sizeof(struct perf_event_header) <= head) {
-            struct perf_event_header eh;
-            for (size_t k = 0; k < sizeof eh; k++)
-                ((unsigned char *)&eh)[k] = data[(tail + k) % size];
-            if (eh.size < sizeof eh || tail + eh.size > head)
-                break;
-            if (eh.type == PERF_RECORD_SAMPLE && eh.size >= sizeof eh + 8) {
-                uint64_t addr;
-                for (size_t k = 0; k < 8; k++)
-                    ((unsigned char *)&addr)[k] = data[(tail + sizeof eh + k) % size];
-                uint64_t page = addr / pg;
-                if (have_last) {
-                    hist[nh % g_pf_hist] = (int64_t)(page - last);
-                    nh++;
+        for (int ring = 0; ring < g_pf_n; ring++) {
+            size_t n;
+            while ((n = pf_read(g_pf_mp[ring], got, PF_BATCH)) > 0) {
+                for (size_t i = 0; i < n; i++) {
+                    if (have_last) {
+                        hist[nh % g_pf_hist] = (int64_t)(got[i] - last);
+                        nh++;
+                    }
+                    last = got[i];
+                    have_last = 1;
                 }
-                last = page;
-                have_last = 1;
                 fresh = 1;
             }
-            tail += eh.size;
         }
-        __atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
-        if (!fresh)
+        /* Hits: the farthest requested page the program touched (a minor
+         * fault inside the window requested for a dense trend). */
+        uint64_t maxp = g_pf_max / pg ? g_pf_max / pg : 1;
+        uint64_t step = (uint64_t)(cur < 0 ? -cur : cur);
+        int dense = cur && step <= 16 && dist;
+        int have_pos = 0;
+        uint64_t pos = 0;
+        for (int ring = 0; ring < g_pf_nmin; ring++) {
+            size_t n;
+            while ((n = pf_read(g_pf_min[ring], got, PF_BATCH)) > 0) {
+                for (size_t i = 0; dense && i < n; i++) {
+                    uint64_t p = got[i];
+                    int in = cur > 0 ? p <= done_to && p + maxp > done_to
+                                     : p >= done_to && p < done_to + maxp;
+                    if (in && (!have_pos || (cur > 0 ? p > pos : p < pos))) {
+                        pos = p;
+                        have_pos = 1;
+                    }
+                }
+            }
+        }
+        if (!fresh) {
+            if (!have_pos)
+                continue;
+            /* Served from the window: renew it when less than half is left. */
+            uint64_t left = cur > 0 ? done_to - pos : pos - done_to;
+            if (left * 2 >= dist)
+                continue;
+            dist = dist * 2 > maxp ? maxp : dist * 2;
+            int r;
+            if (cur > 0) {
+                uint64_t from = done_to + 1, to = pos + dist + 1;
+                done_to = to > from ? to - 1 : done_to;
+                r = pf_issue(from * pg, to * pg);
+            } else {
+                uint64_t to = done_to, from = pos > dist ? pos - dist : 0;
+                done_to = from < to ? from : done_to;
+                r = pf_issue(from * pg, to * pg);
+            }
+            if (r)
+                dist = 0;
             continue;
+        }
         uint64_t n = nh < g_pf_hist ? nh : g_pf_hist;
         int64_t m = 0;
         uint64_t c = 0;
@@ -2226,17 +2297,22 @@ static void *pf_main(void *arg)
             dist = 0;
             continue;
         }
-        if (m == cur && dist == 0)
-            continue; /* this trend ran off its mapping: wait for a new one */
-        uint64_t maxp = g_pf_max / pg ? g_pf_max / pg : 1;
-        if (m != cur) {
+        uint64_t off = last > done_to ? last - done_to : done_to - last;
+        int restart = m == cur && (dist == 0 || off > maxp);
+        if (restart && (off <= maxp || hist[(nh - 1) % g_pf_hist] != m))
+            continue; /* this trend ran off its mapping, or the fault is off the
+                       * trend (a jump the majority outlived): wait */
+        /* A new trend, or the same one resumed far from where it stopped
+         * (the walk jumped: the next pass over an array starts again at its
+         * front; its second fault follows the trend again). */
+        if (m != cur || restart) {
             cur = m;
             dist = 8;
             done_to = last;
         } else {
             dist = dist * 2 > maxp ? maxp : dist * 2;
         }
-        uint64_t step = (uint64_t)(m < 0 ? -m : m);
+        step = (uint64_t)(m < 0 ? -m : m);
         if (step <= 16) { /* one range covers the strides */
             if (m > 0) {
                 uint64_t from = (done_to > last ? done_to : last) + 1, to = last + dist + 1;
@@ -2288,9 +2364,11 @@ static void pf_args(const char *v)
             g_pf_interval_us = x;
         else if (eq && !strcmp(kv, "history") && !parse_u64(eq + 1, 10, &x) && x >= 4 && x <= 64)
             g_pf_hist = x;
+        else if (eq && !strcmp(kv, "minor") && !parse_u64(eq + 1, 10, &x) && x <= 1)
+            g_pf_minor = x;
         else
-            say("SWAPLAB_PREFETCH_ARGS: ignoring `%s` (expected max=BYTES, interval=US or "
-                "history=4..64)",
+            say("SWAPLAB_PREFETCH_ARGS: ignoring `%s` (expected max=BYTES, interval=US, "
+                "history=4..64 or minor=0|1)",
                 kv);
     }
 }
@@ -2337,6 +2415,24 @@ static void pf_start(void)
         say("SWAPLAB_PREFETCH=thread: %s (%s); no prefetch thread",
             why ? why : "no CPU took a perf event", strerror(err));
         return;
+    }
+    a.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
+    for (long cpu = 0; g_pf_minor && cpu < ncpu; cpu++) {
+        int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (errno == ENODEV || errno == EINVAL)
+                continue;
+            say("SWAPLAB_PREFETCH=thread: cannot open a perf event for minor faults (%s); "
+                "the window is renewed at major faults only",
+                strerror(errno));
+            break;
+        }
+        void *m = sys_mmap(NULL, (g_pf_pages + 1) * (size_t)g_page, PROT_READ | PROT_WRITE,
+                           MAP_SHARED, fd, 0);
+        close(fd);
+        if (m == MAP_FAILED)
+            break;
+        g_pf_min[g_pf_nmin++] = m;
     }
     pthread_attr_t at;
     pthread_attr_init(&at);

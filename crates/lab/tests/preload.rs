@@ -635,11 +635,16 @@ fn the_prefetch_thread_follows_a_sequential_trend_and_not_a_random_walk() {
         ],
     ));
     assert!(v["calls"].as_u64().unwrap() >= 1, "{v}");
-    // the prefetch turned major faults into minor ones
-    assert!(
-        v["seq_majflt"].as_u64().unwrap() < v["pages"].as_u64().unwrap(),
-        "{v}"
-    );
+    // the prefetch turned major faults into minor ones, in both walks: the
+    // second starts over at the file's front with the same trend (before
+    // 2026-11-26 the thread asked for nothing there: its window stayed at
+    // the end the first walk reached)
+    let pages = v["pages"].as_u64().unwrap();
+    // (about 150 and 120 of 4096 pages fault here; the old thread faulted
+    // on all 4096 of the second walk)
+    assert!(v["seq_majflt"].as_u64().unwrap() <= pages / 4, "{v}");
+    assert!(v["calls2"].as_u64().unwrap() >= 1, "{v}");
+    assert!(v["seq2_majflt"].as_u64().unwrap() <= pages / 4, "{v}");
     // the same calls, read here from the report: hint id 0, willneed
     let applied = swaplab_lab::tracing::read_hint_report(&report);
     assert!(applied.iter().all(|h| h.id == 0 && h.action == "willneed"));
