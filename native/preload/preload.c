@@ -43,7 +43,8 @@
  *                        thread writes a byte to W and reads one from R
  *                        before each piece of work (see bg_gate).
  *
- * Exported besides the interposed functions: swaplab_preload_stats (tests).
+ * Exported besides the interposed functions: swaplab_preload_stats and
+ * swaplab_preload_pf_stats (tests).
  *
  * Failed calls change nothing: a munmap, mremap or MAP_FIXED mmap that
  * fails logs no FREE and keeps its mappings' mlock budget.  A forked child
@@ -158,6 +159,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -2164,6 +2166,57 @@ static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be m
 static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
 static int g_pf_nmin; /* minor-fault rings, one per CPU (0 with minor=0) */
 static struct perf_event_mmap_page *g_pf_min[PF_MAX_CPUS];
+static int g_pf_fd[PF_MAX_CPUS], g_pf_mfd[PF_MAX_CPUS]; /* their events (sparse sampling) */
+/* Sparse sampling: after PF_QUIET_NS without a trend, one major fault in
+ * PF_SPARSE is sampled and minor faults not at all, as `run --prefetch
+ * leap` does (docs/prefetch.md): a sample costs the faulting program 1-2.5
+ * us, which a random program on zram (faults of ~15 us) paid on every fault
+ * while nothing could be prefetched.  A walk seen through every 16th fault
+ * still shows a constant delta; then every fault is sampled again and the
+ * history starts afresh.  The period change reaches only the events of the
+ * thread that opened them (PERF_EVENT_IOC_PERIOD does not follow inherited
+ * copies): other threads keep being sampled at every fault. */
+#define PF_SPARSE 16
+#define PF_QUIET_NS 20000000ull
+
+/* 1 if descriptor fd is still a perf event (a program may close descriptors
+ * it did not open; ours must not be confused with one it opened since). */
+static int pf_is_perf(int fd)
+{
+    char path[64], link[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(path, link, sizeof link - 1);
+    if (n <= 0)
+        return 0;
+    link[n] = 0;
+    return strstr(link, "perf_event") != NULL;
+}
+
+/* The prefetch thread's counters (swaplab_preload_pf_stats). */
+static uint64_t g_pf_samples, g_pf_switches, g_pf_is_sparse;
+
+/* Tests: out[0] major-fault samples the prefetch thread read, out[1] its
+ * switches between sampling every fault and sparse sampling, out[2] 1 while
+ * it samples sparsely. */
+EXPORT void swaplab_preload_pf_stats(uint64_t out[3])
+{
+    out[0] = __atomic_load_n(&g_pf_samples, __ATOMIC_RELAXED);
+    out[1] = __atomic_load_n(&g_pf_switches, __ATOMIC_RELAXED);
+    out[2] = __atomic_load_n(&g_pf_is_sparse, __ATOMIC_RELAXED);
+}
+
+static void pf_set_sparse(int on)
+{
+    __atomic_store_n(&g_pf_is_sparse, (uint64_t)on, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&g_pf_switches, 1, __ATOMIC_RELAXED);
+    uint64_t period = on ? PF_SPARSE : 1;
+    for (int i = 0; i < g_pf_n; i++)
+        if (pf_is_perf(g_pf_fd[i]))
+            ioctl(g_pf_fd[i], PERF_EVENT_IOC_PERIOD, &period);
+    for (int i = 0; i < g_pf_nmin; i++)
+        if (pf_is_perf(g_pf_mfd[i]))
+            ioctl(g_pf_mfd[i], on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0);
+}
 static size_t g_pf_pages = 16; /* data pages of each ring */
 
 /* 0, or the errno of the madvise (ENOMEM: the trend ran off its mapping) */
@@ -2216,14 +2269,17 @@ static void *pf_main(void *arg)
     uint64_t dist = 0;     /* pages ahead */
     uint64_t done_to = 0;  /* the farthest page requested for cur (inclusive) */
     uint64_t got[PF_BATCH];
+    int sparse = 0;
+    uint64_t trend_ns = now_ns();
     for (;;) {
-        struct timespec ts = {(time_t)(g_pf_interval_us / 1000000),
-                              (long)(g_pf_interval_us % 1000000) * 1000};
+        uint64_t us = sparse ? 10000 : g_pf_interval_us;
+        struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
         nanosleep(&ts, NULL);
         int fresh = 0;
         for (int ring = 0; ring < g_pf_n; ring++) {
             size_t n;
             while ((n = pf_read(g_pf_mp[ring], got, PF_BATCH)) > 0) {
+                __atomic_add_fetch(&g_pf_samples, n, __ATOMIC_RELAXED);
                 for (size_t i = 0; i < n; i++) {
                     if (have_last) {
                         hist[nh % g_pf_hist] = (int64_t)(got[i] - last);
@@ -2292,11 +2348,27 @@ static void *pf_main(void *arg)
         c = 0;
         for (uint64_t i = 0; i < n; i++)
             c += hist[i] == m;
-        if (n < 4 || c * 2 <= n || m == 0) { /* no trend: back off */
+        int trend = !(n < 4 || c * 2 <= n || m == 0);
+        if (sparse || (!trend && now_ns() - trend_ns > PF_QUIET_NS)) {
+            /* Sparse samples only find a trend (their deltas are multiples
+             * of the real ones); switching either way starts afresh. */
+            if (sparse == trend) {
+                sparse = !sparse;
+                pf_set_sparse(sparse);
+                nh = 0;
+                have_last = 0;
+                trend_ns = now_ns();
+            }
             cur = 0;
             dist = 0;
             continue;
         }
+        if (!trend) { /* no trend: back off */
+            cur = 0;
+            dist = 0;
+            continue;
+        }
+        trend_ns = now_ns();
         uint64_t off = last > done_to ? last - done_to : done_to - last;
         int restart = m == cur && (dist == 0 || off > maxp);
         if (restart && (off <= maxp || hist[(nh - 1) % g_pf_hist] != m))
@@ -2404,16 +2476,22 @@ static void pf_start(void)
         void *m = sys_mmap(NULL, (g_pf_pages + 1) * (size_t)g_page, PROT_READ | PROT_WRITE,
                            MAP_SHARED, fd, 0);
         err = errno;
-        close(fd); /* the mapping keeps the event */
         if (m == MAP_FAILED) {
+            close(fd);
             why = "cannot map the perf ring";
             break;
         }
+        g_pf_fd[g_pf_n] = fd; /* kept for sparse sampling (PERF_EVENT_IOC_PERIOD) */
         g_pf_mp[g_pf_n++] = m;
     }
     if (why || !g_pf_n) {
         say("SWAPLAB_PREFETCH=thread: %s (%s); no prefetch thread",
             why ? why : "no CPU took a perf event", strerror(err));
+        for (int i = 0; i < g_pf_n; i++) {
+            sys_munmap(g_pf_mp[i], (g_pf_pages + 1) * (size_t)g_page);
+            close(g_pf_fd[i]);
+        }
+        g_pf_n = 0;
         return;
     }
     a.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
@@ -2429,9 +2507,11 @@ static void pf_start(void)
         }
         void *m = sys_mmap(NULL, (g_pf_pages + 1) * (size_t)g_page, PROT_READ | PROT_WRITE,
                            MAP_SHARED, fd, 0);
-        close(fd);
-        if (m == MAP_FAILED)
+        if (m == MAP_FAILED) {
+            close(fd);
             break;
+        }
+        g_pf_mfd[g_pf_nmin] = fd;
         g_pf_min[g_pf_nmin++] = m;
     }
     pthread_attr_t at;

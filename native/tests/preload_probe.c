@@ -747,6 +747,12 @@ static int mode_trend(const char *dir)
         sink += seq[i * PG];
     long m1c = majflt();
     usleep(20000);
+    typedef void (*pf_stats_fn)(uint64_t out[3]);
+    pf_stats_fn pf_stats = (pf_stats_fn)dlsym(RTLD_DEFAULT, "swaplab_preload_pf_stats");
+    CHECK(pf_stats, "swaplab_preload_pf_stats not found: is the library preloaded?");
+    uint64_t st0[3] = {0}, st1[3] = {0};
+    if (pf_stats)
+        pf_stats(st0);
     uint64_t x = 88172645463325252ull;
     for (size_t i = 0; i < np / 4; i++) {
         x ^= x << 13;
@@ -756,6 +762,8 @@ static int mode_trend(const char *dir)
     }
     long m2 = majflt();
     usleep(20000);
+    if (pf_stats)
+        pf_stats(st1);
     FILE *f = fopen(rep, "r");
     CHECK(f != NULL, "cannot read the report %s", rep);
     long in_seq = 0, in_rnd = 0, other = 0, past = 0, bytes = 0; /* past: ENOMEM calls */
@@ -801,8 +809,11 @@ static int mode_trend(const char *dir)
           in_seq, in_rnd, other);
     printf("{\"mode\":\"trend\",\"pages\":%zu,\"seq_majflt\":%ld,\"seq2_majflt\":%ld,"
            "\"rnd_majflt\":%ld,\"calls\":%ld,\"calls2\":%ld,\"off_mapping\":%ld,\"elsewhere\":%ld,"
-           "\"prefetched_bytes\":%ld}\n",
-           np, m1 - m0, m1c - m1b, m2 - m1c, in_seq, again, past, elsewhere, bytes);
+           "\"prefetched_bytes\":%ld,\"rnd_samples\":%llu,\"rnd_switches\":%llu,"
+           "\"sparse_after\":%llu}\n",
+           np, m1 - m0, m1c - m1b, m2 - m1c, in_seq, again, past, elsewhere, bytes,
+           (unsigned long long)(st1[0] - st0[0]), (unsigned long long)(st1[1] - st0[1]),
+           (unsigned long long)st1[2]);
     munmap(seq, n);
     munmap(rnd, n);
     return g_fail;
