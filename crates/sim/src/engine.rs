@@ -1512,11 +1512,15 @@ mod tests {
         let pageout = [hint(100, 300, HintKind::Pageout { after: 5000 })];
         for info in crate::policies::REGISTRY {
             let spec = PolicySpec::parse(info.name).unwrap();
-            for pf in ["next:n=4", "cluster", "vma", "leap"] {
+            let drops = ["lru", "fifo", "clock", "linux"].contains(&info.name);
+            for pf in ["next:n=4", "cluster", "vma", "leap", "leap:pageout=1:lag=4"] {
+                if pf.contains("pageout") && !drops {
+                    continue;
+                }
                 let pf = PrefetchSpec::parse(pf).unwrap();
                 for cap in [12, 64, 300] {
                     let mut h = hints.to_vec();
-                    if ["lru", "fifo", "clock", "linux"].contains(&info.name) {
+                    if drops {
                         h.extend(pageout);
                     }
                     let r = simulate_ext(
@@ -1537,6 +1541,49 @@ mod tests {
                     assert_eq!(c.hits + c.misses(), c.references);
                     assert!(c.prefetch_used + c.prefetch_unused <= c.prefetch_reads);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn prefetcher_pageout_keeps_the_contract_on_walks() {
+        // Walks over 400 pages, up and down, with a random page every 8th
+        // reference; every policy that can drop pages, at several sizes:
+        // the contract checks hold, pages are paged out, and each paged-out
+        // page is an eviction.
+        let noise = testutil::random_trace(4000, 400, 3);
+        let refs: Vec<(u64, bool)> = (0..4000u64)
+            .map(|i| {
+                let walk = if (i / 400) % 2 == 0 {
+                    i % 400
+                } else {
+                    399 - i % 400
+                };
+                let p = if i % 8 == 7 { noise[i as usize] } else { walk };
+                (p, i % 3 == 0)
+            })
+            .collect();
+        let t = DenseTrace::from_refs(&refs);
+        let pf = PrefetchSpec::parse("leap:pageout=1:lag=4").unwrap();
+        for p in ["lru", "fifo", "clock", "linux"] {
+            for cap in [16, 100, 300] {
+                let r = simulate_ext(
+                    &t,
+                    None,
+                    &PolicySpec::parse(p).unwrap(),
+                    cap,
+                    1,
+                    &Extras {
+                        prefetch: Some(&pf),
+                        hints: &[],
+                    },
+                    &|_| {},
+                )
+                .unwrap_or_else(|e| panic!("{p} {cap}: {e}"));
+                let c = r.counters;
+                assert!(c.prefetch_pageouts > 0, "{p} {cap}");
+                assert!(c.prefetch_pageouts <= c.evictions, "{p} {cap}");
+                assert_eq!(c.hits + c.misses(), 4000);
             }
         }
     }
