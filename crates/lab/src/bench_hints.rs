@@ -186,6 +186,9 @@ pub struct HintsCell {
     /// Simulated pages read ahead (besides the faulting ones).
     #[serde(default)]
     pub sim_prefetch_reads: Option<f64>,
+    /// Simulated swap-outs (pages written to swap).
+    #[serde(default)]
+    pub sim_swap_outs: Option<f64>,
     /// 1 - sim majflt / sim base majflt.
     pub sim_fault_reduction: Option<f64>,
     /// The speed-up the simulation predicts (see [`predicted_speedup`]).

@@ -58,6 +58,10 @@ pub struct Counters {
     /// Read-ahead pages evicted (or paged out) before any reference.
     #[serde(default)]
     pub prefetch_unused: u64,
+    /// Resident pages the prefetcher paged out (`leap:pageout=1`; counted
+    /// in `evictions` too, and in `swap_outs` when dirty).
+    #[serde(default)]
+    pub prefetch_pageouts: u64,
 }
 
 impl Counters {
@@ -686,15 +690,15 @@ impl Ext<'_> {
         }
     }
 
-    /// The ids of the resident, unpinned pages of `h`'s range.
-    fn resident_in(&self, h: &RangeHint) -> Vec<u32> {
+    /// The ids of the resident, unpinned pages of pages `start..end`.
+    fn resident_in(&self, start: u64, end: u64) -> Vec<u32> {
         let ok = |id: u32| self.state[id as usize] & (RESIDENT | PINNED) == RESIDENT;
-        if h.end - h.start > self.vpn.len() as u64 {
+        if end.saturating_sub(start) > self.vpn.len() as u64 {
             (0..self.vpn.len() as u32)
-                .filter(|&id| (h.start..h.end).contains(&self.vpn[id as usize]) && ok(id))
+                .filter(|&id| (start..end).contains(&self.vpn[id as usize]) && ok(id))
                 .collect()
         } else {
-            (h.start..h.end)
+            (start..end)
                 .filter_map(|p| self.id_of.get(&p).copied())
                 .filter(|&id| ok(id))
                 .collect()
@@ -779,6 +783,13 @@ fn run_ext(
             })
         })
         .transpose()?;
+    if !policy.can_remove() && pf.as_ref().is_some_and(|p| p.pages_out()) {
+        return Err(SimError::BadParam(format!(
+            "policy '{spec}' cannot drop pages on request, so prefetcher '{}' cannot page out \
+             (MADV_PAGEOUT) with it: simulate lru, fifo, clock or linux, or leave pageout=1 out",
+            pf_spec.map(|p| p.to_string()).unwrap_or_default()
+        )));
+    }
     let pf_slots = pf_spec.is_some_and(|p| p.info().slots);
     let needs_map = (pf.is_some() && !pf_slots) || !hints.is_empty();
     let mut e = Ext {
@@ -854,6 +865,7 @@ fn run_ext(
     let mut armed = vec![false; hints.len()];
     let mut due: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut cand: Vec<u64> = Vec::new();
+    let mut outs: Vec<(u64, u64)> = Vec::new();
     let ids = &trace.ids;
     let bits = trace.write_bits();
     for i in 0..ids.len() {
@@ -864,7 +876,7 @@ fn run_ext(
             }
             due.pop();
             let h = hints[k];
-            let list = e.resident_in(&h);
+            let list = e.resident_in(h.start, h.end);
             if let HintKind::Pageout { .. } = h.action {
                 e.policy.remove(&list);
                 for &id in &list {
@@ -966,6 +978,21 @@ fn run_ext(
                         let slot = e.slots.as_ref().map_or(0, |s| u64::from(s.of[id as usize]));
                         cand.clear();
                         pf.fault(&Fault { page, slot }, &mut cand);
+                        outs.clear();
+                        pf.pageout(&mut outs);
+                        for &(start, end) in &outs {
+                            let mut list = e.resident_in(start, end);
+                            list.retain(|&x| x != id);
+                            if list.is_empty() {
+                                continue;
+                            }
+                            e.policy.remove(&list);
+                            for &x in &list {
+                                e.gone(x)?;
+                                e.resident -= 1;
+                            }
+                            e.c.prefetch_pageouts += list.len() as u64;
+                        }
                         for &c in &cand {
                             let target = if e.pf_slots {
                                 e.slots
@@ -1316,6 +1343,46 @@ mod tests {
     }
 
     #[test]
+    fn prefetcher_pageout_with_linux() {
+        // linux, 64 pages (no reclaim ever), reads: pages 0..11 (minor),
+        // then a pageout hint drops all 12 (dirty: 12 swap-outs) before
+        // two more passes. leap:pageout=1:lag=2 (max 8), pass 1:
+        //  0: major, window 0.  1: major, window 1: reads 2; pageout
+        //  below page 0: nothing.  3: major (1 hit), window 2: reads 4 5,
+        //  pages out 0.  6: major (2 hits), window 4: reads 7..10, pages
+        //  out 1 2 3.  11: major (4 hits), window 8: reads nothing (12..19
+        //  are not in the trace), pages out 4..8.
+        // Pass 2 (9 10 11 resident): 0: major, off the trend: no
+        //  pageout; window max(0, 8/2) = 4: reads 1..4.  5: major,
+        //  window 8: reads 6 7 8; the pageout range is behind the last
+        //  one's end: nothing.
+        // 7 majors, 14 reads (all used), 9 pages paged out: clean (swapped
+        // in and only read), so evicted without a write.
+        let po = [hint(0, 12, HintKind::Pageout { after: 11 })];
+        let t: Vec<u64> = (0..36).map(|i| i % 12).collect();
+        let r = ext_r("linux", 64, "leap:pageout=1:lag=2", &po, &t).unwrap();
+        let c = r.counters;
+        assert_eq!(five(&c), (12, 7, 17, 21, 12));
+        assert_eq!(
+            (c.prefetch_reads, c.prefetch_used, c.prefetch_pageouts),
+            (14, 14, 9)
+        );
+        // Without pageout=1 pass 1 has the same 5 majors and 7 reads, and
+        // pass 2 finds everything resident: paging out with no memory
+        // pressure only costs faults.
+        let c = ext("linux", 64, "leap", &po, &t);
+        assert_eq!(
+            (c.major_faults, c.prefetch_reads, c.prefetch_pageouts),
+            (5, 7, 0)
+        );
+        // A policy that cannot drop pages refuses, as for pageout hints.
+        let e = ext_r("arc", 8, "leap:pageout=1", &[], &t)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cannot page out"), "{e}");
+    }
+
+    #[test]
     fn willneed_reads_the_window_ahead_in_its_range() {
         // Like next:n=2 (see prefetch/next.rs), but only inside 0..8.
         let t: Vec<u64> = (0..8).chain(0..8).collect();
@@ -1445,11 +1512,15 @@ mod tests {
         let pageout = [hint(100, 300, HintKind::Pageout { after: 5000 })];
         for info in crate::policies::REGISTRY {
             let spec = PolicySpec::parse(info.name).unwrap();
-            for pf in ["next:n=4", "cluster", "vma", "leap"] {
+            let drops = ["lru", "fifo", "clock", "linux"].contains(&info.name);
+            for pf in ["next:n=4", "cluster", "vma", "leap", "leap:pageout=1:lag=4"] {
+                if pf.contains("pageout") && !drops {
+                    continue;
+                }
                 let pf = PrefetchSpec::parse(pf).unwrap();
                 for cap in [12, 64, 300] {
                     let mut h = hints.to_vec();
-                    if ["lru", "fifo", "clock", "linux"].contains(&info.name) {
+                    if drops {
                         h.extend(pageout);
                     }
                     let r = simulate_ext(
@@ -1470,6 +1541,49 @@ mod tests {
                     assert_eq!(c.hits + c.misses(), c.references);
                     assert!(c.prefetch_used + c.prefetch_unused <= c.prefetch_reads);
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn prefetcher_pageout_keeps_the_contract_on_walks() {
+        // Walks over 400 pages, up and down, with a random page every 8th
+        // reference; every policy that can drop pages, at several sizes:
+        // the contract checks hold, pages are paged out, and each paged-out
+        // page is an eviction.
+        let noise = testutil::random_trace(4000, 400, 3);
+        let refs: Vec<(u64, bool)> = (0..4000u64)
+            .map(|i| {
+                let walk = if (i / 400) % 2 == 0 {
+                    i % 400
+                } else {
+                    399 - i % 400
+                };
+                let p = if i % 8 == 7 { noise[i as usize] } else { walk };
+                (p, i % 3 == 0)
+            })
+            .collect();
+        let t = DenseTrace::from_refs(&refs);
+        let pf = PrefetchSpec::parse("leap:pageout=1:lag=4").unwrap();
+        for p in ["lru", "fifo", "clock", "linux"] {
+            for cap in [16, 100, 300] {
+                let r = simulate_ext(
+                    &t,
+                    None,
+                    &PolicySpec::parse(p).unwrap(),
+                    cap,
+                    1,
+                    &Extras {
+                        prefetch: Some(&pf),
+                        hints: &[],
+                    },
+                    &|_| {},
+                )
+                .unwrap_or_else(|e| panic!("{p} {cap}: {e}"));
+                let c = r.counters;
+                assert!(c.prefetch_pageouts > 0, "{p} {cap}");
+                assert!(c.prefetch_pageouts <= c.evictions, "{p} {cap}");
+                assert_eq!(c.hits + c.misses(), 4000);
             }
         }
     }

@@ -155,6 +155,7 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
                 num(c.prefetch_reads),
                 num(c.prefetch_used),
                 num(c.prefetch_unused),
+                num(c.prefetch_pageouts),
                 opt(r.accuracy),
                 opt(r.coverage),
             ]);
@@ -162,8 +163,17 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
     }
     if pf {
         rows.header.insert(1, "prefetch".into());
-        rows.header
-            .extend(["pf_reads", "pf_used", "pf_unused", "accuracy", "coverage"].map(String::from));
+        rows.header.extend(
+            [
+                "pf_reads",
+                "pf_used",
+                "pf_unused",
+                "pf_pageouts",
+                "accuracy",
+                "coverage",
+            ]
+            .map(String::from),
+        );
     }
     if res.iter().any(|r| r.cost.is_some()) {
         add_cost_columns(&mut rows, res);

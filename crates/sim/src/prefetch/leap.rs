@@ -19,18 +19,42 @@
 //! * **Read**: `pw` pages along the trend (`p + d, p + 2d, …`); with no
 //!   trend (or trend 0), `pw` pages around the fault as Linux reads around
 //!   it (`p − pw/2 …`, the fault excluded).
+//! * **Pageout** (`pageout=1`, swaplab's addition, as `run --prefetch
+//!   leap:pageout=1` does): at a major fault that follows a trend of ±1,
+//!   the pages more than `lag` (default 64 KiB of pages) behind the
+//!   faulting page, back to where the last pageout ended (the first time:
+//!   one window further back), are paged out. The `lag` pages just behind
+//!   the walk stay; on a cyclic sweep the pages it does not reach before
+//!   its next pass stay resident (an MRU-like eviction of the scan). The
+//!   range is computed along the trend and clipped at page 0; a jump back
+//!   (the next pass of a sweep) pages out nothing, and the next pageout
+//!   starts from there. A new trend starts afresh.
 use super::{Fault, Prefetcher, PrefetcherInfo};
+use crate::engine::SimError;
 use std::collections::VecDeque;
 
 pub const INFO: PrefetcherInfo = PrefetcherInfo {
     name: "leap",
     summary: "Leap (ATC'20): majority trend over the last h fault deltas, window grown and shrunk by hits",
-    params: "h=N (history, 2..=1024, default 32), split=N (first window h/split, default 2), max=N (PW_max, default 8)",
+    params: "h=N (history, 2..=1024, default 32), split=N (first window h/split, default 2), max=N (PW_max, default 8), \
+             pageout=0|1 (page out what the walk passed, default 0), lag=N (pages kept behind the walk with pageout=1, default 64 KiB of pages)",
     slots: false,
     build: |c| {
-        c.params
-            .allow_for("prefetcher", "leap", &["h", "split", "max"])?;
+        c.params.allow_for(
+            "prefetcher",
+            "leap",
+            &["h", "split", "max", "pageout", "lag"],
+        )?;
         let h = c.params.int("h", 32, 2, 1024)? as usize;
+        let pageout = c.params.int("pageout", 0, 0, 1)? == 1;
+        let default_lag = (DEFAULT_LAG_BYTES / c.page_size.max(1)).max(1);
+        if !pageout && c.params.0.contains_key("lag") {
+            return Err(SimError::BadParam(
+                "prefetcher 'leap': lag= is how far behind the walk pageout=1 pages out; \
+                 add pageout=1 (e.g. leap:pageout=1:lag=16) or leave lag out"
+                    .into(),
+            ));
+        }
         Ok(Box::new(Leap {
             h,
             split: c.params.int("split", 2, 1, h as u64)? as usize,
@@ -39,9 +63,17 @@ pub const INFO: PrefetcherInfo = PrefetcherInfo {
             last: None,
             hits: 0,
             prev_pw: 0,
+            pageout,
+            lag: c.params.int("lag", default_lag, 1, 1 << 30)?,
+            po_trend: 0,
+            paged_to: None,
+            po: None,
         }))
     },
 };
+
+/// `pageout=1`'s default lag: 64 KiB, as `run --prefetch leap:pageout=1`.
+const DEFAULT_LAG_BYTES: u64 = 64 << 10;
 
 struct Leap {
     h: usize,
@@ -54,6 +86,17 @@ struct Leap {
     /// Prefetch hits since the last major fault.
     hits: u64,
     prev_pw: u64,
+    /// `pageout=1`.
+    pageout: bool,
+    /// Pages kept behind the walk.
+    lag: u64,
+    /// The trend (±1) `paged_to` is along; 0: none yet.
+    po_trend: i64,
+    /// Where the last pageout ended, as a position along `po_trend`
+    /// (`trend × page`): everything before it was paged out.
+    paged_to: Option<i128>,
+    /// The pageout of the last fault, not yet taken by the engine.
+    po: Option<(u64, u64)>,
 }
 
 impl Leap {
@@ -114,8 +157,14 @@ impl Prefetcher for Leap {
         };
         pw = pw.min(self.max).max(self.prev_pw / 2);
         self.prev_pw = pw;
+        self.po = None;
         if pw == 0 {
             return;
+        }
+        if self.pageout {
+            if let Some(t @ (1 | -1)) = trend.filter(|&t| delta == Some(t)) {
+                self.page_out_behind(p, t, pw);
+            }
         }
         match trend {
             Some(d) if d != 0 => {
@@ -135,6 +184,43 @@ impl Prefetcher for Leap {
     fn hit(&mut self, page: u64) {
         self.log(page);
         self.hits += 1;
+    }
+    fn pages_out(&self) -> bool {
+        self.pageout
+    }
+    fn pageout(&mut self, out: &mut Vec<(u64, u64)>) {
+        out.extend(self.po.take());
+    }
+}
+
+impl Leap {
+    /// A fault at `p` on trend `t` (±1) with window `pw`: pages out the
+    /// positions (along the trend, `x = t × page`) from where the last
+    /// pageout ended (first time: `pw` before `behind`) up to `behind`,
+    /// `lag` before the fault's.
+    fn page_out_behind(&mut self, p: u64, t: i64, pw: u64) {
+        if self.po_trend != t {
+            self.po_trend = t;
+            self.paged_to = None;
+        }
+        let x = i128::from(t) * i128::from(p);
+        let behind = x - i128::from(self.lag);
+        let from = self.paged_to.unwrap_or(behind - i128::from(pw));
+        self.paged_to = Some(behind);
+        if from >= behind {
+            return; // a jump back: nothing passed since
+        }
+        // Positions [from, behind) as pages, clipped at page 0.
+        let (lo, hi) = if t > 0 {
+            (from, behind)
+        } else {
+            (1 - behind, 1 - from)
+        };
+        let (lo, hi) = (lo.max(0), hi.max(0));
+        if hi > lo {
+            let cap = |v: i128| v.min(i128::from(u64::MAX)) as u64;
+            self.po = Some((cap(lo), cap(hi)));
+        }
     }
 }
 
@@ -187,6 +273,67 @@ mod tests {
     }
 
     #[test]
+    fn pageout_drops_what_the_walk_passed_hand_worked() {
+        // lru 8, writes, a cyclic walk of 12 pages 3 times; leap (max 8)
+        // with pageout=1:lag=2: the pages more than 2 behind a +1 fault go.
+        // Pass 0 (fill, minor): 0..3 evicted (4 swap-outs); LRU 4..11.
+        // Pass 1:
+        //  0: major; victim 4 (so #5). No history: window 0.
+        //  1: major; victim 5 (#6). Trend 1, window 1; pageout from 1-2-1
+        //     up to 1-2: below page 0, nothing (ends at -1). Reads 2,
+        //     victim 6 (#7).
+        //  2: hit (1).
+        //  3: major; victim 7 (#8). Window 2; pageout [-1, 1): page 0
+        //     (dirty: #9), 7 resident. Reads 4 (no victim) and 5 (victim
+        //     8, #10). LRU 9 10 11 1 2 3 4 5.
+        //  4 5: hits (2).
+        //  6: major; victim 9 (#11). Window 4; pageout [1, 4): 1 2 3
+        //     (#12-14). Reads 7 8 9 (10 is resident). LRU 10 11 4 5 6 7 8 9.
+        //  7 8 9: hits (3). 10 11: hits.
+        // Pass 2:
+        //  0: major; victim 4 (#15). Delta -11 is off the trend 1 (still
+        //     the majority): no pageout; window 4 (3 hits): reads 1 2 3 4,
+        //     victims 5 6 7 8 (#16-19). LRU 9 10 11 0 1 2 3 4.
+        //  1..4: hits (4).
+        //  5: major; victim 9 (#20). Window 8; pageout from the end of the
+        //     last (4) up to 3: a jump back, nothing (now ends at 3).
+        //     Reads 6..11, victims 10 11 0 1 2 3 (#21-26).
+        //  6..11: hits.
+        // 6 majors, 16 reads, 4 pages paged out, 26 swap-outs.
+        let walk: Vec<(u64, bool)> = (0..36).map(|i| (i % 12, true)).collect();
+        let r = run_refs("lru", 8, "leap:pageout=1:lag=2", &walk);
+        assert_eq!(pageouts(&r), (6, 16, 4, 26));
+        assert_eq!(r.counters.evictions, 26);
+        assert_eq!(
+            (r.counters.prefetch_used, r.counters.prefetch_unused),
+            (16, 0)
+        );
+        // Without pageout=1 nothing is paged out.
+        let r = run_refs("lru", 8, "leap", &walk);
+        assert_eq!(r.counters.prefetch_pageouts, 0);
+        // A -1 walk is paged out the same way, mirrored: lag 2 behind a
+        // fault at page p means the pages above p + 2.
+        let back: Vec<(u64, bool)> = (0..36).map(|i| (11 - i % 12, true)).collect();
+        let r = run_refs("lru", 8, "leap:pageout=1:lag=2", &back);
+        assert_eq!(pageouts(&r), (6, 16, 4, 26));
+    }
+
+    #[test]
+    fn pageout_params_are_checked() {
+        use super::super::PrefetchSpec;
+        let s = PrefetchSpec::parse("leap:pageout=1:lag=16:max=512").unwrap();
+        assert_eq!(s.to_string(), "leap:lag=16:max=512:pageout=1");
+        for (bad, says) in [
+            ("leap:pageout=2", "pageout=2"),
+            ("leap:pageout=1:lag=0", "lag=0"),
+            ("leap:lag=16", "add pageout=1"),
+        ] {
+            let e = PrefetchSpec::parse(bad).unwrap_err().to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn majority_vote_windows() {
         use super::super::PrefetchConfig;
         use crate::policy::Params;
@@ -198,6 +345,11 @@ mod tests {
             last: None,
             hits: 0,
             prev_pw: 0,
+            pageout: false,
+            lag: 16,
+            po_trend: 0,
+            paged_to: None,
+            po: None,
         };
         // Deltas 5 5 5 5 1 2 1 1: the last 4 (1 2 1 1) have majority 1.
         for d in [5, 5, 5, 5, 1, 2, 1, 1] {

@@ -11,6 +11,11 @@
 //! swap-out). The engine reads only the pages that have a swap copy and are
 //! not resident; the rest of a window costs nothing, as in the kernel
 //! (`__read_swap_cache_async` skips a slot that is free or already cached).
+//!
+//! A prefetcher may also page out ([`Prefetcher::pageout`], asked after
+//! each fault; `leap:pageout=1` pages out the pages its walk has passed,
+//! as `run --prefetch leap:pageout=1` does): the engine drops them as it
+//! drops a `pageout` hint's pages, and counts them in `prefetch_pageouts`.
 use crate::engine::SimError;
 use crate::policy::Params;
 
@@ -38,6 +43,18 @@ pub trait Prefetcher: Send {
     /// The first reference to virtual page `page`, which this prefetcher
     /// read ahead: a readahead hit. Default: nothing.
     fn hit(&mut self, _page: u64) {}
+    /// This prefetcher may ask for pages to be paged out (the engine then
+    /// refuses policies that cannot drop pages). Default: false.
+    fn pages_out(&self) -> bool {
+        false
+    }
+    /// Right after each [`fault`](Self::fault): push the virtual pages to
+    /// page out now (MADV_PAGEOUT), as half-open ranges `(start, end)`,
+    /// into `out` (which is empty). The engine drops the resident,
+    /// unpinned pages of them (writing the dirty ones to swap) before it
+    /// reads the fault's window; the faulting page is never dropped.
+    /// Default: nothing.
+    fn pageout(&mut self, _out: &mut Vec<(u64, u64)>) {}
 }
 
 /// What a prefetcher is built from.
@@ -213,6 +230,17 @@ pub(crate) mod testutil {
             &|_| {},
         )
         .unwrap()
+    }
+
+    /// (major faults, prefetch reads, prefetch pageouts, swap-outs).
+    pub fn pageouts(r: &SimResult) -> (u64, u64, u64, u64) {
+        let c = &r.counters;
+        (
+            c.major_faults,
+            c.prefetch_reads,
+            c.prefetch_pageouts,
+            c.swap_outs,
+        )
     }
 
     /// (major faults, prefetch reads, used, unused).
