@@ -38,7 +38,8 @@
  *                        distance, default 4M), interval=US (poll period,
  *                        default 1000), history=N (fault deltas voted on,
  *                        4..64, default 16), minor=0|1 (sample minor faults
- *                        to renew the window on hits, default 1).
+ *                        to renew the window on hits, default 1), stats=1
+ *                        (print the thread's counters to stderr at exit).
  *   SWAPLAB_DEBUG_BG_GATE  tests only: `R,W`, two descriptors; the background
  *                        thread writes a byte to W and reads one from R
  *                        before each piece of work (see bg_gate).
@@ -2161,6 +2162,7 @@ static void hints_load(const char *file)
  * (perf_event_paranoid, seccomp) gets one stderr line and no thread. */
 static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
 static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16, g_pf_minor = 1;
+static uint64_t g_pf_stats; /* stats=1: print the thread's counters at exit */
 #define PF_MAX_CPUS 256
 static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be mapped) */
 static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
@@ -2438,9 +2440,11 @@ static void pf_args(const char *v)
             g_pf_hist = x;
         else if (eq && !strcmp(kv, "minor") && !parse_u64(eq + 1, 10, &x) && x <= 1)
             g_pf_minor = x;
+        else if (eq && !strcmp(kv, "stats") && !parse_u64(eq + 1, 10, &x) && x <= 1)
+            g_pf_stats = x;
         else
             say("SWAPLAB_PREFETCH_ARGS: ignoring `%s` (expected max=BYTES, interval=US, "
-                "history=4..64 or minor=0|1)",
+                "history=4..64, minor=0|1 or stats=0|1)",
                 kv);
     }
 }
@@ -2718,6 +2722,13 @@ __attribute__((constructor)) static void preload_init(void)
 
 __attribute__((destructor)) static void preload_fini(void)
 {
+    if (g_pf_stats) {
+        uint64_t st[3];
+        swaplab_preload_pf_stats(st);
+        say("prefetch thread: %llu major-fault samples, %llu switches of sampling, sparse at exit: "
+            "%llu",
+            (unsigned long long)st[0], (unsigned long long)st[1], (unsigned long long)st[2]);
+    }
     if (!g_logging)
         return;
     pthread_mutex_lock(&L_log);

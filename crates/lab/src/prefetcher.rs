@@ -617,7 +617,8 @@ impl Detector {
             } else {
                 (behind, from)
             };
-            if hi > lo && lo >= 0 {
+            let lo = lo.max(0); // clipped at page 0, as the simulator's
+            if hi > lo {
                 req.pageout.push((lo, (hi - lo) as u64));
             }
             s.paged_to = Some(behind);
