@@ -121,7 +121,9 @@ pub struct PrefetchSpec {
     pub split: u32,
     /// Stride: equal deltas needed.
     pub k: u32,
-    /// Also MADV_PAGEOUT pages more than a window behind the trend.
+    /// Also MADV_PAGEOUT the pages a ±1 trend passed, from `lag` behind
+    /// the faulting page back (each once); the largest window is then
+    /// [`PAGEOUT_MAX`] unless `max` is given.
     pub pageout: bool,
     /// With `pageout`: how far behind the faulting page pages are paged
     /// out, bytes (0: two windows, the rule before 2026-11-26 and what

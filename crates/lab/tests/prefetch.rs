@@ -95,6 +95,35 @@ fn opts(spec: &str) -> RunOptions {
     }
 }
 
+/// Runs the walker over `n` pages, walking `walk` of them one every
+/// `step_us`, under prefetcher `spec`; returns the run, the region's base
+/// address and the walker's mincore(2) of each page after the walk.
+fn walk_check(
+    lab: &swaplab_lab::runner::Lab,
+    exe: &Path,
+    (n, walk, step_us): (usize, usize, u32),
+    spec: &str,
+) -> (RunRecord, u64, Vec<bool>) {
+    let cmd = vec![
+        exe.display().to_string(),
+        n.to_string(),
+        walk.to_string(),
+        step_us.to_string(),
+        "check".into(),
+    ];
+    let r = run(lab, cmd, opts(spec));
+    let out = r.workload_output.clone().expect("walker output");
+    let base = out["base"].as_u64().unwrap();
+    let res: Vec<bool> = out["resident"]
+        .as_str()
+        .unwrap()
+        .bytes()
+        .map(|b| b == b'1')
+        .collect();
+    assert_eq!(res.len(), n);
+    (r, base, res)
+}
+
 #[test]
 fn requests_land_ahead_of_a_sequential_walk() {
     if skip("requests_land_ahead_of_a_sequential_walk") {
@@ -105,25 +134,14 @@ fn requests_land_ahead_of_a_sequential_walk() {
     let (dir, lab) = temp_lab();
     let exe = walker(dir.path());
     let (n, walk) = (4096usize, 400usize);
-    let cmd = vec![
-        exe.display().to_string(),
-        n.to_string(),
-        walk.to_string(),
-        "1000".into(),
-        "check".into(),
-    ];
     // window 16 pages, max 128 pages.
-    let r = run(&lab, cmd, opts("leap:window=64K:max=512K:log=1"));
+    let (r, base, res) = walk_check(
+        &lab,
+        &exe,
+        (n, walk, 1000),
+        "leap:window=64K:max=512K:log=1",
+    );
     assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
-    let out = r.workload_output.clone().expect("walker output");
-    let base = out["base"].as_u64().unwrap();
-    let res: Vec<bool> = out["resident"]
-        .as_str()
-        .unwrap()
-        .bytes()
-        .map(|b| b == b'1')
-        .collect();
-    assert_eq!(res.len(), n);
     // The request log: every WILLNEED range starts after the page whose
     // fault triggered it and lies inside the region.
     let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
@@ -204,28 +222,13 @@ fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
     let (dir, lab) = temp_lab();
     let exe = walker(dir.path());
     let (n, walk) = (4096usize, 1500usize);
-    let cmd = vec![
-        exe.display().to_string(),
-        n.to_string(),
-        walk.to_string(),
-        "500".into(),
-        "check".into(),
-    ];
     // window 16 pages, max 64, lag 32 pages (128 KiB)
-    let r = run(
+    let (r, base, res) = walk_check(
         &lab,
-        cmd,
-        opts("leap:window=64K:max=256K:pageout=1:lag=128K:log=1"),
+        &exe,
+        (n, walk, 500),
+        "leap:window=64K:max=256K:pageout=1:lag=128K:log=1",
     );
-    let out = r.workload_output.clone().expect("walker output");
-    let base = out["base"].as_u64().unwrap();
-    let res: Vec<bool> = out["resident"]
-        .as_str()
-        .unwrap()
-        .bytes()
-        .map(|b| b == b'1')
-        .collect();
-    assert_eq!(res.len(), n);
     let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
     let mut paged = vec![false; n];
