@@ -130,6 +130,24 @@ pub struct RefCapture {
     pub notes: Vec<String>,
 }
 
+impl RefCapture {
+    /// Adds the allocation-sites sidecar of the captured process `pid` to
+    /// `out`'s, when the preload library logged its allocations (`allocs`),
+    /// with the notes that say why there is none or what is odd about it.
+    fn with_sites(
+        mut self,
+        allocs: Option<&AllocCapture>,
+        pid: u32,
+        program: &str,
+        out: &Path,
+    ) -> Result<RefCapture> {
+        if let Some(a) = allocs {
+            self.sites = a.finish(&self.method, pid, program, out, &self.meta, &mut self.notes)?;
+        }
+        Ok(self)
+    }
+}
+
 /// The allocation-sites sidecar of a capture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SitesWritten {
@@ -697,19 +715,7 @@ pub fn capture_workload_refs(
         .lines()
         .rev()
         .find_map(|l| serde_json::from_str::<serde_json::Value>(l.trim()).ok());
-    let mut notes = Vec::new();
-    let sites = match &allocs {
-        Some(a) => a.finish(
-            "instrumented",
-            child.id(),
-            &program_module(&argv[0]),
-            out,
-            &meta,
-            &mut notes,
-        )?,
-        None => None,
-    };
-    Ok(RefCapture {
+    RefCapture {
         refs: meta.count,
         distinct_pages: meta.distinct_pages,
         wall_ns,
@@ -719,9 +725,10 @@ pub fn capture_workload_refs(
         meta,
         method: "instrumented".into(),
         workload_output: output,
-        sites,
-        notes,
-    })
+        sites: None,
+        notes: Vec::new(),
+    }
+    .with_sites(allocs.as_ref(), child.id(), &program_module(&argv[0]), out)
 }
 
 /// Runs `command` under valgrind lackey and writes its page references to
@@ -819,19 +826,7 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         .wait()
         .map_err(|e| Error::io("waiting for", &valgrind, e))?;
     let wall_ns = t0.elapsed().as_nanos() as u64;
-    let mut notes = Vec::new();
-    let sites = match &allocs {
-        Some(a) => a.finish(
-            "lackey",
-            child.id(),
-            &program_module(&argv[0]),
-            out,
-            &meta,
-            &mut notes,
-        )?,
-        None => None,
-    };
-    Ok(RefCapture {
+    RefCapture {
         refs: meta.count,
         distinct_pages: meta.distinct_pages,
         wall_ns,
@@ -841,9 +836,10 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         meta,
         method: "lackey".into(),
         workload_output: None,
-        sites,
-        notes,
-    })
+        sites: None,
+        notes: Vec::new(),
+    }
+    .with_sites(allocs.as_ref(), child.id(), &program_module(&argv[0]), out)
 }
 
 /// The modes of [`bench_capture`], in the order each round runs them:

@@ -124,6 +124,37 @@ fn walk_check(
     (r, base, res)
 }
 
+/// One line of the prefetcher's request log (`log=1`), in pages of the
+/// walker's region at `base`.
+struct Logged {
+    kind: String,
+    first: usize,
+    pages: usize,
+    at: usize,
+    line: String,
+}
+
+/// The run's request log (`time_ns tid willneed|pageout 0xSTART pages
+/// 0xFAULT_ADDR`), each line checked for its six fields.
+fn request_log(r: &RunRecord, base: u64) -> Vec<Logged> {
+    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let page = |addr: u64| ((addr - base) / 4096) as usize;
+    log.lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            assert_eq!(f.len(), 6, "{l}");
+            Logged {
+                kind: f[2].to_string(),
+                first: page(hex(f[3])),
+                pages: f[4].parse().unwrap(),
+                at: page(hex(f[5])),
+                line: l.to_string(),
+            }
+        })
+        .collect()
+}
+
 #[test]
 fn requests_land_ahead_of_a_sequential_walk() {
     if skip("requests_land_ahead_of_a_sequential_walk") {
@@ -144,27 +175,23 @@ fn requests_land_ahead_of_a_sequential_walk() {
     assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
     // The request log: every WILLNEED range starts after the page whose
     // fault triggered it and lies inside the region.
-    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
     let mut requested = vec![false; n];
     let mut lines = 0;
-    for l in log.lines() {
-        let f: Vec<&str> = l.split('\t').collect();
-        assert_eq!(f.len(), 6, "{l}");
-        assert_eq!(f[2], "willneed", "{l}");
-        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-        let (start, pages, at) = (hex(f[3]), f[4].parse::<u64>().unwrap(), hex(f[5]));
-        let ps = 4096u64;
-        assert!(start > at, "request behind its fault: {l}");
-        let first = ((start - base) / ps) as usize;
-        let at_page = ((at - base) / ps) as usize;
-        assert!(at_page < walk, "triggered outside the walk: {l}");
-        assert!(first + pages as usize <= n, "outside the region: {l}");
+    for Logged {
+        kind,
+        first,
+        pages,
+        at,
+        line: l,
+    } in request_log(&r, base)
+    {
+        assert_eq!(kind, "willneed", "{l}");
+        assert!(first > at, "request behind its fault: {l}");
+        assert!(at < walk, "triggered outside the walk: {l}");
+        assert!(first + pages <= n, "outside the region: {l}");
         // Ahead of the walk by at most the max window (128 pages).
-        assert!(
-            first + pages as usize <= at_page + 1 + 128,
-            "too far ahead: {l}"
-        );
-        requested[first..first + pages as usize].fill(true);
+        assert!(first + pages <= at + 1 + 128, "too far ahead: {l}");
+        requested[first..first + pages].fill(true);
         lines += 1;
     }
     assert!(lines > 0, "no request logged");
@@ -229,35 +256,23 @@ fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
         (n, walk, 500),
         "leap:window=64K:max=256K:pageout=1:lag=128K:log=1",
     );
-    let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
     let mut paged = vec![false; n];
-    let mut total = 0u64;
+    let mut total = 0;
     let mut next: Option<usize> = None;
-    for l in log
-        .lines()
-        .filter(|l| l.split('\t').nth(2) == Some("pageout"))
-    {
-        let f: Vec<&str> = l.split('\t').collect();
-        let (start, pages, at) = (hex(f[3]), f[4].parse::<u64>().unwrap(), hex(f[5]));
-        let (first, at_page) = (
-            ((start - base) / 4096) as usize,
-            ((at - base) / 4096) as usize,
-        );
+    let log = request_log(&r, base);
+    for e in log.iter().filter(|e| e.kind == "pageout") {
+        let (first, pages, l) = (e.first, e.pages, &e.line);
         // Behind the fault that triggered it by at least the lag.
-        assert!(
-            first + pages as usize + 32 <= at_page,
-            "closer than the lag: {l}"
-        );
+        assert!(first + pages + 32 <= e.at, "closer than the lag: {l}");
         // Each range starts where the last ended: every page once.
         if let Some(p) = next {
             assert_eq!(first, p, "{l}");
         }
-        next = Some(first + pages as usize);
-        paged[first..first + pages as usize].fill(true);
+        next = Some(first + pages);
+        paged[first..first + pages].fill(true);
         total += pages;
     }
-    assert!(total > 0, "nothing paged out:\n{log}");
+    assert!(total > 0, "nothing paged out ({} lines logged)", log.len());
     assert_eq!(total as f64, metric(&r, "prefetch_pages_paged_out"));
     // The kernel's view (the walker's own mincore after the walk): on zram
     // a page out completes at once, so the pages paged out are gone, and
