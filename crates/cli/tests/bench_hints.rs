@@ -15,6 +15,16 @@ fn show(dir: &Path, id: &serde_json::Value) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
+/// The cell's simulation pins the `locked` bytes the workload reported.
+fn assert_pinned(c: &serde_json::Value, locked: f64, name: &str) {
+    let pinned = format!("{} pages pinned", locked as u64 / 4096);
+    assert!(
+        c["sim_model"].as_str().unwrap().contains(&pinned),
+        "{name}: {}",
+        c["sim_model"]
+    );
+}
+
 #[test]
 fn hints_cells_agree_with_the_runs_and_the_kernel() {
     let test = "hints_cells_agree_with_the_runs_and_the_kernel";
@@ -138,12 +148,7 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                         "{name}: locked {locked} under a {limit} limit"
                     );
                     // The simulation pins what the workload locked.
-                    let pinned = format!("{} pages pinned", locked as u64 / 4096);
-                    assert!(
-                        c["sim_model"].as_str().unwrap().contains(&pinned),
-                        "{name}: {}",
-                        c["sim_model"]
-                    );
+                    assert_pinned(c, locked, &name);
                 }
                 "mlock-leap" => {
                     // --mlock half: half the limit (page-rounded), never
@@ -159,12 +164,7 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                         f(&r["metrics"]["prefetch_cpu_ns"]["value"]) > 0.0,
                         "{name}: the prefetcher did not run"
                     );
-                    let pinned = format!("{} pages pinned", locked as u64 / 4096);
-                    assert!(
-                        c["sim_model"].as_str().unwrap().contains(&pinned),
-                        "{name}: {}",
-                        c["sim_model"]
-                    );
+                    assert_pinned(c, locked, &name);
                 }
                 "leap-po" => {
                     // The prefetcher ran with pageout and paged out what
