@@ -27,11 +27,6 @@
 #   scripts/kernels.sh --prepare  only install and download what it needs
 #                                 (scripts/test.sh runs this in the background
 #                                 while it builds)
-#   scripts/kernels.sh --binaries builds the guest tests, prints their paths
-#                                 (guest, then doctor); given back in
-#                                 SWAPLAB_GUEST_BINARIES (one a line), the
-#                                 matrix runs without cargo (scripts/test.sh
-#                                 boots it while cargo test holds cargo's lock)
 #   scripts/kernels.sh --guest …  (inside a guest; used by the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -308,8 +303,7 @@ main() {
     all) kernels=(6.1 6.12) ;;
     6.1|6.12) kernels=("$only") ;;
     --prepare) prepare 6.1 6.12 > /dev/null || exit 1; echo "guest kernels prepared ($(( $(date +%s) - start )) s)"; exit 0 ;;
-    --binaries) test_binaries; exit ;;
-    *) echo "usage: scripts/kernels.sh [6.1|6.12|--prepare|--binaries]"; exit 2 ;;
+    *) echo "usage: scripts/kernels.sh [6.1|6.12|--prepare]"; exit 2 ;;
   esac
   local vmlinux
   mapfile -t vmlinux < <(prepare "${kernels[@]}")
@@ -320,11 +314,7 @@ main() {
   # Every configuration: crates/cli/tests/guest.rs. Once a kernel: the
   # doctor's tests (they do not depend on MGLRU or the swap kind).
   local bins tests once
-  if [ -n "${SWAPLAB_GUEST_BINARIES:-}" ]; then
-    mapfile -t bins <<< "$SWAPLAB_GUEST_BINARIES"
-  else
-    mapfile -t bins < <(test_binaries)
-  fi
+  mapfile -t bins < <(test_binaries)
   [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test guest --test doctor --no-run)"; exit 1; }
   tests=${bins[0]}; once=${bins[1]}
   # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).

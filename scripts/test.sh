@@ -89,51 +89,9 @@ esac
 cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 
-# The tests that balloon the machine's memory (bench reclaim
-# --machine-mem: it mlocks all but 1 GiB of MemAvailable) run first and
-# alone; every other test runs below with them skipped, by these exact
-# names (a new balloon test in crates/cli/tests/bench_reclaim.rs belongs
-# here too).
-balloon_tests=(machine_pressure_wakes_kswapd_and_the_balloon_leaves_nothing a_killed_bench_leaves_no_balloon)
-skips=()
-for t in "${balloon_tests[@]}"; do skips+=(--skip "$t"); done
-quiet_cargo() { grep -v '^ *\(Running\|Doc-tests\|Finished\) '; }
-
-phase "cargo test: balloon"
-echo "== cargo test: the tests that balloon the machine's memory, alone (${balloon_tests[*]})"
-cargo test --workspace --test bench_reclaim --no-fail-fast -- --quiet --exact "${balloon_tests[@]}" 2>&1 | tee -a "$log" | quiet_cargo
-[ "${PIPESTATUS[0]}" = 0 ] || status=1
-
-# The guest kernels boot now and run in the background, niced, while the
-# host's tests and the Python package run: those leave most of a CPU idle
-# (cargo test: 230 s wall for 176 s of CPU on two cores), which the
-# guests' emulation (about 360 s of CPU) fills. Guest memory (3 × 2 GiB)
-# could not be counted by the balloon above, hence the order.
-# docs/decisions.md, "The guests run beside the host's tests".
-klog=target/kernels.log
-: > "$klog"
-kern_pid=
-if [ "$kernels" = 1 ]; then
-  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
-  cat target/kernels-prepare.log
-  # The guest test binaries, found now: while cargo test runs below,
-  # another cargo would wait for its lock.
-  if guest_bins=$(scripts/kernels.sh --binaries); then
-    echo "== guest kernels: booting in the background (nice 10), their output at the end"
-    SWAPLAB_GUEST_BINARIES=$guest_bins nice -n 10 scripts/kernels.sh > "$klog" 2>&1 &
-    kern_pid=$!
-    # Ctrl-C or a kill of this script: the guests go too (kernels.sh
-    # kills its guests on TERM).
-    trap '[ -n "$kern_pid" ] && kill -TERM "$kern_pid" 2>/dev/null; wait' EXIT
-  else
-    echo "could not build the guest tests (scripts/kernels.sh --binaries)" | tee "$klog"
-    status=1
-  fi
-fi
-
 phase "cargo test"
-echo "== cargo test (workspace, every test binary even after a failure; the balloon tests ran above)"
-cargo test --workspace --no-fail-fast -- --quiet --exact "${skips[@]}" 2>&1 | tee -a "$log" | quiet_cargo
+echo "== cargo test (workspace, every test binary even after a failure)"
+cargo test --workspace --no-fail-fast -- --quiet 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Doc-tests\|Finished\) '
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 # Each test binary's time (libtest's "finished in"), slowest first.
 awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)}
@@ -160,15 +118,17 @@ else
   status=1
 fi
 
-phase "guest kernels (the rest)"
+phase "guest kernels"
 echo "== guest kernels (scripts/kernels.sh): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
+klog=target/kernels.log
+: > "$klog"
 if [ "$kernels" = 0 ]; then
   echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" | tee "$klog"
-elif [ -n "$kern_pid" ]; then
-  wait "$kern_pid" || status=1
-  kern_pid=
-  trap - EXIT
-  cat "$klog"
+else
+  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
+  cat target/kernels-prepare.log
+  scripts/kernels.sh 2>&1 | tee "$klog"
+  [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 phase
 
