@@ -118,6 +118,9 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                 f(&r["metrics"]["majflt"]["value"]),
                 "{name}"
             );
+            for m in ["swapin_pages", "swapout_pages"] {
+                assert_eq!(f(&c[m]), f(&r["metrics"][m]["value"]), "{name} {m}");
+            }
             if let Some(bw) = base["wall_s"].as_f64() {
                 assert!((f(&c["speedup"]) - bw / wall).abs() < 1e-9, "{name}");
             }

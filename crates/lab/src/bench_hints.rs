@@ -171,6 +171,10 @@ pub struct HintsCell {
     pub wall_s: Option<f64>,
     pub majflt: Option<f64>,
     pub swapin_pages: Option<f64>,
+    /// Median pages swapped out (machine-wide /proc/vmstat deltas on
+    /// cgroup v1).
+    #[serde(default)]
+    pub swapout_pages: Option<f64>,
     /// base's median wall / this cell's (> 1: faster than base).
     pub speedup: Option<f64>,
     /// Two-sided Mann–Whitney p of this cell's walls against base's.
@@ -566,6 +570,7 @@ fn cell_of(variant: &str, pct: f64, limit: u64, runs: &[&RunRecord], outcome: St
         wall_s: median(ok_values(runs, "wall_ns")).map(|w| w / 1e9),
         majflt: median(ok_values(runs, "majflt")),
         swapin_pages: median(ok_values(runs, "swapin_pages")),
+        swapout_pages: median(ok_values(runs, "swapout_pages")),
         mlocked_bytes: median(
             runs.iter()
                 .filter(|r| r.outcome == Some(Outcome::Ok))

@@ -151,6 +151,12 @@ pub fn run(a: HintsArgs) -> Result<()> {
     }
     let f2 = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));
     let pct = |v: Option<f64>| v.map_or("-".into(), |x| format!("{:.0}", x * 100.0));
+    let pages = |v: Option<f64>| v.map_or("-".into(), |x| format!("{:.0}k", x / 1e3));
+    // The simulated swap traffic the time model charges: faults F, reads
+    // ahead R and swap-outs W (docs/prefetch.md, the time model).
+    let sim_moved = |c: &bench_hints::HintsCell| {
+        Some(c.sim_majflt? + c.sim_prefetch_reads.unwrap_or(0.0) + c.sim_swap_outs.unwrap_or(0.0))
+    };
     let mut t = Rows::new(&[
         "size",
         "limit",
@@ -162,6 +168,8 @@ pub fn run(a: HintsArgs) -> Result<()> {
         "major faults",
         "faults saved %",
         "sim saved %",
+        "swap in+out",
+        "sim in+out",
         "sim speed-up",
         "note",
     ]);
@@ -178,6 +186,8 @@ pub fn run(a: HintsArgs) -> Result<()> {
                 c.majflt.map_or("-".into(), |m| format!("{m:.0}")),
                 pct(c.fault_reduction),
                 pct(c.sim_fault_reduction),
+                pages(c.swapin_pages.zip(c.swapout_pages).map(|(i, o)| i + o)),
+                pages(sim_moved(c)),
                 f2(c.sim_speedup),
                 c.note.clone(),
             ]);
