@@ -382,9 +382,12 @@ fn kill_9_leftovers_are_reported_then_restored_and_the_workload_dies() {
 fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
     let Some(lab) = Lab::new() else { return };
     let state = lab.path("state");
+    // An absolute limit: with a share (100%) the sweep would first run
+    // `sleep 30` unlimited to measure its peak, and the swap file would
+    // come 30 s later.
     let mut child = lab
         .cmd(&[
-            "sweep", "--limits", "100%", "--repeat", "1", "--swap", "file:32M", "--", "sleep", "30",
+            "sweep", "--limits", "64M", "--repeat", "1", "--swap", "file:32M", "--", "sleep", "30",
         ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
