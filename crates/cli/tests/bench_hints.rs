@@ -77,7 +77,7 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
         "mlock",
         "pc0",
         "pc6",
-        "leap-po",
+        "leap",
         "mlock-leap",
     ] {
         assert_eq!(
@@ -169,19 +169,31 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                     );
                     assert_pinned(c, locked, &name);
                 }
-                "leap-po" => {
-                    // The prefetcher ran with pageout and paged out what
-                    // the walk passed (3 passes over a 32M array at 75 % or
-                    // 50 % of its peak: the walk faults, so it pages out).
-                    // with pageout's defaults: a 2 MiB window at most,
-                    // paging out from 64 KiB behind the faulting page
+                "leap" => {
+                    // leap's default pageout=auto: the 32M array is larger
+                    // than the limit (75 % or 50 % of its peak), so pageout
+                    // turned on at the first walk over it, and traverse
+                    // never comes back to a page before walking the whole
+                    // array, so it stayed on and paged out what the walk
+                    // passed, from 64 KiB behind the faulting page.
                     let p = &r["options"]["prefetch"];
                     assert_eq!(
-                        (&p["pageout"], f(&p["max"]), f(&p["lag"])),
-                        (&serde_json::Value::Bool(true), 2097152.0, 65536.0),
+                        (&p["pageout"], &p["pageout_auto"], f(&p["lag"])),
+                        (
+                            &serde_json::Value::Bool(false),
+                            &serde_json::Value::Bool(true),
+                            65536.0
+                        ),
                         "{name}: {p}"
                     );
-                    let paged = f(&r["metrics"]["prefetch_pages_paged_out"]["value"]);
+                    let m = |k: &str| f(&r["metrics"][k]["value"]);
+                    assert_eq!(
+                        (m("prefetch_pageout_started"), m("prefetch_pageout_regrets")),
+                        (1.0, 0.0),
+                        "{name}: {:?}",
+                        r["notes"]
+                    );
+                    let paged = m("prefetch_pages_paged_out");
                     assert!(paged > 0.0, "{name}: nothing paged out");
                 }
                 "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),

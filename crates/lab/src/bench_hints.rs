@@ -63,8 +63,12 @@ pub const KNOWN_VARIANTS: &[(&str, &str)] = &[
         "run --prefetch thread: the preload library's trend prefetch thread",
     ),
     (
+        "leap0",
+        "run --prefetch leap:pageout=0: Leap as published, prefetch only",
+    ),
+    (
         "leap",
-        "run --prefetch leap: the external majority-trend prefetcher",
+        "run --prefetch leap: the external majority-trend prefetcher, and (pageout=auto) the pages a walk that cannot fit passed paged out behind it",
     ),
     (
         "leap-po",
@@ -272,12 +276,17 @@ fn sweep_variants(
                 options: RunOptions::default(),
                 command: Some(with(&["--mlock", "max"])),
             }),
-            "leap-po" => {
+            "leap-po" | "leap0" => {
+                let spec = if v == "leap0" {
+                    "leap:pageout=0"
+                } else {
+                    "leap:pageout=1"
+                };
                 let (options, _) = crate::options::parse_option_words(&[
                     "--prefetch".to_string(),
-                    "leap:pageout=1".to_string(),
+                    spec.to_string(),
                 ])?;
-                out.push(plain("leap-po", options))
+                out.push(plain(v, options))
             }
             "mlock-leap" => {
                 let (options, _) = crate::options::parse_option_words(&[

@@ -18,8 +18,8 @@
 //! | base, madvise | the kernel's swap readahead as the machine has it (`cluster` or `vma` at its page-cluster; none for zram). MADV_SEQUENTIAL does not change anonymous swap-in and MADV_WILLNEED once after the fill only reads back what the fill pushed out, so madvise is modelled as base. |
 //! | pcN | the same readahead at page-cluster N |
 //! | mlock | base, with the first `mlocked` bytes of the array (as the workload reported) pinned |
-//! | leap, stride, thread | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late saves fewer faults than predicted (the preload thread, which polls every millisecond, saved 15–45 % of the faults against 99 % predicted until it renewed its window on hits and resumed after the walk jumped back; 93 % since, docs/tracing.md). |
-//! | leap-po | `leap:max=512:pageout=1:lag=16`: its 2 MiB largest window, and the pages it pages out more than 64 KiB behind the walk, which keeps the pages the walk does not reach resident and cuts the swap traffic |
+//! | leap0, stride, thread (and leap when the array fits the limit) | Leap's majority-trend prefetcher in place of the kernel's readahead, with the window of the prefetcher it stands for (`leap:max=256`: leap's and stride's 1 MiB base window; `leap:max=1024`: the preload thread's 4 MiB). The kernel's readahead still runs beside them, but on a sequential walk the larger window reads what it would. Timing is not modelled: a prefetcher that reacts late saves fewer faults than predicted (the preload thread, which polls every millisecond, saved 15–45 % of the faults against 99 % predicted until it renewed its window on hits and resumed after the walk jumped back; 93 % since, docs/tracing.md). |
+//! | leap-po, and leap when the array is larger than the limit | `leap:max=512:pageout=1:lag=16`: its 2 MiB largest window, and the pages it pages out more than 64 KiB behind the walk, which keeps the pages the walk does not reach resident and cuts the swap traffic; `leap` (`pageout=auto`) turns its pageout on at the first walk over an array larger than the limit, and traverse never comes back to a page before walking the whole array, so its pageout stays on: the same model. |
 //! | mlock-leap | leap-po's model with the first `mlocked` bytes of the array (half the limit, as the workload reported) pinned |
 //! | advise | base, with each hint of `advise`'s file applied to the whole array: traverse's array is the only allocation the preload library logs (above 64 KiB), so every site hint advise writes for it names that array. mlock pins its bytes from the array's start, willneed reads its window ahead at each fault in the array, cold/pageout act `delay_ms` after the first touch, turned into references at the unlimited run's rate. Like `thread`, the willneed hint's prefetch thread is modelled without its timing. |
 //!
@@ -43,7 +43,7 @@
 //! --variants base,mlock,pc,leap,leap-po,mlock-leap --page-cluster 0,5`
 //! (catalog s50) the speed-ups, measured / old model / new model (both on
 //! the simulation with pageout): mlock 1.74 / 1.72 / 1.65, pc5 1.26 / 1.21 /
-//! 1.21, leap 1.36 / 1.29 / 1.29, leap-po 2.07 / 2.39 / 2.12, mlock-leap
+//! 1.21, leap (without pageout then: today's leap0) 1.36 / 1.29 / 1.29, leap-po 2.07 / 2.39 / 2.12, mlock-leap
 //! 2.12 / 2.39 / 2.19; mean |ln(predicted / measured)| 0.071 for the old
 //! model and 0.038 for the new, which is therefore kept ([`TIME_MODEL`];
 //! the old one is worse on leap-po and mlock-leap, better on mlock). Before
@@ -88,21 +88,29 @@ pub fn readahead_spec(kind: &str, pc: u32) -> String {
 }
 
 /// How the simulation models `variant` (None: it does not).
-fn model_of(variant: &str, readahead: &str, pc: u32) -> Option<String> {
+/// `larger`: the array is larger than the group's limit, so that leap's
+/// `pageout=auto` turns on at the start of the first walk over it (the
+/// walk runs in a mapping larger than the limit), and stays on (traverse
+/// never comes back to a page before walking the whole array).
+fn model_of(variant: &str, readahead: &str, pc: u32, larger: bool) -> Option<String> {
     Some(match variant {
         "base" | "madvise" | "mlock" => readahead_spec(readahead, pc),
         v if v.starts_with("pc") => readahead_spec(readahead, v[2..].parse().ok()?),
         // The external prefetchers: Leap's detector with their windows (1 MiB
         // base, 256 pages, for leap and stride; the preload thread's 4 MiB).
-        "leap" | "stride" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
+        "leap" if larger => leap_pageout(),
+        "leap" | "leap0" | "stride" => format!("leap:max={EXTERNAL_WINDOW_PAGES}"),
         "thread" => format!("leap:max={THREAD_WINDOW_PAGES}"),
-        // leap with pageout=1 (mlock-leap runs it too): its largest window
-        // is 2 MiB, and it pages out what the walk passed, 64 KiB behind.
-        "leap-po" | "mlock-leap" => {
-            format!("leap:max={PAGEOUT_WINDOW_PAGES}:pageout=1:lag={PAGEOUT_LAG_PAGES}")
-        }
+        "leap-po" | "mlock-leap" => leap_pageout(),
         _ => return None,
     })
+}
+
+/// leap with pageout on (`pageout=1`, which mlock-leap runs too, or
+/// `pageout=auto` once on): its largest window is 2 MiB, and it pages out
+/// what the walk passed, 64 KiB behind.
+fn leap_pageout() -> String {
+    format!("leap:max={PAGEOUT_WINDOW_PAGES}:pageout=1:lag={PAGEOUT_LAG_PAGES}")
 }
 
 /// Simulated (major faults, pages read ahead, swap-outs) of one cell.
@@ -183,7 +191,8 @@ pub fn predict(s: &mut HintsSize, opts: &HintsOptions, readahead: &str, pc: Opti
                 format!(" + advise's {n} hint(s) on the array"),
             )
         } else {
-            let Some(model) = model_of(&c.variant, readahead, pc) else {
+            let larger = s.size_bytes > c.limit_bytes;
+            let Some(model) = model_of(&c.variant, readahead, pc, larger) else {
                 continue;
             };
             let n = if c.variant == "mlock" || c.variant == "mlock-leap" {
@@ -491,7 +500,8 @@ mod tests {
         ("mlock", 2.888099342, 13832.0, 117637120.0),
         ("pc0", 13.271705362, 196633.0, 0.0),
         ("pc5", 3.979896938, 6186.0, 0.0),
-        ("leap", 3.691625825, 330.0, 0.0),
+        // `--prefetch leap` ran without pageout then: today's leap0.
+        ("leap0", 3.691625825, 330.0, 0.0),
         ("leap-po", 2.415757942, 3896.0, 0.0),
         ("mlock-leap", 2.361929663, 3791.0, 67371008.0),
     ];
@@ -564,7 +574,7 @@ mod tests {
         }
         // leap-po pages out what the walk passed: far fewer swap-outs than
         // leap, as the kernel's swap traffic fell.
-        let (leap, po) = (get("leap"), get("leap-po"));
+        let (leap, po) = (get("leap0"), get("leap-po"));
         assert!(
             po.sim_model.contains("pageout=1:lag=16"),
             "{}",

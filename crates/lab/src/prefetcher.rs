@@ -76,6 +76,8 @@ const WAKEUP_MAJORS: u32 = 32;
 const CHUNK: u64 = 512;
 /// Strides up to this many pages are prefetched as whole ranges.
 const DENSE_STRIDE: i64 = 8;
+/// `pageout=auto`'s memory of recent pageouts (each a merged run).
+const MAX_PAGED_RANGES: usize = 4096;
 /// With no trend for this long, the thread stops waking on every fault
 /// and samples sparsely ([`SPARSE`]).
 const IDLE: Duration = Duration::from_millis(20);
@@ -125,6 +127,14 @@ pub struct PrefetchSpec {
     /// the faulting page back (each once); the largest window is then
     /// [`PAGEOUT_MAX`] unless `max` is given.
     pub pageout: bool,
+    /// `pageout=auto` (leap's default): page out as `pageout` does, but only
+    /// once a dense walk shows it cannot fit (it runs in a region larger
+    /// than the group's limit, or walks farther than the limit), and never
+    /// again once the program comes back to a page it paged out before
+    /// walking the limit further (an LRU would have kept it). Records
+    /// written before it existed ran without it.
+    #[serde(default)]
+    pub pageout_auto: bool,
     /// With `pageout`: how far behind the faulting page pages are paged
     /// out, bytes (0: two windows, the rule before 2026-11-26 and what
     /// records without the field ran with).
@@ -156,6 +166,7 @@ impl PrefetchSpec {
             split: 4,
             k: 3,
             pageout: false,
+            pageout_auto: mode == PrefetchMode::Leap,
             lag: DEFAULT_LAG,
             minor: true,
             log: false,
@@ -168,6 +179,7 @@ impl PrefetchSpec {
         let mut d = PrefetchSpec::new(mode);
         if pageout {
             d.pageout = true;
+            d.pageout_auto = false;
             d.max = PAGEOUT_MAX;
         }
         d
@@ -232,7 +244,12 @@ impl FromStr for PrefetchSpec {
                     "1" | "on" | "yes" | "true" => Ok(true),
                     "0" | "off" | "no" | "false" => Ok(false),
                     _ => Err(Error::Invalid(format!(
-                        "--prefetch {input:?}: {k}={v:?} must be 1 or 0"
+                        "--prefetch {input:?}: {k}={v:?} must be 1 or 0{}",
+                        if k.trim() == "pageout" {
+                            " or auto"
+                        } else {
+                            ""
+                        }
                     ))),
                 }
             };
@@ -245,7 +262,8 @@ impl FromStr for PrefetchSpec {
                 "history" => s.history = num(v)?,
                 "split" => s.split = num(v)?,
                 "k" => s.k = num(v)?,
-                "pageout" => s.pageout = flag(v)?,
+                "pageout" if v.trim() == "auto" => (s.pageout, s.pageout_auto) = (false, true),
+                "pageout" => (s.pageout, s.pageout_auto) = (flag(v)?, false),
                 "lag" => s.lag = size(v)?,
                 "minor" => s.minor = flag(v)?,
                 "log" => s.log = flag(v)?,
@@ -293,14 +311,19 @@ impl fmt::Display for PrefetchSpec {
         if self.k != d.k {
             write!(f, ":k={}", self.k)?;
         }
-        if self.pageout && self.lag != d.lag {
+        if self.pageout {
+            f.write_str(":pageout=1")?;
+        } else if self.pageout_auto != d.pageout_auto {
+            f.write_str(if self.pageout_auto {
+                ":pageout=auto"
+            } else {
+                ":pageout=0"
+            })?;
+        }
+        if (self.pageout || self.pageout_auto) && self.lag != d.lag {
             write!(f, ":lag={}", format_size(self.lag))?;
         }
-        for (on, dflt, name) in [
-            (self.pageout, false, "pageout"),
-            (self.minor, d.minor, "minor"),
-            (self.log, d.log, "log"),
-        ] {
+        for (on, dflt, name) in [(self.minor, d.minor, "minor"), (self.log, d.log, "log")] {
             if on != dflt {
                 write!(f, ":{name}={}", u8::from(on))?;
             }
@@ -343,6 +366,11 @@ pub struct PrefetchStats {
     pub sparse_ns: u64,
     /// Whether minor faults were sampled (accuracy and coverage need them).
     pub minor_sampled: bool,
+    /// `pageout=auto`: whether it was asked for, and the times it turned
+    /// on and off (at most once each).
+    pub pageout_auto: bool,
+    pub pageout_started: u64,
+    pub pageout_regrets: u64,
     /// Notes for the run record.
     pub notes: Vec<String>,
 }
@@ -380,6 +408,10 @@ impl PrefetchStats {
         if self.minor_sampled {
             m.push(("prefetch_pages_used", self.pages_used as f64));
         }
+        if self.pageout_auto {
+            m.push(("prefetch_pageout_started", self.pageout_started as f64));
+            m.push(("prefetch_pageout_regrets", self.pageout_regrets as f64));
+        }
         if let Some(a) = self.accuracy() {
             m.push(("prefetch_accuracy", a));
         }
@@ -408,6 +440,33 @@ struct Stream {
     hits: u64,
     /// Pages behind this one were paged out (pageout=1, stride ±1).
     paged_to: Option<i64>,
+    /// Where the current unbroken walk along the trend began.
+    run_from: Option<i64>,
+}
+
+/// Pages paged out along a walk (`pageout=auto`), kept while the program
+/// coming back to one of them would show that an LRU could have kept it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct PagedRange {
+    /// Pages `lo..hi`.
+    lo: i64,
+    hi: i64,
+    /// The walk's direction when they were paged out (±1).
+    dir: i64,
+    /// [`Detector::walked`] when the last of them (along `dir`) was.
+    walked_end: u64,
+}
+
+impl PagedRange {
+    /// [`Detector::walked`] when the walk passed `page` (in the range).
+    fn walked_at(&self, page: i64) -> u64 {
+        let back = if self.dir > 0 {
+            self.hi - 1 - page
+        } else {
+            page - self.lo
+        };
+        self.walked_end.saturating_sub(back.max(0) as u64)
+    }
 }
 
 /// Boyer-Moore majority of `d` (Some only if it is a strict majority).
@@ -492,6 +551,10 @@ struct Request {
     pageout: Vec<(i64, u64)>,
 }
 
+/// Counts the resident pages from a page on along a direction (±1), up to
+/// a number ([`Detector::check_regret`]).
+type Resident<'a> = &'a mut dyn FnMut(i64, i64, u64) -> u64;
+
 /// The per-thread trend logic (no system calls: testable by itself).
 #[derive(Debug)]
 struct Detector {
@@ -500,17 +563,175 @@ struct Detector {
     max: u64,
     streams: HashMap<u32, Stream>,
     switches: u64,
+    /// Pages behind dense walks are paged out now: from the start with
+    /// `pageout=1`, since it turned on with `pageout=auto`.
+    po_on: bool,
+    /// The largest window while `po_on` (pages).
+    po_max: u64,
+    /// `pageout=auto`: the group's limit, pages (None: no limit, never on).
+    limit: Option<u64>,
+    /// Pages walked along dense trends, all threads: the clock of `paged`.
+    walked: u64,
+    /// `pageout=auto`: recent pageouts, oldest first, adjacent ones merged.
+    paged: VecDeque<PagedRange>,
+    /// `pageout=auto`: a dense walk began at this page, in a region whose
+    /// size the caller may tell ([`Detector::region_pages`]).
+    region_query: Option<i64>,
+    /// `pageout=auto` turned on, and off again (at most once each).
+    po_started: u64,
+    po_regrets: u64,
+    /// Why it turned on or off (for the run record's notes).
+    po_notes: Vec<String>,
 }
 
 impl Detector {
+    #[cfg(test)]
     fn new(spec: &PrefetchSpec) -> Detector {
+        Detector::with_limit(spec, None)
+    }
+
+    /// A detector for a group limited to `limit` bytes (`pageout=auto`
+    /// needs it).
+    fn with_limit(spec: &PrefetchSpec, limit: Option<u64>) -> Detector {
         let ps = swaplab_host::util::page_size();
+        let max = (spec.max / ps).max(1);
+        // A given max holds; the default one is Leap's 32 MiB, which with
+        // pageout on would keep too much of the limit in flight.
+        let po_max = if spec.pageout || spec.max != DEFAULT_MAX {
+            max
+        } else {
+            (PAGEOUT_MAX.max(spec.window) / ps).max(1)
+        };
         Detector {
             spec: spec.clone(),
             base: (spec.window / ps).max(1),
-            max: (spec.max / ps).max(1),
+            max,
             streams: HashMap::new(),
             switches: 0,
+            po_on: spec.pageout,
+            po_max,
+            limit: limit
+                .filter(|_| spec.pageout_auto && !spec.pageout)
+                .map(|l| (l / ps).max(1)),
+            walked: 0,
+            paged: VecDeque::new(),
+            region_query: None,
+            po_started: 0,
+            po_regrets: 0,
+            po_notes: Vec::new(),
+        }
+    }
+
+    /// Whether `pageout=auto` may still turn on.
+    fn po_may_start(&self) -> bool {
+        self.limit.is_some() && !self.po_on && self.po_regrets == 0
+    }
+
+    fn po_start(&mut self, why: String) {
+        if self.po_may_start() {
+            self.po_on = true;
+            self.po_started += 1;
+            self.po_notes
+                .push(format!("prefetcher: pageout=auto on: {why}"));
+        }
+    }
+
+    /// The region of the page in [`Detector::region_query`] holds `pages`:
+    /// a dense walk in a region larger than the limit cannot fit.
+    fn region_pages(&mut self, pages: u64) {
+        if let Some(l) = self.limit.filter(|&l| pages > l) {
+            self.po_start(format!(
+                "a walk in a region of {} pages, more than the limit's {l}",
+                pages
+            ));
+        }
+    }
+
+    /// A major fault of `tid` at `page` (pageout=auto): a page it paged
+    /// out before the walk went a limit further turns pageout off for good.
+    ///
+    /// The walk is seen only where it faults: the pages it passes that
+    /// stayed resident make no fault (on a cyclic walk with pageout, the
+    /// part of the array kept resident is walked unseen before the next
+    /// pass comes back to the paged-out part). So when the program comes
+    /// back to a page by going back from where it was last seen, the pages
+    /// resident beyond that point are taken as walked too (`resident`
+    /// counts them: how many pages from a page on, along a direction, are
+    /// resident, up to a count).
+    ///
+    /// A regret needs the program back within half the limit's pages of
+    /// walk: an LRU of the limit's pages would surely have kept the page.
+    /// The limit holds the program's other memory too, and the kernel's
+    /// reclaim is no exact LRU, so between half and all of the limit it
+    /// is left to pageout (traverse at 75 % of its peak came back after
+    /// 6,012 pages of walk under a limit of 6,192: a cyclic walk that
+    /// does not fit).
+    fn check_regret(&mut self, tid: u32, page: i64, resident: Resident<'_>) {
+        let Some(limit) = self.limit.filter(|_| self.po_on).map(|l| (l / 2).max(1)) else {
+            return;
+        };
+        let now = self.walked;
+        while self
+            .paged
+            .front()
+            .is_some_and(|r| now.saturating_sub(r.walked_end) >= limit)
+        {
+            self.paged.pop_front();
+        }
+        let Some(r) = self
+            .paged
+            .iter()
+            .find(|r| (r.lo..r.hi).contains(&page))
+            .copied()
+        else {
+            return;
+        };
+        let since = now.saturating_sub(r.walked_at(page));
+        if since >= limit {
+            return;
+        }
+        let last = self.streams.get(&tid).and_then(|s| s.last);
+        if let Some(head) = last.filter(|&h| (page - h) * r.dir < 0) {
+            let unseen = resident(head + r.dir, r.dir, limit);
+            if since + unseen >= limit {
+                // Walked unseen: the clock catches up once (by all of
+                // them), so the next faults of this pass need no look.
+                self.walked += unseen;
+                return;
+            }
+        }
+        self.po_on = false;
+        self.po_regrets += 1;
+        self.paged.clear();
+        let addr = page as u64 * swaplab_host::util::page_size();
+        self.po_notes.push(format!(
+            "prefetcher: pageout=auto off for good: the program came back to {addr:#x} \
+             {since} pages of walk after paging it out, less than half the limit ({limit} pages)"
+        ));
+    }
+
+    /// Remembers a pageout of `lo..hi` along `dir` (pageout=auto).
+    fn remember_paged(&mut self, lo: i64, hi: i64, dir: i64) {
+        if self.limit.is_none() {
+            return;
+        }
+        let walked = self.walked;
+        if let Some(b) = self.paged.back_mut() {
+            if b.dir == dir && ((dir > 0 && b.hi == lo) || (dir < 0 && b.lo == hi)) {
+                b.lo = b.lo.min(lo);
+                b.hi = b.hi.max(hi);
+                b.walked_end = walked;
+                return;
+            }
+        }
+        self.paged.push_back(PagedRange {
+            lo,
+            hi,
+            dir,
+            walked_end: walked,
+        });
+        if self.paged.len() > MAX_PAGED_RANGES {
+            self.paged.pop_front();
         }
     }
 
@@ -527,7 +748,18 @@ impl Detector {
 
     /// An access of `tid` to `page` (a major fault, or a hit = a minor
     /// fault on a requested page). Returns what to ask of the kernel.
+    #[cfg(test)]
     fn access(&mut self, tid: u32, page: i64, hit: bool) -> Request {
+        self.access_with(tid, page, hit, &mut |_, _, _| 0)
+    }
+
+    /// [`Detector::access`], with a way to count resident pages
+    /// ([`Detector::check_regret`]).
+    fn access_with(&mut self, tid: u32, page: i64, hit: bool, resident: Resident<'_>) -> Request {
+        if !hit {
+            self.check_regret(tid, page, resident);
+        }
+        let may_start = self.po_may_start();
         let spec = &self.spec;
         let s = self.streams.entry(tid).or_default();
         let mut req = Request::default();
@@ -560,6 +792,34 @@ impl Detector {
             s.window = 0;
             s.hits = 0;
             s.paged_to = None;
+            s.run_from = None;
+            if may_start && t.abs() == 1 {
+                self.region_query = Some(page);
+            }
+        }
+        // A step forward along a dense trend, of any size: the pages
+        // between were walked too, without faults, being resident (on a
+        // cyclic walk with pageout, the part that stays resident is walked
+        // without a single fault). A jump counts at most a limit's pages.
+        let step = s
+            .deltas
+            .back()
+            .copied()
+            .filter(|&d| t.abs() == 1 && d * t > 0);
+        match (step, s.run_from) {
+            (Some(d), Some(from)) => {
+                self.walked += d.unsigned_abs().min(self.limit.unwrap_or(u64::MAX));
+                let len = ((page - from) * t).max(0) as u64;
+                if may_start && self.limit.is_some_and(|l| len > l) {
+                    let l = self.limit.unwrap_or(0);
+                    self.po_notes.push(format!(
+                        "prefetcher: pageout=auto on: a walk of {len} pages, more than the limit's {l}"
+                    ));
+                    self.po_on = true;
+                    self.po_started += 1;
+                }
+            }
+            _ => s.run_from = Some(page),
         }
         // Steps already requested ahead of this page. A page outside the
         // last window (the walk jumped, e.g. back to the start of an array
@@ -599,7 +859,8 @@ impl Detector {
             }
             w
         };
-        w = w.max(prev / 2).clamp(self.base, self.max);
+        let max = if self.po_on { self.po_max } else { self.max };
+        w = w.max(prev / 2).clamp(self.base.min(max), max);
         s.window = w;
         s.hits = 0;
         if w > ahead {
@@ -623,7 +884,7 @@ impl Detector {
             s.last_issued = w - ahead;
             s.frontier = Some(page + t * w as i64);
         }
-        if spec.pageout && t.abs() == 1 {
+        if self.po_on && t.abs() == 1 {
             // Everything more than `lag` (two windows) behind, once.
             let ps = swaplab_host::util::page_size();
             let lag = if spec.lag > 0 {
@@ -639,10 +900,11 @@ impl Detector {
                 (behind, from)
             };
             let lo = lo.max(0); // clipped at page 0, as the simulator's
+            s.paged_to = Some(behind);
             if hi > lo {
                 req.pageout.push((lo, (hi - lo) as u64));
+                self.remember_paged(lo, hi, t);
             }
-            s.paged_to = Some(behind);
         }
         req
     }
@@ -653,6 +915,7 @@ impl Detector {
 /// A prefetcher set up before the command is spawned.
 pub struct Prefetcher {
     spec: PrefetchSpec,
+    limit: Option<u64>,
     setup: Option<FaultTracerSetup>,
     log: Option<PathBuf>,
     worker: Option<(Arc<AtomicBool>, JoinHandle<PrefetchStats>)>,
@@ -668,9 +931,11 @@ impl fmt::Debug for Prefetcher {
 
 impl Prefetcher {
     /// Prepares the fault events (before spawn). `None` for `thread`,
-    /// which runs inside the program.
+    /// which runs inside the program. `limit`: the group's memory limit,
+    /// bytes (`pageout=auto` stays off without one).
     pub fn prepare(
         spec: &PrefetchSpec,
+        limit: Option<u64>,
         session: &mut Session,
         run_dir: &Path,
     ) -> Result<Option<Prefetcher>> {
@@ -689,6 +954,7 @@ impl Prefetcher {
         )?;
         Ok(Some(Prefetcher {
             spec: spec.clone(),
+            limit,
             setup: Some(setup),
             log: spec.log.then(|| run_dir.join(LOG_FILE)),
             worker: None,
@@ -726,11 +992,12 @@ impl Prefetcher {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let spec = self.spec.clone();
+        let limit = self.limit;
         let handle = std::thread::Builder::new()
             .name("swaplab-prefetch".into())
             .spawn(move || {
                 let mut w = Worker {
-                    det: Detector::new(&spec),
+                    det: Detector::with_limit(&spec, limit),
                     tracer: Some(tracer),
                     pidfd,
                     pagemap,
@@ -738,6 +1005,7 @@ impl Prefetcher {
                     pending: HashSet::new(),
                     stats: PrefetchStats {
                         minor_sampled: spec.minor,
+                        pageout_auto: spec.pageout_auto && !spec.pageout,
                         ..Default::default()
                     },
                     page_shift: swaplab_host::util::page_size().trailing_zeros(),
@@ -776,6 +1044,47 @@ impl Drop for Prefetcher {
             let _ = h.join();
         }
     }
+}
+
+/// How many pages from `from` on along `dir` (±1) are present in memory
+/// (pagemap bit 63), up to `max`; 0 without pagemap.
+fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
+    const BATCH: u64 = 4096;
+    let Some(f) = pagemap else {
+        return 0;
+    };
+    let mut buf = vec![0u8; (BATCH.min(max) * 8) as usize];
+    let mut n = 0u64;
+    while n < max {
+        let k = BATCH.min(max - n);
+        // The next k pages along dir, read in address order.
+        let first = from + dir * n as i64;
+        let lo = if dir > 0 {
+            first
+        } else {
+            first - (k as i64 - 1)
+        };
+        if lo < 0 {
+            return n;
+        }
+        let want = &mut buf[..(k * 8) as usize];
+        let got = match f.read_at(want, lo as u64 * 8) {
+            Ok(g) => g / 8,
+            Err(_) => return n,
+        };
+        let present = |i: usize| {
+            i < got
+                && u64::from_ne_bytes(want[i * 8..i * 8 + 8].try_into().unwrap()) & (1 << 63) != 0
+        };
+        for j in 0..k as usize {
+            let i = if dir > 0 { j } else { k as usize - 1 - j };
+            if !present(i) {
+                return n;
+            }
+            n += 1;
+        }
+    }
+    n
 }
 
 struct Worker {
@@ -864,6 +1173,9 @@ impl Worker {
                     self.sample(s);
                 }
             }
+            if let Some(page) = self.det.region_query.take() {
+                self.tell_region(page);
+            }
             if !can_sparse {
                 if let Some(since) = sparse.take() {
                     self.det.forget();
@@ -919,8 +1231,24 @@ impl Worker {
         if let Some(l) = &mut self.log {
             let _ = l.flush();
         }
+        self.stats.pageout_started = self.det.po_started;
+        self.stats.pageout_regrets = self.det.po_regrets;
+        self.stats.notes.append(&mut self.det.po_notes);
         self.stats.cpu_ns = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
         std::mem::take(&mut self.stats)
+    }
+
+    /// Tells the detector the size of the mapping that holds `page` (from
+    /// /proc/PID/maps; nothing when it cannot be read, e.g. the program
+    /// exited).
+    fn tell_region(&mut self, page: i64) {
+        let Ok(maps) = swaplab_host::maps::read_maps(self.pid) else {
+            return;
+        };
+        let addr = (page as u64) << self.page_shift;
+        if let Some(m) = maps.iter().find(|m| m.start <= addr && addr < m.end) {
+            self.det.region_pages(m.len() >> self.page_shift);
+        }
     }
 
     /// A sample taken while sampling is sparse: fed to the detector only to
@@ -931,7 +1259,10 @@ impl Worker {
         match s.kind {
             FaultKind::Major => {
                 self.pending.remove(&page);
-                let _ = self.det.access(s.tid, page, false);
+                let pm = &self.pagemap;
+                let _ = self
+                    .det
+                    .access_with(s.tid, page, false, &mut |f, d, m| resident_run(pm, f, d, m));
             }
             _ => {
                 self.stats.minor_faults += 1;
@@ -950,7 +1281,9 @@ impl Worker {
                 if self.pending.remove(&page) {
                     self.stats.pages_late += 1;
                 }
-                self.det.access(s.tid, page, false)
+                let pm = &self.pagemap;
+                self.det
+                    .access_with(s.tid, page, false, &mut |f, d, m| resident_run(pm, f, d, m))
             }
             _ => {
                 self.stats.minor_faults += 1;
@@ -958,7 +1291,7 @@ impl Worker {
                     return;
                 }
                 self.stats.pages_used += 1;
-                self.det.access(s.tid, page, true)
+                self.det.access_with(s.tid, page, true, &mut |_, _, _| 0)
             }
         };
         self.stats.trend_switches = self.det.switches;
@@ -1392,5 +1725,171 @@ mod tests {
             }
         }
         assert!(last_end.unwrap() >= 399 - 2 * w - w);
+    }
+
+    /// A detector with `spec` for a group limited to `limit` pages.
+    fn limited(spec: &str, limit: u64) -> Detector {
+        let s: PrefetchSpec = spec.parse().unwrap();
+        Detector::with_limit(&s, Some(limit * swaplab_host::util::page_size()))
+    }
+
+    /// Walks `pages` as major faults; returns (fault, pageout range) pairs.
+    fn walk(d: &mut Detector, pages: impl Iterator<Item = i64>) -> Vec<(i64, i64, u64)> {
+        let mut out = Vec::new();
+        for p in pages {
+            for (lo, n) in d.access(1, p, false).pageout {
+                out.push((p, lo, n));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn pageout_auto_is_leaps_default_and_prints_back() {
+        let s: PrefetchSpec = "leap".parse().unwrap();
+        assert!(s.pageout_auto && !s.pageout);
+        for (spec, auto, on, shown) in [
+            ("leap:pageout=0", false, false, "leap:pageout=0"),
+            ("leap:pageout=1", false, true, "leap:pageout=1"),
+            ("leap:pageout=auto:lag=8K", true, false, "leap:lag=8K"),
+            ("stride", false, false, "stride"),
+            ("stride:pageout=auto", true, false, "stride:pageout=auto"),
+        ] {
+            let s: PrefetchSpec = spec.parse().unwrap();
+            assert_eq!((s.pageout_auto, s.pageout), (auto, on), "{spec}");
+            assert_eq!(s.to_string(), shown);
+            assert_eq!(shown.parse::<PrefetchSpec>().unwrap(), s);
+        }
+        let e = "leap:pageout=sometimes"
+            .parse::<PrefetchSpec>()
+            .unwrap_err();
+        assert!(e.to_string().contains("1 or 0 or auto"), "{e}");
+    }
+
+    #[test]
+    fn pageout_auto_starts_once_a_walk_is_longer_than_the_limit() {
+        // Limit 100 pages, base window 4, lag 2. The trend +1 appears at
+        // page 8 (8 deltas: history 32 / split 4); the walk from there is
+        // longer than the limit from page 109 on, and only then do pages
+        // behind it go, never the last `lag` ones.
+        let mut d = limited("leap:window=16K:lag=8K", 100);
+        let got = walk(&mut d, 0..300);
+        assert!(!got.is_empty());
+        assert!(got.iter().all(|&(p, _, _)| p >= 109), "{got:?}");
+        assert!(
+            got.iter().all(|&(p, lo, n)| lo + n as i64 <= p - 2),
+            "{got:?}"
+        );
+        assert_eq!((d.po_started, d.po_regrets), (1, 0));
+        // Without a limit (or with pageout=0) it never starts.
+        let (mut d, _) = pages("leap:window=16K:lag=8K");
+        assert!(walk(&mut d, 0..300).is_empty());
+        let mut d = limited("leap:window=16K:lag=8K:pageout=0", 100);
+        assert!(walk(&mut d, 0..300).is_empty());
+    }
+
+    #[test]
+    fn pageout_auto_starts_at_once_in_a_region_larger_than_the_limit() {
+        let mut d = limited("leap:window=16K:lag=8K", 100);
+        assert!(walk(&mut d, 0..9).is_empty());
+        // The trend began at page 8: the caller is asked for its region.
+        assert_eq!(d.region_query.take(), Some(8));
+        d.region_pages(100); // not larger: stays off
+        assert!(walk(&mut d, 9..20).is_empty());
+        d.region_pages(101);
+        assert!(!walk(&mut d, 20..40).is_empty());
+        assert_eq!(d.po_started, 1);
+    }
+
+    #[test]
+    fn pageout_auto_stops_for_good_when_the_program_comes_back_soon() {
+        // A cyclic walk of 300 pages under a limit of 100: coming back to
+        // a page after walking 300 further is what pageout is for.
+        let mut d = limited("leap:window=16K:lag=8K", 100);
+        d.region_pages(300);
+        walk(&mut d, 0..300);
+        walk(&mut d, 0..300);
+        assert_eq!((d.po_started, d.po_regrets), (1, 0));
+        // Then back down over what it just passed: an LRU would have kept
+        // those pages. The first fault on one turns pageout off, and no
+        // more pages go, though the walk down is a dense trend too.
+        let pages_down = walk(&mut d, (0..290).rev());
+        assert_eq!((d.po_started, d.po_regrets), (1, 1));
+        assert!(pages_down.is_empty(), "{pages_down:?}");
+        assert!(!d.po_on);
+        walk(&mut d, 0..300);
+        assert_eq!(d.po_started, 1, "it does not start again");
+        assert!(
+            d.po_notes.iter().any(|n| n.contains("off for good")),
+            "{:?}",
+            d.po_notes
+        );
+    }
+
+    #[test]
+    fn pageout_auto_keeps_its_window_small_once_on() {
+        let mut d = limited("leap", 1000);
+        let ps = swaplab_host::util::page_size();
+        d.region_pages(1_000_000);
+        let mut asked = 0u64;
+        let mut p = 0i64;
+        let mut requested = std::collections::HashSet::new();
+        while p < 200_000 {
+            let hit = requested.contains(&p);
+            for (lo, n) in d.access(1, p, hit).willneed {
+                asked = asked.max(n);
+                requested.extend(lo..lo + n as i64);
+            }
+            p += 1;
+        }
+        assert!(asked * ps <= PAGEOUT_MAX, "a request of {asked} pages");
+        assert!(
+            asked * ps * 2 >= PAGEOUT_MAX,
+            "windows stayed at {asked} pages"
+        );
+    }
+
+    #[test]
+    fn pageout_auto_counts_the_resident_part_a_cyclic_walk_passes_unseen() {
+        // A cyclic walk of 400 pages under a limit of 300 (as traverse at
+        // 75 %): the fill left pages 0..100 swapped and 100..400 resident.
+        // Each pass faults only on the swapped pages (and pages them out
+        // again behind it); the resident 300 are walked without a fault.
+        // So the program comes back to page 0 only 100 faulting pages after
+        // paging it out (less than half the limit), from page 99, the last
+        // one seen: the 300 resident pages beyond it are the walk it made
+        // unseen, and pageout stays.
+        let run = |count_resident: bool| {
+            let mut d = limited("leap:window=16K:lag=8K", 300);
+            d.region_pages(400);
+            let mut out: std::collections::HashSet<i64> = (0..100).collect();
+            for _pass in 0..4 {
+                for p in 0..400i64 {
+                    if !out.remove(&p) {
+                        continue; // resident: no fault
+                    }
+                    let mut resident = |from: i64, dir: i64, max: u64| {
+                        let mut n = 0;
+                        while n < max && (0..400).contains(&(from + dir * n as i64)) {
+                            if !count_resident || out.contains(&(from + dir * n as i64)) {
+                                break;
+                            }
+                            n += 1;
+                        }
+                        n
+                    };
+                    let r = d.access_with(1, p, false, &mut resident);
+                    for (lo, n) in r.pageout {
+                        out.extend(lo..lo + n as i64);
+                    }
+                }
+            }
+            (d.po_started, d.po_regrets, out.len())
+        };
+        let (started, regrets, out) = run(true);
+        assert_eq!((started, regrets), (1, 0));
+        assert!(out > 50, "pageout went on: {out} pages out");
+        // Blind to the resident pages, the same walk looks like a regret.
+        assert_eq!(run(false).1, 1);
     }
 }

@@ -491,7 +491,7 @@ impl Lab {
             ));
         }
         let prefetcher = from_file.and_then(|f| match opts.prefetch.as_ref().or(f.as_ref()) {
-            Some(spec) => Prefetcher::prepare(spec, &mut session, &rec.dir),
+            Some(spec) => Prefetcher::prepare(spec, plan.limit_bytes, &mut session, &rec.dir),
             None => Ok(None),
         });
         let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir)

@@ -26,12 +26,9 @@ pub struct HintsArgs {
     /// Passes over the array (swpTracer's Algorithm 4 traverses it three times).
     #[arg(long, default_value_t = 3)]
     pub passes: u64,
-    /// Variants: base, madvise, mlock, pc (one per --page-cluster value), thread, leap,
-    /// leap-po, stride, advise, mlock-leap, or all.
-    #[arg(
-        long,
-        default_value = "base,madvise,mlock,pc,thread,leap,leap-po,advise"
-    )]
+    /// Variants: base, madvise, mlock, pc (one per --page-cluster value), thread, leap0
+    /// (Leap as published), leap, leap-po, stride, advise, mlock-leap, or all.
+    #[arg(long, default_value = "base,madvise,mlock,pc,thread,leap0,leap,advise")]
     pub variants: String,
     /// vm.page-cluster values of the pc variants (0 turns swap readahead off).
     #[arg(long, value_name = "LIST", default_value = "0,6")]
@@ -40,7 +37,7 @@ pub struct HintsArgs {
     #[arg(long, default_value = "file:2x")]
     pub swap: String,
     /// A quick run for demos and tests: 32M, limits 75%,50%, 1 repeat, variants base,
-    /// madvise, mlock, pc, leap-po, mlock-leap.
+    /// madvise, mlock, pc, leap, mlock-leap.
     #[arg(long, conflicts_with_all = ["sizes", "limits", "repeat", "variants"])]
     pub quick: bool,
     /// Kill a run after this long.
@@ -63,12 +60,7 @@ impl HintsArgs {
     /// The benchmark's options.
     pub fn options(&self) -> Result<HintsOptions> {
         let (sizes, limits, repeat, variants) = if self.quick {
-            (
-                "32M",
-                "75%,50%",
-                1,
-                "base,madvise,mlock,pc,leap-po,mlock-leap",
-            )
+            ("32M", "75%,50%", 1, "base,madvise,mlock,pc,leap,mlock-leap")
         } else {
             (
                 self.sizes.as_str(),

@@ -49,8 +49,9 @@ pub struct SettingArgs {
     pub flush_stats: Option<String>,
     /// Prefetch swapped pages ahead of the program's fault trend from outside it:
     /// leap, stride (process_madvise WILLNEED; any program, static ones too) or thread
-    /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=1
-    /// (docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
+    /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=auto|1|0
+    /// (leap's default auto pages out what a walk passed once the walk cannot fit the
+    /// limit; docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
     #[arg(long, value_name = "MODE[:K=V...]")]
     pub prefetch: Option<String>,
 }
