@@ -130,8 +130,8 @@ pub struct PrefetchSpec {
     /// `pageout=auto` (leap's default): page out as `pageout` does, but only
     /// once a dense walk shows it cannot fit (it runs in a region larger
     /// than the group's limit, or walks farther than the limit), and never
-    /// again once the program comes back to a page it paged out before
-    /// walking the limit further (an LRU would have kept it). Records
+    /// again once the program comes back to a page it paged out within
+    /// half the limit's pages of walk (an LRU would have kept it). Records
     /// written before it existed ran without it.
     #[serde(default)]
     pub pageout_auto: bool,
@@ -648,7 +648,8 @@ impl Detector {
     }
 
     /// A major fault of `tid` at `page` (pageout=auto): a page it paged
-    /// out before the walk went a limit further turns pageout off for good.
+    /// out before the walk went half a limit further turns pageout off for
+    /// good.
     ///
     /// The walk is seen only where it faults: the pages it passes that
     /// stayed resident make no fault (on a cyclic walk with pageout, the

@@ -80,7 +80,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("prefetch_coverage", "ratio", "prefetch_pages_used / (prefetch_pages_used + prefetch_major_faults): the share of would-be major faults served by the prefetcher"),
     ("prefetch_pages_paged_out", "pages", "pages the prefetcher paged out behind the trend (pageout=1: from `lag` behind the faulting page back)"),
     ("prefetch_pageout_started", "count", "pageout=auto (leap's default): 1 if it turned on (a dense walk in a region larger than the group's limit, or longer than it), else 0"),
-    ("prefetch_pageout_regrets", "count", "pageout=auto: 1 if it turned off for good (the program came back to a page paged out less than a limit's walk before), else 0"),
+    ("prefetch_pageout_regrets", "count", "pageout=auto: 1 if it turned off for good (the program came back to a page paged out less than half a limit's walk before), else 0"),
     ("prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not"),
     ("prefetch_trend_switches", "count", "times a thread's trend appeared or changed"),
     ("prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults"),
