@@ -348,6 +348,12 @@ pub struct PrefetchStats {
     pub pages_used: u64,
     /// Requested pages the program then major-faulted on (late or evicted).
     pub pages_late: u64,
+    /// Major faults on pages not asked for, within four windows past the
+    /// last one along the trend: the walk outran the requests.
+    pub majors_outran: u64,
+    /// Major faults on pages not asked for inside the last window: resident
+    /// when it was asked for, reclaimed before the walk came.
+    pub majors_skipped: u64,
     /// Pages asked to be paged out behind the trend.
     pub pages_paged_out: u64,
     /// Major faults of the program (the kernel's count, sampled or not).
@@ -397,6 +403,8 @@ impl PrefetchStats {
             ("prefetch_madvise_ns", self.madvise_ns as f64),
             ("prefetch_pages_requested", self.pages_requested as f64),
             ("prefetch_pages_late", self.pages_late as f64),
+            ("prefetch_majors_outran", self.majors_outran as f64),
+            ("prefetch_majors_skipped", self.majors_skipped as f64),
             ("prefetch_pages_paged_out", self.pages_paged_out as f64),
             ("prefetch_major_faults", self.major_faults as f64),
             ("prefetch_trend_switches", self.trend_switches as f64),
@@ -549,6 +557,14 @@ fn round_up_pow2(x: u64) -> u64 {
 struct Request {
     willneed: Vec<(i64, u64)>,
     pageout: Vec<(i64, u64)>,
+}
+
+/// See [`Detector::unasked`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unasked {
+    Outran,
+    Skipped,
+    Other,
 }
 
 /// Counts the resident pages from a page on along a direction (±1), up to
@@ -733,6 +749,28 @@ impl Detector {
         });
         if self.paged.len() > MAX_PAGED_RANGES {
             self.paged.pop_front();
+        }
+    }
+
+    /// Where a major fault of `tid` on a page nobody asked for lies: past
+    /// the last window along the trend (the walk outran it), inside it (the
+    /// page was resident when its window was asked for, and reclaim took it
+    /// before the walk came), or elsewhere.
+    fn unasked(&self, tid: u32, page: i64) -> Unasked {
+        let Some(s) = self.streams.get(&tid) else {
+            return Unasked::Other;
+        };
+        let (Some(t), Some(f)) = (s.trend, s.frontier) else {
+            return Unasked::Other;
+        };
+        let pos = (page - f) * t.signum();
+        let span = (s.window * t.unsigned_abs()) as i64;
+        if pos > 0 && pos <= span.max(1) * 4 {
+            Unasked::Outran
+        } else if pos <= 0 && pos > -span {
+            Unasked::Skipped
+        } else {
+            Unasked::Other
         }
     }
 
@@ -1300,6 +1338,12 @@ impl Worker {
                 self.stats.major_faults += 1;
                 if self.pending.remove(&page) {
                     self.stats.pages_late += 1;
+                } else {
+                    match self.det.unasked(s.tid, page) {
+                        Unasked::Outran => self.stats.majors_outran += 1,
+                        Unasked::Skipped => self.stats.majors_skipped += 1,
+                        Unasked::Other => {}
+                    }
                 }
                 let pm = &self.pagemap;
                 self.det
@@ -1539,6 +1583,30 @@ mod tests {
         let frontier = 103 + base as i64;
         let ahead = (frontier - trigger) as u64;
         assert_eq!(got, vec![(frontier + 1, 2 * base - ahead)]);
+    }
+
+    #[test]
+    fn a_fault_nobody_asked_for_is_placed_against_the_last_window() {
+        // Faults 100..103: the request is pages 104..=119 (16 pages).
+        let (mut d, base) = pages("stride:k=3:window=64K");
+        for p in 100..=103 {
+            d.access(1, p, false);
+        }
+        assert_eq!(base, 16);
+        assert_eq!(d.unasked(1, 120), Unasked::Outran);
+        assert_eq!(d.unasked(1, 119 + 64), Unasked::Outran);
+        assert_eq!(d.unasked(1, 119 + 65), Unasked::Other);
+        assert_eq!(d.unasked(1, 110), Unasked::Skipped);
+        assert_eq!(d.unasked(1, 104), Unasked::Skipped);
+        assert_eq!(d.unasked(1, 103), Unasked::Other);
+        assert_eq!(d.unasked(2, 110), Unasked::Other, "another thread");
+        // Downwards: past the window is below it.
+        let (mut d, _) = pages("stride:k=3:window=64K");
+        for p in (997..=1000).rev() {
+            d.access(1, p, false);
+        }
+        assert_eq!(d.unasked(1, 980), Unasked::Outran);
+        assert_eq!(d.unasked(1, 990), Unasked::Skipped);
     }
 
     #[test]

@@ -79,6 +79,8 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("prefetch_accuracy", "ratio", "prefetch_pages_used / prefetch_pages_requested"),
     ("prefetch_coverage", "ratio", "prefetch_pages_used / (prefetch_pages_used + prefetch_major_faults): the share of would-be major faults served by the prefetcher"),
     ("prefetch_pages_paged_out", "pages", "pages the prefetcher paged out behind the trend (pageout=1: from `lag` behind the faulting page back)"),
+    ("prefetch_majors_outran", "count", "major faults, sampled densely, on pages the prefetcher had not asked for, up to four windows past its last window along the trend: the walk outran the requests"),
+    ("prefetch_majors_skipped", "count", "major faults, sampled densely, on pages not asked for inside the prefetcher's last window: resident when the window was asked for (only swapped pages are asked for), reclaimed before the walk came"),
     ("prefetch_pageout_started", "count", "pageout=auto (leap's default): 1 if it turned on (a dense walk in a region larger than the group's limit, or longer than it), else 0"),
     ("prefetch_pageout_regrets", "count", "pageout=auto: 1 if it turned off for good (the program came back to a page paged out less than half a limit's walk before), else 0"),
     ("prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not"),
