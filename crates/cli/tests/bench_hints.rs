@@ -195,6 +195,22 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
                     );
                     let paged = m("prefetch_pages_paged_out");
                     assert!(paged > 0.0, "{name}: nothing paged out");
+                    // `show` says so in words, and places the faults left:
+                    // its three counts add up to at most the major faults.
+                    let o = swaplab(d, &["show", &ids[0].to_string()]);
+                    let text = String::from_utf8_lossy(&o.stdout);
+                    assert!(
+                        text.contains("pageout=auto     on, and it stayed on"),
+                        "{name}: {text}"
+                    );
+                    let placed = m("prefetch_pages_late")
+                        + m("prefetch_majors_skipped")
+                        + m("prefetch_majors_outran");
+                    assert!(
+                        placed <= m("prefetch_major_faults"),
+                        "{name}: {placed} placed of {} major faults",
+                        m("prefetch_major_faults")
+                    );
                 }
                 "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),
                 _ => {}

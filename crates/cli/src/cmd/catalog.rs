@@ -203,6 +203,29 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
                 count(g("prefetch_trend_switches")),
             ),
         );
+        if g("prefetch_majors_outran").is_some() {
+            kv(
+                "prefetch faults",
+                format!(
+                    "{} major faults: {} on requested pages (late), {} on pages not asked for inside a window (reclaimed after it was asked for), {} past it (the walk outran it)",
+                    count(g("prefetch_major_faults")),
+                    count(g("prefetch_pages_late")),
+                    count(g("prefetch_majors_skipped")),
+                    count(g("prefetch_majors_outran")),
+                ),
+            );
+        }
+        if let Some(on) = g("prefetch_pageout_started") {
+            let off = g("prefetch_pageout_regrets").unwrap_or(0.0) > 0.0;
+            kv(
+                "pageout=auto",
+                match (on > 0.0, off) {
+                    (false, _) => "never on (no walk that could not fit the limit)".to_string(),
+                    (true, false) => "on, and it stayed on".to_string(),
+                    (true, true) => "on, then off for good (the notes say why)".to_string(),
+                },
+            );
+        }
     }
     if g("leftover_tasks").unwrap_or(0.0) > 0.0 {
         kv(
