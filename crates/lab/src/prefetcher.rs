@@ -579,13 +579,10 @@ struct Detector {
     max: u64,
     streams: HashMap<u32, Stream>,
     switches: u64,
-    /// Pages behind dense walks are paged out now: from the start with
-    /// `pageout=1`, since it turned on with `pageout=auto`.
-    po_on: bool,
-    /// The largest window while `po_on` (pages).
+    /// Whether pages behind dense walks are paged out now, and why.
+    po: PageoutState,
+    /// The largest window while pageout is on (pages).
     po_max: u64,
-    /// `pageout=auto`: the group's limit, pages (None: no limit, never on).
-    limit: Option<u64>,
     /// Pages walked along dense trends, all threads: the clock of `paged`.
     walked: u64,
     /// `pageout=auto`: recent pageouts, oldest first, adjacent ones merged.
@@ -593,11 +590,37 @@ struct Detector {
     /// `pageout=auto`: a dense walk began at this page, in a region whose
     /// size the caller may tell ([`Detector::region_pages`]).
     region_query: Option<i64>,
+}
+
+/// Whether the detector pages out behind dense walks: from the start with
+/// `pageout=1`, since it turned on with `pageout=auto` (apart from the
+/// streams, so it can turn on while one of them is borrowed).
+#[derive(Debug, Default)]
+struct PageoutState {
+    on: bool,
+    /// `pageout=auto`: the group's limit, pages (None: no limit, never on).
+    limit: Option<u64>,
     /// `pageout=auto` turned on, and off again (at most once each).
-    po_started: u64,
-    po_regrets: u64,
+    started: u64,
+    regrets: u64,
     /// Why it turned on or off (for the run record's notes).
-    po_notes: Vec<String>,
+    notes: Vec<String>,
+}
+
+impl PageoutState {
+    /// Whether `pageout=auto` may still turn on.
+    fn may_start(&self) -> bool {
+        self.limit.is_some() && !self.on && self.regrets == 0
+    }
+
+    fn start(&mut self, why: String) {
+        if self.may_start() {
+            self.on = true;
+            self.started += 1;
+            self.notes
+                .push(format!("prefetcher: pageout=auto on: {why}"));
+        }
+    }
 }
 
 impl Detector {
@@ -624,39 +647,25 @@ impl Detector {
             max,
             streams: HashMap::new(),
             switches: 0,
-            po_on: spec.pageout,
+            po: PageoutState {
+                on: spec.pageout,
+                limit: limit
+                    .filter(|_| spec.pageout_auto && !spec.pageout)
+                    .map(|l| (l / ps).max(1)),
+                ..Default::default()
+            },
             po_max,
-            limit: limit
-                .filter(|_| spec.pageout_auto && !spec.pageout)
-                .map(|l| (l / ps).max(1)),
             walked: 0,
             paged: VecDeque::new(),
             region_query: None,
-            po_started: 0,
-            po_regrets: 0,
-            po_notes: Vec::new(),
-        }
-    }
-
-    /// Whether `pageout=auto` may still turn on.
-    fn po_may_start(&self) -> bool {
-        self.limit.is_some() && !self.po_on && self.po_regrets == 0
-    }
-
-    fn po_start(&mut self, why: String) {
-        if self.po_may_start() {
-            self.po_on = true;
-            self.po_started += 1;
-            self.po_notes
-                .push(format!("prefetcher: pageout=auto on: {why}"));
         }
     }
 
     /// The region of the page in [`Detector::region_query`] holds `pages`:
     /// a dense walk in a region larger than the limit cannot fit.
     fn region_pages(&mut self, pages: u64) {
-        if let Some(l) = self.limit.filter(|&l| pages > l) {
-            self.po_start(format!(
+        if let Some(l) = self.po.limit.filter(|&l| pages > l) {
+            self.po.start(format!(
                 "a walk in a region of {} pages, more than the limit's {l}",
                 pages
             ));
@@ -684,7 +693,7 @@ impl Detector {
     /// 6,012 pages of walk under a limit of 6,192: a cyclic walk that
     /// does not fit).
     fn check_regret(&mut self, tid: u32, page: i64, resident: Resident<'_>) {
-        let Some(limit) = self.limit.filter(|_| self.po_on).map(|l| (l / 2).max(1)) else {
+        let Some(limit) = self.po.limit.filter(|_| self.po.on).map(|l| (l / 2).max(1)) else {
             return;
         };
         let now = self.walked;
@@ -717,11 +726,11 @@ impl Detector {
                 return;
             }
         }
-        self.po_on = false;
-        self.po_regrets += 1;
+        self.po.on = false;
+        self.po.regrets += 1;
         self.paged.clear();
         let addr = page as u64 * swaplab_host::util::page_size();
-        self.po_notes.push(format!(
+        self.po.notes.push(format!(
             "prefetcher: pageout=auto off for good: the program came back to {addr:#x} \
              {since} pages of walk after paging it out, less than half the limit ({limit} pages)"
         ));
@@ -729,7 +738,7 @@ impl Detector {
 
     /// Remembers a pageout of `lo..hi` along `dir` (pageout=auto).
     fn remember_paged(&mut self, lo: i64, hi: i64, dir: i64) {
-        if self.limit.is_none() {
+        if self.po.limit.is_none() {
             return;
         }
         let walked = self.walked;
@@ -798,7 +807,7 @@ impl Detector {
         if !hit {
             self.check_regret(tid, page, resident);
         }
-        let may_start = self.po_may_start();
+        let may_start = self.po.may_start();
         let spec = &self.spec;
         let s = self.streams.entry(tid).or_default();
         let mut req = Request::default();
@@ -847,15 +856,12 @@ impl Detector {
             .filter(|&d| t.abs() == 1 && d * t > 0);
         match (step, s.run_from) {
             (Some(d), Some(from)) => {
-                self.walked += d.unsigned_abs().min(self.limit.unwrap_or(u64::MAX));
+                self.walked += d.unsigned_abs().min(self.po.limit.unwrap_or(u64::MAX));
                 let len = ((page - from) * t).max(0) as u64;
-                if may_start && self.limit.is_some_and(|l| len > l) {
-                    let l = self.limit.unwrap_or(0);
-                    self.po_notes.push(format!(
-                        "prefetcher: pageout=auto on: a walk of {len} pages, more than the limit's {l}"
-                    ));
-                    self.po_on = true;
-                    self.po_started += 1;
+                // (Checked first: no note formatted on every fault once on.)
+                if let Some(l) = self.po.limit.filter(|&l| may_start && len > l) {
+                    self.po
+                        .start(format!("a walk of {len} pages, more than the limit's {l}"));
                 }
             }
             _ => s.run_from = Some(page),
@@ -898,7 +904,7 @@ impl Detector {
             }
             w
         };
-        let max = if self.po_on { self.po_max } else { self.max };
+        let max = if self.po.on { self.po_max } else { self.max };
         w = w.max(prev / 2).clamp(self.base.min(max), max);
         s.window = w;
         s.hits = 0;
@@ -923,7 +929,7 @@ impl Detector {
             s.last_issued = w - ahead;
             s.frontier = Some(page + t * w as i64);
         }
-        if self.po_on && t.abs() == 1 {
+        if self.po.on && t.abs() == 1 {
             // Everything more than `lag` (two windows) behind, once.
             let ps = swaplab_host::util::page_size();
             let lag = if spec.lag > 0 {
@@ -1289,9 +1295,9 @@ impl Worker {
         if let Some(l) = &mut self.log {
             let _ = l.flush();
         }
-        self.stats.pageout_started = self.det.po_started;
-        self.stats.pageout_regrets = self.det.po_regrets;
-        self.stats.notes.append(&mut self.det.po_notes);
+        self.stats.pageout_started = self.det.po.started;
+        self.stats.pageout_regrets = self.det.po.regrets;
+        self.stats.notes.append(&mut self.det.po.notes);
         self.stats.cpu_ns = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
         std::mem::take(&mut self.stats)
     }
@@ -1868,7 +1874,7 @@ mod tests {
             got.iter().all(|&(p, lo, n)| lo + n as i64 <= p - 2),
             "{got:?}"
         );
-        assert_eq!((d.po_started, d.po_regrets), (1, 0));
+        assert_eq!((d.po.started, d.po.regrets), (1, 0));
         // Without a limit (or with pageout=0) it never starts.
         let (mut d, _) = pages("leap:window=16K:lag=8K");
         assert!(walk(&mut d, 0..300).is_empty());
@@ -1886,7 +1892,7 @@ mod tests {
         assert!(walk(&mut d, 9..20).is_empty());
         d.region_pages(101);
         assert!(!walk(&mut d, 20..40).is_empty());
-        assert_eq!(d.po_started, 1);
+        assert_eq!(d.po.started, 1);
     }
 
     #[test]
@@ -1897,20 +1903,20 @@ mod tests {
         d.region_pages(300);
         walk(&mut d, 0..300);
         walk(&mut d, 0..300);
-        assert_eq!((d.po_started, d.po_regrets), (1, 0));
+        assert_eq!((d.po.started, d.po.regrets), (1, 0));
         // Then back down over what it just passed: an LRU would have kept
         // those pages. The first fault on one turns pageout off, and no
         // more pages go, though the walk down is a dense trend too.
         let pages_down = walk(&mut d, (0..290).rev());
-        assert_eq!((d.po_started, d.po_regrets), (1, 1));
+        assert_eq!((d.po.started, d.po.regrets), (1, 1));
         assert!(pages_down.is_empty(), "{pages_down:?}");
-        assert!(!d.po_on);
+        assert!(!d.po.on);
         walk(&mut d, 0..300);
-        assert_eq!(d.po_started, 1, "it does not start again");
+        assert_eq!(d.po.started, 1, "it does not start again");
         assert!(
-            d.po_notes.iter().any(|n| n.contains("off for good")),
+            d.po.notes.iter().any(|n| n.contains("off for good")),
             "{:?}",
-            d.po_notes
+            d.po.notes
         );
     }
 
@@ -1972,7 +1978,7 @@ mod tests {
                     }
                 }
             }
-            (d.po_started, d.po_regrets, out.len())
+            (d.po.started, d.po.regrets, out.len())
         };
         let (started, regrets, out) = run(true);
         assert_eq!((started, regrets), (1, 0));
