@@ -248,11 +248,18 @@ fn v2_limit_is_enforced_and_swap_is_counted_per_group() {
     let (swap_peak, _) = metric(rec, "swap_peak_bytes").expect("swap_peak_bytes");
     assert!(swap_peak >= (24 << 20) as f64, "swap peak {swap_peak}");
     // Major faults: getrusage of the command vs the group's memory.stat.
+    // They count differently by design: mm_account_fault() adds a fault
+    // to the task's maj_flt when its final try was major *or* when it
+    // was retried (FAULT_FLAG_TRIED: the first try dropped mmap_lock to
+    // wait for the swap-in), while memory.stat's pgmajfault counts only
+    // the swap-ins do_swap_page() started. So rusage may exceed the
+    // group's count by the retries (52 of 2061, 2.5 %, under MGLRU on
+    // 6.1 in one CI run), and should never fall much below it.
     let (maj, _) = metric(rec, "majflt").expect("majflt");
     let (cg_maj, _) = metric(rec, "cg_pgmajfault").expect("cg_pgmajfault");
     assert!(maj > 0.0);
     assert!(
-        (maj - cg_maj).abs() <= 10.0 + cg_maj * 0.02,
+        maj + 10.0 >= cg_maj && maj <= cg_maj * 1.05 + 10.0,
         "rusage majflt {maj} vs memory.stat pgmajfault {cg_maj}"
     );
     // PSI from the group's own memory.pressure.
