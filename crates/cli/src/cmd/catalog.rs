@@ -190,7 +190,7 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
         kv(
             "prefetch",
             format!(
-                "requested {} pages in {} calls, used {} (accuracy {}, coverage {}), late {}, paged out {}; CPU {} (in madvise {}), trend switches {}",
+                "requested {} pages in {} calls, used {} (accuracy {}, coverage {}), late {}, paged out {}; CPU {} (in madvise {}{}), trend switches {}",
                 count(g("prefetch_pages_requested")),
                 count(g("prefetch_madvise_calls")),
                 count(g("prefetch_pages_used")),
@@ -200,6 +200,8 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
                 count(g("prefetch_pages_paged_out")),
                 secs(g("prefetch_cpu_ns")),
                 secs(g("prefetch_madvise_ns")),
+                g("prefetch_pageout_cpu_ns")
+                    .map_or(String::new(), |v| format!("; pageout thread {}", secs(Some(v)))),
                 count(g("prefetch_trend_switches")),
             ),
         );
