@@ -186,7 +186,7 @@ fn requests_land_ahead_of_a_sequential_walk() {
         "leap:window=64K:max=512K:log=1",
     );
     assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
-    // With zram the only swap, the run says prefetching seldom pays.
+    // With zram the only swap, the run says prefetching alone seldom pays.
     assert_eq!(
         r.notes
             .iter()
