@@ -104,7 +104,11 @@ const REGION_BATCH: usize = 1024;
 /// Entries read per pread in the fallback.
 const READ_BATCH: usize = 64 * 1024;
 
-const PM_SWAP: u64 = 1 << 62;
+/// Bit 63 of a pagemap entry: the page is present in RAM (mapped).
+pub const PM_PRESENT: u64 = 1 << 63;
+/// Bit 62: the page is swapped (its PTE holds a swap entry; the page may
+/// still sit in the swap cache).
+pub const PM_SWAP: u64 = 1 << 62;
 /// Bits 0–54: PFN, or swap type (0–4) and offset (5–54).
 const PM_FRAME_MASK: u64 = (1 << 55) - 1;
 const SWP_TYPE_BITS: u32 = 5;
@@ -537,6 +541,30 @@ impl PagemapWatcher {
         }
         Ok(())
     }
+}
+
+/// Reads the pagemap entries of pages `first..first + n` (page numbers,
+/// i.e. address / page size) from an open `/proc/PID/pagemap` into `out`,
+/// which is cleared first and holds fewer than `n` entries when the read
+/// ends early (the end of the address space). Test them with
+/// [`PM_PRESENT`] and [`PM_SWAP`]. `buf` is scratch space, kept by the
+/// caller between calls.
+pub fn read_entries(
+    file: &File,
+    first: u64,
+    n: usize,
+    buf: &mut Vec<u8>,
+    out: &mut Vec<u64>,
+) -> io::Result<()> {
+    buf.resize(n * 8, 0);
+    let got = read_full(file, buf, first * 8)?;
+    out.clear();
+    out.extend(
+        buf[..got]
+            .chunks_exact(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().expect("8 bytes"))),
+    );
+    Ok(())
 }
 
 /// `pread` until `buf` is full or end of file; returns bytes read.

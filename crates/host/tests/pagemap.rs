@@ -457,3 +457,30 @@ fn watch_ranges_picks_anonymous_and_private_writable() {
         ]
     );
 }
+
+/// `read_entries` of our own pages: present exactly where we touched
+/// (every third page of 64), none swapped (no swap needed), and a read
+/// that runs past the end of the address space comes back short.
+#[test]
+fn read_entries_sees_the_pages_touched() {
+    use swaplab_host::pagemap::{read_entries, PM_PRESENT, PM_SWAP};
+    let ps = page_size();
+    let m = Mapping::new(64 * ps);
+    for i in (0..64).step_by(3) {
+        m.touch(i);
+    }
+    let f = std::fs::File::open("/proc/self/pagemap").unwrap();
+    let (mut buf, mut ent) = (Vec::new(), Vec::new());
+    let first = m.addr() / ps as u64;
+    read_entries(&f, first, 64, &mut buf, &mut ent).unwrap();
+    assert_eq!(ent.len(), 64);
+    for (i, v) in ent.iter().enumerate() {
+        assert_eq!(v & PM_PRESENT != 0, i % 3 == 0, "page {i}: {v:#x}");
+        assert_eq!(v & PM_SWAP, 0, "page {i}: {v:#x}");
+    }
+    // The last user page number on x86-64 is below 2^47 / 4096: entries
+    // past the pagemap's end are not returned.
+    let end = (1u64 << 47) / ps as u64;
+    read_entries(&f, end - 2, 8, &mut buf, &mut ent).unwrap();
+    assert!(ent.len() <= 2, "{} entries past the end", ent.len());
+}

@@ -39,7 +39,6 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +51,7 @@ use swaplab_host::faults::{
     FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultTracer, FaultTracerSetup,
 };
 use swaplab_host::journal::Session;
+use swaplab_host::pagemap::{read_entries, PM_PRESENT, PM_SWAP};
 use swaplab_host::remote::{PidFd, MADV_PAGEOUT, MADV_WILLNEED};
 use swaplab_host::util::{format_size, parse_size};
 
@@ -1130,7 +1130,7 @@ fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
     let Some(f) = pagemap else {
         return 0;
     };
-    let mut buf = vec![0u8; (BATCH.min(max) * 8) as usize];
+    let (mut buf, mut ent) = (Vec::new(), Vec::new());
     let mut n = 0u64;
     while n < max {
         let k = BATCH.min(max - n);
@@ -1144,15 +1144,10 @@ fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
         if lo < 0 {
             return n;
         }
-        let want = &mut buf[..(k * 8) as usize];
-        let got = match f.read_at(want, lo as u64 * 8) {
-            Ok(g) => g / 8,
-            Err(_) => return n,
-        };
-        let present = |i: usize| {
-            i < got
-                && u64::from_ne_bytes(want[i * 8..i * 8 + 8].try_into().unwrap()) & (1 << 63) != 0
-        };
+        if read_entries(f, lo as u64, k as usize, &mut buf, &mut ent).is_err() {
+            return n;
+        }
+        let present = |i: usize| ent.get(i).is_some_and(|&v| v & PM_PRESENT != 0);
         for j in 0..k as usize {
             let i = if dir > 0 { j } else { k as usize - 1 - j };
             if !present(i) {
@@ -1550,26 +1545,18 @@ impl Worker {
 
     fn willneed_chunk(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
         let mut want: Vec<(i64, u64)> = Vec::new();
-        let mut ent = Vec::new();
+        let (mut buf, mut ent) = (Vec::new(), Vec::new());
         for &(p, n) in runs {
             if p < 0 {
                 continue;
             }
             let swapped: Vec<bool> = match &self.pagemap {
-                Some(f) => {
-                    ent.resize(n as usize * 8, 0u8);
-                    match f.read_at(&mut ent, p as u64 * 8) {
-                        Ok(got) => (0..n as usize)
-                            .map(|i| {
-                                i * 8 + 8 <= got
-                                    && u64::from_ne_bytes(ent[i * 8..i * 8 + 8].try_into().unwrap())
-                                        & (1 << 62)
-                                        != 0
-                            })
-                            .collect(),
-                        Err(_) => vec![false; n as usize],
-                    }
-                }
+                Some(f) => match read_entries(f, p as u64, n as usize, &mut buf, &mut ent) {
+                    Ok(()) => (0..n as usize)
+                        .map(|i| ent.get(i).is_some_and(|&v| v & PM_SWAP != 0))
+                        .collect(),
+                    Err(_) => vec![false; n as usize],
+                },
                 None => vec![true; n as usize],
             };
             let mut i = 0usize;
