@@ -405,7 +405,13 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
     let before = sys_state();
     let (dir, lab) = temp_lab();
     let exe = walker(dir.path());
-    for mode in ["exit", "unmap"] {
+    // Also with pageout on: its own thread may still hold ranges queued
+    // when the program goes.
+    let specs = ["leap:window=1M:max=8M", "leap:window=1M:max=8M:pageout=1"];
+    for (spec, mode) in specs
+        .into_iter()
+        .flat_map(|s| ["exit", "unmap"].map(|m| (s, m)))
+    {
         let cmd = vec![
             exe.display().to_string(),
             "16384".into(),
@@ -413,7 +419,8 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
             "0".into(),
             mode.into(),
         ];
-        let r = run(&lab, cmd, opts("leap:window=1M:max=8M"));
+        let r = run(&lab, cmd, opts(spec));
+        let mode = format!("{spec} {mode}");
         assert_eq!(
             r.outcome,
             Some(Outcome::Ok),
@@ -433,6 +440,9 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
         // It acted during the walk, and the record has its counts.
         assert!(metric(&r, "prefetch_madvise_calls") > 0.0, "{mode}");
         assert!(metric(&r, "prefetch_major_faults") > 0.0, "{mode}");
+        if spec.ends_with("pageout=1") {
+            assert!(metric(&r, "prefetch_pages_paged_out") > 0.0, "{mode}");
+        }
         // The record is in the catalog with the prefetcher's counts.
         let stored = lab.catalog.run(r.id).unwrap();
         assert_eq!(
