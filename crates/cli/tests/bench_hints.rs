@@ -4,7 +4,7 @@
 //! locked and advised; speed-ups and p recomputed from the recorded runs;
 //! the system as it was afterwards; the report's panels in a browser.
 mod common;
-use common::{f, root_json, swaplab};
+use common::{f, root_json, swaplab, ROOT_SWAP};
 use std::path::Path;
 
 use swaplab_testkit::{browser, skip, Facility};
@@ -30,6 +30,7 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
     let test = "hints_cells_agree_with_the_runs_and_the_kernel";
     let Some((dir, v)) = root_json(
         test,
+        &ROOT_SWAP,
         "swaplab-hints-test-",
         &[
             "bench", "hints", "--quick", "--json", "--save", "h.json", "--report", "h.html",

@@ -4,7 +4,7 @@
 //! forces out; the summary's tail shares recomputed from the raw latency
 //! file; the system as it was afterwards; the report opens in a browser.
 mod common;
-use common::{f, root_json, swaplab};
+use common::{f, root_json, swaplab, ROOT_SWAP};
 use std::path::Path;
 
 use swaplab_testkit::{browser, skip, Facility};
@@ -14,6 +14,7 @@ fn touch_faults_agree_with_the_cgroup_and_rusage() {
     let test = "touch_faults_agree_with_the_cgroup_and_rusage";
     let Some((dir, v)) = root_json(
         test,
+        &ROOT_SWAP,
         "swaplab-touch-test-",
         &[
             "bench", "touch", "--quick", "--json", "--save", "t.json", "--report", "t.html",

@@ -6,13 +6,14 @@
 //! `swaplab sim --device file:this --fault-path kernel --base-time T0`
 //! predicts, and the system is as it was.
 mod common;
-use common::{f, root_json, swaplab};
+use common::{f, root_json, swaplab, ROOT_SWAP};
 
 #[test]
 fn validate_traverse_against_the_kernel() {
     let test = "validate_traverse_against_the_kernel";
     let Some((dir, v)) = root_json(
         test,
+        &ROOT_SWAP,
         "swaplab-validate-test-",
         &[
             "validate",

@@ -17,27 +17,33 @@ pub fn swaplab(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// What most root tests need: root, a memory cgroup, swap files.
+pub const ROOT_SWAP: [swaplab_testkit::Facility; 3] = [
+    swaplab_testkit::Facility::Root,
+    swaplab_testkit::Facility::MemoryCgroup,
+    swaplab_testkit::Facility::Swapfile,
+];
+
 /// A JSON number, or a panic naming what it was.
 pub fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-/// One swaplab command run as root with a swap file, its JSON read: `None`
-/// (the test skips, saying why) unless this machine has root, a memory
-/// cgroup and swap files; else runs `args` in a fresh directory under
+/// One swaplab command run as root, its JSON read: `None` (the test skips,
+/// saying why) unless this machine has `needs` (root, a memory cgroup, swap
+/// files: [`ROOT_SWAP`], and what else the command uses); else runs `args`
+/// in a fresh directory under
 /// /var/tmp (named after `prefix`), checks that the system is as it was
 /// and that the command succeeded, and returns the directory (the caller
 /// keeps it alive) and the command's standard output as JSON.
 pub fn root_json(
     test: &str,
+    needs: &[swaplab_testkit::Facility],
     prefix: &str,
     args: &[&str],
 ) -> Option<(tempfile::TempDir, serde_json::Value)> {
-    use swaplab_testkit::{skip_unless, system_state, Facility};
-    if skip_unless(
-        test,
-        &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
-    ) {
+    use swaplab_testkit::{skip_unless, system_state};
+    if skip_unless(test, needs) {
         return None;
     }
     let before = system_state();
