@@ -478,9 +478,9 @@ fn read_entries_sees_the_pages_touched() {
         assert_eq!(v & PM_PRESENT != 0, i % 3 == 0, "page {i}: {v:#x}");
         assert_eq!(v & PM_SWAP, 0, "page {i}: {v:#x}");
     }
-    // The last user page number on x86-64 is below 2^47 / 4096: entries
-    // past the pagemap's end are not returned.
-    let end = (1u64 << 47) / ps as u64;
+    // User addresses end below 2^57 (5-level paging; 2^47 with 4 levels):
+    // entries past the pagemap's end are not returned.
+    let end = (1u64 << 57) / ps as u64;
     read_entries(&f, end - 2, 8, &mut buf, &mut ent).unwrap();
     assert!(ent.len() <= 2, "{} entries past the end", ent.len());
 }

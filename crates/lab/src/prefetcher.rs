@@ -1167,6 +1167,23 @@ fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
     n
 }
 
+/// What a process_madvise did; a failure counts as one quiet error and
+/// becomes a note (the first five).
+fn advised(
+    r: swaplab_host::Result<swaplab_host::remote::Advised>,
+    notes: &mut Vec<String>,
+) -> swaplab_host::remote::Advised {
+    r.unwrap_or_else(|e| {
+        if notes.len() < 5 {
+            notes.push(format!("prefetcher: {e}"));
+        }
+        swaplab_host::remote::Advised {
+            quiet_errors: 1,
+            ..Default::default()
+        }
+    })
+}
+
 /// The thread that pages out what the walk passed. MADV_PAGEOUT writes
 /// the pages to swap in the caller's context (unmap, add to swap,
 /// submit the write): on traverse at 50 % it took 1.76 s of the
@@ -1204,21 +1221,12 @@ impl Pageouter {
                         continue;
                     }
                     let t0 = std::time::Instant::now();
-                    match pidfd.madvise(&ranges, MADV_PAGEOUT) {
-                        Ok(a) => {
-                            d.advised.calls += a.calls;
-                            d.advised.bytes += a.bytes;
-                            d.advised.quiet_errors += a.quiet_errors;
-                            d.advised.gone |= a.gone;
-                        }
-                        Err(e) => {
-                            d.advised.quiet_errors += 1;
-                            if d.notes.len() < 5 {
-                                d.notes.push(format!("prefetcher: {e}"));
-                            }
-                        }
-                    }
+                    let a = advised(pidfd.madvise(&ranges, MADV_PAGEOUT), &mut d.notes);
                     d.madvise_ns += t0.elapsed().as_nanos() as u64;
+                    d.advised.calls += a.calls;
+                    d.advised.bytes += a.bytes;
+                    d.advised.quiet_errors += a.quiet_errors;
+                    d.advised.gone |= a.gone;
                 }
                 d.cpu_ns = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
                 d
@@ -1600,21 +1608,14 @@ impl Worker {
     /// MADV_WILLNEED on `ranges` (bytes), asked at the fault at `at`.
     fn advise_willneed(&mut self, ranges: &[(u64, u64)], s: &FaultSample, at: i64) {
         let t0 = std::time::Instant::now();
-        let r = self.pidfd.madvise(ranges, MADV_WILLNEED);
+        let a = advised(
+            self.pidfd.madvise(ranges, MADV_WILLNEED),
+            &mut self.stats.notes,
+        );
         self.stats.madvise_ns += t0.elapsed().as_nanos() as u64;
-        match r {
-            Ok(a) => {
-                self.stats.madvise_calls += a.calls;
-                self.stats.quiet_errors += a.quiet_errors;
-                self.gone |= a.gone;
-            }
-            Err(e) => {
-                self.stats.quiet_errors += 1;
-                if self.stats.notes.len() < 5 {
-                    self.stats.notes.push(format!("prefetcher: {e}"));
-                }
-            }
-        }
+        self.stats.madvise_calls += a.calls;
+        self.stats.quiet_errors += a.quiet_errors;
+        self.gone |= a.gone;
         self.log_ranges(ranges, "willneed", s, at);
     }
 
