@@ -30,9 +30,8 @@ pub fn f(v: &serde_json::Value) -> f64 {
 }
 
 /// One swaplab command run as root, its JSON read: `None` (the test skips,
-/// saying why) unless this machine has `needs` (root, a memory cgroup, swap
-/// files: [`ROOT_SWAP`], and what else the command uses); else runs `args`
-/// in a fresh directory under
+/// saying why) unless this machine has `needs` ([`ROOT_SWAP`] and what
+/// else the command uses); else runs `args` in a fresh directory under
 /// /var/tmp (named after `prefix`), checks that the system is as it was
 /// and that the command succeeded, and returns the directory (the caller
 /// keeps it alive) and the command's standard output as JSON.
