@@ -324,6 +324,20 @@ impl FaultTracer {
         }
     }
 
+    /// Gives thread `tid` fault events of its own that follow
+    /// [`FaultTracer::set_sample_periods`] (perf only; see
+    /// `perf::PerfTracer::add_task`). False when it had them already.
+    pub fn add_task(&mut self, tid: u32) -> Result<bool> {
+        match &mut self.inner {
+            TracerInner::Perf(p) => p.add_task(tid),
+            TracerInner::Tracefs(_) => Err(Error::unsupported(
+                "fault events of one thread",
+                "tracefs events have no sample period to follow",
+                "use the perf fault source",
+            )),
+        }
+    }
+
     /// Every major fault of the traced tasks so far, counted by the kernel
     /// (perf only).
     pub fn major_count(&self) -> Result<u64> {

@@ -391,6 +391,9 @@ fn recv_fds(sock: RawFd) -> std::io::Result<Vec<OwnedFd>> {
 /// One CPU's ring: the MAJ event's mmap with the MIN event redirected in.
 struct Ring {
     cpu: u32,
+    /// The thread whose own events fill this ring ([`PerfTracer::add_task`]);
+    /// None for a CPU's ring of the inherited events.
+    task: Option<u32>,
     base: *mut u8,
     map_len: usize,
     data_off: usize,
@@ -455,6 +458,7 @@ fn make_ring(cpu: u32, maj: OwnedFd, min: OwnedFd, data_pages: usize) -> Result<
     // Own it right away so that errors below unmap it.
     let mut ring = Ring {
         cpu,
+        task: None,
         base,
         map_len,
         data_off: ps,
@@ -607,6 +611,12 @@ impl PerfSetup {
             })?;
         Ok(PerfTracer {
             rings,
+            attrs: Box::new(self.hook.attrs),
+            tasks: std::collections::HashSet::new(),
+            periods: (
+                self.hook.attrs[0].sample_period,
+                self.hook.attrs[1].sample_period,
+            ),
             reorder: Reorder::default(),
             buf: Vec::new(),
             lost: 0,
@@ -671,6 +681,13 @@ fn receive_rings(
 /// A running perf trace.
 pub struct PerfTracer {
     rings: Vec<Ring>,
+    /// The attributes the child's events were opened with (MAJ, MIN).
+    attrs: Box<[PerfEventAttr; 2]>,
+    /// Threads with events of their own ([`PerfTracer::add_task`]): their
+    /// samples from the inherited events are dropped.
+    tasks: std::collections::HashSet<u32>,
+    /// The sample periods in force (major, minor).
+    periods: (u64, u64),
     reorder: Reorder,
     buf: Vec<u8>,
     lost: u64,
@@ -738,6 +755,7 @@ impl PerfTracer {
         // SAFETY: the data area is mapped at data_off for data_size bytes.
         let data = unsafe { std::slice::from_raw_parts(base.add(ring.data_off), size as usize) };
         let (maj_id, min_id) = (ring.maj_id, ring.min_id);
+        let inherited = ring.task.is_none();
         while tail < head {
             let copy = |buf: &mut Vec<u8>, at: u64, len: usize| {
                 buf.clear();
@@ -757,6 +775,11 @@ impl PerfTracer {
             let u64_at = |o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap());
             let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
             match typ {
+                PERF_RECORD_SAMPLE
+                    if len >= 48 && inherited && self.tasks.contains(&u32_at(28)) =>
+                {
+                    // Seen through the thread's own events.
+                }
                 PERF_RECORD_SAMPLE if len >= 48 => {
                     let id = u64_at(8);
                     let kind = if id == maj_id {
@@ -785,11 +808,66 @@ impl PerfTracer {
         tail_p.store(tail, Ordering::Release);
     }
 
+    /// Gives thread `tid` events of its own, sampled at the periods in
+    /// force and following every later [`PerfTracer::set_sample_periods`]:
+    /// the inherited events of a thread or child created while the periods
+    /// were sparse keep those periods for good (PERF_EVENT_IOC_PERIOD
+    /// reaches only the event it is called on, not its inherited copies),
+    /// so a child forked by an idle parent would be seen through one fault
+    /// in sixteen forever. From now on the inherited events' samples of
+    /// `tid` are dropped (its faults still count in [`PerfTracer::major_count`]
+    /// through them). The events are per thread (cpu = -1, not inherited:
+    /// threads `tid` creates later inherit the started task's events, at
+    /// the periods in force then). Returns false when `tid` already had
+    /// its own events.
+    pub(crate) fn add_task(&mut self, tid: u32) -> Result<bool> {
+        if self.tasks.contains(&tid) {
+            return Ok(false);
+        }
+        let mut fds = Vec::with_capacity(2);
+        for (i, what) in [(0usize, "PAGE_FAULTS_MAJ"), (1, "PAGE_FAULTS_MIN")] {
+            let mut attr = self.attrs[i];
+            attr.flags &= !(FLAG_DISABLED | FLAG_INHERIT | FLAG_ENABLE_ON_EXEC);
+            attr.sample_period = if i == 0 {
+                self.periods.0
+            } else {
+                self.periods.1
+            };
+            let fd = perf_event_open(&attr, tid as i32, -1);
+            if fd < 0 {
+                let e = std::io::Error::last_os_error();
+                return Err(Error::sys(
+                    "perf_event_open",
+                    format!("{what} of thread {tid}"),
+                    e,
+                ));
+            }
+            // SAFETY: a fresh descriptor nothing else owns.
+            fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        let min = fds.pop().expect("min fd");
+        let maj = fds.pop().expect("maj fd");
+        // A thread's own ring: a quarter of a CPU's (it holds one thread).
+        let ps = util::page_size() as usize;
+        let cpu_pages = self
+            .rings
+            .first()
+            .map_or(64, |r| (r.data_size as usize / ps).max(4));
+        let mut ring = make_ring(u32::MAX, maj, min, (cpu_pages / 4).max(1))?;
+        ring.task = Some(tid);
+        self.rings.push(ring);
+        self.tasks.insert(tid);
+        Ok(true)
+    }
+
     /// Sets the sample periods of the major- and minor-fault events (1 =
-    /// every fault; a huge period stops sampling, the count goes on). Only
-    /// the events of the task swaplab started change: threads and children
-    /// it created before the call keep the periods they inherited.
+    /// every fault; a huge period stops sampling, the count goes on). The
+    /// events of the task swaplab started and of the threads given their
+    /// own ([`PerfTracer::add_task`]) change; other threads and children
+    /// keep the periods they inherited, and those created later inherit
+    /// these.
     pub(crate) fn set_sample_periods(&mut self, major: u64, minor: u64) -> Result<()> {
+        self.periods = (major, minor);
         for r in &self.rings {
             let [min, maj] = &r._fds;
             for (fd, period, what) in [
@@ -797,13 +875,18 @@ impl PerfTracer {
                 (min, minor, "PAGE_FAULTS_MIN"),
             ] {
                 // SAFETY: PERF_EVENT_IOC_PERIOD reads one u64 from the pointer.
+                // A thread that has exited may refuse: nothing to sample there.
                 if unsafe {
                     libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_PERIOD, &period as *const u64)
                 } < 0
+                    && r.task.is_none()
                 {
                     return Err(Error::last_sys(
                         "ioctl(PERF_EVENT_IOC_PERIOD)",
-                        format!("{what}, cpu {}", r.cpu),
+                        match r.task {
+                            Some(t) => format!("{what}, thread {t}"),
+                            None => format!("{what}, cpu {}", r.cpu),
+                        },
                     ));
                 }
             }
@@ -815,7 +898,9 @@ impl PerfTracer {
     /// inherited threads' and children's counts included).
     pub(crate) fn major_count(&self) -> Result<u64> {
         let mut total = 0u64;
-        for r in &self.rings {
+        // The inherited events count every thread (a thread's own events
+        // count its faults a second time).
+        for r in self.rings.iter().filter(|r| r.task.is_none()) {
             let mut v = 0u64;
             // SAFETY: read of a perf fd with read_format 0 returns one u64.
             let n = unsafe { libc::read(r._fds[1].as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
@@ -851,7 +936,18 @@ impl PerfTracer {
                 self.unknown_ids
             ));
         }
-        let cpus: Vec<String> = self.rings.iter().map(|r| r.cpu.to_string()).collect();
+        let cpus: Vec<String> = self
+            .rings
+            .iter()
+            .filter(|r| r.task.is_none())
+            .map(|r| r.cpu.to_string())
+            .collect();
+        if !self.tasks.is_empty() {
+            notes.push(format!(
+                "perf: {} thread(s) first seen while sampling was sparse got events of their own",
+                self.tasks.len()
+            ));
+        }
         notes.push(format!(
             "perf: {} KiB ring per CPU on CPUs {}",
             self.rings.first().map(|r| r.data_size / 1024).unwrap_or(0),

@@ -76,6 +76,8 @@ const WAKEUP_MAJORS: u32 = 32;
 const CHUNK: u64 = 512;
 /// Strides up to this many pages are prefetched as whole ranges.
 const DENSE_STRIDE: i64 = 8;
+/// Most threads given fault events of their own (a ring of 1 MiB each).
+const MAX_OWN_EVENTS: usize = 64;
 /// `pageout=auto`'s memory of recent pageouts (one per request).
 const MAX_PAGED_RANGES: usize = 4096;
 /// With no trend for this long, the thread stops waking on every fault
@@ -380,6 +382,10 @@ pub struct PrefetchStats {
     pub pageout_auto: bool,
     pub pageout_started: u64,
     pub pageout_regrets: u64,
+    /// Processes of the run with major faults the prefetcher saw, and
+    /// processes it asked for pages in (or paged out of).
+    pub processes: u64,
+    pub processes_acted: u64,
     /// Notes for the run record.
     pub notes: Vec<String>,
 }
@@ -415,6 +421,8 @@ impl PrefetchStats {
             ("prefetch_sparse_switches", self.sparse_switches as f64),
             ("prefetch_samples", self.samples as f64),
             ("prefetch_sparse_ns", self.sparse_ns as f64),
+            ("prefetch_processes", self.processes as f64),
+            ("prefetch_processes_acted", self.processes_acted as f64),
         ];
         if self.minor_sampled {
             m.push(("prefetch_pages_used", self.pages_used as f64));
@@ -1034,14 +1042,14 @@ impl Prefetcher {
         }
     }
 
-    /// The command started: attach and start the thread.
+    /// The command started: attach and start the thread. The events are
+    /// inherited by every thread and process the command starts; each
+    /// process's faults are served in its own address space ([`Space`]).
     pub fn started(&mut self, pid: u32) -> Result<()> {
         let Some(setup) = self.setup.take() else {
             return Ok(());
         };
         let tracer = setup.attach(pid)?;
-        let pidfd = PidFd::open(pid)?;
-        let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
         let log = match &self.log {
             Some(p) => Some(std::io::BufWriter::new(
                 File::create(p).map_err(|e| Error::io("creating", p, e))?,
@@ -1054,21 +1062,24 @@ impl Prefetcher {
         let limit = self.limit;
         let notes = zram_note().into_iter().collect();
         let pageouter = if self.spec.pageout || self.spec.pageout_auto {
-            Some(Pageouter::start(PidFd::open(pid)?)?)
+            Some(Pageouter::start()?)
         } else {
             None
         };
+        let mut spaces = HashMap::new();
+        // The started process is opened now (it may exec, never fork,
+        // before its first fault); the others at their first sample.
+        spaces.insert(pid, Space::open(pid, &spec, limit));
         let handle = std::thread::Builder::new()
             .name("swaplab-prefetch".into())
             .spawn(move || {
                 let mut w = Worker {
-                    det: Detector::with_limit(&spec, limit),
+                    spec: spec.clone(),
+                    limit,
+                    spaces,
                     tracer: Some(tracer),
-                    pidfd,
                     pageouter,
-                    pagemap,
                     log,
-                    pending: HashSet::new(),
                     stats: PrefetchStats {
                         minor_sampled: spec.minor,
                         pageout_auto: spec.pageout_auto && !spec.pageout,
@@ -1076,9 +1087,9 @@ impl Prefetcher {
                         ..Default::default()
                     },
                     page_shift: swaplab_host::util::page_size().trailing_zeros(),
-                    gone: false,
                     pid,
                     sparse_tids: HashSet::new(),
+                    own_tids: HashSet::new(),
                 };
                 w.run(&flag)
             })
@@ -1131,13 +1142,61 @@ fn zram_note() -> Option<String> {
     })
 }
 
+/// `/proc/PID/pagemap` of one process. An open pagemap file belongs to
+/// the address space it was opened on, and reads nothing once that is
+/// gone: a process that exec'd (`sh -c 'exec prog'`, `env`, `nice`,
+/// `chrt` exec the program in the process swaplab started) is read
+/// through a file opened again.
+struct Pagemap {
+    pid: u32,
+    file: Option<File>,
+}
+
+impl Pagemap {
+    fn open(pid: u32) -> Pagemap {
+        Pagemap {
+            pid,
+            file: File::open(format!("/proc/{pid}/pagemap")).ok(),
+        }
+    }
+
+    /// Whether the file could be opened (root can; the checks are skipped
+    /// without it).
+    fn available(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The entries of pages `first..first + n` ([`read_entries`]); opens
+    /// the file again once when it reads nothing (the process exec'd).
+    fn read(
+        &mut self,
+        first: u64,
+        n: usize,
+        buf: &mut Vec<u8>,
+        ent: &mut Vec<u64>,
+    ) -> std::io::Result<()> {
+        let Some(f) = &self.file else {
+            return Err(std::io::ErrorKind::NotFound.into());
+        };
+        read_entries(f, first, n, buf, ent)?;
+        if ent.is_empty() && n > 0 {
+            let Ok(f) = File::open(format!("/proc/{}/pagemap", self.pid)) else {
+                return Err(std::io::ErrorKind::NotFound.into());
+            };
+            read_entries(&f, first, n, buf, ent)?;
+            self.file = Some(f);
+        }
+        Ok(())
+    }
+}
+
 /// How many pages from `from` on along `dir` (±1) are present in memory
 /// (pagemap bit 63), up to `max`; 0 without pagemap.
-fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
+fn resident_run(pagemap: &mut Pagemap, from: i64, dir: i64, max: u64) -> u64 {
     const BATCH: u64 = 4096;
-    let Some(f) = pagemap else {
+    if !pagemap.available() {
         return 0;
-    };
+    }
     let (mut buf, mut ent) = (Vec::new(), Vec::new());
     let mut n = 0u64;
     while n < max {
@@ -1152,7 +1211,10 @@ fn resident_run(pagemap: &Option<File>, from: i64, dir: i64, max: u64) -> u64 {
         if lo < 0 {
             return n;
         }
-        if read_entries(f, lo as u64, k as usize, &mut buf, &mut ent).is_err() {
+        if pagemap
+            .read(lo as u64, k as usize, &mut buf, &mut ent)
+            .is_err()
+        {
             return n;
         }
         let present = |i: usize| ent.get(i).is_some_and(|&v| v & PM_PRESENT != 0);
@@ -1188,11 +1250,16 @@ fn advised(
 /// the pages to swap in the caller's context (unmap, add to swap,
 /// submit the write): on traverse at 50 % it took 1.76 s of the
 /// prefetcher's 2.05 s in madvise, and while it ran no WILLNEED went out,
-/// so the program outran the window. Here it runs beside the fault loop.
+/// so the program outran the window. Here it runs beside the fault loop,
+/// one thread for every process of the run (each request names its
+/// process).
 struct Pageouter {
-    tx: std::sync::mpsc::Sender<Vec<(u64, u64)>>,
+    tx: std::sync::mpsc::Sender<PageoutRequest>,
     handle: JoinHandle<PageoutDone>,
 }
+
+/// Ranges (bytes) of one process to page out.
+type PageoutRequest = (Arc<PidFd>, Vec<(u64, u64)>);
 
 /// What the pageout thread did.
 #[derive(Default)]
@@ -1204,29 +1271,43 @@ struct PageoutDone {
 }
 
 impl Pageouter {
-    fn start(pidfd: PidFd) -> Result<Pageouter> {
-        let (tx, rx) = std::sync::mpsc::channel::<Vec<(u64, u64)>>();
+    fn start() -> Result<Pageouter> {
+        let (tx, rx) = std::sync::mpsc::channel::<PageoutRequest>();
         let handle = std::thread::Builder::new()
             .name("swaplab-pageout".into())
             .spawn(move || {
                 let cpu0 = swaplab_host::util::thread_cpu_ns();
                 let mut d = PageoutDone::default();
-                // Each wake-up takes everything queued: one call for the
-                // ranges that piled up while the last one ran.
-                while let Ok(mut ranges) = rx.recv() {
+                let mut gone: HashSet<u32> = HashSet::new();
+                // Each wake-up takes everything queued: one call per
+                // process for the ranges that piled up while the last
+                // one ran.
+                while let Ok(first) = rx.recv() {
+                    let mut queued = vec![first];
                     while let Ok(more) = rx.try_recv() {
-                        ranges.extend(more);
+                        queued.push(more);
                     }
-                    if d.advised.gone {
-                        continue;
+                    let mut by_pid: Vec<PageoutRequest> = Vec::new();
+                    for (fd, ranges) in queued {
+                        match by_pid.iter_mut().find(|(f, _)| f.pid() == fd.pid()) {
+                            Some((_, r)) => r.extend(ranges),
+                            None => by_pid.push((fd, ranges)),
+                        }
                     }
-                    let t0 = std::time::Instant::now();
-                    let a = advised(pidfd.madvise(&ranges, MADV_PAGEOUT), &mut d.notes);
-                    d.madvise_ns += t0.elapsed().as_nanos() as u64;
-                    d.advised.calls += a.calls;
-                    d.advised.bytes += a.bytes;
-                    d.advised.quiet_errors += a.quiet_errors;
-                    d.advised.gone |= a.gone;
+                    for (fd, ranges) in by_pid {
+                        if gone.contains(&fd.pid()) {
+                            continue;
+                        }
+                        let t0 = std::time::Instant::now();
+                        let a = advised(fd.madvise(&ranges, MADV_PAGEOUT), &mut d.notes);
+                        d.madvise_ns += t0.elapsed().as_nanos() as u64;
+                        d.advised.calls += a.calls;
+                        d.advised.bytes += a.bytes;
+                        d.advised.quiet_errors += a.quiet_errors;
+                        if a.gone {
+                            gone.insert(fd.pid());
+                        }
+                    }
                 }
                 d.cpu_ns = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
                 d
@@ -1241,9 +1322,9 @@ impl Pageouter {
         Ok(Pageouter { tx, handle })
     }
 
-    /// Queues `ranges` (bytes) for MADV_PAGEOUT.
-    fn send(&self, ranges: Vec<(u64, u64)>) {
-        let _ = self.tx.send(ranges);
+    /// Queues `ranges` (bytes) of the process `fd` for MADV_PAGEOUT.
+    fn send(&self, fd: Arc<PidFd>, ranges: Vec<(u64, u64)>) {
+        let _ = self.tx.send((fd, ranges));
     }
 
     /// Waits for the queued pageouts and returns what the thread did.
@@ -1256,18 +1337,66 @@ impl Pageouter {
     }
 }
 
-struct Worker {
+/// One process of the run, as the prefetcher sees it: the address space
+/// its faults are served in. Page numbers, trends, requests and pageouts
+/// never mix between processes (a forked child has the parent's
+/// addresses for other pages).
+struct Space {
+    pid: u32,
+    /// The process's name when first seen (for the notes).
+    comm: String,
     det: Detector,
+    /// None: it had exited when first seen.
+    pidfd: Option<Arc<PidFd>>,
+    pagemap: Pagemap,
+    /// Pages requested and not yet faulted on.
+    pending: HashSet<i64>,
+    /// process_madvise said the process is gone.
+    gone: bool,
+    /// Major faults sampled in it, and pages asked for or paged out.
+    majors: u64,
+    acted: u64,
+}
+
+impl Space {
+    fn open(pid: u32, spec: &PrefetchSpec, limit: Option<u64>) -> Space {
+        let pidfd = PidFd::open(pid).ok().map(Arc::new);
+        Space {
+            pid,
+            comm: std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                .map(|c| c.trim().to_string())
+                .unwrap_or_default(),
+            det: Detector::with_limit(spec, limit),
+            gone: pidfd.is_none(),
+            pidfd,
+            pagemap: Pagemap::open(pid),
+            pending: HashSet::new(),
+            majors: 0,
+            acted: 0,
+        }
+    }
+
+    /// "pid 123 (traverse)".
+    fn name(&self) -> String {
+        if self.comm.is_empty() {
+            format!("pid {}", self.pid)
+        } else {
+            format!("pid {} ({})", self.pid, self.comm)
+        }
+    }
+}
+
+struct Worker {
+    spec: PrefetchSpec,
+    limit: Option<u64>,
+    /// Every process whose faults were seen, by pid.
+    spaces: HashMap<u32, Space>,
     tracer: Option<FaultTracer>,
-    pidfd: PidFd,
     /// The thread that runs MADV_PAGEOUT (None when pageout is off).
     pageouter: Option<Pageouter>,
-    pagemap: Option<File>,
     log: Option<std::io::BufWriter<File>>,
-    pending: HashSet<i64>,
     stats: PrefetchStats,
     page_shift: u32,
-    gone: bool,
     /// The program's first task: only its events change sample period.
     pid: u32,
     /// Tasks first seen while sampling was sparse: their inherited events
@@ -1275,6 +1404,8 @@ struct Worker {
     /// not reach inherited events), so their deltas are multiples of the
     /// real ones and they get no requests.
     sparse_tids: HashSet<u32>,
+    /// Tasks given events of their own ([`Worker::own_events`]).
+    own_tids: HashSet<u32>,
 }
 
 impl Worker {
@@ -1333,33 +1464,38 @@ impl Worker {
                     // from now on (below).
                     can_sparse = false;
                 }
+                let mut sp = self
+                    .spaces
+                    .remove(&s.pid)
+                    .unwrap_or_else(|| Space::open(s.pid, &self.spec, self.limit));
                 if sparse.is_some() {
-                    if s.tid != self.pid {
+                    if s.tid != self.pid && !self.own_events(&mut tracer, s.tid) {
                         self.sparse_tids.insert(s.tid);
                     }
-                    self.probe(s);
+                    self.probe(&mut sp, s);
                 } else if self.sparse_tids.contains(&s.tid) {
-                    self.probe(s);
+                    self.probe(&mut sp, s);
                 } else {
-                    self.sample(s);
+                    self.sample(&mut sp, s);
                 }
-            }
-            if let Some(page) = self.det.region_query.take() {
-                self.tell_region(page);
+                if let Some(page) = sp.det.region_query.take() {
+                    self.tell_region(&mut sp, page);
+                }
+                self.spaces.insert(s.pid, sp);
             }
             if !can_sparse {
                 if let Some(since) = sparse.take() {
-                    self.det.forget();
+                    self.forget();
                     self.stats.sparse_ns += since.elapsed().as_nanos() as u64;
                     let _ = tracer.set_sample_periods(1, dense_minor);
                 }
             }
-            if self.det.any_trend() {
+            if self.spaces.values().any(|sp| sp.det.any_trend()) {
                 last_trend = std::time::Instant::now();
                 if let Some(since) = sparse {
                     // A trend in the sparse samples: sample every fault
                     // again and find the real deltas.
-                    self.det.forget();
+                    self.forget();
                     self.stats.sparse_ns += since.elapsed().as_nanos() as u64;
                     sparse = None;
                     if let Err(e) = tracer.set_sample_periods(1, dense_minor) {
@@ -1411,61 +1547,142 @@ impl Worker {
             self.stats.pageout_cpu_ns = d.cpu_ns;
             self.stats.notes.extend(d.notes);
         }
-        self.stats.pageout_started = self.det.po.started;
-        self.stats.pageout_regrets = self.det.po.regrets;
-        self.stats.notes.append(&mut self.det.po.notes);
+        self.per_process_notes();
         self.stats.cpu_ns =
             swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0) + self.stats.pageout_cpu_ns;
         std::mem::take(&mut self.stats)
     }
 
-    /// Tells the detector the size of the mapping that holds `page` (from
-    /// /proc/PID/maps; nothing when it cannot be read, e.g. the program
-    /// exited).
-    fn tell_region(&mut self, page: i64) {
-        let Ok(maps) = swaplab_host::maps::read_maps(self.pid) else {
+    /// Gives `tid`, seen while sampling is sparse, fault events of its own
+    /// that follow the sample periods (its inherited ones keep the sparse
+    /// period for good: a child forked by a parent that went idle, as
+    /// `traverse --fork` and every fork-after-load server do, would
+    /// otherwise be seen through one fault in 16 and get no request).
+    /// False when it cannot have them (then its samples only probe).
+    fn own_events(&mut self, tracer: &mut FaultTracer, tid: u32) -> bool {
+        if self.own_tids.contains(&tid) {
+            return true;
+        }
+        if self.own_tids.len() >= MAX_OWN_EVENTS {
+            return false;
+        }
+        match tracer.add_task(tid) {
+            Ok(_) => {
+                self.own_tids.insert(tid);
+                true
+            }
+            Err(e) => {
+                if self.stats.notes.len() < 20 {
+                    self.stats.notes.push(format!(
+                        "prefetcher: thread {tid} stays sampled sparsely: {e}"
+                    ));
+                }
+                false
+            }
+        }
+    }
+
+    /// Forgets every thread's history, in every process.
+    fn forget(&mut self) {
+        for sp in self.spaces.values_mut() {
+            sp.det.forget();
+        }
+    }
+
+    /// The detectors' counts and notes, summed over the processes, and
+    /// which processes had faults and which got requests.
+    fn per_process_notes(&mut self) {
+        let mut spaces: Vec<&mut Space> = self.spaces.values_mut().collect();
+        spaces.sort_by_key(|sp| sp.pid);
+        let several = spaces.len() > 1;
+        for sp in spaces.iter_mut() {
+            self.stats.trend_switches += sp.det.switches;
+            self.stats.pageout_started += sp.det.po.started;
+            self.stats.pageout_regrets += sp.det.po.regrets;
+            let name = sp.name();
+            for n in sp.det.po.notes.drain(..) {
+                self.stats.notes.push(if several {
+                    n.replacen("prefetcher:", &format!("prefetcher ({name}):"), 1)
+                } else {
+                    n
+                });
+            }
+        }
+        let faulted: Vec<&&mut Space> = spaces.iter().filter(|sp| sp.majors > 0).collect();
+        self.stats.processes = faulted.len() as u64;
+        self.stats.processes_acted = spaces.iter().filter(|sp| sp.acted > 0).count() as u64;
+        if several {
+            let list: Vec<String> = faulted
+                .iter()
+                .take(8)
+                .map(|sp| {
+                    format!(
+                        "{}: {} major faults sampled, {} pages asked for or paged out",
+                        sp.name(),
+                        sp.majors,
+                        sp.acted
+                    )
+                })
+                .collect();
+            self.stats.notes.push(format!(
+                "prefetcher: major faults in {} of the {} processes it saw, requests in {} ({}{})",
+                faulted.len(),
+                spaces.len(),
+                self.stats.processes_acted,
+                list.join("; "),
+                if faulted.len() > 8 { "; …" } else { "" }
+            ));
+        }
+    }
+
+    /// Tells the detector of `sp` the size of the mapping that holds
+    /// `page` (from /proc/PID/maps; nothing when it cannot be read, e.g.
+    /// the process exited).
+    fn tell_region(&mut self, sp: &mut Space, page: i64) {
+        let Ok(maps) = swaplab_host::maps::read_maps(sp.pid) else {
             return;
         };
         let addr = (page as u64) << self.page_shift;
         if let Some(m) = maps.iter().find(|m| m.start <= addr && addr < m.end) {
-            self.det.region_pages(m.len() >> self.page_shift);
+            sp.det.region_pages(m.len() >> self.page_shift);
         }
     }
 
     /// A sample taken while sampling is sparse: fed to the detector only to
     /// notice a trend (its requests would follow multiples of the real
     /// deltas); a hit on a page requested earlier is still counted.
-    fn probe(&mut self, s: &FaultSample) {
+    fn probe(&mut self, sp: &mut Space, s: &FaultSample) {
         let page = (s.addr >> self.page_shift) as i64;
-        self.det.now_ns = s.time_ns;
+        sp.det.now_ns = s.time_ns;
         match s.kind {
             FaultKind::Major => {
-                self.pending.remove(&page);
-                let pm = &self.pagemap;
-                let _ = self
-                    .det
-                    .access_with(s.tid, page, false, &mut |f, d, m| resident_run(pm, f, d, m));
+                sp.majors += 1;
+                sp.pending.remove(&page);
+                let Space { det, pagemap, .. } = sp;
+                let _ = det.access_with(s.tid, page, false, &mut |f, d, m| {
+                    resident_run(pagemap, f, d, m)
+                });
             }
             _ => {
                 self.stats.minor_faults += 1;
-                if self.pending.remove(&page) {
+                if sp.pending.remove(&page) {
                     self.stats.pages_used += 1;
                 }
             }
         }
     }
 
-    fn sample(&mut self, s: &FaultSample) {
+    fn sample(&mut self, sp: &mut Space, s: &FaultSample) {
         let page = (s.addr >> self.page_shift) as i64;
-        self.det.now_ns = s.time_ns;
+        sp.det.now_ns = s.time_ns;
         let req = match s.kind {
             FaultKind::Major => {
-                self.stats.major_faults += 1;
-                let kind = if self.pending.remove(&page) {
+                sp.majors += 1;
+                let kind = if sp.pending.remove(&page) {
                     self.stats.pages_late += 1;
                     "late"
                 } else {
-                    match self.det.unasked(s.tid, page) {
+                    match sp.det.unasked(s.tid, page) {
                         Unasked::Outran => {
                             self.stats.majors_outran += 1;
                             "outran"
@@ -1484,39 +1701,40 @@ impl Worker {
                         s.time_ns, s.tid, s.addr, s.addr
                     );
                 }
-                let pm = &self.pagemap;
-                self.det
-                    .access_with(s.tid, page, false, &mut |f, d, m| resident_run(pm, f, d, m))
+                let Space { det, pagemap, .. } = sp;
+                det.access_with(s.tid, page, false, &mut |f, d, m| {
+                    resident_run(pagemap, f, d, m)
+                })
             }
             _ => {
                 self.stats.minor_faults += 1;
-                if !self.pending.remove(&page) {
+                if !sp.pending.remove(&page) {
                     return;
                 }
                 self.stats.pages_used += 1;
-                self.det.access_with(s.tid, page, true, &mut |_, _, _| 0)
+                sp.det.access_with(s.tid, page, true, &mut |_, _, _| 0)
             }
         };
-        self.stats.trend_switches = self.det.switches;
-        if self.gone {
+        if sp.gone {
             return;
         }
         if !req.willneed.is_empty() {
-            self.willneed(s, page, &req.willneed);
+            self.willneed(sp, s, page, &req.willneed);
         }
         if !req.pageout.is_empty() {
             let ranges = self.bytes(&req.pageout);
             for &(p, n) in &req.pageout {
                 for q in p..p + n as i64 {
-                    self.pending.remove(&q);
+                    sp.pending.remove(&q);
                 }
+                sp.acted += n;
             }
             // The pageout thread exists whenever the detector may ask for
             // a pageout (pageout=1 or auto).
             debug_assert!(self.pageouter.is_some());
             self.log_ranges(&ranges, "pageout", s, page);
-            if let Some(po) = &self.pageouter {
-                po.send(ranges);
+            if let (Some(po), Some(fd)) = (&self.pageouter, &sp.pidfd) {
+                po.send(fd.clone(), ranges);
             }
         }
     }
@@ -1533,7 +1751,7 @@ impl Worker {
     /// Asks for `runs` in order, [`CHUNK`] pages per call, each chunk
     /// checked against pagemap right before its call: pages the program
     /// faulted in meanwhile (it may be faster than the requests) are skipped.
-    fn willneed(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
+    fn willneed(&mut self, sp: &mut Space, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
         let mut batch = Vec::new();
         let mut count = 0u64;
         for &(p, n) in runs {
@@ -1547,35 +1765,36 @@ impl Worker {
                 count += m;
                 q += m as i64;
                 if count == CHUNK {
-                    self.willneed_chunk(s, at, &batch);
+                    self.willneed_chunk(sp, s, at, &batch);
                     batch.clear();
                     count = 0;
-                    if self.gone {
+                    if sp.gone {
                         return;
                     }
                 }
             }
         }
         if !batch.is_empty() {
-            self.willneed_chunk(s, at, &batch);
+            self.willneed_chunk(sp, s, at, &batch);
         }
     }
 
-    fn willneed_chunk(&mut self, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
+    fn willneed_chunk(&mut self, sp: &mut Space, s: &FaultSample, at: i64, runs: &[(i64, u64)]) {
         let mut want: Vec<(i64, u64)> = Vec::new();
         let (mut buf, mut ent) = (Vec::new(), Vec::new());
         for &(p, n) in runs {
             if p < 0 {
                 continue;
             }
-            let swapped: Vec<bool> = match &self.pagemap {
-                Some(f) => match read_entries(f, p as u64, n as usize, &mut buf, &mut ent) {
+            let swapped: Vec<bool> = if sp.pagemap.available() {
+                match sp.pagemap.read(p as u64, n as usize, &mut buf, &mut ent) {
                     Ok(()) => (0..n as usize)
                         .map(|i| ent.get(i).is_some_and(|&v| v & PM_SWAP != 0))
                         .collect(),
                     Err(_) => vec![false; n as usize],
-                },
-                None => vec![true; n as usize],
+                }
+            } else {
+                vec![true; n as usize]
             };
             let mut i = 0usize;
             while i < swapped.len() {
@@ -1595,27 +1814,28 @@ impl Worker {
         }
         let n: u64 = want.iter().map(|w| w.1).sum();
         self.stats.pages_requested += n;
-        if self.pending.len() + n as usize > MAX_PENDING {
-            self.pending.clear();
+        sp.acted += n;
+        if sp.pending.len() + n as usize > MAX_PENDING {
+            sp.pending.clear();
         }
         for &(p, n) in &want {
-            self.pending.extend(p..p + n as i64);
+            sp.pending.extend(p..p + n as i64);
         }
         let ranges = self.bytes(&want);
-        self.advise_willneed(&ranges, s, at);
+        self.advise_willneed(sp, &ranges, s, at);
     }
 
-    /// MADV_WILLNEED on `ranges` (bytes), asked at the fault at `at`.
-    fn advise_willneed(&mut self, ranges: &[(u64, u64)], s: &FaultSample, at: i64) {
+    /// MADV_WILLNEED on `ranges` (bytes) of `sp`, asked at the fault at `at`.
+    fn advise_willneed(&mut self, sp: &mut Space, ranges: &[(u64, u64)], s: &FaultSample, at: i64) {
+        let Some(fd) = &sp.pidfd else {
+            return;
+        };
         let t0 = std::time::Instant::now();
-        let a = advised(
-            self.pidfd.madvise(ranges, MADV_WILLNEED),
-            &mut self.stats.notes,
-        );
+        let a = advised(fd.madvise(ranges, MADV_WILLNEED), &mut self.stats.notes);
         self.stats.madvise_ns += t0.elapsed().as_nanos() as u64;
         self.stats.madvise_calls += a.calls;
         self.stats.quiet_errors += a.quiet_errors;
-        self.gone |= a.gone;
+        sp.gone |= a.gone;
         self.log_ranges(ranges, "willneed", s, at);
     }
 

@@ -82,13 +82,15 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("prefetch_pages_paged_out", "pages", "pages the prefetcher paged out behind the trend (pageout=1: from `lag` behind the faulting page back)"),
     ("prefetch_majors_outran", "count", "major faults, sampled densely, on pages the prefetcher had not asked for, up to four windows past its last window along the trend: the walk outran the requests"),
     ("prefetch_majors_skipped", "count", "major faults, sampled densely, on pages not asked for inside the prefetcher's last window: resident when the window was asked for (only swapped pages are asked for), reclaimed before the walk came"),
-    ("prefetch_pageout_started", "count", "pageout=auto (leap's default): 1 if it turned on (a dense walk in a region larger than the group's limit, or longer than it), else 0"),
-    ("prefetch_pageout_regrets", "count", "pageout=auto: 1 if it turned off for good (the program came back to a page paged out less than half a limit's walk before), else 0"),
+    ("prefetch_pageout_started", "count", "pageout=auto (leap's default): processes in which it turned on (a dense walk in a region larger than the group's limit, or longer than it): 1 or 0 for a program of one process"),
+    ("prefetch_pageout_regrets", "count", "pageout=auto: processes in which it turned off for good (the program came back to a page paged out less than half a limit's walk before): 1 or 0 for a program of one process"),
     ("prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not"),
     ("prefetch_trend_switches", "count", "times a thread's trend appeared or changed"),
     ("prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults"),
     ("prefetch_samples", "count", "fault samples perf delivered to the prefetcher (major and minor; fewer than the faults while sampling is sparse)"),
     ("prefetch_sparse_ns", "ns", "time the prefetcher sampled sparsely (no trend)"),
+    ("prefetch_processes", "count", "processes of the run (the started command and everything it forked or exec'd) in which the prefetcher saw major faults; each is served in its own address space"),
+    ("prefetch_processes_acted", "count", "processes the prefetcher asked for pages in (WILLNEED) or paged out of"),
     ("prefetch_quiet_errors", "count", "process_madvise calls or ranges refused because the program exited or unmapped the range (ESRCH, ENOMEM, EINVAL)"),
     ("timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)"),
     ("hints_given", "count", "hints in the resolved hint file (swaplab run --hints)"),
@@ -103,6 +105,11 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("tracer_cpu_ns", "ns", "CPU time of swaplab's tracer thread (draining events, pagemap scans, writing the tables)"),
     ("tracer_pending_swaps_max", "count", "most swap events the tracer held at once waiting for time order"),
 ];
+
+/// [`RunRecord::idle_mechanisms`]: the prefetcher (leap, stride).
+pub const IDLE_PREFETCH: &str = "prefetch";
+/// [`RunRecord::idle_mechanisms`]: the hints of `--hints`.
+pub const IDLE_HINTS: &str = "hints";
 
 /// The unit of a known metric.
 pub fn metric_unit(name: &str) -> &'static str {
@@ -391,6 +398,59 @@ impl RunRecord {
     /// A metric's value.
     pub fn get(&self, name: &str) -> Option<f64> {
         self.metrics.get(name).map(|m| m.value)
+    }
+
+    /// The major faults of the run: the memory cgroup's count (every task
+    /// of the group), else rusage's (the command and the descendants it
+    /// waited for).
+    pub fn major_faults(&self) -> Option<f64> {
+        self.get("cg_pgmajfault").or_else(|| self.get("majflt"))
+    }
+
+    /// What was applied to this run and acted on nothing: [`IDLE_PREFETCH`]
+    /// (`--prefetch leap|stride` asked for no page and paged none out
+    /// while the run had major faults), [`IDLE_HINTS`] (`--hints`: no hint
+    /// matched an allocation). A mechanism that did nothing is a finding
+    /// to show (a random program gives a trend prefetcher nothing to do),
+    /// never a silent success.
+    pub fn idle_mechanisms(&self) -> Vec<&'static str> {
+        let mut idle = Vec::new();
+        let majors = self.major_faults().unwrap_or(0.0);
+        if let Some(asked) = self.get("prefetch_pages_requested") {
+            if majors > 0.0 && asked + self.get("prefetch_pages_paged_out").unwrap_or(0.0) <= 0.0 {
+                idle.push(IDLE_PREFETCH);
+            }
+        }
+        if self.get("hints_given").unwrap_or(0.0) > 0.0
+            && self.get("hints_applied").unwrap_or(0.0) <= 0.0
+        {
+            idle.push(IDLE_HINTS);
+        }
+        idle
+    }
+
+    /// The note a run gets for each of its [`RunRecord::idle_mechanisms`].
+    pub fn idle_notes(&self) -> Vec<String> {
+        let majors = self.major_faults().unwrap_or(0.0);
+        self.idle_mechanisms()
+            .into_iter()
+            .map(|m| match m {
+                IDLE_PREFETCH => format!(
+                    "the prefetcher acted on nothing: it asked for no page and paged none out, \
+                     while the run had {majors:.0} major faults ({:.0} sampled in {:.0} \
+                     process(es)); no trend held long enough (a random access pattern, or \
+                     faults it could not see)",
+                    self.get("prefetch_samples").unwrap_or(0.0),
+                    self.get("prefetch_processes").unwrap_or(0.0),
+                ),
+                _ => format!(
+                    "the hints acted on nothing: none of the {:.0} hints matched an allocation, \
+                     while the run had {majors:.0} major faults (are the hints for this program, \
+                     built the same way?)",
+                    self.get("hints_given").unwrap_or(0.0),
+                ),
+            })
+            .collect()
     }
 
     /// "OOM", "timeout", "exit 3", "signal 9", "ok", …

@@ -506,6 +506,9 @@ impl Lab {
                         rec.notes
                             .push(format!("the trace or hint report was not saved: {e}"));
                     }
+                    // A mechanism that acted on nothing says so.
+                    let idle = rec.idle_notes();
+                    rec.notes.extend(idle);
                 }),
             Err(e) => Err(e),
         };

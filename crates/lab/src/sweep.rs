@@ -11,6 +11,8 @@
 //! its unlimited or largest-limit cell). OOM kills and timeouts are counted
 //! per cell; they are results, not failures.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::SweepRow;
@@ -79,6 +81,10 @@ pub struct Cell {
     pub wall_at_least_s: Option<f64>,
     /// Remarks ("skipped: 75% timed out").
     pub note: String,
+    /// Runs in which a mechanism applied to them acted on nothing, by
+    /// mechanism ([`RunRecord::idle_mechanisms`]: `prefetch`, `hints`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub idle: BTreeMap<String, usize>,
 }
 
 impl Cell {
@@ -106,10 +112,14 @@ impl Cell {
             parts.push(format!("failed{}", frac(self.other)));
         }
         if parts.is_empty() {
-            "ok".into()
-        } else {
-            parts.join(", ")
+            parts.push("ok".into());
         }
+        // A prefetcher or hints that acted on nothing show here, beside
+        // how the runs ended ("ok, prefetch idle", "ok, hints idle 1/3").
+        for (m, &k) in &self.idle {
+            parts.push(format!("{m} idle{}", frac(k)));
+        }
+        parts.join(", ")
     }
 }
 
@@ -415,7 +425,19 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
         slowdown_at_least: None,
         wall_at_least_s: least(&|r| get(r, "wall_ns")).map(|w| w / 1e9),
         note: String::new(),
+        idle: idle_counts(rs),
     }
+}
+
+/// Per mechanism, how many of `rs` it acted on nothing in.
+fn idle_counts(rs: &[&RunRecord]) -> BTreeMap<String, usize> {
+    let mut idle = BTreeMap::new();
+    for r in rs {
+        for m in r.idle_mechanisms() {
+            *idle.entry(m.to_string()).or_insert(0) += 1;
+        }
+    }
+    idle
 }
 
 impl Lab {
@@ -728,6 +750,74 @@ mod tests {
             settings: None,
             timeline_hz: None,
         }
+    }
+
+    #[test]
+    fn a_prefetcher_that_asked_for_nothing_shows_in_the_outcome() {
+        let row = SweepRow {
+            id: 1,
+            kind: "sweep".into(),
+            status: Status::Done,
+            started_unix_ns: 0,
+            finished_unix_ns: None,
+            command: vec!["x".into()],
+            spec: serde_json::json!({"limits": ["50%"], "variants": [{"name": "leap"}, {"name": "quiet"}]}),
+            error: None,
+        };
+        let with = |mut r: RunRecord, kv: &[(&str, f64)]| {
+            for &(k, v) in kv {
+                r.metrics.insert(
+                    k.into(),
+                    Metric {
+                        value: v,
+                        unit: String::new(),
+                        scope: Scope::Swaplab,
+                    },
+                );
+            }
+            r
+        };
+        let none = [
+            ("prefetch_pages_requested", 0.0),
+            ("prefetch_pages_paged_out", 0.0),
+        ];
+        let some = [
+            ("prefetch_pages_requested", 512.0),
+            ("prefetch_pages_paged_out", 0.0),
+        ];
+        let runs = vec![
+            // leap: idle in one run of two (both had major faults).
+            with(
+                run(1, "leap", "50%", Some(50), 0, Outcome::Ok, 2.0, 100.0),
+                &none,
+            ),
+            with(
+                run(2, "leap", "50%", Some(50), 1, Outcome::Ok, 2.0, 100.0),
+                &some,
+            ),
+            // No major faults: asking for nothing was right.
+            with(
+                run(3, "quiet", "50%", Some(50), 0, Outcome::Ok, 1.0, 0.0),
+                &none,
+            ),
+        ];
+        let r = SweepReport::from_runs(&row, &runs);
+        assert_eq!(r.cells[0].outcome_text(), "ok, prefetch idle 1/2");
+        assert_eq!(r.cells[1].outcome_text(), "ok");
+        let all_idle = with(
+            run(4, "leap", "50%", Some(50), 0, Outcome::Ok, 2.0, 7.0),
+            &none,
+        );
+        assert_eq!(all_idle.idle_mechanisms(), vec!["prefetch"]);
+        assert!(all_idle.idle_notes()[0].contains("7 major faults"));
+        let c = make_cell("leap", "50%", &[&all_idle]);
+        assert_eq!(c.outcome_text(), "ok, prefetch idle");
+        // Hints that matched nothing are idle whatever the faults.
+        let hints = with(
+            run(5, "h", "50%", Some(50), 0, Outcome::Ok, 1.0, 0.0),
+            &[("hints_given", 2.0), ("hints_applied", 0.0)],
+        );
+        assert_eq!(hints.idle_mechanisms(), vec!["hints"]);
     }
 
     #[test]

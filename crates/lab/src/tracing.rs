@@ -338,12 +338,8 @@ impl Instruments {
                 rec.notes
                     .push(format!("hint {} ({}) failed: {}", l.id, l.action, l.result));
             }
-            if ok == 0 {
-                rec.notes.push(
-                    "no hint matched an allocation of this run (are the hints for this program?)"
-                        .into(),
-                );
-            }
+            // None applied: RunRecord::idle_notes says so (with the
+            // run's major faults), after this.
         }
         let Some(mut t) = self.trace.take() else {
             return Ok(());

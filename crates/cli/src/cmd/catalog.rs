@@ -205,6 +205,24 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
                 count(g("prefetch_trend_switches")),
             ),
         );
+        if let Some(n) = g("prefetch_processes") {
+            kv(
+                "prefetch processes",
+                format!(
+                    "major faults seen in {} process(es) of the run, pages asked for or paged out in {}",
+                    count(Some(n)),
+                    count(g("prefetch_processes_acted")),
+                ),
+            );
+        }
+        if r.idle_mechanisms()
+            .contains(&swaplab_lab::record::IDLE_PREFETCH)
+        {
+            kv(
+                "prefetch outcome",
+                "IDLE: it acted on nothing (see the note)".to_string(),
+            );
+        }
         if g("prefetch_majors_outran").is_some() {
             kv(
                 "prefetch faults",

@@ -312,6 +312,24 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
             "{failed} run(s) did not finish (OOM, timeout or failure): their cells are drawn from the runs that did, and the `failed` column counts them"
         ));
     }
+    // A prefetcher or hints that acted on nothing: a finding, in words
+    // beside the figures (RunRecord::idle_mechanisms).
+    for c in &rep.cells {
+        for (m, &k) in &c.idle {
+            let what = match m.as_str() {
+                crate::record::IDLE_PREFETCH => {
+                    "the prefetcher asked for no page and paged none out, while the runs had major faults"
+                }
+                _ => "no hint matched an allocation",
+            };
+            notes.push(format!(
+                "{} at {}: {m} idle in {k} of {} run(s): {what}; its line shows the program without it",
+                c.variant,
+                c.limit_label,
+                c.runs.len()
+            ));
+        }
+    }
     let reproduce_cmd = {
         let mut argv = vec![
             "swaplab".to_string(),
