@@ -96,6 +96,9 @@ pub struct AdviseContext {
     /// decompression in the faulting task, with no I/O a prefetcher could
     /// overlap (see [`prefetch_advice`]).
     pub synchronous_swap: bool,
+    /// The kernel's swap readahead of the run, `cluster` or `vma` (the
+    /// predictions of [`crate::predict`] model it; default `cluster`).
+    pub readahead: Option<String>,
 }
 
 impl Default for AdviseContext {
@@ -106,6 +109,7 @@ impl Default for AdviseContext {
             mlock_budget_fraction: 0.5,
             page_cluster: None,
             synchronous_swap: false,
+            readahead: None,
         }
     }
 }
@@ -209,6 +213,10 @@ pub struct Advice {
     /// × the reduction; for cold / pageout, the faults of other sites its
     /// pages could spare). Advice below [`min_gain_faults`] is not emitted.
     pub expected_faults_saved: u64,
+    /// What the simulator predicts it does to the whole process
+    /// ([`crate::predict::screen`]; `None` before screening).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prediction: Option<crate::predict::Prediction>,
 }
 
 /// Advice must be expected to save at least this share of the process's
@@ -499,6 +507,7 @@ pub fn advise(a: &Analysis, t: &TraceTables, ctx: &AdviseContext) -> Vec<Advice>
                 expected,
                 expected_fault_reduction: red,
                 expected_faults_saved: saved,
+                prediction: None,
             }
         };
         if let Some((active, idle, delay)) = plan.idle {
@@ -837,6 +846,18 @@ pub fn memory_need(t: &TraceTables, page: u64) -> Vec<MemoryStep> {
 /// when there are none, why (the top sites' reasons) and how much memory
 /// would help (from [`memory_need`]).
 pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Advice]) -> Verdict {
+    verdict_with(a, t, ctx, advice, prefetch_advice(a, ctx, advice))
+}
+
+/// [`verdict`] with the external prefetcher decided by the caller (`None`:
+/// none, e.g. when [`crate::predict::screen`] left it out).
+pub fn verdict_with(
+    a: &Analysis,
+    t: &TraceTables,
+    ctx: &AdviseContext,
+    advice: &[Advice],
+    prefetch: Option<PrefetchAdvice>,
+) -> Verdict {
     let hints = advice
         .iter()
         .filter(|x| x.action != Action::Nothing)
@@ -885,7 +906,6 @@ pub fn verdict(a: &Analysis, t: &TraceTables, ctx: &AdviseContext, advice: &[Adv
             )
         }
     };
-    let prefetch = prefetch_advice(a, ctx, advice);
     let prefetch_words = |p: &PrefetchAdvice| {
         format!(
             "the external prefetcher (`--prefetch {}`, which the hint file asks `run --hints` \

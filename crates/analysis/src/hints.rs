@@ -85,7 +85,14 @@ pub struct HintFile {
     /// spec: `leap`, `stride`, `thread`, with options), for walks no site
     /// hint can reach (the heap). `--prefetch` on the command line wins.
     pub prefetch: Option<String>,
+    /// Lines for people, written as `#: ` comments after the header and
+    /// read back by [`parse`]: how advise's simulation stands for the run,
+    /// the hints it left out and why, the prefetcher's prediction.
+    pub comments: Vec<String>,
 }
+
+/// The prefix of [`HintFile::comments`] lines.
+pub const COMMENT_PREFIX: &str = "#: ";
 
 /// The prefetcher names a hint file's `prefetch` may start with.
 pub const PREFETCH_MODES: [&str; 3] = ["leap", "stride", "thread"];
@@ -159,6 +166,11 @@ pub struct Hint {
     pub action: HintAction,
     /// Why, for people.
     pub evidence: String,
+    /// Its effect on the whole process as advise's simulation predicted it
+    /// (for people; [`crate::predict`]).
+    pub predicted: Option<String>,
+    /// Its effect as `advise`'s verification measured it (for people).
+    pub measured: Option<String>,
 }
 
 /// A hint's action and its parameter.
@@ -261,6 +273,8 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
             location: a.location.clone(),
             action,
             evidence: format!("{} Expected: {}", a.evidence, a.expected),
+            predicted: a.prediction.as_ref().map(|p| p.summary.clone()),
+            measured: None,
         });
     }
     HintFile {
@@ -269,6 +283,7 @@ pub fn from_advice(advice: &[Advice], budget: u64) -> HintFile {
         hints,
         modules: BTreeMap::new(),
         prefetch: None,
+        comments: Vec::new(),
     }
 }
 
@@ -326,6 +341,15 @@ impl HintFile {
         let mut o = String::new();
         o.push_str(HEADER);
         o.push('\n');
+        for c in &self.comments {
+            let one: String = c
+                .chars()
+                .map(|ch| if ch.is_control() { ' ' } else { ch })
+                .collect();
+            o.push_str(COMMENT_PREFIX);
+            o.push_str(&one);
+            o.push('\n');
+        }
         line(&mut o, &format!("version = {}", self.version), "");
         line(
             &mut o,
@@ -416,6 +440,20 @@ impl HintFile {
                 &format!("evidence = {}", quote(&h.evidence)),
                 "for people",
             );
+            if let Some(p) = &h.predicted {
+                line(
+                    &mut o,
+                    &format!("predicted = {}", quote(p)),
+                    "simulated effect on the process",
+                );
+            }
+            if let Some(m) = &h.measured {
+                line(
+                    &mut o,
+                    &format!("measured = {}", quote(m)),
+                    "measured by advise's verification",
+                );
+            }
         }
         o
     }
@@ -447,6 +485,8 @@ struct RawHint {
     chunk: Option<Spanned<i64>>,
     #[serde(default)]
     evidence: String,
+    predicted: Option<String>,
+    measured: Option<String>,
 }
 
 /// `["0xSTART", "0xEND"]`: two addresses (hex with 0x, or decimal), START < END.
@@ -681,6 +721,8 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
             location: h.location.clone(),
             action,
             evidence: h.evidence.clone(),
+            predicted: h.predicted.clone(),
+            measured: h.measured.clone(),
         });
     }
     let mut modules = BTreeMap::new();
@@ -736,6 +778,11 @@ pub fn parse(text: &str, path_for_errors: impl AsRef<Path>) -> Result<HintFile> 
         hints,
         modules,
         prefetch,
+        comments: text
+            .lines()
+            .filter_map(|l| l.strip_prefix(COMMENT_PREFIX))
+            .map(str::to_string)
+            .collect(),
     })
 }
 
@@ -753,6 +800,7 @@ mod tests {
             expected: "about 25 % fewer major faults".into(),
             expected_fault_reduction: 0.25,
             expected_faults_saved: 100,
+            prediction: None,
         }
     }
 

@@ -10,6 +10,9 @@
 //!   access-pattern classification; scatter data.
 //! * [`advise`] — hints (mlock, willneed prefetch, cold/pageout) per
 //!   allocation site from an [`analyze::Analysis`].
+//! * [`predict`] — each hint's effect on the whole process, simulated on
+//!   the trace's faults with and without it; advice that is not a clear
+//!   gain is left out.
 //! * [`hints`] — the hint file (TOML) that `advise` writes and
 //!   `swaplab run --hints` applies: writer, parser with line-numbered errors.
 //! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
@@ -26,6 +29,7 @@ pub mod analyze;
 pub mod error;
 pub mod hints;
 pub mod output;
+pub mod predict;
 pub mod stats;
 pub mod symbolize;
 

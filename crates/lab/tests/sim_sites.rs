@@ -33,6 +33,7 @@ fn advised(frames: &[String], actions: &[Action], budget: u64) -> HintFile {
             expected: "test".into(),
             expected_fault_reduction: 0.5,
             expected_faults_saved: 1,
+            prediction: None,
         })
         .collect();
     let text = hints::from_advice(&advice, budget).to_toml();
