@@ -921,7 +921,7 @@ pub fn verdict_with(
             .to_string()
     } else if let (0, Some(p)) = (hints, &prefetch) {
         format!(
-            "no site hint will help, but {}; check it with `swaplab advise TRACE --verify`.{}",
+            "no site hint will help, but {}; `swaplab advise` as root measures it unless given --no-verify.{}",
             prefetch_words(p),
             more(&memory)
         )
@@ -936,7 +936,7 @@ pub fn verdict_with(
             .map(|p| format!("; and {}", prefetch_words(p)))
             .unwrap_or_default();
         format!(
-            "{hints} hint(s); the best is expected to save about {saved} of the process's {counted} ({:.0} %){also}; check them with `swaplab advise TRACE --verify`",
+            "{hints} hint(s); the best is expected to save about {saved} of the process's {counted} ({:.0} %){also}; `swaplab advise` as root measures them (base against hinted) unless given --no-verify",
             saved as f64 * 100.0 / process_swaps as f64
         )
     } else {

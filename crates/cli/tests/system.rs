@@ -282,8 +282,44 @@ fn trace_analyze_advise() {
     assert!(a.contains("objects"), "{a}");
     lab.expect(0, &["analyze", &id, "--json"]);
     let hints = lab.path("hints.toml");
-    lab.expect(0, &["advise", &id, "-o", hints.to_str().unwrap()]);
+    let out = lab.expect(
+        0,
+        &["advise", &id, "--no-verify", "-o", hints.to_str().unwrap()],
+    );
     assert!(hints.is_file());
+    assert!(!out.contains("verified (sweep"), "{out}");
+    // every hint kept carries its simulated effect on the process
+    let file = std::fs::read_to_string(&hints).unwrap();
+    assert_eq!(
+        file.matches("[[hint]]").count(),
+        file.matches("\npredicted = ").count(),
+        "{file}"
+    );
+    // as root, advise verifies by default: base against hinted, under the
+    // traced run's limit and swap (restored afterwards, as Lab checks)
+    let verified = lab.path("verified.toml");
+    let v = json(&lab.expect(
+        0,
+        &[
+            "advise",
+            &id,
+            "--repeat",
+            "2",
+            "--json",
+            "-o",
+            verified.to_str().unwrap(),
+        ],
+    ));
+    let kept = std::fs::read_to_string(&verified).unwrap();
+    if file.contains("[[hint]]") || file.contains("\nprefetch = ") {
+        assert!(v["verify"]["sweep_id"].as_i64().is_some(), "{v:#}");
+        // 2 runs each cannot reach p < 0.05: nothing is kept, each item is
+        // dropped with what was measured
+        assert!(!kept.contains("[[hint]]"), "{kept}");
+        assert!(kept.contains("#: dropped by verification: "), "{kept}");
+    } else {
+        assert!(v["verify"].is_null(), "{v:#}");
+    }
     // A run id that does not exist is not "a run without a trace".
     let o = lab.run(&["analyze", "99999"]);
     assert_eq!(o.status.code(), Some(1));

@@ -220,12 +220,23 @@ pub fn trace_and_advise(
         .to_path_buf();
     let tables = swaplab_trace::trace_dir::read_tables(&trace_dir)?;
     let an = analyze(&tables, &AnalyzeOptions::default());
+    let meta = swaplab_trace::trace_dir::read_meta(&trace_dir)?;
+    let synchronous = meta.run_swap_synchronous();
     let ctx = AdviseContext {
         limit_bytes: rec.limit_bytes,
-        ..Default::default()
+        readahead: Some(if synchronous {
+            "none".into()
+        } else {
+            crate::bench_hints::readahead_kind("file")
+        }),
+        ..AdviseContext::of_trace(&meta)
     };
-    let advice = advise(&an, &tables, &ctx);
-    let mut file = swaplab_analysis::hints::from_advice(&advice, ctx.mlock_budget().unwrap_or(0));
+    let mut advice = advise(&an, &tables, &ctx);
+    // as `swaplab advise` does: what is not a clear gain for the whole
+    // process in the simulation is left out
+    let screened = swaplab_analysis::predict::screen(&an, &tables, &ctx, &mut advice);
+    let mut file =
+        swaplab_analysis::predict::hint_file(&advice, ctx.mlock_budget().unwrap_or(0), &screened);
     swaplab_analysis::hints::identify_modules(&mut file, &tables);
     let hints = trace_dir.join("hints.toml");
     swaplab_trace::atomic::write_atomic(&hints, file.to_toml().as_bytes())?;

@@ -271,6 +271,76 @@ pub fn kept_items(rows: &[VerifyRow], hints: usize, prefetch: bool) -> (Vec<usiz
     (kept, kept_prefetch)
 }
 
+/// What a row measured, in words: its verdict, the median wall times and
+/// major faults, and the sweep.
+pub fn measured(row: &VerifyRow, sweep_id: i64) -> String {
+    let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |x| format!("{x:.d$}"));
+    format!(
+        "{}; wall {} s -> {} s, major faults {} -> {} (medians, base -> hinted, sweep s{sweep_id})",
+        row.reason,
+        f(row.base_s, 2),
+        f(row.hinted_s, 2),
+        f(row.majflt.0, 0),
+        f(row.majflt.1, 0)
+    )
+}
+
+/// The hint file after verification: the kept hints, each with what was
+/// `measured` (its own row, or the whole file's when it was kept with
+/// all), the prefetcher when kept, and as comments what was measured for
+/// the prefetcher and every item dropped, with the reason.
+pub fn kept_file(file: &HintFile, v: &VerifyReport) -> HintFile {
+    let n = file.hints.len();
+    let items = n + usize::from(file.prefetch.is_some());
+    // the row of hint i (or of the prefetcher, i = n)
+    let row_of = |i: usize| -> Option<&VerifyRow> {
+        if items > 1 {
+            v.rows.get(i + 1)
+        } else {
+            v.rows.first()
+        }
+    };
+    let alone = |i: usize| row_of(i).is_some_and(|r| r.pays);
+    let all = v.rows.first();
+    let mut out = HintFile {
+        hints: Vec::new(),
+        prefetch: file.prefetch.clone().filter(|_| v.kept_prefetch),
+        ..file.clone()
+    };
+    for (i, h) in file.hints.iter().enumerate() {
+        let row = if alone(i) { row_of(i) } else { all };
+        if v.kept.contains(&i) {
+            let mut h = h.clone();
+            h.measured = row.map(|r| {
+                let m = measured(r, v.sweep_id);
+                if alone(i) {
+                    m
+                } else {
+                    format!("with all the file's hints: {m}")
+                }
+            });
+            out.hints.push(h);
+        } else if let Some(r) = row_of(i) {
+            out.comments.push(format!(
+                "dropped by verification: {} at {}: {}",
+                h.action.name(),
+                h.location,
+                measured(r, v.sweep_id)
+            ));
+        }
+    }
+    if let (Some(p), Some(r)) = (&file.prefetch, row_of(n)) {
+        let what = if v.kept_prefetch {
+            "measured"
+        } else {
+            "dropped by verification"
+        };
+        out.comments
+            .push(format!("{what}: prefetch {p}: {}", measured(r, v.sweep_id)));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -335,6 +405,46 @@ mod tests {
             row("prefetch", false),
         ];
         assert_eq!(kept_items(&rows, 1, true), (vec![], false));
+    }
+
+    #[test]
+    fn the_kept_file_records_what_was_measured_and_what_was_dropped() {
+        let text = "version = 1\nmlock_budget = 8192\nprefetch = \"leap\"\n\
+            [[hint]]\nsite = [\"w!f+0x1\"]\naction = \"mlock\"\nbytes = 4096\n\
+            predicted = \"mlock 4K: 100 -> 50\"\n\
+            [[hint]]\nsite = [\"w!g+0x1\"]\naction = \"willneed\"\nwindow = 4096\n";
+        let file = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        let mut rows = vec![
+            row("all", true),
+            row("hint1", true),
+            row("hint2", false),
+            row("prefetch", false),
+        ];
+        rows[1].reason = "kept: -20.0 % wall time, p = 0.008".into();
+        rows[1].base_s = Some(2.0);
+        rows[1].hinted_s = Some(1.6);
+        rows[2].reason = "dropped: +1.0 % wall time (not faster)".into();
+        let v = VerifyReport {
+            sweep_id: 7,
+            rows,
+            kept: vec![0],
+            kept_prefetch: false,
+        };
+        let k = kept_file(&file, &v);
+        assert_eq!(k.hints.len(), 1);
+        assert_eq!(k.prefetch, None);
+        assert_eq!(k.hints[0].predicted.as_deref(), Some("mlock 4K: 100 -> 50"));
+        assert_eq!(
+            k.hints[0].measured.as_deref(),
+            Some(
+                "kept: -20.0 % wall time, p = 0.008; wall 2.00 s -> 1.60 s, major faults - -> - \
+                 (medians, base -> hinted, sweep s7)"
+            )
+        );
+        assert!(k.comments[0].starts_with("dropped by verification: willneed at : dropped: +1.0 %"));
+        assert!(k.comments[1].starts_with("dropped by verification: prefetch leap: "));
+        let back = swaplab_analysis::hints::parse(&k.to_toml(), "k.toml").unwrap();
+        assert_eq!(back, k);
     }
 
     #[test]

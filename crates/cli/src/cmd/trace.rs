@@ -414,9 +414,14 @@ pub struct AdviseArgs {
     pub json: bool,
     /// Run the traced command again under the traced run's limit and swap,
     /// base against hinted (interleaved), and keep only the hints that make
-    /// it significantly faster (needs root, like `swaplab run`).
-    #[arg(long)]
+    /// it significantly faster. The default as root when the trace has its
+    /// run record; needs root, like `swaplab run`.
+    #[arg(long, conflicts_with = "no_verify")]
     pub verify: bool,
+    /// Do not verify (the default when not root): the file keeps the hints
+    /// the simulation predicts as a clear gain, unmeasured.
+    #[arg(long)]
+    pub no_verify: bool,
     /// Runs per variant for --verify (at least 4 for p < 0.05 to be possible).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub repeat: u32,
@@ -433,28 +438,46 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         None => meta.run_limit_bytes(),
     };
     let an = run_analysis(&t, &AnalyzeOptions::default());
+    let synchronous = meta.run_swap_synchronous();
     let ctx = AdviseContext {
         limit_bytes: limit,
         mlock_budget_fraction: a.mlock_budget,
+        readahead: Some(if synchronous {
+            "none".into()
+        } else {
+            swaplab_lab::bench_hints::readahead_kind("file")
+        }),
         ..AdviseContext::of_trace(&meta)
     };
-    let advice = run_advice(&an, &t, &ctx);
-    let verdict = swaplab_analysis::advise::verdict(&an, &t, &ctx, &advice);
+    let mut advice = run_advice(&an, &t, &ctx);
+    // Each hint simulated on the run's faults, with and without it: what
+    // is not a clear gain for the whole process is left out.
+    let screened = swaplab_analysis::predict::screen(&an, &t, &ctx, &mut advice);
+    let prefetch = screened.offered.clone().filter(|_| screened.prefetch_kept);
+    let verdict = swaplab_analysis::advise::verdict_with(&an, &t, &ctx, &advice, prefetch);
     let budget = ctx.mlock_budget().unwrap_or(0);
-    let mut file = swaplab_analysis::hints::from_advice(&advice, budget);
-    file.prefetch = verdict.prefetch.as_ref().map(|p| p.spec.clone());
+    let mut file = swaplab_analysis::predict::hint_file(&advice, budget, &screened);
     swaplab_analysis::hints::identify_modules(&mut file, &t);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
     swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
-    let verified = if a.verify && (!file.hints.is_empty() || file.prefetch.is_some()) {
+    // Verify by default as root, when the trace has its run record.
+    let root = swaplab_host::util::is_root();
+    let verify = a.verify || (!a.no_verify && root && meta.run_id.is_some());
+    let mut verify_note = None;
+    if !a.verify && !a.no_verify && !verify {
+        verify_note = Some(if !root {
+            "not verified (needs root; run as root to measure base against hinted, or pass \
+             --no-verify to silence this)"
+        } else {
+            "not verified: the trace has no run record (imported or older), so there is no \
+             limit, swap and command to rerun"
+        });
+    }
+    let has_items = !file.hints.is_empty() || file.prefetch.is_some();
+    let verified = if verify && has_items {
         let v = verify_hints(&meta, &file, &dir, a.repeat)?;
-        let kept = swaplab_analysis::hints::HintFile {
-            hints: v.kept.iter().map(|&i| file.hints[i].clone()).collect(),
-            prefetch: file.prefetch.clone().filter(|_| v.kept_prefetch),
-            ..file.clone()
-        };
-        swaplab_trace::atomic::write_atomic(&out, kept.to_toml().as_bytes())?;
-        file = kept;
+        file = swaplab_lab::verify::kept_file(&file, &v);
+        swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
         Some(v)
     } else {
         None
@@ -466,8 +489,10 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
                 "limit_bytes": limit,
                 "mlock_budget_bytes": budget,
                 "advice": advice,
+                "prediction": screened,
                 "verdict": verdict,
                 "verify": verified,
+                "verify_note": verify_note,
                 "hint_file": out,
             }))?
         );
@@ -480,7 +505,14 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             .unwrap_or_else(|| "none (no mlock advice)".into()),
         format_bytes(budget)
     );
-    let mut r = Rows::new(&["site", "action", "saves", "expected", "evidence"]);
+    let mut r = Rows::new(&[
+        "site",
+        "action",
+        "saves",
+        "predicted",
+        "expected",
+        "evidence",
+    ]);
     r.left = true;
     for ad in &advice {
         let action = ad.action.to_string();
@@ -489,18 +521,42 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         } else {
             ad.location.clone()
         };
+        let predicted = ad
+            .prediction
+            .as_ref()
+            .and_then(|p| {
+                p.hinted_major_faults
+                    .map(|h| format!("{} -> {h}", p.base_major_faults))
+            })
+            .unwrap_or_else(|| "-".into());
         r.push(vec![
             site,
             action,
             ad.expected_faults_saved.to_string(),
+            predicted,
             ad.expected.clone(),
             ad.evidence.clone(),
         ]);
     }
     print!("{}", r.render());
+    if let Some(m) = &screened.model {
+        println!("\nsimulated: {}", m.note);
+    }
+    for l in &screened.left_out {
+        println!("left out: {l}");
+    }
+    if let Some(c) = &screened.combined {
+        println!("kept hints together: {}", c.summary);
+    }
+    if let (Some(p), true) = (&screened.prefetch, screened.prefetch_kept) {
+        println!("predicted: {}", p.summary);
+    }
     println!("\n{}", verdict.summary);
-    if a.verify && verified.is_none() {
-        println!("--verify: no hint to verify");
+    if verify && verified.is_none() {
+        println!("verify: no hint to verify");
+    }
+    if let Some(n) = verify_note.filter(|_| has_items) {
+        println!("{n}");
     }
     if let Some(v) = &verified {
         println!(
