@@ -29,6 +29,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub mod programs;
+
 /// The embedded executable.
 pub static WORKLOAD_EXE: &[u8] = include_bytes!(env!("SWAPLAB_WORKLOAD_EXE"));
 /// Content hash of [`WORKLOAD_EXE`] (hex, from build.rs).
@@ -260,10 +262,16 @@ pub(crate) fn extract_file(dir: &Path, name: &str, bytes: &[u8], mode: u32) -> R
     Ok(path)
 }
 
-/// Replaces a leading `swaplab-workload` (no slash) by the embedded binary.
+/// Replaces a leading `swaplab-workload` (no slash) by the embedded binary;
+/// `swaplab-workload NAME ...` of a real program (sqlite, sort, xz, pydict:
+/// [`programs`]) by the command that runs it, after installing what
+/// it needs and generating its input (cached).
 pub fn resolve_command(argv: &[String]) -> Result<Vec<String>> {
     let mut v = argv.to_vec();
     if v.first().map(String::as_str) == Some(WORKLOAD_PROGRAM) {
+        if v.get(1).is_some_and(|n| programs::find(n).is_some()) {
+            return programs::resolve(&v[1..]);
+        }
         v[0] = executable()?.to_string_lossy().into_owned();
     }
     Ok(v)
@@ -298,6 +306,13 @@ pub struct WorkloadInfo {
     pub min_size: u64,
     /// Options it takes besides --size and --seed.
     pub options: Vec<String>,
+    /// `built-in` (the C workloads) or `program` (a real program, [`programs`]).
+    #[serde(default = "builtin_kind")]
+    pub kind: String,
+}
+
+fn builtin_kind() -> String {
+    "built-in".into()
 }
 
 /// The built-in workloads.
@@ -322,13 +337,22 @@ pub fn list() -> Result<Vec<WorkloadInfo>> {
             "rebuild swaplab (cargo build) so the embedded workloads match",
         ));
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
+    let mut l: Vec<WorkloadInfo> = serde_json::from_slice(&out.stdout).map_err(|e| {
         Error::failed(
             "reading the workload list",
             format!("not the expected JSON: {e}"),
             "rebuild swaplab so the embedded workloads match",
         )
-    })
+    })?;
+    l.extend(programs::PROGRAMS.iter().map(|p| WorkloadInfo {
+        name: p.name.into(),
+        work_unit: p.work_unit.into(),
+        description: p.description.into(),
+        min_size: p.min_size,
+        options: vec![],
+        kind: "program".into(),
+    }));
+    Ok(l)
 }
 
 /// Spawns, retrying while the kernel answers ETXTBSY: another thread of
@@ -365,6 +389,11 @@ mod tests {
         for w in ["qsort", "genome", "traverse", "chase", "kv"] {
             assert!(names.contains(&w), "{names:?}");
         }
+        for w in ["sqlite", "sort", "xz", "pydict"] {
+            let i = l.iter().find(|i| i.name == w).expect(w);
+            assert_eq!(i.kind, "program");
+        }
+        assert_eq!(l[0].kind, "built-in");
     }
 
     fn mode_of(p: &Path) -> u32 {
