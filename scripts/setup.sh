@@ -33,6 +33,17 @@ if [ ! -x /usr/bin/chromium ]; then
     echo "chromium is missing (apt-get install chromium as root): the browser tests will skip, or fail on CI"
   fi
 fi
+# `swaplab serve --preset redis` and its tests need redis-server and
+# redis-benchmark (Debian's redis-server brings redis-tools).
+if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-benchmark >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing redis-server with apt-get (for swaplab serve --preset redis)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; } >/dev/null 2>&1 \
+      || echo "could not install redis-server (apt-get install redis-server): the serve tests will skip, or fail on CI"
+  else
+    echo "redis-server is missing (apt-get install redis-server as root): the serve tests will skip, or fail on CI"
+  fi
+fi
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
   # npm ci writes node_modules/.package-lock.json last: older than the
   # lockfile (or missing) means stale or half-installed.

@@ -83,6 +83,9 @@ enum Cmd {
     Run(cmd::run::RunArgs),
     /// Run a command under several memory limits (× variants × repeats), interleaved.
     Sweep(cmd::run::SweepArgs),
+    /// Run a server under memory limits (× variants × repeats) and drive it from outside its
+    /// cgroup: throughput and request latency per limit (--preset redis).
+    Serve(cmd::serve::ServeArgs),
     /// Run a command traced: page faults and swap by address, regions, allocation sites.
     Trace(cmd::trace::TraceArgs),
     /// Attribute a trace's faults and swaps to objects and allocation sites; classify patterns.
@@ -122,7 +125,12 @@ pub fn main() {
     // Commands that change the system first undo what a killed swaplab left
     // (they would trip over it); the others only report it.
     let changes_system = match &cli.cmd {
-        Cmd::Run(_) | Cmd::Sweep(_) | Cmd::Trace(_) | Cmd::Calibrate(_) | Cmd::Validate(_) => true,
+        Cmd::Run(_)
+        | Cmd::Sweep(_)
+        | Cmd::Serve(_)
+        | Cmd::Trace(_)
+        | Cmd::Calibrate(_)
+        | Cmd::Validate(_) => true,
         Cmd::Demo(a) => !a.sim_only,
         Cmd::Bench { what } => what.changes_system(),
         _ => false,
@@ -144,6 +152,7 @@ pub fn main() {
         Cmd::Bench { what } => cmd::bench_runner::run(what).map(|()| 0),
         Cmd::Run(a) => cmd::run::run(a),
         Cmd::Sweep(a) => cmd::run::sweep(a),
+        Cmd::Serve(a) => cmd::serve::run(a),
         Cmd::Ray(a) => cmd::ray::run(a),
         Cmd::Trace(a) => cmd::trace::trace(a).map(|()| 0),
         Cmd::Analyze(a) => cmd::trace::analyze(a).map(|()| 0),

@@ -64,6 +64,7 @@ pub mod record;
 pub mod refs;
 pub mod report;
 pub mod runner;
+pub mod serve;
 pub mod simulate;
 pub mod statflush;
 pub mod sweep;

@@ -11,6 +11,7 @@ pub mod info;
 pub mod ray;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod sim;
 pub mod trace;
 pub mod validate;

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod calibrate;
 pub mod hints;
 pub mod run;
+pub mod serve;
 pub mod sim;
 pub mod sweep;
 pub mod trace;
@@ -55,6 +56,7 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
     (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
     (validate::VALIDATE_KIND, validate::validate_section),
+    (serve::SERVE_KIND, serve::serve_section),
 ];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds
@@ -98,7 +100,7 @@ pub fn sections_for(
     if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
         let c = catalog()?;
         let row = c.sweep(id)?;
-        if crate::bench_group::is_bench_kind(&row.kind) {
+        if crate::bench_group::is_bench_kind(&row.kind) || row.kind == serve::SERVE_KIND {
             // A benchmark: its own section, from the result it saved.
             let p = crate::bench_group::result_path(&c, id);
             if !p.is_file() {
