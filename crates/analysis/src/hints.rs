@@ -51,6 +51,13 @@
 //!   starts with the hints, unless the command line gives `--prefetch`
 //!   itself. `advise` writes it for walks no site hint covers (a swept
 //!   `[heap]` of small objects); `advise --verify` keeps it only if it pays.
+//! * `predicted`, `measured` (optional strings, per hint, for people): the
+//!   hint's effect on the whole process as `advise` simulated it
+//!   ([`crate::predict`]) and as its verification measured it.
+//! * Lines starting with `#: ` right after the header (kept in
+//!   [`HintFile::comments`], read back by [`parse`]): how the simulation
+//!   stands for the run, the hints and prefetcher left out or dropped, and
+//!   why.
 //!
 //! [`parse`] reports every problem as `FILE:LINE: what is wrong: what is
 //! accepted`. Unknown keys are errors (a typo must not silently drop a hint).

@@ -1,5 +1,5 @@
-//! `swaplab advise TRACE --verify`: advice that never makes a program
-//! slower, checked by running it.
+//! `swaplab advise TRACE` as root (or with `--verify`): advice that never
+//! makes a program slower, checked by running it (`--no-verify` skips it).
 //!
 //! The traced command runs again under the traced run's memory limit and
 //! swap set-up (the trace's run record has them), as one interleaved
