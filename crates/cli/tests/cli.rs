@@ -224,27 +224,60 @@ fn every_subcommand_has_help() {
     }
 }
 
-/// The README says which commands print tables; each has `--json` and
-/// `--csv`, and the two exclude each other.
+/// The docs whose `swaplab ...` lines are tests: the README and the command
+/// tour (paths from the checkout's root).
+const DOCS: [&str; 2] = ["README.md", "docs/usage.md"];
+
+fn read_doc(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The command tour says which commands print tables (and the README, if it
+/// says so too); each has `--json` and `--csv`, and the two exclude each other.
 #[test]
 fn every_table_command_has_json_and_csv() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let mut lines = readme.lines();
-    lines
-        .find(|l| l.contains("also have `--csv`"))
-        .expect("the README says which commands have --csv");
-    let line = lines.next().unwrap();
-    let listed: Vec<&str> = line
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|w| !w.starts_with("--"))
-        .collect();
+    const SAYS: &str = "also have `--csv`";
+    let mut statements = Vec::new();
+    for name in DOCS {
+        let text = read_doc(name);
+        for (at, _) in text.match_indices(SAYS) {
+            // The rest of that sentence: up to a full stop before a space or the end.
+            let rest = &text[at + SAYS.len()..];
+            let end = rest
+                .find(". ")
+                .into_iter()
+                .chain(rest.find(".\n"))
+                .min()
+                .unwrap_or(rest.len());
+            statements.push((name, rest[..end].to_string()));
+        }
+    }
+    assert!(
+        statements.iter().any(|(name, _)| *name == "docs/usage.md"),
+        "docs/usage.md says which commands have --csv"
+    );
+    for (name, sentence) in &statements {
+        let listed: Vec<&str> = sentence
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|w| !w.starts_with("--"))
+            .collect();
+        for cmd in [
+            "info", "sim", "mrc", "runs", "show", "compare", "run", "sweep",
+        ] {
+            assert!(
+                listed.contains(&cmd),
+                "{name} does not list {cmd}: {sentence}"
+            );
+        }
+    }
     for cmd in [
         "info", "sim", "mrc", "runs", "show", "compare", "run", "sweep",
     ] {
-        assert!(listed.contains(&cmd), "README does not list {cmd}: {line}");
         let help = ok(&[cmd, "--help"]);
         assert!(
             help.contains("--json") && help.contains("--csv"),
@@ -296,12 +329,10 @@ fn an_empty_trace_file_is_called_empty() {
     );
 }
 
-/// The `swaplab ...` example lines of the README's tour (```sh blocks),
-/// continuation lines joined, comments dropped, `a; b` split.
-fn readme_examples() -> Vec<Vec<String>> {
-    let text =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
+/// The `swaplab ...` example lines of a doc's ```sh blocks (one of
+/// [`DOCS`]), continuation lines joined, comments dropped, `a; b` split.
+fn doc_examples(name: &str) -> Vec<Vec<String>> {
+    let text = read_doc(name);
     let mut out = Vec::new();
     let mut in_sh = false;
     let mut pending = String::new();
@@ -323,15 +354,16 @@ fn readme_examples() -> Vec<Vec<String>> {
         for cmd in full.split("; ") {
             let cmd = cmd.trim();
             if cmd.starts_with("swaplab ") {
-                out.push(shlex::split(cmd).unwrap_or_else(|| panic!("README: cannot split {cmd}")));
+                out.push(shlex::split(cmd).unwrap_or_else(|| panic!("{name}: cannot split {cmd}")));
             }
         }
     }
     out
 }
 
-/// Every example in the README runs or parses. Run here (in a temporary
-/// directory, with the files they name made first): the trace-file ones
+/// Every example of a doc runs or parses: at least `min_examples` of them,
+/// `min_ran` run. Run here (in a temporary directory of its own per doc, with
+/// the files they name made first, in the doc's order): the trace-file ones
 /// (gen, import of the shared libCacheSim samples, export, info, sim, mrc,
 /// report of saved files)
 /// and the quick read-only ones (workload list, doctor, restore with an
@@ -339,11 +371,10 @@ fn readme_examples() -> Vec<Vec<String>> {
 /// (they need root and minutes, a run id or a program the reader has):
 /// demo, bench, run, sweep, trace, analyze, advise, runs, show, compare,
 /// and imports of files that are not here (lackey, perf script).
-#[test]
-fn every_readme_example_runs_or_parses() {
+fn every_example_runs_or_parses(name: &str, min_examples: usize, min_ran: usize) {
     use clap::Parser;
-    let examples = readme_examples();
-    assert!(examples.len() >= 25, "{examples:?}");
+    let examples = doc_examples(name);
+    assert!(examples.len() >= min_examples, "{name}: {examples:?}");
     let d = tempfile::tempdir().unwrap();
     let dir = d.path();
     let state = dir.join("state");
@@ -359,7 +390,7 @@ fn every_readme_example_runs_or_parses() {
     for ex in &examples {
         let args: Vec<&str> = ex[1..].iter().map(String::as_str).collect();
         if let Err(e) = swaplab::Cli::try_parse_from(ex) {
-            panic!("README example does not parse: {}\n{e}", ex.join(" "));
+            panic!("{name} example does not parse: {}\n{e}", ex.join(" "));
         }
         let runnable = match args[0] {
             "gen" | "export" | "info" | "sim" | "mrc" | "doctor" | "restore" => true,
@@ -386,7 +417,7 @@ fn every_readme_example_runs_or_parses() {
             .unwrap();
         assert!(
             o.status.success(),
-            "README example failed: {}\n{}",
+            "{name} example failed: {}\n{}",
             ex.join(" "),
             String::from_utf8_lossy(&o.stderr)
         );
@@ -397,8 +428,21 @@ fn every_readme_example_runs_or_parses() {
             std::fs::copy(dir.join("mix.parquet"), dir.join("t.parquet")).unwrap();
         }
     }
-    eprintln!("README examples: {ran} run, {parsed} parsed only");
-    assert!(ran >= 8, "only {ran} examples ran");
+    eprintln!("{name} examples: {ran} run, {parsed} parsed only");
+    assert!(ran >= min_ran, "{name}: only {ran} examples ran");
+}
+
+/// The README's three scenarios: the simulation one runs whole, doctor and
+/// workload list run, the root ones parse.
+#[test]
+fn every_readme_example_runs_or_parses() {
+    every_example_runs_or_parses("README.md", 15, 7);
+}
+
+/// The command tour (docs/usage.md): every command line of it.
+#[test]
+fn every_usage_example_runs_or_parses() {
+    every_example_runs_or_parses("docs/usage.md", 25, 8);
 }
 
 #[test]
