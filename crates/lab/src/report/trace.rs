@@ -73,7 +73,10 @@ pub fn trace_section(dir: &Path) -> Result<Section> {
 pub fn section_of(dir: &Path, meta: &TraceMetaFile, t: &TraceTables) -> Section {
     let an = analyze(t, &AnalyzeOptions::default());
     let ctx = AdviseContext::of_trace(meta);
-    let advice = advise(&an, t, &ctx);
+    let mut advice = advise(&an, t, &ctx);
+    // as `swaplab advise` does: a hint that is not a clear gain for the
+    // whole process in the simulation becomes nothing, with the reason
+    swaplab_analysis::predict::screen(&an, t, &ctx, &mut advice);
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -196,7 +199,7 @@ fn design(meta: &TraceMetaFile, an: &Analysis, advice: usize) -> Vec<String> {
                 .map_or_else(|| "the default size".to_string(), format_bytes),
         ),
         format!(
-            "Over {:.3} s and {} process{}, it recorded {} faults ({} major), {} swap-ins and {} swap-outs{}, and {} allocation{} at {} site{}. Every event is attributed to the allocation live at its address and time, else to its mapping (docs/tracing.md, Analysis); {} faults and {} swap events belong to nothing known. Each object's access pattern is classified from its faults; {advice} piece{} of advice follow{} (advise's rules, mlock budget half the limit).",
+            "Over {:.3} s and {} process{}, it recorded {} faults ({} major), {} swap-ins and {} swap-outs{}, and {} allocation{} at {} site{}. Every event is attributed to the allocation live at its address and time, else to its mapping (docs/tracing.md, Analysis); {} faults and {} swap events belong to nothing known. Each object's access pattern is classified from its faults; {advice} piece{} of advice follow{} (advise's rules, mlock budget half the limit, each hint simulated on the run's faults and kept only when it is a clear gain for the whole process).",
             tt.t_end_ns as f64 / 1e9,
             tt.processes,
             if tt.processes == 1 { "" } else { "es" },
