@@ -627,3 +627,115 @@ fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
     .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.sections, 1);
 }
+
+/// The real programs (sqlite, sort, xz, pydict; docs/programs.md) at a small
+/// size: one sweep of them all at 100 % and 60 % with a swap file, every run
+/// exits 0 with its output checked and its JSON line in the record; a `sort`
+/// that does not sort is caught by the check (exit 1, the reason on stderr).
+#[test]
+fn real_programs_run_checked_under_a_limit() {
+    use swaplab_testkit::{find_program, skip, skip_unless, Facility};
+    let test = "real_programs_run_checked_under_a_limit";
+    if skip_unless(
+        test,
+        &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
+    ) {
+        return;
+    }
+    let Some(lab) = Lab::new() else { return };
+    let mut programs = Vec::new();
+    for (p, exe) in [
+        ("sqlite", "sqlite3"),
+        ("sort", "sort"),
+        ("xz", "xz"),
+        ("pydict", "python3"),
+    ] {
+        // swaplab installs what is missing with apt-get as root; a machine
+        // without apt or a network cannot
+        if find_program(exe).is_none() {
+            skip(
+                test,
+                Facility::Program(exe),
+                format!("{exe} is not installed and swaplab could not install it"),
+            );
+            continue;
+        }
+        programs.push(p);
+    }
+    if programs.is_empty() {
+        return;
+    }
+    let list = programs.join(",");
+    let rep = json(&lab.expect(
+        0,
+        &[
+            "sweep",
+            "--programs",
+            &list,
+            "--size",
+            "8M",
+            "--limits",
+            "100%,60%",
+            "--repeat",
+            "1",
+            "--swap",
+            "file:128M",
+            // small groups: fresh statistics keep reclaim from OOM-killing
+            "--flush-stats",
+            "1ms",
+            "--json",
+        ],
+    ));
+    let cells = rep["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2 * programs.len(), "{rep}");
+    for c in cells {
+        let p = c["variant"].as_str().unwrap();
+        assert!(programs.contains(&p), "{p}");
+        assert_eq!(c["ok"], 1, "{c}");
+        let id = c["runs"][0].to_string();
+        let rec = json(&lab.expect(0, &["show", &id, "--json"]));
+        let out = &rec["workload_output"];
+        assert_eq!(out["workload"], p, "{rec}");
+        assert_eq!(out["kind"], "program");
+        assert_eq!(out["check"], "ok");
+        assert!(out["work"].as_u64().unwrap() > 0, "{out}");
+        assert!(out["work_ns"].as_u64().unwrap() > 0, "{out}");
+    }
+    // A sort that returns its input unsorted: the check fails the run.
+    if programs.contains(&"sort") {
+        let fake = lab.path("fake-bin");
+        std::fs::create_dir_all(&fake).unwrap();
+        let sort = fake.join("sort");
+        std::fs::write(&sort, "#!/bin/sh\nfor a; do f=$a; done\nexec cat \"$f\"\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sort, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!(
+            "{}:{}",
+            fake.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let o = lab
+            .cmd(&[
+                "run",
+                "--json",
+                "--",
+                "swaplab-workload",
+                "sort",
+                "--size",
+                "4M",
+            ])
+            .env("PATH", path)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let set = json(&String::from_utf8(o.stdout).unwrap());
+        let dir = PathBuf::from(set["runs"][0]["dir"].as_str().unwrap());
+        let err = std::fs::read_to_string(dir.join("stderr.txt")).unwrap();
+        assert!(err.contains("sorts before the line above it"), "{err}");
+    }
+}

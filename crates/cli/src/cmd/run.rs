@@ -146,6 +146,19 @@ pub struct SweepArgs {
     /// replace the command (compare MGLRU: --variant lru="--mglru off" --variant mglru="--mglru on"). Without variants the sweep has one, `default`.
     #[arg(long = "variant", value_name = "NAME=ARGS")]
     pub variants: Vec<String>,
+    /// Sweep programs instead of a command, one variant each, named by the program: `all`
+    /// (the real programs: sqlite, sort, xz, pydict) or a list of real programs and built-in
+    /// workloads (sqlite,sort,qsort). Each runs as `swaplab-workload NAME --size SIZE`, its
+    /// limits shares of its own peak. With --variant: every program with every variant
+    /// (named PROGRAM+VARIANT).
+    #[arg(long, value_name = "all|LIST", requires = "size")]
+    pub programs: Option<String>,
+    /// --size of the --programs (64M, 1G).
+    #[arg(long, value_name = "SIZE", requires = "programs")]
+    pub size: Option<String>,
+    /// --seed of the --programs.
+    #[arg(long, value_name = "N", requires = "programs")]
+    pub seed: Option<u64>,
     /// Skip a variant's smaller limits once one of its cells timed out.
     #[arg(long)]
     pub skip_after_timeout: bool,
@@ -340,11 +353,18 @@ pub fn run(a: RunArgs) -> Result<i32> {
 /// did not exit 0, and says how many.
 pub fn sweep(a: SweepArgs) -> Result<i32> {
     let options = a.settings.options()?;
-    let variants: Vec<Variant> = a
+    let mut variants: Vec<Variant> = a
         .variants
         .iter()
         .map(|v| v.parse())
         .collect::<Result<_, _>>()?;
+    if let Some(p) = &a.programs {
+        if !a.command.is_empty() {
+            anyhow::bail!("--programs replaces the command: give one or the other");
+        }
+        let size = a.size.as_deref().unwrap_or_default();
+        variants = program_variants(p, size, a.seed, &variants)?;
+    }
     if a.command.is_empty() && (variants.is_empty() || variants.iter().any(|v| v.command.is_none()))
     {
         anyhow::bail!("no command given: swaplab sweep --limits 100%,50% -- CMD ARGS (or give every variant cmd=...)");
@@ -403,6 +423,67 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
         rep.sweep_id
     );
     Ok(1)
+}
+
+/// The variants of `sweep --programs LIST --size SIZE`: one per program
+/// (`swaplab-workload NAME --size SIZE`), or one per program and variant.
+pub fn program_variants(
+    list: &str,
+    size: &str,
+    seed: Option<u64>,
+    variants: &[Variant],
+) -> Result<Vec<Variant>> {
+    use swaplab_lab::workload::{self, programs};
+    let names: Vec<String> = if list == "all" {
+        programs::PROGRAMS
+            .iter()
+            .map(|p| p.name.to_string())
+            .collect()
+    } else {
+        let known = workload::list()?;
+        list.split(',')
+            .map(str::trim)
+            .filter(|n| !n.is_empty())
+            .map(|n| {
+                if known.iter().any(|w| w.name == n) {
+                    Ok(n.to_string())
+                } else {
+                    anyhow::bail!(
+                        "--programs: {n:?} is neither a real program nor a built-in workload (`swaplab workload list`)"
+                    )
+                }
+            })
+            .collect::<Result<_>>()?
+    };
+    if names.is_empty() {
+        anyhow::bail!("--programs: give `all` or a comma-separated list, e.g. sqlite,sort");
+    }
+    swaplab_host::util::parse_size(size)?;
+    let mut out = Vec::new();
+    for n in &names {
+        let command = Some(workload::command(n, size, seed, &[]));
+        if variants.is_empty() {
+            out.push(Variant {
+                name: n.clone(),
+                options: Default::default(),
+                command: command.clone(),
+            });
+        }
+        for v in variants {
+            if v.command.is_some() {
+                anyhow::bail!(
+                    "--variant {}: cmd= replaces the command, which --programs gives",
+                    v.name
+                );
+            }
+            out.push(Variant {
+                name: format!("{n}+{}", v.name),
+                options: v.options.clone(),
+                command: command.clone(),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Part 1 of `swaplab demo`: the real-workload sweep when this machine can

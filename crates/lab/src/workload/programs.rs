@@ -964,6 +964,12 @@ pub fn run_prepared(dir: &Path, e: &Expect, scratch: &Path) -> Result<ProgramRes
             let t = Instant::now();
             let mut child = spawn(&mut cmd, "sort")?;
             let c = check_sorted(child.stdout.take().expect("piped"), e);
+            if c.is_err() {
+                // the check's reason, not the SIGPIPE it leaves sort with
+                let _ = child.kill();
+                let _ = child.wait();
+                return c.map(|_| r);
+            }
             wait_ok(&mut child, "sort")?;
             // sort writes as it merges: reading is the run; the check
             // runs alongside it
@@ -992,10 +998,12 @@ pub fn run_prepared(dir: &Path, e: &Expect, scratch: &Path) -> Result<ProgramRes
             d.arg("-dc").arg(&out).stdout(Stdio::piped());
             let mut child = spawn(&mut d, "xz -d")?;
             let c = check_stream(child.stdout.take().expect("piped"), e);
-            wait_ok(&mut child, "xz -d")?;
+            let w = wait_ok(&mut child, "xz -d");
             let _ = std::fs::remove_file(&out);
             r.check_ns = ns(t);
-            c?
+            let c = c?;
+            w?;
+            c
         }
         "sqlite" | "pydict" => {
             let mut cmd = if e.program == "sqlite" {
