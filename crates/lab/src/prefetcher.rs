@@ -76,6 +76,12 @@ const WAKEUP_MAJORS: u32 = 32;
 const CHUNK: u64 = 512;
 /// Strides up to this many pages are prefetched as whole ranges.
 const DENSE_STRIDE: i64 = 8;
+/// Pages asked for before the prefetcher judges whether they pay
+/// ([`PrefetchStats::not_paying`]): 32 MiB of 4 KiB pages.
+const JUDGE_PAGES: u64 = 8192;
+/// The least share of the pages asked for that the program must use for
+/// the prefetcher to go on asking.
+const MIN_ACCURACY: f64 = 0.10;
 /// Most threads given fault events of their own (a ring of 1 MiB each).
 const MAX_OWN_EVENTS: usize = 64;
 /// `pageout=auto`'s memory of recent pageouts (one per request).
@@ -382,6 +388,9 @@ pub struct PrefetchStats {
     pub pageout_auto: bool,
     pub pageout_started: u64,
     pub pageout_regrets: u64,
+    /// 1 if the prefetcher turned itself off because its requests were
+    /// not used ([`MIN_ACCURACY`]).
+    pub gave_up: u64,
     /// Processes of the run with major faults the prefetcher saw, and
     /// processes it asked for pages in (or paged out of).
     pub processes: u64,
@@ -391,6 +400,39 @@ pub struct PrefetchStats {
 }
 
 impl PrefetchStats {
+    /// Whether the requests have stopped paying: after [`JUDGE_PAGES`]
+    /// pages asked for, fewer than [`MIN_ACCURACY`] of them were used (the
+    /// program touched them from the swap cache). Unused requests cost the
+    /// program I/O bandwidth and the memory they take from its limit, so
+    /// the prefetcher stops asking, for good, and says so (pageout behind
+    /// a walk goes on: it is judged by its own rule, `pageout=auto`).
+    /// Without minor-fault sampling there is no count of used pages, and
+    /// no judgement.
+    fn not_paying(&mut self) -> bool {
+        if self.gave_up > 0 {
+            return true;
+        }
+        let (asked, used) = (self.pages_requested, self.pages_used);
+        if !self.minor_sampled || asked < JUDGE_PAGES {
+            return false;
+        }
+        // Pages asked for in the last CHUNK are still on their way: judge
+        // the ones asked for before them.
+        let judged = asked.saturating_sub(CHUNK);
+        if (used as f64) >= MIN_ACCURACY * judged as f64 {
+            return false;
+        }
+        self.gave_up = 1;
+        self.notes.push(format!(
+            "prefetcher: turned itself off: of {asked} pages asked for, the program used {used} \
+             ({:.1} %, under {:.0} %); unused requests cost it I/O and memory under its limit. \
+             Pages asked for after this: none",
+            used as f64 * 100.0 / asked as f64,
+            MIN_ACCURACY * 100.0
+        ));
+        true
+    }
+
     /// used / requested (None without minor sampling or requests).
     pub fn accuracy(&self) -> Option<f64> {
         (self.minor_sampled && self.pages_requested > 0)
@@ -422,6 +464,7 @@ impl PrefetchStats {
             ("prefetch_samples", self.samples as f64),
             ("prefetch_sparse_ns", self.sparse_ns as f64),
             ("prefetch_processes", self.processes as f64),
+            ("prefetch_gave_up", self.gave_up as f64),
             ("prefetch_processes_acted", self.processes_acted as f64),
         ];
         if self.minor_sampled {
@@ -1718,7 +1761,7 @@ impl Worker {
         if sp.gone {
             return;
         }
-        if !req.willneed.is_empty() {
+        if !req.willneed.is_empty() && !self.stats.not_paying() {
             self.willneed(sp, s, page, &req.willneed);
         }
         if !req.pageout.is_empty() {
@@ -1888,6 +1931,36 @@ mod tests {
             let e = bad.parse::<PrefetchSpec>().unwrap_err().to_string();
             assert!(e.contains("--prefetch"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn requests_the_program_does_not_use_turn_the_prefetcher_off() {
+        let mut st = PrefetchStats {
+            minor_sampled: true,
+            ..Default::default()
+        };
+        // Too few pages asked for to judge.
+        st.pages_requested = JUDGE_PAGES - 1;
+        assert!(!st.not_paying());
+        // 8,192 asked, the last CHUNK (512) still on their way: 10 % of
+        // 7,680 = 768 used is enough, 767 is not.
+        st.pages_requested = JUDGE_PAGES;
+        st.pages_used = 768;
+        assert!(!st.not_paying());
+        st.pages_used = 767;
+        assert!(st.not_paying());
+        assert_eq!(st.gave_up, 1);
+        assert!(st.notes[0].contains("turned itself off"), "{:?}", st.notes);
+        // For good, even when the program later uses what was asked for.
+        st.pages_used = 8000;
+        assert!(st.not_paying());
+        assert_eq!(st.notes.len(), 1);
+        // Without minor sampling there is no count of use: never judged.
+        let mut blind = PrefetchStats {
+            pages_requested: 1 << 20,
+            ..Default::default()
+        };
+        assert!(!blind.not_paying());
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub const METRICS: &[(&str, &str, &str)] = &[
     ("prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults"),
     ("prefetch_samples", "count", "fault samples perf delivered to the prefetcher (major and minor; fewer than the faults while sampling is sparse)"),
     ("prefetch_sparse_ns", "ns", "time the prefetcher sampled sparsely (no trend)"),
+    ("prefetch_gave_up", "count", "1 if the prefetcher turned itself off because the program used fewer than 10 % of the pages it asked for (judged after 8,192 pages), else 0; the notes say when"),
     ("prefetch_processes", "count", "processes of the run (the started command and everything it forked or exec'd) in which the prefetcher saw major faults; each is served in its own address space"),
     ("prefetch_processes_acted", "count", "processes the prefetcher asked for pages in (WILLNEED) or paged out of"),
     ("prefetch_quiet_errors", "count", "process_madvise calls or ranges refused because the program exited or unmapped the range (ESRCH, ENOMEM, EINVAL)"),

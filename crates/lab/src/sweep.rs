@@ -81,8 +81,9 @@ pub struct Cell {
     pub wall_at_least_s: Option<f64>,
     /// Remarks ("skipped: 75% timed out").
     pub note: String,
-    /// Runs in which a mechanism applied to them acted on nothing, by
-    /// mechanism ([`RunRecord::idle_mechanisms`]: `prefetch`, `hints`).
+    /// Runs in which a mechanism applied to them acted on nothing
+    /// ([`RunRecord::idle_mechanisms`]: `prefetch idle`, `hints idle`) or
+    /// turned itself off (`prefetch off`), by that label.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub idle: BTreeMap<String, usize>,
 }
@@ -116,8 +117,8 @@ impl Cell {
         }
         // A prefetcher or hints that acted on nothing show here, beside
         // how the runs ended ("ok, prefetch idle", "ok, hints idle 1/3").
-        for (m, &k) in &self.idle {
-            parts.push(format!("{m} idle{}", frac(k)));
+        for (label, &k) in &self.idle {
+            parts.push(format!("{label}{}", frac(k)));
         }
         parts.join(", ")
     }
@@ -429,16 +430,23 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
     }
 }
 
-/// Per mechanism, how many of `rs` it acted on nothing in.
+/// Per label (`prefetch idle`, `hints idle`, `prefetch off`), how many of
+/// `rs` a mechanism acted on nothing in, or turned itself off in.
 fn idle_counts(rs: &[&RunRecord]) -> BTreeMap<String, usize> {
     let mut idle = BTreeMap::new();
     for r in rs {
         for m in r.idle_mechanisms() {
-            *idle.entry(m.to_string()).or_insert(0) += 1;
+            *idle.entry(format!("{m} idle")).or_insert(0) += 1;
+        }
+        if r.get("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
+            *idle.entry(PREFETCH_OFF.to_string()).or_insert(0) += 1;
         }
     }
     idle
 }
+
+/// The outcome label of runs whose prefetcher turned itself off.
+pub const PREFETCH_OFF: &str = "prefetch off";
 
 impl Lab {
     /// Runs a sweep and records it (sweep row, every run).

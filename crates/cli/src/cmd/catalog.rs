@@ -222,6 +222,12 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
                 "prefetch outcome",
                 "IDLE: it acted on nothing (see the note)".to_string(),
             );
+        } else if g("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
+            kv(
+                "prefetch outcome",
+                "OFF: it turned itself off, the program used too few of the pages it asked for (see the note)"
+                    .to_string(),
+            );
         }
         if g("prefetch_majors_outran").is_some() {
             kv(

@@ -315,15 +315,16 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
     // A prefetcher or hints that acted on nothing: a finding, in words
     // beside the figures (RunRecord::idle_mechanisms).
     for c in &rep.cells {
-        for (m, &k) in &c.idle {
-            let what = match m.as_str() {
-                crate::record::IDLE_PREFETCH => {
-                    "the prefetcher asked for no page and paged none out, while the runs had major faults"
-                }
-                _ => "no hint matched an allocation",
+        for (label, &k) in &c.idle {
+            let what = if label == crate::sweep::PREFETCH_OFF {
+                "the prefetcher turned itself off, the program having used under 10 % of the pages it asked for (the runs' notes say when)"
+            } else if label.starts_with(crate::record::IDLE_PREFETCH) {
+                "the prefetcher asked for no page and paged none out, while the runs had major faults"
+            } else {
+                "no hint matched an allocation"
             };
             notes.push(format!(
-                "{} at {}: {m} idle in {k} of {} run(s): {what}; its line shows the program without it",
+                "{} at {}: {label} in {k} of {} run(s): {what}; its line shows the program without it",
                 c.variant,
                 c.limit_label,
                 c.runs.len()
