@@ -919,9 +919,19 @@ impl Detector {
             .back()
             .copied()
             .filter(|&d| t.abs() == 1 && d * t > 0);
+        let limit = self.po.limit.unwrap_or(u64::MAX);
         match (step, s.run_from) {
+            // A forward jump longer than the limit (into another mapping:
+            // the heap to a library's data, as Python's allocator does) is
+            // no walk through the pages between: the walk starts again on
+            // the far side (it once counted 11,225,751,813 pages of "walk"
+            // and turned pageout on in a Python interpreter).
+            (Some(d), Some(_)) if d.unsigned_abs() > limit => {
+                self.walked += limit;
+                s.run_from = Some(page);
+            }
             (Some(d), Some(from)) => {
-                self.walked += d.unsigned_abs().min(self.po.limit.unwrap_or(u64::MAX));
+                self.walked += d.unsigned_abs().min(limit);
                 let len = ((page - from) * t).max(0) as u64;
                 // (Checked first: no note formatted on every fault once on.)
                 if let Some(l) = self.po.limit.filter(|&l| may_start && len > l) {
@@ -1961,6 +1971,22 @@ mod tests {
             ..Default::default()
         };
         assert!(!blind.not_paying());
+    }
+
+    #[test]
+    fn pageout_auto_does_not_take_a_jump_between_mappings_for_a_walk() {
+        let mut d = limited("leap", 1000);
+        // A +1 walk of 100 pages, a jump of ten million pages forward, and
+        // 100 more: no walk is longer than the limit.
+        let far = 10_000_000;
+        let pages = (0..100).chain(far..far + 100);
+        walk(&mut d, pages);
+        assert!(!d.po.on, "{:?}", d.po.notes);
+        assert_eq!(d.po.started, 0);
+        // Walking on past the limit on the far side does turn it on.
+        walk(&mut d, far + 100..far + 1200);
+        assert!(d.po.on);
+        assert!(d.po.notes[0].contains("a walk of"), "{:?}", d.po.notes);
     }
 
     #[test]
