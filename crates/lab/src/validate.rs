@@ -152,11 +152,18 @@ pub struct ValidateResult {
 
 /// Checks the options before anything runs.
 pub fn check(o: &ValidateOptions) -> Result<()> {
-    if !WORKLOADS.contains(&o.workload.as_str()) {
+    if !WORKLOADS.contains(&o.workload.as_str())
+        && crate::workload::programs::find(&o.workload).is_none()
+    {
         return Err(Error::Invalid(format!(
-            "{:?} is not a built-in workload that records its references: give one of {}",
+            "{:?} is neither a built-in workload that records its references ({}) nor a real program ({})",
             o.workload,
-            WORKLOADS.join(", ")
+            WORKLOADS.join(", "),
+            crate::workload::programs::PROGRAMS
+                .iter()
+                .map(|p| p.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     if o.limits.is_empty() || o.limits.iter().any(|l| !(*l > 0.0 && *l <= 100.0)) {
@@ -337,13 +344,31 @@ pub fn run(
         "capturing the references of {}",
         workload.join(" ")
     ));
-    let argv = crate::workload::resolve_command(&workload)?;
-    let cap = crate::refs::capture_workload_refs(
-        &workload,
-        &argv,
-        &trace_path,
-        &crate::refs::RefOptions::default(),
-    )?;
+    let cap = if crate::workload::programs::find(&o.workload).is_some() {
+        // a real program: valgrind lackey on the program itself (not its
+        // driver); slow, about 0.3 M references a second
+        let direct = crate::workload::programs::direct_command(&workload[1..])?;
+        say(&format!(
+            "(a real program: valgrind lackey on {})",
+            direct.join(" ")
+        ));
+        crate::refs::capture_refs(
+            &direct,
+            &trace_path,
+            &crate::refs::RefOptions {
+                lackey: true,
+                ..Default::default()
+            },
+        )?
+    } else {
+        let argv = crate::workload::resolve_command(&workload)?;
+        crate::refs::capture_workload_refs(
+            &workload,
+            &argv,
+            &trace_path,
+            &crate::refs::RefOptions::default(),
+        )?
+    };
     if cap.exit_code != Some(0) {
         return Err(Error::Invalid(format!(
             "{} failed while recording its references (exit {:?})",

@@ -22,7 +22,9 @@ EXAMPLES\n  swaplab validate traverse --size 64M --limits 75%,50%\n  \
 swaplab validate qsort --limits 90%,75%,50%,25% --repeat 3 --report validate.html"
 )]
 pub struct ValidateArgs {
-    /// A built-in workload: traverse, qsort, chase, kv or genome.
+    /// A built-in workload (traverse, qsort, chase, kv or genome; they record their own
+    /// references) or a real program (sqlite, sort, xz, pydict; captured with valgrind
+    /// lackey, about 100× slower: keep --size small).
     workload: String,
     /// Its --size.
     #[arg(long, default_value = "64M")]

@@ -854,6 +854,69 @@ pub fn resolve(args: &[String]) -> Result<Vec<String>> {
     ])
 }
 
+/// The program itself on its prepared input, without the driver and its
+/// check, for tools that must start the program directly (valgrind
+/// lackey in `swaplab validate`): sort writes to /dev/null, xz next to
+/// its input (`input.txt.validate.xz`, overwritten), sqlite's answers go
+/// to /dev/null, pydict prints its one line. sort runs in the caller's
+/// locale (no `env LC_ALL=C`: lackey would trace `env`).
+pub fn direct_command(args: &[String]) -> Result<Vec<String>> {
+    let a = parse_args(args)?;
+    ensure_installed(a.program)?;
+    let (dir, e) = prepare(a.program.name, a.size, a.seed)?;
+    let path = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let v: Vec<String> = match a.program.name {
+        "sort" => vec![
+            "sort".into(),
+            "-S".into(),
+            format!("{}K", e.param.div_ceil(1024)),
+            "--parallel=1".into(),
+            "-o".into(),
+            "/dev/null".into(),
+            path("input.txt"),
+        ],
+        "xz" => vec![
+            "xz".into(),
+            "-z".into(),
+            "-k".into(),
+            "-f".into(),
+            "-T1".into(),
+            format!("--lzma2=preset=9,dict={}", e.param),
+            "--suffix=.validate.xz".into(),
+            path("input.txt"),
+        ],
+        "sqlite" => vec![
+            "sqlite3".into(),
+            "-batch".into(),
+            "-bail".into(),
+            "-cmd".into(),
+            ".output /dev/null".into(),
+            ":memory:".into(),
+            format!(".read {}", sql_path(&path("script.sql"))),
+        ],
+        _ => {
+            let cache = crate::workload::cache_dir()?.join("programs");
+            let script = crate::workload::extract_file(
+                &cache,
+                &format!(
+                    "swaplab-pydict-{:016x}.py",
+                    line_hash(PYDICT_SCRIPT.as_bytes())
+                ),
+                PYDICT_SCRIPT.as_bytes(),
+                0o644,
+            )?;
+            vec![
+                "python3".into(),
+                script.to_string_lossy().into_owned(),
+                path("rows.txt"),
+                path("probes.txt"),
+                e.param.to_string(),
+            ]
+        }
+    };
+    Ok(v)
+}
+
 /// What one run of a program did (its JSON line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProgramResult {
