@@ -1,0 +1,185 @@
+//! `swaplab serve` against the kernel (root) with a real Redis: the server
+//! runs in the run's memory cgroup and is measured there, the load
+//! generator outside it; throughput and latency come from redis-benchmark's
+//! output; the server is stopped with SIGTERM; the system is left as it
+//! was. Skips (and fails on CI) without root, a memory cgroup, swap files
+//! or redis-server.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::serve::{self, RedisPreset, ServeRequest};
+
+fn redis_missing(test: &str) -> bool {
+    for p in ["redis-server", "redis-cli", "redis-benchmark"] {
+        if swaplab_testkit::skip_unless_program(
+            test,
+            p,
+            "apt-get install redis-server (scripts/setup.sh does it as root)",
+        ) {
+            return true;
+        }
+    }
+    false
+}
+
+/// The redis preset at 100 % and 50 % of its peak with 16 MiB of values:
+/// every run serves the whole load; at 50 % the server itself takes major
+/// faults (counted by rusage of the server process and by its memory
+/// cgroup), and the throughput falls.
+#[test]
+fn redis_preset_at_100_and_50_percent() {
+    let test = "redis_preset_at_100_and_50_percent";
+    if skip(test) || redis_missing(test) {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
+    let preset = RedisPreset {
+        port: serve::free_port().unwrap(),
+        size: 16 << 20,
+        value_bytes: 1024,
+        requests: Some(40_000),
+        clients: 20,
+    };
+    let (server, ready, fill, load) = preset.commands();
+    let req = ServeRequest {
+        preset: Some("redis".into()),
+        server,
+        ready,
+        fill: Some(fill),
+        load,
+        limits: vec![LimitSpec::Percent(100.0), LimitSpec::Percent(50.0)],
+        repeat: 1,
+        options: RunOptions {
+            swap: vec!["file:256M".parse().unwrap()],
+            timeout: Some(Duration::from_secs(120)),
+            ..Default::default()
+        },
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(30),
+        grace: Duration::from_secs(10),
+        argv: vec!["test".into()],
+    };
+    let res = lab
+        .serve(&req, &mut |p| {
+            if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
+                eprintln!(
+                    "run {} {} {}: {}",
+                    record.id,
+                    record.limit_label,
+                    record.dir.display(),
+                    record.outcome_text()
+                );
+            }
+        })
+        .unwrap();
+    assert_restored(&before, test);
+    let peak = res.peak_bytes.unwrap();
+    assert!(
+        peak > 16 << 20,
+        "the server's peak {peak} is below the 16 MiB of values it holds"
+    );
+    let cal = res.calibration.as_ref().unwrap();
+    assert!(cal.ok, "calibration: {cal:#?}");
+    assert_eq!(res.runs.len(), 2);
+    for r in &res.runs {
+        assert!(r.ok, "{r:#?}");
+        assert_eq!(r.stopped, "SIGTERM", "{r:#?}");
+        assert_eq!(r.server_outcome, "ok", "{r:#?}");
+        let t = &r.load.as_ref().unwrap().total;
+        assert!(t.throughput_rps.unwrap() > 0.0, "{t:?}");
+        let (p50, p99, p999, max) = (
+            t.p50_ms.unwrap(),
+            t.p99_ms.unwrap(),
+            t.p999_ms.unwrap(),
+            t.max_ms.unwrap(),
+        );
+        assert!(
+            p50 > 0.0 && p50 <= p99 && p99 <= p999 && p999 <= max,
+            "{t:?}"
+        );
+        assert_eq!(t.requests, Some(40_000));
+        assert!(r.run_dir.join("load.stdout.txt").is_file());
+        assert!(r.run_dir.join("timeline.parquet").is_file());
+    }
+    let half = res.runs.iter().find(|r| r.limit_label == "50%").unwrap();
+    let full = res.runs.iter().find(|r| r.limit_label == "100%").unwrap();
+    // The server's own major faults (rusage of the server process, which
+    // the runner waited for) and its group's: only a server inside the
+    // limited cgroup has them.
+    let majflt = half.metrics["majflt"];
+    let cg = half.metrics["cg_pgmajfault"];
+    eprintln!(
+        "50 %: majflt {majflt}, cgroup pgmajfault {cg}; throughput {:.0} vs {:.0} req/s at 100 %",
+        half.load.as_ref().unwrap().total.throughput_rps.unwrap(),
+        full.load.as_ref().unwrap().total.throughput_rps.unwrap()
+    );
+    assert!(majflt > 100.0, "no major faults at 50 %: {half:#?}");
+    assert!(cg >= majflt * 0.9, "cgroup {cg} vs rusage {majflt}");
+    assert!(half.metrics["peak_bytes"] <= half.limit_bytes.unwrap() as f64);
+    let c50 = res.cells.iter().find(|c| c.limit_label == "50%").unwrap();
+    assert!(c50.throughput_ratio.unwrap() < 1.0, "{c50:#?}");
+    assert!(!c50.cdf.is_empty());
+    // The saved result draws a section: throughput, p99, CDF and its tail.
+    let saved = swaplab_lab::bench_group::result_path(&lab.catalog, res.group_id);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    let sec = swaplab_lab::report::serve::serve_section(&saved, &v).unwrap();
+    let titles: Vec<&str> = sec.figures.iter().map(|f| f.title.as_str()).collect();
+    for want in [
+        "Throughput against the memory limit",
+        "p99 request latency against the memory limit",
+        "Request latency CDF",
+        "Tail of the CDF: 99–100 %",
+    ] {
+        assert!(titles.contains(&want), "{titles:?}");
+    }
+    for f in &sec.figures {
+        f.data.to_csv().unwrap();
+    }
+}
+
+/// A server that never becomes ready is stopped (and the run says why)
+/// instead of hanging; the system is restored.
+#[test]
+fn a_server_that_never_answers_is_stopped() {
+    let test = "a_server_that_never_answers_is_stopped";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
+    let port = serve::free_port().unwrap();
+    let req = ServeRequest {
+        preset: None,
+        server: vec!["sleep".into(), "600".into()],
+        ready: serve::Ready::Tcp("127.0.0.1".into(), port),
+        fill: None,
+        load: vec!["true".into()],
+        limits: vec![LimitSpec::Bytes(64 << 20)],
+        repeat: 1,
+        options: RunOptions::default(),
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(1),
+        grace: Duration::from_secs(1),
+        argv: vec!["test".into()],
+    };
+    let t = std::time::Instant::now();
+    let res = lab.serve(&req, &mut |_| {}).unwrap();
+    assert_restored(&before, test);
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    let r = &res.runs[0];
+    assert!(!r.ok);
+    assert!(
+        r.error.as_deref().unwrap().contains("not ready"),
+        "{:?}",
+        r.error
+    );
+    // sleep dies of SIGTERM at once.
+    assert_eq!(r.stopped, "SIGTERM");
+}
