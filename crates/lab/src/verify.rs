@@ -329,6 +329,15 @@ pub fn kept_file(file: &HintFile, v: &VerifyReport) -> HintFile {
             ));
         }
     }
+    // advise's comment on the hints together describes the file before
+    // verification when it dropped some
+    if v.kept.len() < n {
+        for c in out.comments.iter_mut() {
+            if let Some(rest) = c.strip_prefix("kept hints together: ") {
+                *c = format!("advised hints together, before verification: {rest}");
+            }
+        }
+    }
     if let (Some(p), Some(r)) = (&file.prefetch, row_of(n)) {
         let what = if v.kept_prefetch {
             "measured"
@@ -413,7 +422,8 @@ mod tests {
             [[hint]]\nsite = [\"w!f+0x1\"]\naction = \"mlock\"\nbytes = 4096\n\
             predicted = \"mlock 4K: 100 -> 50\"\n\
             [[hint]]\nsite = [\"w!g+0x1\"]\naction = \"willneed\"\nwindow = 4096\n";
-        let file = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        let mut file = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        file.comments.push("kept hints together: 100 -> 10".into());
         let mut rows = vec![
             row("all", true),
             row("hint1", true),
@@ -441,8 +451,12 @@ mod tests {
                  (medians, base -> hinted, sweep s7)"
             )
         );
-        assert!(k.comments[0].starts_with("dropped by verification: willneed at : dropped: +1.0 %"));
-        assert!(k.comments[1].starts_with("dropped by verification: prefetch leap: "));
+        assert_eq!(
+            k.comments[0],
+            "advised hints together, before verification: 100 -> 10"
+        );
+        assert!(k.comments[1].starts_with("dropped by verification: willneed at : dropped: +1.0 %"));
+        assert!(k.comments[2].starts_with("dropped by verification: prefetch leap: "));
         let back = swaplab_analysis::hints::parse(&k.to_toml(), "k.toml").unwrap();
         assert_eq!(back, k);
     }
