@@ -183,3 +183,168 @@ fn a_server_that_never_answers_is_stopped() {
     // sleep dies of SIGTERM at once.
     assert_eq!(r.stopped, "SIGTERM");
 }
+
+const CHILD_ENV: &str = "SWAPLAB_SERVE_TEST_CHILD";
+
+/// Child mode: `swaplab serve --preset redis` through the library, with a
+/// swap file, a 64M limit (no calibration run) and a load far too long to
+/// end on its own, for the kill tests to interrupt.
+#[test]
+fn serve_child_entry() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let home = std::path::PathBuf::from(std::env::var_os("SWAPLAB_HOME").unwrap());
+    let lab =
+        swaplab_lab::runner::Lab::with_catalog(swaplab_lab::catalog::Catalog::open(&home).unwrap())
+            .unwrap();
+    let preset = RedisPreset {
+        port: serve::free_port().unwrap(),
+        size: 8 << 20,
+        value_bytes: 1024,
+        requests: Some(1_000_000_000),
+        clients: 4,
+    };
+    let (server, ready, fill, load) = preset.commands();
+    let req = ServeRequest {
+        preset: Some("redis".into()),
+        server,
+        ready,
+        fill: Some(fill),
+        load,
+        limits: vec![LimitSpec::Bytes(64 << 20)],
+        repeat: 1,
+        options: RunOptions {
+            swap: vec!["file:128M".parse().unwrap()],
+            timeout: Some(Duration::from_secs(300)),
+            ..Default::default()
+        },
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(30),
+        grace: Duration::from_secs(5),
+        argv: vec!["test".into()],
+    };
+    match lab.serve(&req, &mut |_| {}) {
+        Err(swaplab_lab::Error::Interrupted(sig)) => {
+            drop(lab);
+            std::process::exit(128 + sig)
+        }
+        Ok(_) => std::process::exit(0),
+        Err(e) => {
+            eprintln!("child: {e}");
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Pids of processes named `comm` whose parent is `ppid`.
+fn children_named(ppid: u32, comm: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let (name, rest) = stat.split_once(" (")?.1.rsplit_once(") ")?;
+            let parent: u32 = rest.split_whitespace().nth(1)?.parse().ok()?;
+            (name == comm && parent == ppid).then_some(pid)
+        })
+        .collect()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit_once(") ")
+                .map(|r| !r.1.starts_with('Z'))
+                .unwrap_or(false)
+        })
+        .unwrap_or(false)
+}
+
+fn wait_gone(pid: u32) -> bool {
+    (0..500).any(|_| {
+        let g = !alive(pid);
+        if !g {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        g
+    })
+}
+
+fn spawn_serve_child(home: &std::path::Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "serve_child_entry",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD_ENV, "1")
+        .env("SWAPLAB_HOME", home)
+        .spawn()
+        .unwrap()
+}
+
+/// Starts the child and waits until its load generator runs: (child,
+/// redis-server pid, redis-benchmark pid). The caller waits for the
+/// child (clippy cannot follow it out of the function).
+#[allow(clippy::zombie_processes)]
+fn serving_child(home: &std::path::Path) -> (std::process::Child, u32, u32) {
+    let mut child = spawn_serve_child(home);
+    let t0 = std::time::Instant::now();
+    loop {
+        let server = children_named(child.id(), "redis-server");
+        let load = children_named(child.id(), "redis-benchmark");
+        if let (Some(&s), Some(&l)) = (server.first(), load.first()) {
+            // A moment of load, so there is something to interrupt.
+            std::thread::sleep(Duration::from_millis(500));
+            return (child, s, l);
+        }
+        if t0.elapsed() > Duration::from_secs(120) {
+            // Killed, and reaped when this test process ends.
+            let _ = child.kill();
+            panic!("the child never reached its load phase");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to swaplab during the load: the load generator and the server
+/// end, the system is restored by swaplab itself, and it exits 128+15.
+/// SIGKILL: both die with swaplab (PR_SET_PDEATHSIG), and the next start's
+/// recovery (the journal) restores the system.
+#[test]
+fn sigterm_and_sigkill_during_the_load_restore_everything() {
+    let test = "sigterm_and_sigkill_during_the_load_restore_everything";
+    if skip(test) || redis_missing(test) {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    for sig in [libc::SIGTERM, libc::SIGKILL] {
+        let home = tempfile::Builder::new()
+            .prefix("swaplab-serve-kill-")
+            .tempdir_in("/var/tmp")
+            .unwrap();
+        let (mut child, server, load) = serving_child(home.path());
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let st = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        if sig == libc::SIGTERM {
+            assert_eq!(st.code(), Some(128 + libc::SIGTERM), "{st}");
+        } else {
+            assert_eq!(st.signal(), Some(libc::SIGKILL));
+        }
+        assert!(wait_gone(load), "redis-benchmark outlived swaplab ({sig})");
+        assert!(wait_gone(server), "redis-server outlived swaplab ({sig})");
+        if sig == libc::SIGKILL {
+            // What Session::begin and `swaplab restore` run on the next start.
+            swaplab_host::journal::recover_all().unwrap();
+        }
+        assert_restored(&before, &format!("{test} ({sig})"));
+    }
+}

@@ -102,6 +102,9 @@ impl Facility {
                 | Facility::Tracefs
                 | Facility::SharedData
                 | Facility::Program("python3")
+                | Facility::Program("redis-server")
+                | Facility::Program("redis-cli")
+                | Facility::Program("redis-benchmark")
                 | Facility::Browser
         )
     }
