@@ -33,7 +33,9 @@
  *                        `pid\thint_id\taction\t0xADDR\tlen\tresult\n`, result
  *                        `ok` or an errno name (ENOMEM, EPERM, ...).
  *   SWAPLAB_PREFETCH     `thread`: a trend-based prefetch thread (below),
- *                        with or without a hints file.
+ *                        with or without a hints file; every process of
+ *                        the tree gets its own (a forked child starts
+ *                        one, an exec'd program loads the library anew).
  *   SWAPLAB_PREFETCH_ARGS  `key=value,...`: max=BYTES (largest prefetch
  *                        distance, default 4M), interval=US (poll period,
  *                        default 1000), history=N (fault deltas voted on,
@@ -262,7 +264,10 @@ static void *(*real_mremap)(void *, size_t, size_t, int, ...);
 static uintptr_t g_self_lo, g_self_hi;
 
 /* locks, in nesting order: L_stk, L_bg, L_tab before L_log (innermost);
- * L_smp (sampled addresses) is taken alone */
+ * L_smp (sampled addresses) is taken alone.  None of them is held across
+ * dl_iterate_phdr (the dynamic linker's lock, which a program's own
+ * dl_iterate_phdr callback holds while it allocates: see module_find),
+ * madvise, mincore or mlock. */
 static pthread_mutex_t L_log = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_tab = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t L_stk = PTHREAD_MUTEX_INITIALIZER;
@@ -726,36 +731,48 @@ static int find_cb(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
-/* Index of the module containing a (cached), or -1. Under L_stk. */
-static int module_of(uintptr_t a)
+/* Index of the cached module containing a, or -1.  Under L_stk. */
+static int module_cached(uintptr_t a)
 {
     for (int i = 0; i < g_nmods; i++)
         if (a >= g_mods[i].lo && a < g_mods[i].hi)
             return i;
-    if (g_nmods >= MAX_MODULES)
-        return -1;
+    return -1;
+}
+
+/* The loaded object containing a (found or not; NULL without memory),
+ * freed by the caller.  With NO lock of ours held: dl_iterate_phdr holds
+ * the dynamic linker's lock while it calls back, and a program's own
+ * callback may allocate, which takes L_stk (stack_get): holding L_stk
+ * here would be the opposite order, a deadlock (probe mode dliter). */
+static struct find_ctx *module_find(uintptr_t a)
+{
     struct find_ctx *c = __libc_calloc(1, sizeof *c);
     if (!c)
-        return -1;
+        return NULL;
     c->a = a;
     dl_iterate_phdr(find_cb, c);
-    int r = -1;
-    if (c->found) {
-        size_t n = strlen(c->name);
-        char *p = __libc_malloc(n + 1);
-        if (p) {
-            memcpy(p, c->name, n + 1);
-            struct module *m = &g_mods[g_nmods];
-            m->lo = c->lo;
-            m->hi = c->hi;
-            m->base = c->base;
-            m->id = 0;
-            m->path = p;
-            r = g_nmods++;
-        }
-    }
-    __libc_free(c);
-    return r;
+    return c;
+}
+
+/* Caches what module_find found, unless another thread cached it since.
+ * Under L_stk. */
+static void module_add(const struct find_ctx *c)
+{
+    if (!c->found || g_nmods >= MAX_MODULES || module_cached(c->a) >= 0)
+        return;
+    size_t n = strlen(c->name);
+    char *p = __libc_malloc(n + 1);
+    if (!p)
+        return;
+    memcpy(p, c->name, n + 1);
+    struct module *m = &g_mods[g_nmods];
+    m->lo = c->lo;
+    m->hi = c->hi;
+    m->base = c->base;
+    m->id = 0;
+    m->path = p;
+    g_nmods++;
 }
 
 static void module_write(struct module *m)
@@ -824,6 +841,23 @@ static void stk_put_raw(struct stk_ent *t, size_t cap, const struct stk_ent *e)
     t[i] = *e;
 }
 
+/* 1 and *id, *sh if the stack of hash h is known.  Under L_stk. */
+static int stk_lookup(uint64_t h, uint32_t *id, struct site_hints *sh)
+{
+    if (!g_stk_cap)
+        return 0;
+    size_t i = (size_t)(h & (g_stk_cap - 1));
+    while (g_stk[i].h) {
+        if (g_stk[i].h == h) {
+            *id = g_stk[i].id;
+            *sh = g_stk[i].sh;
+            return 1;
+        }
+        i = (i + 1) & (g_stk_cap - 1);
+    }
+    return 0;
+}
+
 /* The stack id and matching hint (-1 none) of frames bt[0..n). */
 static void stack_get(void *const *bt, int n, uint32_t *id, struct site_hints *sh)
 {
@@ -834,17 +868,29 @@ static void stack_get(void *const *bt, int n, uint32_t *id, struct site_hints *s
         h = 1;
     *id = 0;
     sh->n = 0;
+    unsigned char tried[MAX_FRAMES] = {0};
     pthread_mutex_lock(&L_stk);
-    if (g_stk_cap) {
-        size_t i = (size_t)(h & (g_stk_cap - 1));
-        while (g_stk[i].h) {
-            if (g_stk[i].h == h) {
-                *id = g_stk[i].id;
-                *sh = g_stk[i].sh;
-                pthread_mutex_unlock(&L_stk);
-                return;
-            }
-            i = (i + 1) & (g_stk_cap - 1);
+    for (;;) {
+        if (stk_lookup(h, id, sh)) {
+            pthread_mutex_unlock(&L_stk);
+            return;
+        }
+        /* a new stack: resolve the frames whose modules are not cached,
+         * one at a time with L_stk dropped (module_find), then look the
+         * stack up again (another thread may have added it meanwhile) */
+        int miss = -1;
+        for (int i = 0; i < n && miss < 0; i++)
+            if (!tried[i] && module_cached((uintptr_t)bt[i]) < 0)
+                miss = i;
+        if (miss < 0)
+            break;
+        tried[miss] = 1; /* (a frame in no module stays -1) */
+        pthread_mutex_unlock(&L_stk);
+        struct find_ctx *c = module_find((uintptr_t)bt[miss]);
+        pthread_mutex_lock(&L_stk);
+        if (c) {
+            module_add(c);
+            __libc_free(c);
         }
     }
     if ((g_stk_n + 1) * 2 > g_stk_cap) {
@@ -865,7 +911,7 @@ static void stack_get(void *const *bt, int n, uint32_t *id, struct site_hints *s
     uint64_t offs[MAX_FRAMES];
     for (int i = 0; i < n; i++) {
         uintptr_t a = (uintptr_t)bt[i];
-        mods[i] = module_of(a);
+        mods[i] = module_cached(a);
         offs[i] = mods[i] >= 0 ? a - g_mods[mods[i]].base : a;
     }
     struct stk_ent e;
@@ -1696,6 +1742,36 @@ static void unmap_commit(struct unmap_op *op, uint32_t func, uint64_t moved, uin
     op->list = NULL;
 }
 
+/* MREMAP_DONTUNMAP succeeded: the old range [lo, hi) stays mapped (its
+ * pages moved to the new mapping at `moved`), so its mappings go back into
+ * the tree as they were and no FREE is logged.  The kernel moved the
+ * range's mlock to the new mapping and cleared it in the old range: the
+ * new mapping is unlocked as after any move (a new object; its own hints
+ * decide), and a locked prefix reaching into the range now ends at lo
+ * (the rest of it, past hi, is unlocked too: a prefix has no hole); that
+ * budget comes back. */
+static void unmap_keep(struct unmap_op *op, uint64_t moved)
+{
+    if (!op->list)
+        return;
+    uint64_t lo = op->lo, hi = op->hi;
+    int saved = errno;
+    for (struct mnode *m = op->list; m; m = m->r) {
+        uint64_t lend = m->addr + m->locked;
+        if (!m->locked || lend <= lo)
+            continue;
+        uint64_t s = m->addr > lo ? m->addr : lo, le = lend < hi ? lend : hi;
+        if (le > s)
+            munlock((void *)(moved + (s - lo)), le - s);
+        if (lend > hi)
+            munlock((void *)hi, lend - hi);
+        __atomic_fetch_sub(&g_locked, lend - s, __ATOMIC_RELAXED);
+        m->locked = s - m->addr;
+    }
+    errno = saved;
+    unmap_abort(op); /* back into the tree */
+}
+
 /* ---- the interposed functions ---- */
 EXPORT void *malloc(size_t n)
 {
@@ -1891,11 +1967,16 @@ EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
         want = va_arg(ap, void *);
         va_end(ap);
     }
-    struct unmap_op op;
+    /* the old range [old, old+oldn) goes (unless MREMAP_DONTUNMAP: it stays
+     * mapped); with MREMAP_FIXED, whatever was mapped at [want, want+n) goes
+     * too, logged as a munmap (as under mmap MAP_FIXED) */
+    struct unmap_op op, dst = {NULL, 0, 0};
     int track = tracking();
     if (track) {
         t_guard++;
         unmap_begin((uint64_t)(uintptr_t)old, oldn, &op);
+        if (flags & MREMAP_FIXED)
+            unmap_begin((uint64_t)(uintptr_t)want, n, &dst);
     }
     void *p;
     if (real_mremap)
@@ -1903,10 +1984,16 @@ EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
     else
         p = (void *)syscall(SYS_mremap, old, oldn, n, flags, want);
     if (track) {
-        if (p == MAP_FAILED)
+        if (p == MAP_FAILED) {
+            unmap_abort(&dst);
             unmap_abort(&op);
-        else
-            unmap_commit(&op, F_MREMAP, (uint64_t)(uintptr_t)p, n);
+        } else {
+            unmap_commit(&dst, F_MUNMAP, 0, 0);
+            if (flags & MREMAP_DONTUNMAP)
+                unmap_keep(&op, (uint64_t)(uintptr_t)p);
+            else
+                unmap_commit(&op, F_MREMAP, (uint64_t)(uintptr_t)p, n);
+        }
         t_guard--;
         if (p != MAP_FAILED && n >= g_min)
             on_alloc(p, n, F_MREMAP, KIND_MMAP);
@@ -2159,10 +2246,28 @@ static void hints_load(const char *file)
  *
  * Each call is one line of the hint report with hint id 0 (and a HINT
  * record in the log).  A process whose perf event cannot be opened
- * (perf_event_paranoid, seccomp) gets one stderr line and no thread. */
+ * (perf_event_paranoid, seccomp) gets one stderr line and no thread.
+ *
+ * Process trees.  The events are inherited by threads only
+ * (inherit_thread, Linux 5.13): a forked child's faults are not sampled
+ * into the parent's rings, where the parent's thread would ask for them
+ * in the parent's address space (after copy-on-write, the parent's stale
+ * copies: `traverse --fork` at 50 % had more major faults with the
+ * thread than without).  A forked child starts its own events, rings and
+ * thread in atfork_child (pf_forked): the thread did not survive the
+ * fork, perf does not copy its rings into the child (VM_DONTCOPY), and
+ * the descriptors it inherited are the parent's events.  An exec'd
+ * program loads the library afresh (LD_PRELOAD and SWAPLAB_* are in its
+ * environment) and starts its own; vfork and posix_spawn children run no
+ * atfork handler and exec at once.  On an older kernel, which refuses
+ * inherit_thread, the events are inherited by child processes too (one
+ * stderr line says so): the child still gets its own thread, and the
+ * parent's thread also sees the child's faults. */
 static uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
 static uint64_t g_pf_max = 4u << 20, g_pf_interval_us = 1000, g_pf_hist = 16, g_pf_minor = 1;
 static uint64_t g_pf_stats; /* stats=1: print the thread's counters at exit */
+static int g_pf_on;         /* this process's prefetch thread runs (a fork restarts it) */
+static int g_pf_inherit_thread = 1; /* 0: the kernel refused inherit_thread */
 #define PF_MAX_CPUS 256
 static int g_pf_n; /* rings: one per CPU (a per-task inherited event cannot be mapped) */
 static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
@@ -2459,6 +2564,7 @@ static void pf_start(void)
     a.sample_period = 1;
     a.sample_type = PERF_SAMPLE_ADDR;
     a.inherit = 1;
+    a.inherit_thread = (uint64_t)g_pf_inherit_thread;
     a.exclude_kernel = 1;
     a.exclude_hv = 1;
     long ncpu = sysconf(_SC_NPROCESSORS_CONF);
@@ -2470,6 +2576,14 @@ static void pf_start(void)
     int err = 0;
     for (long cpu = 0; cpu < ncpu; cpu++) {
         int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0 && errno == EINVAL && a.inherit_thread) {
+            /* before Linux 5.13: inherit_thread is a reserved bit */
+            a.inherit_thread = 0;
+            g_pf_inherit_thread = 0;
+            say("SWAPLAB_PREFETCH=thread: this kernel has no inherit_thread (Linux 5.13); "
+                "child processes' faults reach this process's thread too");
+            fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        }
         if (fd < 0) {
             if (errno == ENODEV || errno == EINVAL)
                 continue; /* an offline CPU */
@@ -2524,7 +2638,33 @@ static void pf_start(void)
     pthread_t th;
     if (pthread_create(&th, &at, pf_main, NULL))
         say("SWAPLAB_PREFETCH=thread: cannot start the prefetch thread");
+    else
+        g_pf_on = 1;
     pthread_attr_destroy(&at);
+}
+
+/* In a forked child (atfork_child, one thread, t_guard up): the parent's
+ * thread is gone, its rings were not copied (perf maps them
+ * VM_DONTCOPY) and the descriptors are the parent's events, which do not
+ * sample this process.  Let go of them and start this process's own
+ * events, rings and thread; its counters start at zero. */
+static void pf_forked(void)
+{
+    if (!g_pf_on)
+        return;
+    g_pf_on = 0;
+    for (int i = 0; i < g_pf_n; i++)
+        if (pf_is_perf(g_pf_fd[i])) /* (a program may have closed and reused it) */
+            close(g_pf_fd[i]);
+    for (int i = 0; i < g_pf_nmin; i++)
+        if (pf_is_perf(g_pf_mfd[i]))
+            close(g_pf_mfd[i]);
+    g_pf_n = 0;
+    g_pf_nmin = 0;
+    __atomic_store_n(&g_pf_samples, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_pf_switches, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&g_pf_is_sparse, 0, __ATOMIC_RELAXED);
+    pf_start();
 }
 
 /* ---- fork ---- */
@@ -2600,7 +2740,9 @@ static void atfork_child(void)
         memset(g_stk, 0, g_stk_cap * sizeof *g_stk);
     g_stk_n = 0;
     g_next_stack = 0;
-    /* the prefetch thread did not survive the fork */
+    /* the background thread did not survive the fork (restarted below
+     * when the child has its work); nor did the prefetch thread
+     * (pf_forked) */
     g_bg_started = 0;
     if (g_pagemap_fd >= 0) {
         close(g_pagemap_fd);
@@ -2608,6 +2750,7 @@ static void atfork_child(void)
     }
     if (g_bg_n)
         bg_start_locked();
+    pf_forked();
     t_guard--;
 }
 
@@ -2714,9 +2857,10 @@ __attribute__((constructor)) static void preload_init(void)
         void *bt[4];
         backtrace(bt, 4); /* loads libgcc_s now, not inside a hook */
         self_range();
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         g_active = 1;
     }
+    if (g_active || g_pf_on) /* a forked child restarts what it needs */
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
     t_guard--;
 }
 

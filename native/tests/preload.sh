@@ -250,6 +250,8 @@ SWAPLAB_PREFETCH=thread SWAPLAB_HINT_REPORT=$tmp/trend-report LD_PRELOAD=$SO \
     timeout 300 "$P" trend "$tmp/trend" >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "prefetch thread: calls ahead of a sequential walk, none in a random one (exit $rc: $(cat "$tmp/out" "$tmp/err"))" [ "$rc" = 0 ]
 check "prefetch thread: fewer major faults than pages" jq -e '.seq_majflt < .pages' "$tmp/out" >/dev/null
+probe "mremap MREMAP_FIXED logs the replaced mapping's FREE, MREMAP_DONTUNMAP none" remap
+probe "an allocation inside dl_iterate_phdr does not deadlock" dliter
 probe "munmap of 100k mappings: exact FREEs, logarithmic tree cost" many 100000
 check "many: steps per operation reported" jq -e '.steps_per_op > 0 and .steps_per_op <= .bound' "$tmp/out" >/dev/null
 # the heap sampler: sample counts, intervals, stacks and FREEs (seeded: deterministic)

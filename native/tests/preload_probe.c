@@ -42,6 +42,14 @@
  *                      each, interleaved in the heap; every object is
  *                      written once, then A's are swept PASSES more times.
  *                      Prints the exact bytes and counts per site.
+ *   remap              mremap(MREMAP_FIXED) onto a tracked mapping logs
+ *                      its FREE; MREMAP_DONTUNMAP logs none for the old
+ *                      range (it stays mapped and tracked).  With hints
+ *                      (root): the moved locks are undone, the budget
+ *                      comes back.
+ *   dliter             an allocation inside a dl_iterate_phdr callback
+ *                      while another thread's allocation is resolving its
+ *                      modules: no deadlock (an alarm says so otherwise).
  *   churn N            (a benchmark, no self-check) N malloc/free pairs of
  *                      16-1024 bytes with 4096 blocks live; prints ns per
  *                      pair.
@@ -52,8 +60,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -383,6 +393,233 @@ static int mode_mremap(void)
     printf("{\"mode\":\"mremap\",\"p\":%llu,\"vmlck_kb\":[%ld,%ld,%ld,%ld],\"frees\":%d,"
            "\"hints\":%d}\n",
            (unsigned long long)(uintptr_t)p, k[0], k[1], k[2], k[3], frees, nh);
+    return g_fail;
+}
+
+/* One FREE or ALLOC of the log: where, how much, which call, when. */
+struct ev {
+    uint64_t addr, size, t;
+    uint32_t func;
+};
+
+/* The records of type `type` overlapping [a, a+n) made at or after tlo
+ * (addresses are reused), at most cap, in log order; their count. */
+static int events_over(const struct logv *l, uint32_t type, const void *a, size_t n, uint64_t tlo,
+                       struct ev *out, int cap)
+{
+    size_t o = 0;
+    struct rec r;
+    int k = 0;
+    uint64_t lo = (uint64_t)(uintptr_t)a, hi = lo + n;
+    while (log_next(l, &o, &r))
+        if (r.type == type && A_ADDR(r.body) < hi && lo < A_ADDR(r.body) + A_SIZE(r.body) &&
+            A_TIME(r.body) >= tlo) {
+            if (k < cap)
+                out[k] = (struct ev){A_ADDR(r.body), A_SIZE(r.body), A_TIME(r.body), A_FUNC(r.body)};
+            k++;
+        }
+    return k;
+}
+
+/* smaps' Locked: kB of the mapping containing a (-1: none).  (VmLck is
+ * no help after MREMAP_DONTUNMAP: Linux 6.18 moves the lock to the new
+ * mapping and clears it in the old one, yet keeps counting both.) */
+static long locked_kb_at(const void *a)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0;
+    long kb = -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        char c;
+        if (sscanf(line, "%lx-%lx %c", &lo, &hi, &c) == 3) {
+            in = (uintptr_t)a >= lo && (uintptr_t)a < hi;
+            continue;
+        }
+        if (in && !strncmp(line, "Locked:", 7)) {
+            kb = strtol(line + 7, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+#define F_MREMAP_ 10
+#define F_MUNMAP_ 12
+
+/* remap mode: mremap(MREMAP_FIXED) onto a tracked mapping logs that
+ * mapping's FREE (a munmap, as under mmap MAP_FIXED); MREMAP_DONTUNMAP
+ * logs no FREE of the old range, which stays mapped and tracked (its
+ * FREE comes with its munmap).  With hints (root), map_site's mlock: the
+ * locks the kernel moves along are undone and every budget byte comes
+ * back. */
+static int mode_remap(void)
+{
+    typedef void (*stats_fn)(uint64_t[4]);
+    stats_fn stats = (stats_fn)dlsym(RTLD_DEFAULT, "swaplab_preload_stats");
+    CHECK(stats, "swaplab_preload_stats not found: is the library preloaded?");
+    if (!stats)
+        return 1;
+    int hinted = getenv("SWAPLAB_HINTS") != NULL;
+    uint64_t s0[4], s1[4];
+    long k[4];
+    stats(s0);
+    char *a = map_site(M), *b = map_site(M); /* hinted: 2 of 3 MiB locked */
+    uint64_t t0 = now_ns();
+    void *r = mremap(a, M, M, MREMAP_MAYMOVE | MREMAP_FIXED, b);
+    CHECK(r == b, "mremap(MREMAP_FIXED) onto b: %s", strerror(errno));
+    k[0] = vmlck_kb(); /* hinted: b's lock went with b, a's moved and was undone */
+    uint64_t tc = now_ns(); /* (c may take a's old place) */
+    char *c = map_site(M); /* hinted: 1 MiB locked */
+    k[1] = vmlck_kb();
+    uint64_t t1 = now_ns();
+    char *d = mremap(c, M, M, MREMAP_MAYMOVE | MREMAP_DONTUNMAP);
+    int dontunmap = d != MAP_FAILED;
+    CHECK(dontunmap || errno == EINVAL, "mremap(MREMAP_DONTUNMAP): %s", strerror(errno));
+    k[2] = vmlck_kb();
+    long lk_c = locked_kb_at(c), lk_d = dontunmap ? locked_kb_at(d) : 0;
+    stats(s1); /* tracked: b (moved there), c and d */
+    char *e = map_site(3 * M); /* hinted: the whole budget is back */
+    k[3] = vmlck_kb();
+    uint64_t t2 = now_ns();
+    munmap(b, M);
+    munmap(c, M);
+    if (dontunmap)
+        munmap(d, M);
+    munmap(e, 3 * M);
+    CHECK(s1[2] == s0[2] + 2 + (uint64_t)dontunmap, "tracked mappings %llu, want %llu",
+          (unsigned long long)s1[2], (unsigned long long)(s0[2] + 2 + (uint64_t)dontunmap));
+    /* hinted: a's and b's locks are gone, c's 1 MiB was locked; after
+     * MREMAP_DONTUNMAP neither c nor d is locked, and e gets all 3 MiB */
+    if (hinted)
+        CHECK(k[0] == 0 && k[1] == 1024 && lk_c == 0 && lk_d == 0 && k[3] - k[2] == 3072,
+              "VmLck %ld %ld (c, d locked %ld %ld kB) %ld %ld kB, want 0 1024 (0 0) x x+3072",
+              k[0], k[1], lk_c, lk_d, k[2], k[3]);
+
+    struct logv l = log_read();
+    struct ev ev[8];
+    /* a: its one FREE is the move's */
+    int n = events_over(&l, REC_FREE, a, M, t0, ev, 8);
+    n -= n && ev[n - 1].t >= tc && (void *)c == (void *)a; /* c's own, at the end */
+    CHECK(n == 1 && ev[0].addr == (uint64_t)(uintptr_t)a && ev[0].size == M &&
+              ev[0].func == F_MREMAP_ && ev[0].t >= t0 && ev[0].t < t1,
+          "%d FREEs over a; want one, the mremap's", n);
+    /* b: the FREE of the mapping the move replaced, then the munmap's of
+     * the moved one (before the fix: only the latter) */
+    n = events_over(&l, REC_FREE, b, M, t0, ev, 8);
+    CHECK(n == 2 && ev[0].addr == (uint64_t)(uintptr_t)b && ev[0].size == M &&
+              ev[0].func == F_MUNMAP_ && ev[0].t >= t0 && ev[0].t < t1 && ev[1].size == M &&
+              ev[1].func == F_MUNMAP_ && ev[1].t >= t2,
+          "%d FREEs over b; want two: the replaced mapping's at the mremap, the moved one's at "
+          "the munmap",
+          n);
+    n = events_over(&l, REC_ALLOC, b, M, 0, ev, 8);
+    CHECK(n == 2 && ev[1].func == F_MREMAP_ && ev[1].t >= t0 && ev[1].t < t1,
+          "%d ALLOCs over b; want map_site's and the mremap's", n);
+    if (dontunmap) {
+        /* c stays mapped: its only FREE is the munmap's */
+        n = events_over(&l, REC_FREE, c, M, tc, ev, 8);
+        CHECK(n == 1 && ev[0].addr == (uint64_t)(uintptr_t)c && ev[0].size == M &&
+                  ev[0].func == F_MUNMAP_ && ev[0].t >= t2,
+              "%d FREEs over c (MREMAP_DONTUNMAP's old range); want one, the munmap's", n);
+        n = events_over(&l, REC_FREE, d, M, t1, ev, 8);
+        CHECK(n == 1 && ev[0].t >= t2, "%d FREEs over d; want one, the munmap's", n);
+        n = events_over(&l, REC_ALLOC, d, M, t1, ev, 8);
+        CHECK(n == 1 && ev[0].func == F_MREMAP_ && ev[0].t >= t1 && ev[0].t < t2,
+              "%d ALLOCs over d; want the mremap's", n);
+    }
+    log_free(&l);
+    printf("{\"mode\":\"remap\",\"a\":%llu,\"b\":%llu,\"c\":%llu,\"d\":%llu,"
+           "\"dontunmap\":%s,\"hinted\":%s,\"vmlck_kb\":[%ld,%ld,%ld,%ld],"
+           "\"locked_kb_c_d\":[%ld,%ld]}\n",
+           (unsigned long long)(uintptr_t)a, (unsigned long long)(uintptr_t)b,
+           (unsigned long long)(uintptr_t)c,
+           (unsigned long long)(dontunmap ? (uintptr_t)d : 0), dontunmap ? "true" : "false",
+           hinted ? "true" : "false", k[0], k[1], k[2], k[3], lk_c, lk_d);
+    return g_fail;
+}
+
+/* dliter mode: thread A is inside dl_iterate_phdr (the dynamic linker's
+ * lock held) when thread B makes the process's first tracked allocation,
+ * whose frames' modules the library has to look up (with
+ * dl_iterate_phdr); then A, still inside, allocates from a new call stack
+ * too.  A library that held its stack lock across its own dl_iterate_phdr
+ * deadlocks here (B: stack lock, waits for the linker's; A: linker's,
+ * waits for the stack lock): the alarm ends the probe with a message. */
+static int g_dl_pipe[2];
+static int g_dl_calls;
+
+static void dl_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "probe: dliter: deadlock: an allocation inside a dl_iterate_phdr "
+                              "callback waited 20 s (a lock held across dl_iterate_phdr?)\n";
+    write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+__attribute__((noipa)) static void *dl_site_b(size_t n)
+{
+    void *p = malloc(n);
+    __asm__ volatile("" : : "r"(p) : "memory");
+    return p;
+}
+
+static int dl_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)info;
+    (void)size;
+    (void)data;
+    if (g_dl_calls++)
+        return 0;
+    char x = 1;
+    write(g_dl_pipe[1], &x, 1); /* B may go */
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL); /* B is now in the library, looking up its modules */
+    void *p = lock_site(M);
+    ((volatile char *)p)[0] = 1;
+    free(p);
+    return 1;
+}
+
+static void *dl_thread_a(void *arg)
+{
+    (void)arg;
+    dl_iterate_phdr(dl_cb, NULL);
+    return NULL;
+}
+
+static int mode_dliter(void)
+{
+    signal(SIGALRM, dl_alarm);
+    alarm(20);
+    CHECK(pipe(g_dl_pipe) == 0, "pipe");
+    pthread_t th;
+    CHECK(pthread_create(&th, NULL, dl_thread_a, NULL) == 0, "pthread_create");
+    char x;
+    CHECK(read(g_dl_pipe[0], &x, 1) == 1, "read");
+    void *p = dl_site_b(M); /* the first tracked allocation: no module cached */
+    ((volatile char *)p)[0] = 1;
+    free(p);
+    pthread_join(th, NULL);
+    alarm(0);
+    /* both allocations are in the log with stacks that resolve */
+    struct logv l = log_read();
+    char path[4096];
+    uint64_t off;
+    CHECK(frame0_of(&l, M, path, sizeof path, &off) == 0, "no ALLOC of 1 MiB with a stack");
+    size_t o = 0;
+    struct rec r;
+    int allocs = 0;
+    while (log_next(&l, &o, &r))
+        allocs += r.type == REC_ALLOC && A_SIZE(r.body) == M;
+    CHECK(allocs == 2, "%d ALLOCs of 1 MiB, want 2", allocs);
+    log_free(&l);
+    printf("{\"mode\":\"dliter\",\"allocs\":%d}\n", allocs);
     return g_fail;
 }
 
@@ -1044,8 +1281,12 @@ int main(int argc, char **argv)
         r = mode_sample();
     else if (!strcmp(m, "churn") && argc == 3)
         r = mode_churn(atol(argv[2]));
+    else if (!strcmp(m, "remap") && argc == 2)
+        r = mode_remap();
+    else if (!strcmp(m, "dliter") && argc == 2)
+        r = mode_dliter();
     else
-        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N] | sample | heap-sites NA NB PASSES | churn N\n",
+        fprintf(stderr, "usage: %s hints FILE BUDGET | mremap | fork [N] | gate | quota | trend DIR | many [N] | sample | heap-sites NA NB PASSES | churn N | remap | dliter\n",
                 argv[0]);
     fflush(stdout);
     return r;
