@@ -946,7 +946,15 @@ impl Lab {
         if error.is_none() && load.is_none() {
             error = Some("the load's output (load.stdout.txt) is not one swaplab reads (redis-benchmark's default text or --csv)".into());
         }
-        if error.is_none() && rec.outcome != Some(Outcome::Ok) && driven.stopped != "SIGTERM" {
+        // How the server ended matters only when swaplab did not stop it,
+        // or when the kernel or the timeout ended it.
+        let stopped_by_us = driven.stopped.starts_with("SIG");
+        let ended_badly = matches!(
+            rec.outcome,
+            Some(Outcome::Oom | Outcome::Timeout | Outcome::Interrupted | Outcome::Error)
+        );
+        if error.is_none() && (ended_badly || (!stopped_by_us && rec.outcome != Some(Outcome::Ok)))
+        {
             error = Some(format!("the server ended with {}", rec.outcome_text()));
         }
         let metrics = SERVER_METRICS
