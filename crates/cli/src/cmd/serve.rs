@@ -141,7 +141,13 @@ pub fn run(a: ServeArgs) -> Result<i32> {
     }
     let lab = Lab::open().context("opening the catalog")?;
     let bar = super::run::Bar::new();
-    let r = lab.serve(&req, &mut |p| bar.event(p));
+    let r = lab.serve(&req, &mut |p| match p {
+        swaplab_lab::runner::Progress::Calibrating { .. } => {
+            bar.event(p);
+            eprintln!("swaplab: measuring the server's peak: an unlimited start, fill and load (not cached)");
+        }
+        p => bar.event(p),
+    });
     bar.finish();
     drop(lab);
     let res = match r {
