@@ -124,7 +124,8 @@ pub struct RunArgs {
     /// `--json`: the run records; `--csv`: their metrics, a row per (run, metric).
     #[command(flatten)]
     pub out: crate::OutFlags,
-    /// The command (after --). `swaplab-workload NAME --size SIZE` runs a built-in workload.
+    /// The command (after --). `swaplab-workload NAME --size SIZE` runs a built-in workload
+    /// or a real program (sqlite, sort, xz, pydict: `swaplab workload list`, docs/programs.md).
     #[arg(last = true, required = true, value_name = "CMD", value_parser = crate::command_arg())]
     pub command: Vec<String>,
 }

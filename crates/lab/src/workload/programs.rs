@@ -1132,6 +1132,28 @@ impl Drop for Scratch {
     }
 }
 
+/// Removes the scratch directories (`run-PID-*`) of drivers that are gone:
+/// a run killed at its timeout or by the OOM killer leaves its own (xz's
+/// partial output among them).
+fn remove_stale_scratch(programs: &Path) {
+    let Ok(rd) = std::fs::read_dir(programs) else {
+        return;
+    };
+    for d in rd.flatten() {
+        let name = d.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("run-")
+            .and_then(|r| r.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(d.path());
+        }
+    }
+}
+
 /// `swaplab workload run NAME --size S [--seed N]` for a real program: the
 /// driver. Prints the JSON line; an error when the program failed or its
 /// output is wrong.
@@ -1146,6 +1168,7 @@ pub fn main(args: &[String]) -> Result<ProgramResult> {
     let (dir, e) = prepare(a.program.name, a.size, a.seed)?;
     let prep = ns(t0);
     let cache = crate::workload::cache_dir()?;
+    remove_stale_scratch(&cache.join("programs"));
     let scratch = Scratch(cache.join("programs").join(format!(
         "run-{}-{}",
         std::process::id(),
