@@ -953,9 +953,13 @@ impl Lab {
             rec.outcome,
             Some(Outcome::Oom | Outcome::Timeout | Outcome::Interrupted | Outcome::Error)
         );
-        if error.is_none() && (ended_badly || (!stopped_by_us && rec.outcome != Some(Outcome::Ok)))
-        {
-            error = Some(format!("the server ended with {}", rec.outcome_text()));
+        if ended_badly || (!stopped_by_us && rec.outcome != Some(Outcome::Ok)) {
+            // The server's end first: it explains a failed load.
+            let why = format!("the server ended with {}", rec.outcome_text());
+            error = Some(match error {
+                Some(e) => format!("{why}; {e}"),
+                None => why,
+            });
         }
         let metrics = SERVER_METRICS
             .iter()
