@@ -303,7 +303,12 @@ fn serving_child(home: &std::path::Path) -> (std::process::Child, u32, u32) {
             std::thread::sleep(Duration::from_millis(500));
             return (child, s, l);
         }
-        if t0.elapsed() > Duration::from_secs(120) {
+        if let Ok(Some(st)) = child.try_wait() {
+            panic!("the child ended ({st}) before its load phase: see its output above");
+        }
+        // Setting a run up waits for other swaplab sessions' system
+        // changes (global.lock, up to 300 s) on a shared machine.
+        if t0.elapsed() > Duration::from_secs(400) {
             // Killed, and reaped when this test process ends.
             let _ = child.kill();
             panic!("the child never reached its load phase");
