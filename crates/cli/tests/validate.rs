@@ -135,7 +135,7 @@ fn validate_traverse_against_the_kernel() {
 fn bad_validate_arguments_say_what_to_do() {
     let dir = tempfile::tempdir().unwrap();
     for (args, want) in [
-        (&["validate", "ls"][..], "not a built-in workload"),
+        (&["validate", "ls"][..], "is neither a built-in workload"),
         (
             &["validate", "qsort", "--limits", "50"][..],
             "give percentages of the peak",

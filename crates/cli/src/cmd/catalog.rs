@@ -207,7 +207,7 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
         );
         if let Some(n) = g("prefetch_processes") {
             kv(
-                "prefetch processes",
+                "prefetch procs",
                 format!(
                     "major faults seen in {} process(es) of the run, pages asked for or paged out in {}",
                     count(Some(n)),
@@ -219,12 +219,12 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
             .contains(&swaplab_lab::record::IDLE_PREFETCH)
         {
             kv(
-                "prefetch outcome",
+                "prefetch result",
                 "IDLE: it acted on nothing (see the note)".to_string(),
             );
         } else if g("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
             kv(
-                "prefetch outcome",
+                "prefetch result",
                 "OFF: it turned itself off, the program used too few of the pages it asked for (see the note)"
                     .to_string(),
             );

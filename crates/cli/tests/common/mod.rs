@@ -24,6 +24,9 @@ pub const ROOT_SWAP: [swaplab_testkit::Facility; 3] = [
     swaplab_testkit::Facility::Swapfile,
 ];
 
+/// Serialises the root tests of one test binary ([`root_json`]).
+static ROOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A JSON number, or a panic naming what it was.
 pub fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -45,6 +48,9 @@ pub fn root_json(
     if skip_unless(test, needs) {
         return None;
     }
+    // The tests of one binary run in parallel threads: a second root test
+    // would change the system between this one's snapshots.
+    let _lock = ROOT.lock().unwrap_or_else(|p| p.into_inner());
     let before = system_state();
     let dir = tempfile::Builder::new()
         .prefix(prefix)
