@@ -1006,23 +1006,8 @@ impl Lab {
         }
         req.options.validate()?;
         Self::require_runner()?;
-        let variants: Vec<Variant> = if req.variants.is_empty() {
-            vec![Variant {
-                name: "default".into(),
-                options: RunOptions::default(),
-                command: None,
-            }]
-        } else {
-            req.variants.clone()
-        };
-        let mut seen = std::collections::BTreeSet::new();
+        let variants = crate::sweep::variants_or_default(&req.variants)?;
         for v in &variants {
-            if !seen.insert(v.name.clone()) {
-                return Err(Error::Invalid(format!(
-                    "variant name {:?} is used twice",
-                    v.name
-                )));
-            }
             let o = req.options.overridden_by(&v.options);
             o.validate()?;
         }

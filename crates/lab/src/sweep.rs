@@ -463,23 +463,8 @@ impl Lab {
         }
         req.options.validate()?;
         Self::require_runner()?;
-        let variants: Vec<Variant> = if req.variants.is_empty() {
-            vec![Variant {
-                name: "default".into(),
-                options: RunOptions::default(),
-                command: None,
-            }]
-        } else {
-            req.variants.clone()
-        };
-        let mut seen = std::collections::BTreeSet::new();
+        let variants = variants_or_default(&req.variants)?;
         for v in &variants {
-            if !seen.insert(v.name.clone()) {
-                return Err(Error::Invalid(format!(
-                    "variant name {:?} is used twice",
-                    v.name
-                )));
-            }
             // A bad hint file fails the sweep before its first run.
             if let Some(h) = v.options.hints.as_ref().or(req.options.hints.as_ref()) {
                 let command = v.command.as_ref().unwrap_or(&req.command);
@@ -686,6 +671,28 @@ pub fn no_swap_warning(
          afterwards) to measure swapping.",
         tight.join(", ")
     ))
+}
+
+/// The variants of a sweep or serve study: `default` alone when none were
+/// given; an error when a name is used twice.
+pub(crate) fn variants_or_default(given: &[Variant]) -> Result<Vec<Variant>> {
+    if given.is_empty() {
+        return Ok(vec![Variant {
+            name: "default".into(),
+            options: RunOptions::default(),
+            command: None,
+        }]);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for v in given {
+        if !seen.insert(v.name.as_str()) {
+            return Err(Error::Invalid(format!(
+                "variant name {:?} is used twice",
+                v.name
+            )));
+        }
+    }
+    Ok(given.to_vec())
 }
 
 /// Describes a limit for people: `50% (32M)`.
