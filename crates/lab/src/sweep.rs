@@ -768,6 +768,20 @@ mod tests {
     }
 
     #[test]
+    fn no_variants_is_the_default_one_and_a_name_used_twice_is_refused() {
+        let d = variants_or_default(&[]).unwrap();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].name, "default");
+        let a: Variant = "a=--page-cluster 0".parse().unwrap();
+        let b: Variant = "b=".parse().unwrap();
+        assert_eq!(variants_or_default(&[a.clone(), b]).unwrap().len(), 2);
+        let e = variants_or_default(&[a.clone(), a])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("\"a\" is used twice"), "{e}");
+    }
+
+    #[test]
     fn a_prefetcher_that_asked_for_nothing_shows_in_the_outcome() {
         let row = SweepRow {
             id: 1,
