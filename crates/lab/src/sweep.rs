@@ -710,6 +710,20 @@ mod tests {
     use crate::record::Metric;
     use crate::timeline::Scope;
 
+    /// Puts each (name, value) into `metrics`.
+    fn put(metrics: &mut crate::record::Metrics, kv: &[(&str, f64)]) {
+        for &(k, v) in kv {
+            metrics.insert(
+                k.into(),
+                Metric {
+                    value: v,
+                    unit: String::new(),
+                    scope: Scope::System,
+                },
+            );
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn run(
         id: i64,
@@ -722,21 +736,15 @@ mod tests {
         majflt: f64,
     ) -> RunRecord {
         let mut metrics = crate::record::Metrics::new();
-        for (k, v) in [
-            ("wall_ns", wall_s * 1e9),
-            ("majflt", majflt),
-            ("swapin_pages", majflt),
-            ("swapout_pages", 1.0),
-        ] {
-            metrics.insert(
-                k.into(),
-                Metric {
-                    value: v,
-                    unit: String::new(),
-                    scope: Scope::System,
-                },
-            );
-        }
+        put(
+            &mut metrics,
+            &[
+                ("wall_ns", wall_s * 1e9),
+                ("majflt", majflt),
+                ("swapin_pages", majflt),
+                ("swapout_pages", 1.0),
+            ],
+        );
         RunRecord {
             id,
             dir: Default::default(),
@@ -794,16 +802,7 @@ mod tests {
             error: None,
         };
         let with = |mut r: RunRecord, kv: &[(&str, f64)]| {
-            for &(k, v) in kv {
-                r.metrics.insert(
-                    k.into(),
-                    Metric {
-                        value: v,
-                        unit: String::new(),
-                        scope: Scope::Swaplab,
-                    },
-                );
-            }
+            put(&mut r.metrics, kv);
             r
         };
         let none = [
