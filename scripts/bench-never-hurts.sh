@@ -54,7 +54,8 @@ printf '%-10s %9s %9s %9s  %s\n' program base_s leap/base adv/base "targets (<= 
 for p in $programs; do
   cmd=(swaplab-workload "$p" --size "$size")
   tr=$("$swaplab" trace --mem-limit 50% --swap "$swap" --timeout "$timeout" --json -- "${cmd[@]}" 2>"$out/$p-trace.err" \
-       | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["id"])')
+       | python3 -c 'import json,sys; print(json.load(sys.stdin)["runs"][0]["id"])' 2>/dev/null) \
+    || { echo "tracing $p failed: see $out/$p-trace.err"; exit 1; }
   "$swaplab" advise "$tr" -o "$out/$p-hints.toml" > "$out/$p-advise.txt" 2>&1
   "$swaplab" sweep --limits 50% --repeat "$repeat" --swap "$swap" --timeout "$timeout" --variant base= \
     --variant leap="--prefetch leap" --variant advised="--hints $out/$p-hints.toml" \
