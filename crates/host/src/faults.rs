@@ -82,6 +82,10 @@ pub struct FaultSample {
     pub ip: u64,
     /// Major or minor.
     pub kind: FaultKind,
+    /// Faults of its kind this sample stands for: 1 when every fault is
+    /// sampled (tracefs always), more while perf samples sparsely
+    /// ([`FaultTracer::set_sparse`]).
+    pub period: u64,
 }
 
 /// Which facility delivers the faults.
@@ -130,6 +134,9 @@ pub struct FaultOptions {
     /// perf only: wake a waiter ([`FaultTracer::wait`]) after this many
     /// major-fault samples (0 = the kernel's default, at half the ring).
     pub wakeup_majors: u32,
+    /// perf only: also open, switched off, a major-fault event sampling one
+    /// fault in this many, for [`FaultTracer::set_sparse`] (0 or 1: none).
+    pub sparse_majors: u64,
 }
 
 impl Default for FaultOptions {
@@ -139,6 +146,7 @@ impl Default for FaultOptions {
             infer_major: true,
             sample_minor: true,
             wakeup_majors: 0,
+            sparse_majors: 0,
         }
     }
 }
@@ -310,29 +318,17 @@ impl FaultTracer {
         }
     }
 
-    /// Samples one major fault in `major` and one minor fault in `minor`
-    /// (perf only; tracefs has no period and says so). The kernel's count
-    /// ([`FaultTracer::major_count`]) stays exact.
-    pub fn set_sample_periods(&mut self, major: u64, minor: u64) -> Result<()> {
+    /// Sparse: sample one major fault in [`FaultOptions::sparse_majors`]
+    /// and no minor fault, in every thread and child of the traced tree
+    /// (the samples' [`FaultSample::period`] says so); dense: every fault
+    /// again (perf only; tracefs has no period and says so). The kernel's
+    /// count ([`FaultTracer::major_count`]) stays exact.
+    pub fn set_sparse(&mut self, sparse: bool) -> Result<()> {
         match &mut self.inner {
-            TracerInner::Perf(p) => p.set_sample_periods(major, minor),
+            TracerInner::Perf(p) => p.set_sparse(sparse),
             TracerInner::Tracefs(_) => Err(Error::unsupported(
-                "a fault sample period",
+                "sparse fault sampling",
                 "tracefs events have no sample period",
-                "use the perf fault source",
-            )),
-        }
-    }
-
-    /// Gives thread `tid` fault events of its own that follow
-    /// [`FaultTracer::set_sample_periods`] (perf only; see
-    /// `perf::PerfTracer::add_task`). False when it had them already.
-    pub fn add_task(&mut self, tid: u32) -> Result<bool> {
-        match &mut self.inner {
-            TracerInner::Perf(p) => p.add_task(tid),
-            TracerInner::Tracefs(_) => Err(Error::unsupported(
-                "fault events of one thread",
-                "tracefs events have no sample period to follow",
                 "use the perf fault source",
             )),
         }
@@ -447,6 +443,7 @@ mod tests {
             addr: 0,
             ip: 0,
             kind: FaultKind::Minor,
+            period: 1,
         };
         let mut r = Reorder::default();
         for t in [5, 1, 9, 3] {

@@ -6,9 +6,16 @@
 //! CLOCK_MONOTONIC timestamps, user-mode faults only (`exclude_kernel`, like
 //! tracefs's `page_fault_user`), `disabled` + `enable_on_exec`.
 //!
+//! With [`FaultOptions::sparse_majors`] a third event per CPU, a MAJ event
+//! sampling one fault in that many, starts switched off (no
+//! `enable_on_exec`): [`PerfTracer::set_sparse`] switches between it and the
+//! other two with PERF_EVENT_IOC_ENABLE/_DISABLE, which reach every
+//! inherited copy, so a whole process tree changes mode at once (a period
+//! change would reach only the started task).
+//!
 //! The kernel refuses to mmap an inherited event opened with cpu = -1, so
 //! there is one event per CPU and kind; the MAJ event of each CPU owns a
-//! ring (4 MiB of data by default) and the MIN event of the same CPU is
+//! ring (4 MiB of data by default) and the CPU's other events are
 //! redirected into it (PERF_EVENT_IOC_SET_OUTPUT); PERF_EVENT_IOC_ID tells
 //! the samples apart. The events are opened by the child itself between
 //! fork and exec ([`PerfHook::run`]: perf_event_open(pid 0, cpu i) for each
@@ -104,6 +111,7 @@ pub struct PerfEventAttr {
 }
 
 const _: () = assert!(std::mem::size_of::<PerfEventAttr>() == 136);
+const _: () = assert!(16 + MAX_EVENTS * CHUNK_CPUS * 4 <= 48 * 8);
 
 /// PERF_TYPE_SOFTWARE.
 pub const PERF_TYPE_SOFTWARE: u32 = 1;
@@ -126,8 +134,8 @@ const FLAG_USE_CLOCKID: u64 = 1 << 25;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const PERF_EVENT_IOC_SET_OUTPUT: libc::c_ulong = 0x2405;
 const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
-/// _IOW('$', 4, __u64).
-const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_DISABLE: libc::c_ulong = 0x2401;
 const PERF_RECORD_LOST: u32 = 2;
 const PERF_RECORD_THROTTLE: u32 = 5;
 const PERF_RECORD_SAMPLE: u32 = 9;
@@ -136,8 +144,10 @@ const MMAP_DATA_HEAD: usize = 1024;
 const MMAP_DATA_TAIL: usize = 1032;
 const MMAP_DATA_OFFSET: usize = 1040;
 const MMAP_DATA_SIZE: usize = 1048;
-/// CPUs per SCM_RIGHTS message (two fds each).
-const CHUNK_CPUS: usize = 32;
+/// Events per CPU at most: MAJ, MIN and the sparse MAJ.
+const MAX_EVENTS: usize = 3;
+/// CPUs per SCM_RIGHTS message (up to [`MAX_EVENTS`] fds each).
+const CHUNK_CPUS: usize = 16;
 
 /// The attribute of one page-fault sampling event (`config` =
 /// [`PERF_COUNT_SW_PAGE_FAULTS_MAJ`] or [`PERF_COUNT_SW_PAGE_FAULTS_MIN`]).
@@ -236,7 +246,8 @@ fn open_error(what: &str, cpu: i32, e: std::io::Error) -> Error {
 
 /// Data the child hook uses; prepared before fork.
 pub struct PerfHook {
-    attrs: [PerfEventAttr; 2],
+    /// MAJ, MIN and (with [`FaultOptions::sparse_majors`]) the sparse MAJ.
+    attrs: Vec<PerfEventAttr>,
     cpus: Vec<i32>,
     /// The child's end of the socketpair (close-on-exec).
     sock: OwnedFd,
@@ -250,7 +261,7 @@ impl PerfHook {
     pub fn run(&self) -> std::io::Result<()> {
         let sock = self.sock.as_raw_fd();
         for chunk in self.cpus.chunks(CHUNK_CPUS) {
-            let mut fds = [-1 as RawFd; 2 * CHUNK_CPUS];
+            let mut fds = [-1 as RawFd; MAX_EVENTS * CHUNK_CPUS];
             let mut n = 0;
             for &cpu in chunk {
                 for attr in &self.attrs {
@@ -306,11 +317,11 @@ fn send_fds(sock: RawFd, fds: &[RawFd]) -> std::io::Result<()> {
         iov_base: data.as_mut_ptr().cast(),
         iov_len: 1,
     };
-    // Room for CMSG_SPACE(2 * CHUNK_CPUS * 4), 8-byte aligned.
+    // Room for CMSG_SPACE(MAX_EVENTS * CHUNK_CPUS * 4), 8-byte aligned.
     let mut cbuf = [0u64; 48];
     let payload = std::mem::size_of_val(fds) as u32;
     // SAFETY: CMSG_* are pure arithmetic on our own stack buffer, which is
-    // large enough (16 + 256 bytes) for CHUNK_CPUS * 2 fds.
+    // large enough (16 + 192 bytes) for CHUNK_CPUS * MAX_EVENTS fds.
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
@@ -388,21 +399,27 @@ fn recv_fds(sock: RawFd) -> std::io::Result<Vec<OwnedFd>> {
     }
 }
 
-/// One CPU's ring: the MAJ event's mmap with the MIN event redirected in.
+/// One event of a CPU: what its samples are.
+struct Event {
+    fd: OwnedFd,
+    id: u64,
+    kind: FaultKind,
+    /// Faults per sample (1: every fault).
+    period: u64,
+    /// The sparse MAJ event ([`PerfTracer::set_sparse`]).
+    sparse: bool,
+}
+
+/// One CPU's ring: the MAJ event's mmap with the others redirected in.
 struct Ring {
     cpu: u32,
-    /// The thread whose own events fill this ring ([`PerfTracer::add_task`]);
-    /// None for a CPU's ring of the inherited events.
-    task: Option<u32>,
     base: *mut u8,
     map_len: usize,
     data_off: usize,
     data_size: u64,
-    maj_id: u64,
-    min_id: u64,
-    // The events live as long as these fds (MIN first, then MAJ: dropped in
-    // declaration order after the unmap in Drop).
-    _fds: [OwnedFd; 2],
+    /// MAJ (the ring's owner), MIN, and the sparse MAJ if any. The events
+    /// live as long as these fds (closed after the unmap in Drop).
+    events: Vec<Event>,
 }
 
 // SAFETY: the mapping is only accessed through &mut Ring (one owner).
@@ -424,7 +441,14 @@ fn event_id(fd: &OwnedFd) -> std::io::Result<u64> {
     Ok(id)
 }
 
-fn make_ring(cpu: u32, maj: OwnedFd, min: OwnedFd, data_pages: usize) -> Result<Ring> {
+/// Maps the ring of `fds[0]` (the MAJ event) and redirects the others
+/// into it; `attrs` are the events' attributes, in the same order.
+fn make_ring(
+    cpu: u32,
+    fds: Vec<OwnedFd>,
+    attrs: &[PerfEventAttr],
+    data_pages: usize,
+) -> Result<Ring> {
     let ps = util::page_size() as usize;
     let map_len = (1 + data_pages) * ps;
     // SAFETY: mapping a perf event's ring; checked below.
@@ -434,7 +458,7 @@ fn make_ring(cpu: u32, maj: OwnedFd, min: OwnedFd, data_pages: usize) -> Result<
             map_len,
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_SHARED,
-            maj.as_raw_fd(),
+            fds[0].as_raw_fd(),
             0,
         )
     };
@@ -458,14 +482,11 @@ fn make_ring(cpu: u32, maj: OwnedFd, min: OwnedFd, data_pages: usize) -> Result<
     // Own it right away so that errors below unmap it.
     let mut ring = Ring {
         cpu,
-        task: None,
         base,
         map_len,
         data_off: ps,
         data_size: (data_pages * ps) as u64,
-        maj_id: 0,
-        min_id: 0,
-        _fds: [min, maj],
+        events: Vec::with_capacity(fds.len()),
     };
     // SAFETY: the metadata page is mapped and these fields are u64.
     unsafe {
@@ -476,25 +497,34 @@ fn make_ring(cpu: u32, maj: OwnedFd, min: OwnedFd, data_pages: usize) -> Result<
             ring.data_size = size;
         }
     }
-    let (maj_id, min_id) = {
-        let [min, maj] = &ring._fds;
+    let owner = fds[0].as_raw_fd();
+    for (i, (fd, attr)) in fds.into_iter().zip(attrs).enumerate() {
         // SAFETY: ioctl on our own perf fds.
-        if unsafe { libc::ioctl(min.as_raw_fd(), PERF_EVENT_IOC_SET_OUTPUT, maj.as_raw_fd()) } < 0 {
+        if i > 0 && unsafe { libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_SET_OUTPUT, owner) } < 0 {
             return Err(Error::last_sys(
                 "ioctl(PERF_EVENT_IOC_SET_OUTPUT)",
-                format!("PAGE_FAULTS_MIN → PAGE_FAULTS_MAJ ring, cpu {cpu}"),
+                format!("event {i} → PAGE_FAULTS_MAJ ring, cpu {cpu}"),
             ));
         }
-        let id = |fd| {
-            event_id(fd)
-                .map_err(|e| Error::sys("ioctl(PERF_EVENT_IOC_ID)", format!("cpu {cpu}"), e))
-        };
-        (id(maj)?, id(min)?)
-    };
-    ring.maj_id = maj_id;
-    ring.min_id = min_id;
+        let id = event_id(&fd)
+            .map_err(|e| Error::sys("ioctl(PERF_EVENT_IOC_ID)", format!("cpu {cpu}"), e))?;
+        ring.events.push(Event {
+            fd,
+            id,
+            kind: if attr.config == PERF_COUNT_SW_PAGE_FAULTS_MIN {
+                FaultKind::Minor
+            } else {
+                FaultKind::Major
+            },
+            period: attr.sample_period,
+            sparse: i == SPARSE_EVENT,
+        });
+    }
     Ok(ring)
 }
+
+/// The index of the sparse MAJ event among a CPU's events.
+const SPARSE_EVENT: usize = 2;
 
 /// The parent's side before spawn.
 pub struct PerfSetup {
@@ -508,7 +538,7 @@ impl PerfSetup {
     /// socketpair and starts the thread that maps the child's rings.
     pub fn new(opts: &FaultOptions) -> Result<PerfSetup> {
         let cpus = online_cpus()?;
-        let mut attrs = [
+        let mut attrs = vec![
             fault_sampling_attr(PERF_COUNT_SW_PAGE_FAULTS_MAJ),
             fault_sampling_attr(PERF_COUNT_SW_PAGE_FAULTS_MIN),
         ];
@@ -517,7 +547,18 @@ impl PerfSetup {
             // Counts, never samples: no program takes 2^62 minor faults.
             attrs[1].sample_period = 1 << 62;
         }
-        for (attr, what) in attrs.iter().zip(["PAGE_FAULTS_MAJ", "PAGE_FAULTS_MIN"]) {
+        if opts.sparse_majors > 1 {
+            // Off until set_sparse(true) switches to it; not enabled by exec.
+            let mut sparse = fault_sampling_attr(PERF_COUNT_SW_PAGE_FAULTS_MAJ);
+            sparse.sample_period = opts.sparse_majors;
+            sparse.flags &= !FLAG_ENABLE_ON_EXEC;
+            attrs.push(sparse);
+        }
+        for (attr, what) in attrs.iter().zip([
+            "PAGE_FAULTS_MAJ",
+            "PAGE_FAULTS_MIN",
+            "PAGE_FAULTS_MAJ (sparse)",
+        ]) {
             let fd = perf_event_open(attr, 0, cpus[0] as i32);
             if fd < 0 {
                 return Err(open_error(
@@ -567,11 +608,11 @@ impl PerfSetup {
         };
         let parent = Arc::new(parent);
         let sock = parent.clone();
-        let ncpus = cpus.len();
         let cpu_ids = cpus.clone();
+        let ring_attrs = attrs.clone();
         let receiver = std::thread::Builder::new()
             .name("swaplab-perf-rx".into())
-            .spawn(move || receive_rings(&sock, &cpu_ids, ncpus, data_pages))
+            .spawn(move || receive_rings(&sock, &cpu_ids, &ring_attrs, data_pages))
             .map_err(|e| Error::sys("spawning thread", "swaplab-perf-rx", e))?;
         Ok(PerfSetup {
             hook: Arc::new(PerfHook {
@@ -611,12 +652,7 @@ impl PerfSetup {
             })?;
         Ok(PerfTracer {
             rings,
-            attrs: Box::new(self.hook.attrs),
-            tasks: std::collections::HashSet::new(),
-            periods: (
-                self.hook.attrs[0].sample_period,
-                self.hook.attrs[1].sample_period,
-            ),
+            sparse: false,
             reorder: Reorder::default(),
             buf: Vec::new(),
             lost: 0,
@@ -637,16 +673,18 @@ impl Drop for PerfSetup {
     }
 }
 
-/// The helper thread: receives 2 fds per CPU, maps the rings, answers.
+/// The helper thread: receives one fd per CPU and event, maps the rings,
+/// answers.
 fn receive_rings(
     sock: &OwnedFd,
     cpus: &[u32],
-    ncpus: usize,
+    attrs: &[PerfEventAttr],
     data_pages: usize,
 ) -> Result<Vec<Ring>> {
     let fd = sock.as_raw_fd();
-    let mut fds: Vec<OwnedFd> = Vec::with_capacity(2 * ncpus);
-    while fds.len() < 2 * ncpus {
+    let want = attrs.len() * cpus.len();
+    let mut fds: Vec<OwnedFd> = Vec::with_capacity(want);
+    while fds.len() < want {
         let got = recv_fds(fd).map_err(|e| Error::sys("recvmsg", "perf fds from the child", e))?;
         if got.is_empty() {
             return Err(Error::unsupported(
@@ -662,11 +700,11 @@ fn receive_rings(
         // SAFETY: writing 4 bytes to our socket.
         unsafe { libc::send(fd, b.as_ptr().cast(), 4, libc::MSG_NOSIGNAL) };
     };
-    let mut rings = Vec::with_capacity(ncpus);
+    let mut rings = Vec::with_capacity(cpus.len());
     let mut it = fds.into_iter();
     for &cpu in cpus {
-        let (maj, min) = (it.next().expect("maj fd"), it.next().expect("min fd"));
-        match make_ring(cpu, maj, min, data_pages) {
+        let events: Vec<OwnedFd> = it.by_ref().take(attrs.len()).collect();
+        match make_ring(cpu, events, attrs, data_pages) {
             Ok(r) => rings.push(r),
             Err(e) => {
                 answer(e.raw_os_error().unwrap_or(libc::EIO));
@@ -681,13 +719,8 @@ fn receive_rings(
 /// A running perf trace.
 pub struct PerfTracer {
     rings: Vec<Ring>,
-    /// The attributes the child's events were opened with (MAJ, MIN).
-    attrs: Box<[PerfEventAttr; 2]>,
-    /// Threads with events of their own ([`PerfTracer::add_task`]): their
-    /// samples from the inherited events are dropped.
-    tasks: std::collections::HashSet<u32>,
-    /// The sample periods in force (major, minor).
-    periods: (u64, u64),
+    /// The sparse MAJ event is on, MAJ and MIN off ([`PerfTracer::set_sparse`]).
+    sparse: bool,
     reorder: Reorder,
     buf: Vec<u8>,
     lost: u64,
@@ -718,7 +751,7 @@ impl PerfTracer {
             .rings
             .iter()
             .map(|r| libc::pollfd {
-                fd: r._fds[1].as_raw_fd(),
+                fd: r.events[0].fd.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })
@@ -754,8 +787,6 @@ impl PerfTracer {
         let size = ring.data_size;
         // SAFETY: the data area is mapped at data_off for data_size bytes.
         let data = unsafe { std::slice::from_raw_parts(base.add(ring.data_off), size as usize) };
-        let (maj_id, min_id) = (ring.maj_id, ring.min_id);
-        let inherited = ring.task.is_none();
         while tail < head {
             let copy = |buf: &mut Vec<u8>, at: u64, len: usize| {
                 buf.clear();
@@ -775,20 +806,14 @@ impl PerfTracer {
             let u64_at = |o: usize| u64::from_ne_bytes(b[o..o + 8].try_into().unwrap());
             let u32_at = |o: usize| u32::from_ne_bytes(b[o..o + 4].try_into().unwrap());
             match typ {
-                PERF_RECORD_SAMPLE
-                    if len >= 48 && inherited && self.tasks.contains(&u32_at(28)) =>
-                {
-                    // Seen through the thread's own events.
-                }
                 PERF_RECORD_SAMPLE if len >= 48 => {
                     let id = u64_at(8);
-                    let kind = if id == maj_id {
-                        FaultKind::Major
-                    } else if id == min_id {
-                        FaultKind::Minor
-                    } else {
-                        self.unknown_ids += 1;
-                        FaultKind::Unknown
+                    let (kind, period) = match ring.events.iter().find(|e| e.id == id) {
+                        Some(e) => (e.kind, e.period),
+                        None => {
+                            self.unknown_ids += 1;
+                            (FaultKind::Unknown, 1)
+                        }
                     };
                     self.reorder.push(FaultSample {
                         ip: u64_at(16),
@@ -797,6 +822,7 @@ impl PerfTracer {
                         time_ns: u64_at(32),
                         addr: u64_at(40),
                         kind,
+                        period,
                     });
                 }
                 PERF_RECORD_LOST if len >= 24 => self.lost += u64_at(16),
@@ -808,109 +834,70 @@ impl PerfTracer {
         tail_p.store(tail, Ordering::Release);
     }
 
-    /// Gives thread `tid` events of its own, sampled at the periods in
-    /// force and following every later [`PerfTracer::set_sample_periods`]:
-    /// the inherited events of a thread or child created while the periods
-    /// were sparse keep those periods for good (PERF_EVENT_IOC_PERIOD
-    /// reaches only the event it is called on, not its inherited copies),
-    /// so a child forked by an idle parent would be seen through one fault
-    /// in sixteen forever. From now on the inherited events' samples of
-    /// `tid` are dropped (its faults still count in [`PerfTracer::major_count`]
-    /// through them). The events are per thread (cpu = -1, not inherited:
-    /// threads `tid` creates later inherit the started task's events, at
-    /// the periods in force then). Returns false when `tid` already had
-    /// its own events.
-    pub(crate) fn add_task(&mut self, tid: u32) -> Result<bool> {
-        if self.tasks.contains(&tid) {
-            return Ok(false);
+    /// Switches between sampling every fault (MAJ and MIN on, the sparse
+    /// MAJ off) and sampling one major fault in
+    /// [`FaultOptions::sparse_majors`] (the sparse MAJ on, MAJ and MIN off).
+    /// PERF_EVENT_IOC_ENABLE and _DISABLE act on an inherited event's
+    /// copies too (the kernel's perf_event_for_each_child), so every thread
+    /// and child switches, whenever it was created; PERF_EVENT_IOC_PERIOD
+    /// would reach only the started task. A fault taken between the two
+    /// ioctls of a CPU may go unseen.
+    pub(crate) fn set_sparse(&mut self, sparse: bool) -> Result<()> {
+        if sparse == self.sparse {
+            return Ok(());
         }
-        let mut fds = Vec::with_capacity(2);
-        for (i, what) in [(0usize, "PAGE_FAULTS_MAJ"), (1, "PAGE_FAULTS_MIN")] {
-            let mut attr = self.attrs[i];
-            attr.flags &= !(FLAG_DISABLED | FLAG_INHERIT | FLAG_ENABLE_ON_EXEC);
-            attr.sample_period = if i == 0 {
-                self.periods.0
-            } else {
-                self.periods.1
-            };
-            let fd = perf_event_open(&attr, tid as i32, -1);
-            if fd < 0 {
-                let e = std::io::Error::last_os_error();
-                return Err(Error::sys(
-                    "perf_event_open",
-                    format!("{what} of thread {tid}"),
-                    e,
-                ));
-            }
-            // SAFETY: a fresh descriptor nothing else owns.
-            fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        if self.rings.iter().any(|r| r.events.len() <= SPARSE_EVENT) {
+            return Err(Error::unsupported(
+                "sparse fault sampling",
+                "the events were opened without a sparse major-fault event",
+                "set FaultOptions::sparse_majors",
+            ));
         }
-        let min = fds.pop().expect("min fd");
-        let maj = fds.pop().expect("maj fd");
-        // A thread's own ring: a quarter of a CPU's (it holds one thread).
-        let ps = util::page_size() as usize;
-        let cpu_pages = self
-            .rings
-            .first()
-            .map_or(64, |r| (r.data_size as usize / ps).max(4));
-        let mut ring = make_ring(u32::MAX, maj, min, (cpu_pages / 4).max(1))?;
-        ring.task = Some(tid);
-        self.rings.push(ring);
-        self.tasks.insert(tid);
-        Ok(true)
-    }
-
-    /// Sets the sample periods of the major- and minor-fault events (1 =
-    /// every fault; a huge period stops sampling, the count goes on). The
-    /// events of the task swaplab started and of the threads given their
-    /// own ([`PerfTracer::add_task`]) change; other threads and children
-    /// keep the periods they inherited, and those created later inherit
-    /// these.
-    pub(crate) fn set_sample_periods(&mut self, major: u64, minor: u64) -> Result<()> {
-        self.periods = (major, minor);
         for r in &self.rings {
-            let [min, maj] = &r._fds;
-            for (fd, period, what) in [
-                (maj, major, "PAGE_FAULTS_MAJ"),
-                (min, minor, "PAGE_FAULTS_MIN"),
-            ] {
-                // SAFETY: PERF_EVENT_IOC_PERIOD reads one u64 from the pointer.
-                // A thread that has exited may refuse: nothing to sample there.
-                if unsafe {
-                    libc::ioctl(fd.as_raw_fd(), PERF_EVENT_IOC_PERIOD, &period as *const u64)
-                } < 0
-                    && r.task.is_none()
-                {
-                    return Err(Error::last_sys(
-                        "ioctl(PERF_EVENT_IOC_PERIOD)",
-                        match r.task {
-                            Some(t) => format!("{what}, thread {t}"),
-                            None => format!("{what}, cpu {}", r.cpu),
-                        },
-                    ));
+            // The new mode's events first: a switch misses as little as it can.
+            for on in [true, false] {
+                for e in r.events.iter().filter(|e| (e.sparse == sparse) == on) {
+                    let req = if on {
+                        PERF_EVENT_IOC_ENABLE
+                    } else {
+                        PERF_EVENT_IOC_DISABLE
+                    };
+                    // SAFETY: ioctl without an argument on our own perf fd.
+                    if unsafe { libc::ioctl(e.fd.as_raw_fd(), req, 0) } < 0 {
+                        return Err(Error::last_sys(
+                            if on {
+                                "ioctl(PERF_EVENT_IOC_ENABLE)"
+                            } else {
+                                "ioctl(PERF_EVENT_IOC_DISABLE)"
+                            },
+                            format!("page-fault event, cpu {}", r.cpu),
+                        ));
+                    }
                 }
             }
         }
+        self.sparse = sparse;
         Ok(())
     }
 
-    /// Major faults counted so far (every fault, whatever the sample period;
+    /// Major faults counted so far, whatever the sample period (the MAJ
+    /// and sparse MAJ events count while they are on, one at a time;
     /// inherited threads' and children's counts included).
     pub(crate) fn major_count(&self) -> Result<u64> {
         let mut total = 0u64;
-        // The inherited events count every thread (a thread's own events
-        // count its faults a second time).
-        for r in self.rings.iter().filter(|r| r.task.is_none()) {
-            let mut v = 0u64;
-            // SAFETY: read of a perf fd with read_format 0 returns one u64.
-            let n = unsafe { libc::read(r._fds[1].as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
-            if n != 8 {
-                return Err(Error::last_sys(
-                    "read",
-                    format!("PAGE_FAULTS_MAJ count, cpu {}", r.cpu),
-                ));
+        for r in &self.rings {
+            for e in r.events.iter().filter(|e| e.kind == FaultKind::Major) {
+                let mut v = 0u64;
+                // SAFETY: read of a perf fd with read_format 0 returns one u64.
+                let n = unsafe { libc::read(e.fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+                if n != 8 {
+                    return Err(Error::last_sys(
+                        "read",
+                        format!("PAGE_FAULTS_MAJ count, cpu {}", r.cpu),
+                    ));
+                }
+                total += v;
             }
-            total += v;
         }
         Ok(total)
     }
@@ -936,18 +923,7 @@ impl PerfTracer {
                 self.unknown_ids
             ));
         }
-        let cpus: Vec<String> = self
-            .rings
-            .iter()
-            .filter(|r| r.task.is_none())
-            .map(|r| r.cpu.to_string())
-            .collect();
-        if !self.tasks.is_empty() {
-            notes.push(format!(
-                "perf: {} thread(s) first seen while sampling was sparse got events of their own",
-                self.tasks.len()
-            ));
-        }
+        let cpus: Vec<String> = self.rings.iter().map(|r| r.cpu.to_string()).collect();
         notes.push(format!(
             "perf: {} KiB ring per CPU on CPUs {}",
             self.rings.first().map(|r| r.data_size / 1024).unwrap_or(0),

@@ -1004,6 +1004,7 @@ impl TracefsTracer {
             addr: p.addr,
             ip: p.ip,
             kind,
+            period: 1,
         });
     }
 

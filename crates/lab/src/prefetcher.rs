@@ -82,8 +82,6 @@ const JUDGE_PAGES: u64 = 8192;
 /// The least share of the pages asked for that the program must use for
 /// the prefetcher to go on asking.
 const MIN_ACCURACY: f64 = 0.10;
-/// Most threads given fault events of their own (a ring of 1 MiB each).
-const MAX_OWN_EVENTS: usize = 64;
 /// `pageout=auto`'s memory of recent pageouts (one per request).
 const MAX_PAGED_RANGES: usize = 4096;
 /// With no trend for this long, the thread stops waking on every fault
@@ -97,8 +95,6 @@ const IDLE: Duration = Duration::from_millis(20);
 /// constant delta, so a trend is found in the sparse samples; then every
 /// fault is sampled again and the detector starts afresh on the real deltas.
 pub const SPARSE: u64 = 16;
-/// A period that never fires: minor faults are not sampled.
-const NEVER: u64 = 1 << 62;
 /// How long the thread sleeps between drains while sampling is sparse: at
 /// one sample in 16 a 4 MiB ring holds 1.4 M faults, and waking 1000 times
 /// a second cost a random program 2 % of a CPU for nothing.
@@ -1068,6 +1064,7 @@ impl Prefetcher {
             &FaultOptions {
                 sample_minor: spec.minor,
                 wakeup_majors: WAKEUP_MAJORS,
+                sparse_majors: SPARSE,
                 ..Default::default()
             },
             session,
@@ -1140,9 +1137,6 @@ impl Prefetcher {
                         ..Default::default()
                     },
                     page_shift: swaplab_host::util::page_size().trailing_zeros(),
-                    pid,
-                    sparse_tids: HashSet::new(),
-                    own_tids: HashSet::new(),
                 };
                 w.run(&flag)
             })
@@ -1450,15 +1444,6 @@ struct Worker {
     log: Option<std::io::BufWriter<File>>,
     stats: PrefetchStats,
     page_shift: u32,
-    /// The program's first task: only its events change sample period.
-    pid: u32,
-    /// Tasks first seen while sampling was sparse: their inherited events
-    /// keep one sample in [`SPARSE`] for good (PERF_EVENT_IOC_PERIOD does
-    /// not reach inherited events), so their deltas are multiples of the
-    /// real ones and they get no requests.
-    sparse_tids: HashSet<u32>,
-    /// Tasks given events of their own ([`Worker::own_events`]).
-    own_tids: HashSet<u32>,
 }
 
 impl Worker {
@@ -1467,7 +1452,6 @@ impl Worker {
         let mut buf: Vec<FaultSample> = Vec::with_capacity(4096);
         let mut tracer = self.tracer.take().expect("tracer");
         let mut last_trend = std::time::Instant::now();
-        let dense_minor = if self.stats.minor_sampled { 1 } else { NEVER };
         // Since when sampling is sparse (None: every fault is sampled).
         let mut sparse: Option<std::time::Instant> = None;
         let mut can_sparse = true;
@@ -1475,12 +1459,15 @@ impl Worker {
             let stopping = stop.load(Ordering::Relaxed);
             // While some thread has a trend, wake on every major fault;
             // after IDLE without one, sleep, take the faults in batches and
-            // sample only one in SPARSE (a random program would otherwise
-            // wake this thread on each of its faults and pay for every
-            // sample: CPU it needs).
-            let idle = last_trend.elapsed() >= IDLE;
+            // sample only one major fault in SPARSE, in every process of
+            // the tree (a random program would otherwise wake this thread
+            // on each of its faults and pay for every sample: CPU it needs).
+            // A prefetcher that gave up ([`PrefetchStats::not_paying`]) with
+            // no pageout to serve needs no trend: it stays sparse.
+            let retired = self.stats.gave_up > 0 && self.pageouter.is_none();
+            let idle = retired || last_trend.elapsed() >= IDLE;
             if idle && sparse.is_none() && can_sparse {
-                match tracer.set_sample_periods(SPARSE, NEVER) {
+                match tracer.set_sparse(true) {
                     Ok(()) => {
                         sparse = Some(std::time::Instant::now());
                         self.stats.sparse_switches += 1;
@@ -1511,22 +1498,13 @@ impl Worker {
                 break;
             }
             for s in &buf {
-                if s.tid != self.pid && can_sparse {
-                    // Another thread or process: its inherited events do
-                    // not follow period changes, so sampling stays dense
-                    // from now on (below).
-                    can_sparse = false;
-                }
                 let mut sp = self
                     .spaces
                     .remove(&s.pid)
                     .unwrap_or_else(|| Space::open(s.pid, &self.spec, self.limit));
-                if sparse.is_some() {
-                    if s.tid != self.pid && !self.own_events(&mut tracer, s.tid) {
-                        self.sparse_tids.insert(s.tid);
-                    }
-                    self.probe(&mut sp, s);
-                } else if self.sparse_tids.contains(&s.tid) {
+                // Which mode a sample was taken in is its own: samples of
+                // both modes can meet in one drain around a switch.
+                if s.period > 1 {
                     self.probe(&mut sp, s);
                 } else {
                     self.sample(&mut sp, s);
@@ -1536,14 +1514,7 @@ impl Worker {
                 }
                 self.spaces.insert(s.pid, sp);
             }
-            if !can_sparse {
-                if let Some(since) = sparse.take() {
-                    self.forget();
-                    self.stats.sparse_ns += since.elapsed().as_nanos() as u64;
-                    let _ = tracer.set_sample_periods(1, dense_minor);
-                }
-            }
-            if self.spaces.values().any(|sp| sp.det.any_trend()) {
+            if !retired && self.spaces.values().any(|sp| sp.det.any_trend()) {
                 last_trend = std::time::Instant::now();
                 if let Some(since) = sparse {
                     // A trend in the sparse samples: sample every fault
@@ -1551,7 +1522,7 @@ impl Worker {
                     self.forget();
                     self.stats.sparse_ns += since.elapsed().as_nanos() as u64;
                     sparse = None;
-                    if let Err(e) = tracer.set_sample_periods(1, dense_minor) {
+                    if let Err(e) = tracer.set_sparse(false) {
                         can_sparse = false;
                         self.stats
                             .notes
@@ -1604,35 +1575,6 @@ impl Worker {
         self.stats.cpu_ns =
             swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0) + self.stats.pageout_cpu_ns;
         std::mem::take(&mut self.stats)
-    }
-
-    /// Gives `tid`, seen while sampling is sparse, fault events of its own
-    /// that follow the sample periods (its inherited ones keep the sparse
-    /// period for good: a child forked by a parent that went idle, as
-    /// `traverse --fork` and every fork-after-load server do, would
-    /// otherwise be seen through one fault in 16 and get no request).
-    /// False when it cannot have them (then its samples only probe).
-    fn own_events(&mut self, tracer: &mut FaultTracer, tid: u32) -> bool {
-        if self.own_tids.contains(&tid) {
-            return true;
-        }
-        if self.own_tids.len() >= MAX_OWN_EVENTS {
-            return false;
-        }
-        match tracer.add_task(tid) {
-            Ok(_) => {
-                self.own_tids.insert(tid);
-                true
-            }
-            Err(e) => {
-                if self.stats.notes.len() < 20 {
-                    self.stats.notes.push(format!(
-                        "prefetcher: thread {tid} stays sampled sparsely: {e}"
-                    ));
-                }
-                false
-            }
-        }
     }
 
     /// Forgets every thread's history, in every process.

@@ -461,23 +461,45 @@ fn a_random_walk_gets_almost_no_requests() {
     if skip("a_random_walk_gets_almost_no_requests") {
         return;
     }
-    let _g = serial();
-    let before = sys_state();
-    let (_dir, lab) = temp_lab();
-    let cmd = vec![
+    random_walk_goes_sparse(&chase_cmd(), "prefetch chase");
+}
+
+/// The same through `sh -c` with a command after it, so that the shell
+/// forks chase and waits: the child's inherited events must go sparse too
+/// (PERF_EVENT_IOC_PERIOD would not reach them; enable/disable does).
+#[test]
+fn a_forked_random_walk_goes_sparse_too() {
+    if skip("a_forked_random_walk_goes_sparse_too") {
+        return;
+    }
+    let line = format!("{}; true", chase_cmd().join(" "));
+    random_walk_goes_sparse(
+        &["/bin/sh".to_string(), "-c".into(), line],
+        "prefetch chase via sh -c",
+    );
+}
+
+fn chase_cmd() -> Vec<String> {
+    vec![
         workload_exe().display().to_string(),
         "chase".into(),
         "--size".into(),
         "32M".into(),
         "--ops".into(),
         "500000".into(),
-    ];
+    ]
+}
+
+fn random_walk_goes_sparse(cmd: &[String], what: &str) {
+    let _g = serial();
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
     let mut o = opts("leap");
     o.page_cluster = None;
     o.mem_limit = Some(LimitSpec::Bytes(20 << 20));
     // A small group churning fast: keep its statistics fresh (docs/decisions.md).
     o.flush_stats = Some(std::time::Duration::from_millis(1));
-    let r = run(&lab, cmd, o);
+    let r = run(&lab, cmd.to_vec(), o);
     assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
     let majors = metric(&r, "prefetch_major_faults");
     let requested = metric(&r, "prefetch_pages_requested");
@@ -488,13 +510,15 @@ fn a_random_walk_gets_almost_no_requests() {
     );
     // With no trend the prefetcher samples one major fault in SPARSE, and
     // the kernel still counts every one: its count is the program's own
-    // (getrusage of the child; chase is one process, one thread), less the
+    // (getrusage of the child, its waited-for children included), less the
     // few that perf does not see: faults before exec (the events start at
-    // exec) and faults taken in kernel mode, on user buffers of system
-    // calls (exclude_kernel). Sampled faults alone would be about 1/16 of it.
+    // exec), faults taken in kernel mode, on user buffers of system calls
+    // (exclude_kernel), and those between the two ioctls of a switch.
+    // Sampled faults alone would be about 1/16 of it.
     assert!(metric(&r, "prefetch_sparse_switches") >= 1.0);
     assert!(metric(&r, "prefetch_sparse_ns") > 0.0);
-    // And the kernel did sample sparsely: far fewer samples than faults.
+    // And the kernel did sample sparsely, in the process that faulted:
+    // far fewer samples than faults.
     let samples = metric(&r, "prefetch_samples");
     assert!(
         samples > 0.0 && samples <= majors / 4.0,
@@ -507,7 +531,7 @@ fn a_random_walk_gets_almost_no_requests() {
     );
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
-    assert_restored(&before, "prefetch chase");
+    assert_restored(&before, what);
 }
 
 #[test]
