@@ -196,9 +196,13 @@ pub fn merge_cdfs(cdfs: &[&[(f64, u64)]]) -> Vec<(f64, u64)> {
 
 /// Parses a load generator's output: redis-benchmark's default text (per
 /// test: requests, the "Latency by percentile distribution", the
-/// throughput and latency summaries) or its `--csv` table. `None` when
-/// the output is neither.
+/// throughput and latency summaries) or its `--csv` table, or pgbench's
+/// report (without its logs: see [`parse_load_dir`]). `None` when the
+/// output is none of these.
 pub fn parse_load(text: &str) -> Option<LoadStats> {
+    if is_pgbench(text) {
+        return parse_pgbench(text, &[]);
+    }
     let text = text.replace('\r', "\n");
     let lines: Vec<&str> = text.lines().collect();
     // CSV: "test","rps","avg_latency_ms",...
@@ -369,6 +373,151 @@ fn combine(format: &str, tests: Vec<LatencyStats>) -> LoadStats {
     }
 }
 
+/// True when `text` is pgbench's report (`transaction type: ...`,
+/// `number of transactions actually processed: ...`).
+pub fn is_pgbench(text: &str) -> bool {
+    text.lines()
+        .any(|l| l.starts_with("number of transactions actually processed:"))
+}
+
+/// Parses pgbench's report (PostgreSQL 14 and later: `tps = X (without
+/// initial connection time)`; older: `tps = X (excluding connections
+/// establishing)`) and, when given, its per-transaction logs (`-l`: one
+/// file per thread, lines `client_id transaction_no time_us script_no
+/// time_epoch time_us_frac ...`; `failed` or `skipped` transactions have
+/// no time and are left out). Throughput is pgbench's tps, the requests
+/// its transactions processed, the average its `latency average`; p50,
+/// p99, p99.9 and max come from the logs (the value at rank max(1,
+/// round(q × n)) of the sorted latencies, as [`quantile`]). Without logs
+/// there are no percentiles. `None` when `text` is not pgbench's.
+pub fn parse_pgbench(text: &str, logs: &[&str]) -> Option<LoadStats> {
+    let mut t = LatencyStats {
+        name: "all".into(),
+        ..Default::default()
+    };
+    let mut seen = false;
+    let mut script = None;
+    for l in text.lines().map(str::trim) {
+        if let Some(v) = l.strip_prefix("number of transactions actually processed:") {
+            // "131815" (-T) or "1200/1200" (-t)
+            t.requests = v
+                .trim()
+                .split('/')
+                .next()
+                .and_then(|n| n.trim().parse().ok());
+            seen = true;
+        } else if let Some(v) = l.strip_prefix("latency average =") {
+            t.avg_ms = v.trim().strip_suffix("ms").and_then(num);
+        } else if let Some(v) = l.strip_prefix("tps =") {
+            // Several tps lines in old versions: the one without the
+            // connection time is the later one; take it when present.
+            let n = v.split_whitespace().next().and_then(num);
+            if t.throughput_rps.is_none() || v.contains("without") || v.contains("excluding") {
+                t.throughput_rps = n;
+            }
+        } else if let Some(v) = l.strip_prefix("transaction type:") {
+            script = Some(
+                v.trim()
+                    .trim_start_matches('<')
+                    .trim_end_matches('>')
+                    .to_string(),
+            );
+        }
+    }
+    if !seen || t.throughput_rps.is_none() {
+        return None;
+    }
+    let mut us: Vec<u64> = logs
+        .iter()
+        .flat_map(|f| f.lines())
+        .filter_map(|l| l.split_whitespace().nth(2)?.parse().ok())
+        .collect();
+    us.sort_unstable();
+    if !us.is_empty() {
+        let at = |q: f64| {
+            let r = ((q * us.len() as f64).round() as usize).clamp(1, us.len());
+            us[r - 1] as f64 / 1000.0
+        };
+        t.p50_ms = Some(at(0.5));
+        t.p99_ms = Some(at(0.99));
+        t.p999_ms = Some(at(0.999));
+        t.max_ms = us.last().map(|&m| m as f64 / 1000.0);
+        t.cdf = sampled_cdf(&us);
+    }
+    let mut test = t.clone();
+    test.name = script.unwrap_or_else(|| "pgbench".into());
+    Some(LoadStats {
+        format: if us.is_empty() {
+            "pgbench".into()
+        } else {
+            "pgbench + per-transaction logs".into()
+        },
+        total: t,
+        tests: vec![test],
+    })
+}
+
+/// A cumulative distribution (latency ms, transactions at most this
+/// slow) of sorted latencies in µs, small enough to save: points at every
+/// 1 % up to 99 %, every 0.01 % up to 99.99 %, every transaction above,
+/// and the maximum. Each point counts all transactions at most its
+/// latency, so [`quantile`] on it reads the next sampled point at or
+/// above the exact value.
+pub fn sampled_cdf(sorted_us: &[u64]) -> Vec<(f64, u64)> {
+    let n = sorted_us.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut ranks: Vec<usize> = Vec::new();
+    for k in 1..=99 {
+        ranks.push(n * k / 100);
+    }
+    for k in 9901..=9999 {
+        ranks.push(n * k / 10_000);
+    }
+    ranks.extend(n * 9999 / 10_000..=n);
+    let mut out: Vec<(f64, u64)> = Vec::new();
+    for r in ranks.into_iter().filter(|&r| r >= 1) {
+        let x = sorted_us[r - 1];
+        // Everything at most x.
+        let count = sorted_us.partition_point(|&v| v <= x) as u64;
+        let ms = x as f64 / 1000.0;
+        if out.last().is_none_or(|p| p.0 < ms) {
+            out.push((ms, count));
+        }
+    }
+    out
+}
+
+/// The load's output in a run directory: `load.stdout.txt`, with
+/// pgbench's per-transaction logs (`pgbench_log.*`) when the load was
+/// pgbench. See [`parse_load`] and [`parse_pgbench`].
+pub fn parse_load_dir(dir: &Path) -> Option<LoadStats> {
+    let text = read_text(&dir.join("load.stdout.txt"));
+    if is_pgbench(&text) {
+        let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(PGBENCH_LOG_PREFIX))
+            })
+            .collect();
+        names.sort();
+        let logs: Vec<String> = names.iter().map(|p| read_text(p)).collect();
+        let refs: Vec<&str> = logs.iter().map(String::as_str).collect();
+        return parse_pgbench(&text, &refs);
+    }
+    parse_load(&text)
+}
+
+/// The file name prefix of the postgres preset's per-transaction logs
+/// (`pgbench -l --log-prefix=$SWAPLAB_SERVE_DIR/pgbench_log`).
+pub const PGBENCH_LOG_PREFIX: &str = "pgbench_log";
+
 /// The Redis preset's commands.
 #[derive(Debug, Clone)]
 pub struct RedisPreset {
@@ -448,6 +597,11 @@ impl RedisPreset {
     }
 }
 
+/// The environment variable naming, for the ready, fill and load
+/// commands, a directory whose files swaplab moves into the run directory
+/// after the run (pgbench's per-transaction logs, for instance).
+pub const SERVE_DIR_ENV: &str = "SWAPLAB_SERVE_DIR";
+
 /// A free loopback TCP port (bound and released: free now, very likely
 /// free when the server binds it).
 pub fn free_port() -> Result<u16> {
@@ -520,6 +674,373 @@ pub fn ensure_redis(say: &mut dyn FnMut(&str)) -> Result<()> {
     Ok(())
 }
 
+/// Bytes of a pgbench database per unit of scale (`pgbench -i -s 1`:
+/// 100,000 accounts; PostgreSQL 15 measured 39 MiB at scale 2, of which
+/// 7.5 MiB is the empty database).
+pub const PGBENCH_BYTES_PER_SCALE: u64 = 16 << 20;
+
+/// The PostgreSQL preset's commands (see [`PostgresSetup`] for the
+/// directory they use).
+#[derive(Debug, Clone)]
+pub struct PostgresPreset {
+    /// The directory of the PostgreSQL programs (`/usr/lib/postgresql/15/bin`).
+    pub bin: PathBuf,
+    /// The private directory: `template/` (initdb's), `data/` (each
+    /// run's copy), `sock/` (the Unix socket).
+    pub dir: PathBuf,
+    /// Run the server as this user (postgres refuses root); None: as swaplab.
+    pub user: Option<String>,
+    /// The port (the socket's name; no TCP).
+    pub port: u16,
+    /// Bytes of data to hold: the pgbench scale is size / 16 MiB (at least 1).
+    pub size: u64,
+    /// pgbench's built-in script (`select-only`, `simple-update`, `tpcb-like`).
+    pub script: String,
+    /// Parallel connections (pgbench -c); threads are min(2, clients).
+    pub clients: u32,
+    /// Load duration (pgbench -T), when `transactions` is None.
+    pub duration: Duration,
+    /// Transactions in all (pgbench -t transactions/clients per client).
+    pub transactions: Option<u64>,
+}
+
+impl PostgresPreset {
+    /// `pgbench -i -s SCALE`: the size over 16 MiB, at least 1.
+    pub fn scale(&self) -> u64 {
+        ((self.size as f64 / PGBENCH_BYTES_PER_SCALE as f64).round() as u64).max(1)
+    }
+
+    /// (server, ready, fill, load).
+    pub fn commands(&self) -> (Vec<String>, Ready, Vec<String>, Vec<String>) {
+        let bin = |p: &str| self.bin.join(p).display().to_string();
+        let dir = self.dir.display().to_string();
+        let sock = self.dir.join("sock").display().to_string();
+        let port = self.port.to_string();
+        // A fresh copy of the template per run (its page cache is the
+        // run's), then the server in place of the shell: the runner's
+        // child is the postmaster, its backends are its children.
+        let as_user = match &self.user {
+            Some(u) => {
+                format!("setpriv --reuid={u} --regid={u} --init-groups --pdeathsig KILL -- ")
+            }
+            None => String::new(),
+        };
+        let server = vec![
+            "sh".to_string(),
+            "-c".into(),
+            format!(
+                "rm -rf \"$1/data\" && cp -a \"$1/template\" \"$1/data\" && exec {as_user}\"$2\" -D \"$1/data\" -p {port} -k \"$1/sock\" -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c dynamic_shared_memory_type=mmap -c max_connections={}",
+                self.clients.max(1) + 10
+            ),
+            "sh".into(),
+            dir,
+            bin("postgres"),
+        ];
+        let conn = |v: &mut Vec<String>| {
+            v.extend(
+                ["-h", &sock, "-p", &port, "-U", "postgres"]
+                    .iter()
+                    .map(|s| s.to_string()),
+            )
+        };
+        let mut ready = vec![bin("pg_isready"), "-q".into()];
+        conn(&mut ready);
+        ready.extend(["-d".into(), "postgres".into()]);
+        let mut fill = vec![bin("pgbench")];
+        conn(&mut fill);
+        fill.extend([
+            "-i".into(),
+            "-q".into(),
+            "-s".into(),
+            self.scale().to_string(),
+            "postgres".into(),
+        ]);
+        let clients = self.clients.max(1);
+        // pgbench writes its per-transaction logs into the driver's
+        // directory, which swaplab moves into the run directory.
+        let mut load = vec![
+            "sh".to_string(),
+            "-c".into(),
+            format!(
+                "exec \"$@\" -l --log-prefix=\"$SWAPLAB_SERVE_DIR/{PGBENCH_LOG_PREFIX}\" postgres"
+            ),
+            "sh".into(),
+            bin("pgbench"),
+        ];
+        conn(&mut load);
+        load.extend([
+            "-n".into(),
+            "-b".into(),
+            self.script.clone(),
+            "-c".into(),
+            clients.to_string(),
+            "-j".into(),
+            clients.min(2).to_string(),
+        ]);
+        match self.transactions {
+            Some(n) => load.extend(["-t".into(), n.div_ceil(clients as u64).max(1).to_string()]),
+            None => load.extend(["-T".into(), self.duration.as_secs().max(1).to_string()]),
+        }
+        (server, Ready::Cmd(ready), fill, load)
+    }
+}
+
+/// The PostgreSQL programs the preset needs, in one directory.
+const PG_PROGRAMS: &[&str] = &["postgres", "initdb", "pg_isready", "pgbench"];
+
+/// The newest `/usr/lib/postgresql/N/bin` (Debian) holding every program
+/// the preset needs, else the directory of `postgres` on PATH.
+pub fn postgres_bin() -> Option<PathBuf> {
+    let mut dirs: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let v: u32 = e.file_name().to_str()?.split('.').next()?.parse().ok()?;
+            Some((v, e.path().join("bin")))
+        })
+        .collect();
+    dirs.sort();
+    let complete = |d: &Path| PG_PROGRAMS.iter().all(|p| d.join(p).is_file());
+    if let Some((_, d)) = dirs.into_iter().rev().find(|(_, d)| complete(d)) {
+        return Some(d);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("postgres"))
+        .filter(|p| p.is_file())
+        .filter_map(|p| {
+            std::fs::canonicalize(p)
+                .ok()?
+                .parent()
+                .map(Path::to_path_buf)
+        })
+        .find(|d| complete(d))
+}
+
+/// Makes sure PostgreSQL's server, initdb, pg_isready and pgbench are
+/// installed: as root with apt-get, installs Debian's `postgresql` and
+/// `postgresql-contrib` (after `apt-get update`) and says so through
+/// `say`; otherwise fails saying what to install. The programs' directory.
+pub fn ensure_postgres(say: &mut dyn FnMut(&str)) -> Result<PathBuf> {
+    if let Some(d) = postgres_bin() {
+        return Ok(d);
+    }
+    let fix = "apt-get install postgresql postgresql-contrib (Debian; it brings postgres, initdb, pg_isready and pgbench)";
+    if !swaplab_host::util::is_root() || !on_path("apt-get") {
+        return Err(Error::failed(
+            "the postgres preset needs PostgreSQL (postgres, initdb, pg_isready, pgbench)",
+            "they are not installed (not in /usr/lib/postgresql/*/bin nor on PATH)",
+            fix,
+        ));
+    }
+    say("PostgreSQL missing: installing the Debian packages postgresql and postgresql-contrib with apt-get (about a minute)");
+    let sh = "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql postgresql-contrib";
+    let out = Command::new("sh")
+        .args(["-c", sh])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::failed("running apt-get", e.to_string(), fix))?;
+    match postgres_bin() {
+        Some(d) if out.status.success() => {
+            say(&format!("installed PostgreSQL ({})", d.display()));
+            Ok(d)
+        }
+        _ => {
+            let err = String::from_utf8_lossy(&out.stderr);
+            Err(Error::failed(
+                "installing postgresql with apt-get failed",
+                err.lines()
+                    .last()
+                    .unwrap_or("apt-get failed, or installed no server")
+                    .to_string(),
+                fix,
+            ))
+        }
+    }
+}
+
+/// The name prefix of the preset's private directories in the temporary
+/// directory: `swaplab-pg-<pid>-<n>`.
+const PG_DIR_PREFIX: &str = "swaplab-pg-";
+
+/// The postgres preset's private directory, made once per study and
+/// removed when this is dropped (the CLI drops it also before exiting on
+/// Ctrl-C or SIGTERM). It holds a database cluster made by initdb
+/// (`template/`, outside any cgroup), which each run's server command
+/// copies to `data/`, and the socket directory `sock/`. A directory left
+/// by a swaplab killed with SIGKILL (its pid no longer alive) is removed
+/// by the next [`PostgresSetup::create`].
+#[derive(Debug)]
+pub struct PostgresSetup {
+    /// The programs' directory.
+    pub bin: PathBuf,
+    /// The private directory.
+    pub dir: PathBuf,
+    /// The user the server runs as (`postgres` when swaplab is root).
+    pub user: Option<String>,
+}
+
+fn user_ids(name: &str) -> Option<(u32, u32)> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getpwnam(3) with a valid C string; the result is read at
+    // once, before any other call that could overwrite it.
+    let pw = unsafe { libc::getpwnam(c.as_ptr()) };
+    if pw.is_null() {
+        return None;
+    }
+    // SAFETY: non-null passwd from getpwnam.
+    Some(unsafe { ((*pw).pw_uid, (*pw).pw_gid) })
+}
+
+fn chown(p: &Path, uid: u32, gid: u32) -> Result<()> {
+    std::os::unix::fs::chown(p, Some(uid), Some(gid)).map_err(|e| Error::io("chown", p, e))
+}
+
+/// Removes `swaplab-pg-<pid>-*` directories under `base` whose swaplab
+/// (pid) is no longer running: left by a swaplab killed with SIGKILL
+/// (its server died with it: --pdeathsig). The paths removed.
+pub fn remove_stale_postgres_dirs(base: &Path) -> Vec<PathBuf> {
+    let mut gone = Vec::new();
+    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(PG_DIR_PREFIX)) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        // SAFETY: kill(2) with signal 0 only checks the pid.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive && std::fs::remove_dir_all(e.path()).is_ok() {
+            gone.push(e.path());
+        }
+    }
+    gone
+}
+
+impl PostgresSetup {
+    /// Installs PostgreSQL if needed ([`ensure_postgres`]), removes stale
+    /// directories of killed swaplabs, makes the private directory under
+    /// the temporary directory and runs initdb into `template/` (as the
+    /// `postgres` user when root). Says what it does through `say`.
+    pub fn create(say: &mut dyn FnMut(&str)) -> Result<PostgresSetup> {
+        let bin = ensure_postgres(say)?;
+        let base = std::env::temp_dir();
+        for d in remove_stale_postgres_dirs(&base) {
+            say(&format!(
+                "removed {} (left by a swaplab that was killed)",
+                d.display()
+            ));
+        }
+        let root = swaplab_host::util::is_root();
+        let ids = if root {
+            Some(user_ids("postgres").ok_or_else(|| {
+                Error::failed(
+                    "the postgres preset runs the server as the user postgres",
+                    "there is no such user",
+                    "apt-get install postgresql creates it (or: useradd --system postgres)",
+                )
+            })?)
+        } else {
+            None
+        };
+        let mut dir = None;
+        for k in 0..1000u32 {
+            let d = base.join(format!("{PG_DIR_PREFIX}{}-{k}", std::process::id()));
+            if std::fs::create_dir(&d).is_ok() {
+                dir = Some(d);
+                break;
+            }
+        }
+        let dir = dir.ok_or_else(|| {
+            Error::Invalid(format!(
+                "cannot create a directory under {}",
+                base.display()
+            ))
+        })?;
+        let setup = PostgresSetup {
+            bin,
+            dir,
+            user: root.then(|| "postgres".to_string()),
+        };
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&setup.dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| Error::io("chmod", &setup.dir, e))?;
+        let sock = setup.dir.join("sock");
+        std::fs::create_dir(&sock).map_err(|e| Error::io("creating", &sock, e))?;
+        if let Some((uid, gid)) = ids {
+            chown(&setup.dir, uid, gid)?;
+            chown(&sock, uid, gid)?;
+        }
+        let mut cmd = match &setup.user {
+            Some(u) => {
+                let mut c = Command::new("setpriv");
+                c.args([
+                    format!("--reuid={u}"),
+                    format!("--regid={u}"),
+                    "--init-groups".into(),
+                    "--".into(),
+                ])
+                .arg(setup.bin.join("initdb"));
+                c
+            }
+            None => Command::new(setup.bin.join("initdb")),
+        };
+        cmd.arg("-D")
+            .arg(setup.dir.join("template"))
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .current_dir(&setup.dir)
+            .stdin(Stdio::null());
+        die_with_parent(&mut cmd);
+        let out = cmd.output().map_err(|e| {
+            Error::failed(
+                "running initdb",
+                e.to_string(),
+                "check that setpriv (util-linux) and PostgreSQL's initdb are installed",
+            )
+        })?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            return Err(Error::failed(
+                format!("initdb into {}", setup.dir.join("template").display()),
+                err.lines().last().unwrap_or("failed").to_string(),
+                "run the same initdb by hand to see why",
+            ));
+        }
+        Ok(setup)
+    }
+
+    /// The preset's commands on this directory.
+    pub fn preset(
+        &self,
+        size: u64,
+        script: &str,
+        clients: u32,
+        duration: Duration,
+        transactions: Option<u64>,
+    ) -> Result<PostgresPreset> {
+        Ok(PostgresPreset {
+            bin: self.bin.clone(),
+            dir: self.dir.clone(),
+            user: self.user.clone(),
+            port: free_port()?,
+            size,
+            script: script.to_string(),
+            clients,
+            duration,
+            transactions,
+        })
+    }
+}
+
+impl Drop for PostgresSetup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// One measured (or calibration) run of the server.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeRun {
@@ -557,6 +1078,12 @@ pub struct ServeRun {
     /// swapin_pages, swapout_pages, peak_bytes, psi_some_us, kswapd_cpu_ns,
     /// wall_ns, …).
     pub metrics: std::collections::BTreeMap<String, f64>,
+    /// The phases (start to readiness, fill, load) in CLOCK_MONOTONIC.
+    #[serde(default)]
+    pub phases: Vec<Phase>,
+    /// A traced run's trace directory, cut to the load phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_dir: Option<PathBuf>,
 }
 
 /// One (variant, limit) cell.
@@ -625,8 +1152,32 @@ struct Driven {
     ready_s: Option<f64>,
     fill_s: Option<f64>,
     load_s: Option<f64>,
+    /// The phases in CLOCK_MONOTONIC ns: to cut a trace.
+    phases: Vec<Phase>,
     stopped: String,
     error: Option<String>,
+}
+
+/// One phase of a served run, in CLOCK_MONOTONIC ns and, once known, in
+/// the trace's time (ns since its `t0_monotonic_ns`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// `start` (to readiness), `fill` or `load`.
+    pub name: String,
+    /// CLOCK_MONOTONIC at its start, ns.
+    pub start_monotonic_ns: u64,
+    /// CLOCK_MONOTONIC at its end, ns.
+    pub end_monotonic_ns: u64,
+}
+
+fn mono_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 struct Pidfd(libc::c_int);
@@ -737,6 +1288,12 @@ impl Driver<'_> {
 
     fn phases(&self, fd: &Pidfd, d: &mut Driven) -> std::result::Result<(), String> {
         let start = Instant::now();
+        let m0 = mono_ns();
+        let phase = |name: &str, from: u64| Phase {
+            name: name.into(),
+            start_monotonic_ns: from,
+            end_monotonic_ns: mono_ns(),
+        };
         loop {
             if fd.ended(Duration::ZERO) {
                 return Err(
@@ -773,8 +1330,10 @@ impl Driver<'_> {
             std::thread::sleep(Duration::from_millis(20));
         }
         d.ready_s = Some(start.elapsed().as_secs_f64());
+        d.phases.push(phase("start", m0));
         if let Some(fill) = &self.req.fill {
             let t = Instant::now();
+            let m = mono_ns();
             match self.child(fill, "fill", fd)? {
                 Some(0) => {}
                 code => {
@@ -785,10 +1344,13 @@ impl Driver<'_> {
                 }
             }
             d.fill_s = Some(t.elapsed().as_secs_f64());
+            d.phases.push(phase("fill", m));
         }
         let t = Instant::now();
+        let m = mono_ns();
         let code = self.child(&self.req.load, "load", fd)?;
         d.load_s = Some(t.elapsed().as_secs_f64());
+        d.phases.push(phase("load", m));
         match code {
             Some(0) => Ok(()),
             code => Err(format!(
@@ -813,6 +1375,7 @@ impl Driver<'_> {
             .map_err(|e| format!("creating {what}.stderr.txt: {e}"))?;
         let mut cmd = Command::new(&argv[0]);
         cmd.args(&argv[1..])
+            .env(SERVE_DIR_ENV, &self.stage)
             .stdin(Stdio::null())
             .stdout(out)
             .stderr(err);
@@ -853,6 +1416,95 @@ fn read_text(p: &Path) -> String {
     s
 }
 
+/// The name of the whole run's trace kept inside a served run's trace
+/// directory (which holds the load phase only).
+pub const WHOLE_RUN_TRACE: &str = "whole-run";
+
+/// Cuts a served run's trace directory to its load phase, so that
+/// `swaplab analyze` and `advise` see the faults and swap events of the
+/// measured load only: the whole run's trace (start, fill, load, stop) is
+/// kept in `DIR/whole-run/` (hard links, else copies), the faults and
+/// swaps of the load phase replace the tables of DIR (regions,
+/// allocations, sites and processes stay whole), `meta.json` gets the new
+/// counts and a note, and `phases.json` gives every phase in the trace's
+/// time (ns since `t0_monotonic_ns`).
+pub fn cut_trace_to_load(dir: &Path, phases: &[Phase]) -> Result<()> {
+    use swaplab_trace::trace_dir as td;
+    let load = phases
+        .iter()
+        .find(|p| p.name == "load")
+        .ok_or_else(|| Error::Invalid("the run has no load phase to cut the trace to".into()))?;
+    let mut meta = td::read_meta(dir)?;
+    let t0 = meta.t0_monotonic_ns;
+    let (from, to) = (
+        load.start_monotonic_ns.saturating_sub(t0),
+        load.end_monotonic_ns.saturating_sub(t0),
+    );
+    let mut tables = td::read_tables(dir)?;
+    let whole = dir.join(WHOLE_RUN_TRACE);
+    if whole.exists() {
+        std::fs::remove_dir_all(&whole).map_err(|e| Error::io("removing", &whole, e))?;
+    }
+    std::fs::create_dir(&whole).map_err(|e| Error::io("creating", &whole, e))?;
+    for e in std::fs::read_dir(dir)
+        .map_err(|e| Error::io("reading", dir, e))?
+        .flatten()
+    {
+        let p = e.path();
+        if !p.is_file() {
+            continue;
+        }
+        let to_p = whole.join(e.file_name());
+        if std::fs::hard_link(&p, &to_p).is_err() {
+            std::fs::copy(&p, &to_p).map_err(|err| Error::io("copying", &p, err))?;
+        }
+        // A new file in DIR below, whatever the writer does with an
+        // existing one: the link in whole-run/ keeps the old.
+        if p.extension().is_some_and(|x| x == "parquet") {
+            std::fs::remove_file(&p).map_err(|err| Error::io("removing", &p, err))?;
+        }
+    }
+    let (nf, ns) = (tables.faults.len(), tables.swaps.len());
+    tables.faults.retain(|f| f.t_ns >= from && f.t_ns <= to);
+    tables.swaps.retain(|s| s.t_ns >= from && s.t_ns <= to);
+    td::write_tables(dir, &tables)?;
+    meta.counts = td::TableCounts::of(&tables);
+    meta.notes.push(format!(
+        "load phase only: {} of {nf} faults and {} of {ns} swap events from {:.3} s to {:.3} s of the served run; the whole run (start, fill, load, stop) is in {WHOLE_RUN_TRACE}/, the phases in phases.json",
+        tables.faults.len(),
+        tables.swaps.len(),
+        from as f64 / 1e9,
+        to as f64 / 1e9,
+    ));
+    let rel: Vec<serde_json::Value> = phases
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "name": p.name,
+                "start_ns": p.start_monotonic_ns.saturating_sub(t0),
+                "end_ns": p.end_monotonic_ns.saturating_sub(t0),
+            })
+        })
+        .collect();
+    // Marks a served run's trace (advise does not rerun a server).
+    let serve = serde_json::json!({ "trace": "load", "phases": rel });
+    match &mut meta.options {
+        serde_json::Value::Object(m) => {
+            m.insert("serve".into(), serve);
+        }
+        o => *o = serde_json::json!({ "serve": serve }),
+    }
+    td::write_meta(dir, &meta)?;
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "clock": "ns since meta.json's t0_monotonic_ns (the tables' time)",
+        "trace": "load",
+        "phases": rel,
+    }))
+    .unwrap_or_default();
+    swaplab_trace::atomic::write_atomic(&dir.join("phases.json"), text.as_bytes())?;
+    Ok(())
+}
+
 const SERVER_METRICS: &[&str] = &[
     "wall_ns",
     "majflt",
@@ -885,6 +1537,7 @@ impl Lab {
         mut plan: RunPlan,
     ) -> Result<(RunRecord, ServeRun)> {
         let stage = tempdir_in(self.catalog.home())?;
+        let plan_traced = plan.options.trace.is_some();
         let pidfile = stage.join("server.pid");
         let mut command = vec![
             "sh".to_string(),
@@ -922,29 +1575,42 @@ impl Lab {
                 return Err(e);
             }
         };
-        // The driver's files into the run directory.
-        for what in ["ready", "fill", "load"] {
-            for s in ["stdout", "stderr"] {
-                let name = format!("{what}.{s}.txt");
-                let from = stage.join(&name);
-                if from.exists() {
-                    let to = rec.dir.join(&name);
-                    if std::fs::rename(&from, &to).is_err() {
-                        let _ = std::fs::copy(&from, &to);
-                    }
-                }
+        // The driver's files (the commands' output, and what they wrote
+        // into $SWAPLAB_SERVE_DIR) into the run directory.
+        for e in std::fs::read_dir(&stage).into_iter().flatten().flatten() {
+            let from = e.path();
+            if e.file_name() == "server.pid" || !from.is_file() {
+                continue;
+            }
+            let to = rec.dir.join(e.file_name());
+            if std::fs::rename(&from, &to).is_err() {
+                let _ = std::fs::copy(&from, &to);
             }
         }
         let _ = std::fs::remove_dir_all(&stage);
-        let load_text = read_text(&rec.dir.join("load.stdout.txt"));
         let load = if driven.load_s.is_some() {
-            parse_load(&load_text)
+            parse_load_dir(&rec.dir)
         } else {
             None
         };
         let mut error = driven.error.clone();
         if error.is_none() && load.is_none() {
-            error = Some("the load's output (load.stdout.txt) is not one swaplab reads (redis-benchmark's default text or --csv)".into());
+            error = Some("the load's output (load.stdout.txt) is not one swaplab reads (redis-benchmark's default text or --csv, or pgbench's report)".into());
+        }
+        let mut trace_dir = None;
+        if plan_traced {
+            if let Some(dir) = rec.trace_dir.clone() {
+                match cut_trace_to_load(&dir, &driven.phases) {
+                    Ok(()) => trace_dir = Some(dir),
+                    Err(e) => {
+                        if error.is_none() {
+                            error = Some(format!("cutting the trace to the load phase: {e}"));
+                        }
+                    }
+                }
+            } else if error.is_none() {
+                error = Some("the run was to be traced but has no trace directory".into());
+            }
         }
         // How the server ended matters only when swaplab did not stop it,
         // or when the kernel or the timeout ended it.
@@ -981,6 +1647,8 @@ impl Lab {
             load_s: driven.load_s,
             load,
             metrics,
+            phases: driven.phases,
+            trace_dir,
         };
         let _ = swaplab_trace::atomic::write_atomic(
             &rec.dir.join("serve.json"),
@@ -1153,6 +1821,9 @@ impl Lab {
                 "one run per cell: no spread; use --repeat 3 or more for medians you can compare"
                     .into(),
             );
+        }
+        if req.options.trace.is_some() {
+            notes.push("traced run: its faults were recorded (perf events, pagemap scans), which slows the server; compare throughput and latency with untraced runs only".into());
         }
         if records.iter().any(|r| {
             r.metrics
@@ -1390,6 +2061,101 @@ mod tests {
         assert_eq!(s.total.max_ms, Some(6.415));
         assert_eq!(s.total.p999_ms, None);
         assert!(parse_load("hello\n").is_none());
+    }
+
+    const PGBENCH: &str = include_str!("../tests/data/pgbench-15.18.txt");
+    const PGBENCH_LOG0: &str = include_str!("../tests/data/pgbench-15.18.log.8011");
+    const PGBENCH_LOG1: &str = include_str!("../tests/data/pgbench-15.18.log.8011.1");
+    const PGBENCH_T: &str = include_str!("../tests/data/pgbench-15.18-duration.txt");
+
+    /// pgbench 15.18 `-S -c 4 -j 2 -t 300 -l`: the report and its two
+    /// per-thread logs (1200 transactions). The quantiles were read off
+    /// the logs by hand (`awk '{print $3}' | sort -n`): rank 600 is
+    /// 141 µs, rank round(0.99 × 1200) = 1188 is 3366 µs, rank 1199 is
+    /// 5331 µs, the largest 5577 µs.
+    #[test]
+    fn pgbench_report_and_logs_are_parsed() {
+        assert!(is_pgbench(PGBENCH));
+        assert!(!is_pgbench(SAMPLE));
+        let s = parse_pgbench(PGBENCH, &[PGBENCH_LOG0, PGBENCH_LOG1]).unwrap();
+        assert_eq!(s.format, "pgbench + per-transaction logs");
+        let t = &s.total;
+        assert_eq!(t.requests, Some(1200));
+        assert_eq!(t.throughput_rps, Some(13210.912213));
+        assert_eq!(t.avg_ms, Some(0.303));
+        assert_eq!(t.p50_ms, Some(0.141));
+        assert_eq!(t.p99_ms, Some(3.366));
+        assert_eq!(t.p999_ms, Some(5.331));
+        assert_eq!(t.max_ms, Some(5.577));
+        assert_eq!(s.tests[0].name, "builtin: select only");
+        // The sampled CDF: increasing, ends at every transaction, and
+        // quantile() on it is at or above the exact values.
+        assert_eq!(*t.cdf.last().unwrap(), (5.577, 1200));
+        assert!(t.cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        assert!(quantile(&t.cdf, 0.99).unwrap() >= 3.366);
+        assert!(quantile(&t.cdf, 0.5).unwrap() >= 0.141);
+        // parse_load sees pgbench too (no logs: no percentiles).
+        let s = parse_load(PGBENCH).unwrap();
+        assert_eq!(s.format, "pgbench");
+        assert_eq!(s.total.throughput_rps, Some(13210.912213));
+        assert_eq!(s.total.p99_ms, None);
+        // The -T form: "number of transactions actually processed: 131815".
+        let s = parse_pgbench(PGBENCH_T, &[]).unwrap();
+        assert_eq!(s.total.requests, Some(131815));
+        assert_eq!(s.total.throughput_rps, Some(26487.645562));
+        assert_eq!(s.total.avg_ms, Some(0.302));
+        assert!(parse_pgbench("pgbench (15.18)\n", &[]).is_none());
+    }
+
+    /// A log with failed and skipped transactions (no time) counts only
+    /// the timed ones; the logs of a directory are found by name.
+    #[test]
+    fn pgbench_logs_in_a_run_directory() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("load.stdout.txt"), PGBENCH).unwrap();
+        std::fs::write(
+            d.path().join("pgbench_log.1"),
+            "0 1 100 0 1 2\n0 2 failed 0 1 3\n1 1 300 0 1 4\n1 2 skipped 0 1 5\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("pgbench_log.1.1"), "2 1 200 0 1 2\n").unwrap();
+        let s = parse_load_dir(d.path()).unwrap();
+        assert_eq!(s.total.p50_ms, Some(0.2));
+        assert_eq!(s.total.max_ms, Some(0.3));
+        assert_eq!(s.total.cdf, vec![(0.1, 1), (0.2, 2), (0.3, 3)]);
+    }
+
+    #[test]
+    fn postgres_preset_commands() {
+        let p = PostgresPreset {
+            bin: "/usr/lib/postgresql/15/bin".into(),
+            dir: "/tmp/swaplab-pg-1-0".into(),
+            user: Some("postgres".into()),
+            port: 5555,
+            size: 64 << 20,
+            script: "select-only".into(),
+            clients: 8,
+            duration: Duration::from_secs(20),
+            transactions: None,
+        };
+        assert_eq!(p.scale(), 4);
+        let (server, ready, fill, load) = p.commands();
+        assert!(server[2].contains("setpriv --reuid=postgres"), "{server:?}");
+        assert!(server[2].contains("-k \"$1/sock\""));
+        assert_eq!(server[4], "/tmp/swaplab-pg-1-0");
+        assert!(matches!(ready, Ready::Cmd(ref c) if c[0].ends_with("pg_isready")));
+        assert!(fill.windows(2).any(|w| w == ["-s", "4"]), "{fill:?}");
+        assert!(load.windows(2).any(|w| w == ["-T", "20"]), "{load:?}");
+        assert!(load.windows(2).any(|w| w == ["-j", "2"]), "{load:?}");
+        let p = PostgresPreset {
+            transactions: Some(1000),
+            clients: 3,
+            size: 1,
+            ..p
+        };
+        let (_, _, fill, load) = p.commands();
+        assert!(fill.windows(2).any(|w| w == ["-s", "1"]));
+        assert!(load.windows(2).any(|w| w == ["-t", "334"]), "{load:?}");
     }
 
     #[test]

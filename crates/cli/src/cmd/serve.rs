@@ -5,28 +5,46 @@ use clap::Args;
 use std::time::Duration;
 use swaplab_lab::options::{parse_duration, parse_limits, Variant};
 use swaplab_lab::runner::Lab;
-use swaplab_lab::serve::{self, RedisPreset, ServeRequest};
+use swaplab_lab::serve::{self, PostgresSetup, RedisPreset, ServeRequest};
 
 #[derive(Args)]
 pub struct ServeArgs {
     /// A built-in setup: `redis` (redis-server on a free loopback port without persistence,
     /// filled with --size of values by redis-cli --pipe, loaded with redis-benchmark GETs of
-    /// random keys). Installs Debian's redis-server when missing (as root). --server, --ready,
-    /// --fill and --load replace its parts.
-    #[arg(long, value_name = "NAME", value_parser = ["redis"])]
+    /// random keys) or `postgres` (a private PostgreSQL cluster made by initdb in a temporary
+    /// directory, filled by pgbench -i with a scale of --size / 16 MiB, loaded by pgbench with
+    /// per-transaction logs). Installs the Debian packages when missing (as root). --server,
+    /// --ready, --fill and --load replace its parts.
+    #[arg(long, value_name = "NAME", value_parser = ["redis", "postgres"])]
     pub preset: Option<String>,
-    /// The preset's data size (redis: keys × value size).
+    /// The preset's data size (redis: keys × value size; postgres: pgbench scale × 16 MiB).
     #[arg(long, value_name = "SIZE", default_value = "64M")]
     pub size: String,
     /// The preset's value size in bytes (redis: -d of redis-benchmark).
     #[arg(long, value_name = "BYTES", default_value_t = 1024)]
     pub value_size: u64,
-    /// The preset's load requests (redis: GETs; default twice the keys, at least 10,000).
+    /// The preset's load requests (redis: GETs, default twice the keys, at least 10,000;
+    /// postgres: transactions in all, pgbench -t N/clients, default: --duration).
     #[arg(long, value_name = "N")]
     pub requests: Option<u64>,
-    /// The preset's parallel connections (redis-benchmark -c).
-    #[arg(long, value_name = "N", default_value_t = 50)]
-    pub clients: u32,
+    /// The preset's parallel connections (redis-benchmark -c, default 50; pgbench -c, default 8).
+    #[arg(long, value_name = "N")]
+    pub clients: Option<u32>,
+    /// The postgres preset's load duration (pgbench -T) when --requests is not given.
+    #[arg(long, value_name = "T", default_value = "30s")]
+    pub duration: String,
+    /// The postgres preset's pgbench built-in script.
+    #[arg(long, value_name = "NAME", default_value = "select-only", value_parser = ["select-only", "simple-update", "tpcb-like"])]
+    pub script: String,
+    /// Trace the server during its load phase into DIR (a trace directory for `swaplab analyze`
+    /// and `swaplab advise`; the whole run's trace is kept in DIR/whole-run/). Traces one run:
+    /// give one limit and at most one variant; --repeat defaults to 1.
+    #[arg(long, value_name = "DIR")]
+    pub trace: Option<std::path::PathBuf>,
+    /// With --trace: also load the preload library to record allocation sites (off by
+    /// default: redis-server 7.0.15 dies of SIGSEGV at start under it).
+    #[arg(long)]
+    pub trace_allocs: bool,
     /// The server command, one string split as a shell would (no expansion); it runs in the
     /// run's memory cgroup and must stay in the foreground.
     #[arg(long, value_name = "CMD")]
@@ -47,9 +65,9 @@ pub struct ServeArgs {
     /// fill + load first) or sizes.
     #[arg(long, value_name = "LIST", default_value = "100%,50%,25%")]
     pub limits: String,
-    /// Runs per cell.
-    #[arg(long, default_value_t = 3)]
-    pub repeat: u32,
+    /// Runs per cell (default 3; 1 with --trace).
+    #[arg(long)]
+    pub repeat: Option<u32>,
     #[command(flatten)]
     pub settings: super::run::SettingArgs,
     /// A variant, repeatable: NAME="ARGS" with run options as in `sweep` (--swap SPEC,
@@ -75,7 +93,9 @@ pub struct ServeArgs {
     pub json: bool,
 }
 
-fn request(a: &ServeArgs) -> Result<ServeRequest> {
+/// The request, and the postgres preset's private directory (removed when
+/// dropped: keep it until the study ends).
+fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
     let split = |what: &str, s: &Option<String>| -> Result<Option<Vec<String>>> {
         Ok(s.as_deref()
             .map(|s| serve::split_command(what, s))
@@ -87,8 +107,25 @@ fn request(a: &ServeArgs) -> Result<ServeRequest> {
         split("--fill", &a.fill)?,
         split("--load", &a.load)?,
     );
+    let mut setup = None;
     if let Some(p) = &a.preset {
         match p.as_str() {
+            "postgres" => {
+                let s = PostgresSetup::create(&mut |m| eprintln!("swaplab: {m}"))?;
+                let preset = s.preset(
+                    swaplab_host::util::parse_size(&a.size)?,
+                    &a.script,
+                    a.clients.unwrap_or(8).max(1),
+                    parse_duration(&a.duration)?,
+                    a.requests,
+                )?;
+                let (sv, r, f, l) = preset.commands();
+                server.get_or_insert(sv);
+                ready.get_or_insert(r);
+                fill.get_or_insert(f);
+                load.get_or_insert(l);
+                setup = Some(s);
+            }
             "redis" => {
                 serve::ensure_redis(&mut |m| eprintln!("swaplab: {m}"))?;
                 let preset = RedisPreset {
@@ -96,7 +133,7 @@ fn request(a: &ServeArgs) -> Result<ServeRequest> {
                     size: swaplab_host::util::parse_size(&a.size)?,
                     value_bytes: a.value_size.max(1),
                     requests: a.requests,
-                    clients: a.clients.max(1),
+                    clients: a.clients.unwrap_or(50).max(1),
                 };
                 let (s, r, f, l) = preset.commands();
                 server.get_or_insert(s);
@@ -104,10 +141,10 @@ fn request(a: &ServeArgs) -> Result<ServeRequest> {
                 fill.get_or_insert(f);
                 load.get_or_insert(l);
             }
-            other => anyhow::bail!("--preset {other}: unknown (known: redis)"),
+            other => anyhow::bail!("--preset {other}: unknown (known: redis, postgres)"),
         }
     }
-    let server = server.context("no server: give --server CMD (or --preset redis)")?;
+    let server = server.context("no server: give --server CMD (or --preset redis or postgres)")?;
     let ready = ready.context("no readiness check: give --ready tcp:PORT or --ready cmd:CMD")?;
     let load = load.context("no load: give --load CMD, e.g. a redis-benchmark command line")?;
     let variants: Vec<Variant> = a
@@ -115,27 +152,52 @@ fn request(a: &ServeArgs) -> Result<ServeRequest> {
         .iter()
         .map(|v| v.parse())
         .collect::<Result<_, _>>()?;
-    Ok(ServeRequest {
-        preset: a.preset.clone(),
-        server,
-        ready,
-        fill,
-        load,
-        limits: parse_limits(&a.limits)?,
-        repeat: a.repeat.max(1),
-        options: a.settings.options()?,
-        variants,
-        ready_timeout: parse_duration(&a.ready_timeout)?,
-        grace: parse_duration(&a.grace)?.max(Duration::from_millis(100)),
-        argv: super::report::argv(),
-    })
+    let limits = parse_limits(&a.limits)?;
+    let mut options = a.settings.options()?;
+    let repeat = a.repeat.unwrap_or(if a.trace.is_some() { 1 } else { 3 });
+    if let Some(dir) = &a.trace {
+        if limits.len() != 1 || repeat != 1 || variants.len() > 1 {
+            anyhow::bail!(
+                "--trace traces one run of the server: give one limit (--limits 50%), --repeat 1 and at most one variant"
+            );
+        }
+        let dir = if dir.is_absolute() {
+            dir.clone()
+        } else {
+            std::env::current_dir()?.join(dir)
+        };
+        let cfg = swaplab_lab::tracing::TraceConfig {
+            out: Some(dir),
+            allocs: a.trace_allocs,
+            ..Default::default()
+        };
+        cfg.validate()?;
+        options.trace = Some(cfg);
+    }
+    Ok((
+        ServeRequest {
+            preset: a.preset.clone(),
+            server,
+            ready,
+            fill,
+            load,
+            limits,
+            repeat: repeat.max(1),
+            options,
+            variants,
+            ready_timeout: parse_duration(&a.ready_timeout)?,
+            grace: parse_duration(&a.grace)?.max(Duration::from_millis(100)),
+            argv: super::report::argv(),
+        },
+        setup,
+    ))
 }
 
 /// `swaplab serve`: exits 1 (after the table) when a run did not serve
 /// the whole load.
 pub fn run(a: ServeArgs) -> Result<i32> {
     Lab::require_runner()?;
-    let req = request(&a)?;
+    let (req, setup) = request(&a)?;
     if let Some(w) = swaplab_lab::sweep::no_swap_warning(&req.limits, &req.options, &req.variants) {
         eprintln!("swaplab: warning: {w}");
     }
@@ -150,6 +212,8 @@ pub fn run(a: ServeArgs) -> Result<i32> {
     });
     bar.finish();
     drop(lab);
+    // The postgres preset's directory goes now: exit() below runs no drops.
+    drop(setup);
     let res = match r {
         Ok(r) => r,
         Err(e) => {
@@ -187,6 +251,16 @@ pub fn run(a: ServeArgs) -> Result<i32> {
         println!("{}", t.render());
         for n in &res.notes {
             println!("note: {n}");
+        }
+        for r in res.runs.iter().filter(|r| r.trace_dir.is_some()) {
+            let d = r.trace_dir.as_ref().unwrap();
+            println!(
+                "trace of run {} (load phase): {}\nnext: swaplab analyze {} ; swaplab advise {}",
+                r.run_id,
+                d.display(),
+                d.display(),
+                d.display()
+            );
         }
     }
     let failed: Vec<&serve::ServeRun> = res.runs.iter().filter(|r| !r.ok).collect();

@@ -460,11 +460,21 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     swaplab_analysis::hints::identify_modules(&mut file, &t);
     let out = a.out.clone().unwrap_or_else(|| dir.join("hints.toml"));
     swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
-    // Verify by default as root, when the trace has its run record.
+    // Verify by default as root, when the trace has its run record. A
+    // served run's trace (`swaplab serve --trace`) is not rerun here: its
+    // command is a server that needs serve's driver (ready, fill, load).
     let root = swaplab_host::util::is_root();
-    let verify = a.verify || (!a.no_verify && root && meta.run_id.is_some());
+    let served = meta.options.get("serve").is_some();
+    if served && a.verify {
+        anyhow::bail!("--verify reruns a traced program; this trace is of a server (swaplab serve --trace): verify with `swaplab serve ... --variant base= --variant hinted=\"--hints {}\"`", out.display());
+    }
+    let verify = a.verify || (!a.no_verify && root && meta.run_id.is_some() && !served);
     let mut verify_note = None;
-    if !a.verify && !a.no_verify && !verify {
+    if served && !a.no_verify {
+        verify_note = Some(
+            "not verified: a server's trace (swaplab serve --trace); compare with `swaplab serve ... --variant base= --variant hinted=\"--hints FILE\"`",
+        );
+    } else if !a.verify && !a.no_verify && !verify {
         verify_note = Some(if !root {
             "not verified (needs root; run as root to measure base against hinted, or pass \
              --no-verify to silence this)"

@@ -150,7 +150,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     // The latency distributions, pooled over each cell's ok runs.
     let mut cdf = Table::new(
         &format!("serve-{}-cdf", r.group_id),
-        "the request latency distribution per cell as the load generator printed it (redis-benchmark: its percentile distribution), pooled over the cell's ok runs",
+        "the request latency distribution per cell as the load generator gave it (redis-benchmark: its percentile distribution; pgbench: its per-transaction logs, sampled), pooled over the cell's ok runs",
         vec![
             col("variant", "text", "", "variant"),
             col("limit", "text", "", "the limit as given"),
@@ -218,7 +218,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         figures.push(cdf_fig(
             "Request latency CDF",
             0.0,
-            "Every request's latency per (variant, limit), pooled over the cell's runs, at the points the load generator printed (redis-benchmark's percentile distribution: dense in the tail); log latency axis.".into(),
+            "Every request's latency per (variant, limit), pooled over the cell's runs, at the points the load generator gave (redis-benchmark's percentile distribution; pgbench's per-transaction logs at every 1 % to 99 %, every 0.01 % to 99.99 % and every transaction above: dense in the tail); log latency axis.".into(),
         ));
         figures.push(cdf_fig(
             "Tail of the CDF: 99–100 %",
@@ -227,7 +227,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 .into(),
         ));
     } else {
-        notes.push("no latency distribution: the load generator's output had none (redis-benchmark --csv prints only p50, p95, p99 and max); the CDF figures are left out".into());
+        notes.push("no latency distribution: the load generator's output had none (redis-benchmark --csv prints only p50, p95, p99 and max; pgbench without -l only its average); the CDF figures are left out".into());
     }
     // The server's memory over time, one line per cell (its first ok run).
     let mut tl = Table::new(
@@ -429,7 +429,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 if repeats == 1 { "" } else { "s" },
                 r.group_id
             ),
-            "Throughput and latency are the load generator's own numbers, parsed from its output (kept as load.stdout.txt in each run directory); p99.9 comes from its printed distribution.".into(),
+            "Throughput and latency are the load generator's own numbers, parsed from its output (kept as load.stdout.txt in each run directory); p99.9 comes from its printed distribution (redis-benchmark) or its per-transaction logs (pgbench -l, kept as pgbench_log.* beside it). For pgbench a request is a transaction.".into(),
         ],
         figures,
         tables: vec![cells, runs],
