@@ -12,7 +12,7 @@
 //!
 //! Groups are named `swaplab-<pid>-<n>` and created directly under the
 //! hierarchy's root. Creating one changes system state: go through
-//! [`crate::journal::Session::create_cgroup`] so that it is removed again.
+//! `journal::Session::create_cgroup` so that it is removed again.
 //!
 //! Limit semantics are the same for both versions: `memory` caps resident
 //! memory, `swap` caps how much of the group's memory may sit in swap
@@ -163,7 +163,7 @@ impl CgroupFs {
     /// `need_memory`, fails (before creating anything) unless the group will
     /// have the memory controller.
     ///
-    /// This is an unrecorded change: use [`crate::journal::Session::create_cgroup`].
+    /// This is an unrecorded change: use `journal::Session::create_cgroup`.
     pub fn create(&self, name: &str, need_memory: bool) -> Result<Cgroup> {
         if name.is_empty() || name.contains('/') || name == "." || name == ".." {
             return Err(Error::parse(
@@ -867,7 +867,7 @@ impl MemoryGroup {
     }
 }
 
-/// Options for [`crate::journal::Session::create_cgroup`].
+/// Options for `journal::Session::create_cgroup`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CgroupOptions {
     /// Limits to set right after creation.

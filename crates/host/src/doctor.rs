@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cgroup::{CgroupFs, CgroupMounts, CgroupVersion};
 use crate::error::{Error, Result};
-use crate::perf;
+use crate::faults::perf;
 use crate::swap;
 use crate::sysctl::Knob;
 use crate::util;
@@ -731,16 +731,8 @@ fn probe_zswap() -> Probe {
     )
 }
 
-/// The tracefs mount, if any.
-pub fn tracefs_root() -> Option<PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|p| p.join("events").is_dir())
-}
-
 fn probe_tracefs() -> Vec<Probe> {
-    let Some(root) = tracefs_root() else {
+    let Some(root) = crate::tracefs_mount::tracefs_root() else {
         let denied = fs::read_dir("/sys/kernel/tracing")
             .err()
             .is_some_and(|e| e.kind() == std::io::ErrorKind::PermissionDenied);
@@ -749,14 +741,14 @@ fn probe_tracefs() -> Vec<Probe> {
                 "tracefs is not readable by this user",
                 "needs root: run with sudo",
             )
-        } else if Path::new(crate::tracefs::MOUNTPOINT).is_dir()
-            && crate::tracefs::kernel_has_tracefs()
+        } else if Path::new(crate::tracefs_mount::MOUNTPOINT).is_dir()
+            && crate::tracefs_mount::kernel_has_tracefs()
         {
             if util::is_root() {
                 // Usable: swaplab mounts it (journaled) when it needs it.
                 let detail = format!(
                     "not mounted; swaplab mounts it at {} when it needs it (and unmounts it after)",
-                    crate::tracefs::MOUNTPOINT
+                    crate::tracefs_mount::MOUNTPOINT
                 );
                 let mut out = vec![probe("tracefs", Status::Partial, detail, &[], "")];
                 for name in [

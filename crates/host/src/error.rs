@@ -70,7 +70,7 @@ pub enum Error {
         /// What to do.
         hint: String,
     },
-    /// The machine cannot run what was asked (from [`crate::doctor::Doctor::require`]).
+    /// The machine cannot run what was asked (from `doctor::Doctor::require`).
     #[error("this machine cannot do what was asked:\n{}", .0.join("\n"))]
     Requirements(Vec<String>),
     /// Restoring system state left some changes in place.
@@ -90,7 +90,8 @@ fn hint_suffix(hint: &str) -> String {
 pub(crate) fn errno_hint(err: &io::Error) -> String {
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            if crate::util::is_root() {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            if unsafe { libc::geteuid() } == 0 {
                 "the kernel refused even root: the file may be read-only here, or a capability is missing (see `swaplab doctor`)".into()
             } else {
                 "needs root: run with sudo".into()

@@ -8,7 +8,7 @@
 //!
 //! * [`Session::restore`] undoes everything in reverse order and deletes the
 //!   journal; `Drop` calls it, so a panic restores too.
-//! * Ctrl-C / SIGTERM: install [`crate::signals::SignalGuard`], which sets a
+//! * Ctrl-C / SIGTERM: install `signals::SignalGuard`, which sets a
 //!   flag (and forwards the signal to the workload); the caller notices the
 //!   flag, stops, and lets the session restore.
 //! * `kill -9`: the journal stays behind. The next [`Session::begin`] (or
@@ -116,7 +116,7 @@ pub enum Undo {
         path: PathBuf,
     },
     /// Stop using tracefs; when swaplab mounted it and no other swaplab
-    /// session still uses it, unmount it ([`crate::tracefs::release_mount`]).
+    /// session still uses it, unmount it ([`crate::tracefs_mount::release_mount`]).
     ReleaseTracefs {
         /// Where swaplab mounts it.
         mountpoint: PathBuf,
@@ -254,17 +254,17 @@ impl Undo {
                 crate::cgroup::disable_subtree_controller(path, controller)
             }
             Undo::ReleaseTracefs { mountpoint } => {
-                if mountpoint != Path::new(crate::tracefs::MOUNTPOINT) {
+                if mountpoint != Path::new(crate::tracefs_mount::MOUNTPOINT) {
                     return Err(Error::unsupported(
                         format!("refusing to unmount {}", mountpoint.display()),
                         format!(
                             "swaplab only mounts tracefs at {}",
-                            crate::tracefs::MOUNTPOINT
+                            crate::tracefs_mount::MOUNTPOINT
                         ),
                         "the journal may have been edited by hand; remove it",
                     ));
                 }
-                crate::tracefs::release_mount(mountpoint)
+                crate::tracefs_mount::release_mount(mountpoint)
             }
         }
     }
@@ -642,7 +642,7 @@ pub struct Session {
     global_lock: Option<FileLock>,
     recovered: RecoveryReport,
     finished: bool,
-    tracefs_claim: Option<crate::tracefs::MountClaim>,
+    tracefs_claim: Option<crate::tracefs_mount::MountClaim>,
 }
 
 impl Session {
@@ -1041,19 +1041,23 @@ impl Session {
         Ok(path)
     }
 
-    /// The tracefs root, mounting tracefs at [`crate::tracefs::MOUNTPOINT`]
+    /// The tracefs root, mounting tracefs at [`crate::tracefs_mount::MOUNTPOINT`]
     /// when it is not mounted and we are root. The mount is journaled like
     /// every other change ([`Undo::ReleaseTracefs`]) and unmounted on
     /// restore, unless another swaplab session still uses it (the last one
     /// unmounts). A tracefs mounted by someone else is never unmounted.
     pub fn use_tracefs(&mut self) -> Result<PathBuf> {
         if self.tracefs_claim.is_some() {
-            if let Some(root) = crate::doctor::tracefs_root() {
+            if let Some(root) = crate::tracefs_mount::tracefs_root() {
                 return Ok(root);
             }
         }
         let journal = &mut self.journal;
-        let (root, claim) = crate::tracefs::find_or_mount(&mut |u| journal.record(u))?;
+        let (root, claim) = crate::tracefs_mount::find_or_mount(&mut |mp| {
+            journal.record(Undo::ReleaseTracefs {
+                mountpoint: mp.to_path_buf(),
+            })
+        })?;
         if claim.is_some() {
             self.tracefs_claim = claim;
         }

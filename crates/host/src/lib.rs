@@ -12,7 +12,7 @@
 //!   next session or [`journal::recover_all`]).
 //! * [`doctor`] — what this machine offers and what a missing piece disables.
 //! * [`faults`] — every page fault of a command's process tree, from perf
-//!   ([`perf`]) or a private tracefs instance ([`tracefs`]).
+//!   ([`faults::perf`]) or a private tracefs instance ([`faults::tracefs`]).
 //! * [`procfs`] — /proc readers a runner samples and the run record's
 //!   [`procfs::Environment`].
 //! * [`pagemap`] — which pages of a process are swapped, with their slots
@@ -61,13 +61,12 @@ pub mod faults;
 pub mod journal;
 pub mod maps;
 pub mod pagemap;
-pub mod perf;
 pub mod procfs;
 pub mod remote;
 pub mod signals;
 pub mod swap;
 pub mod sysctl;
-pub mod tracefs;
+pub mod tracefs_mount;
 pub mod util;
 
 pub use error::{Error, Result};

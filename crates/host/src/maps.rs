@@ -4,7 +4,7 @@
 //! [`RegionTracker`] follows the snapshots of the traced processes and
 //! keeps every region with the first and last time it was seen;
 //! [`watch_ranges`] picks the ranges of a snapshot whose pages can go to
-//! swap as anonymous memory, to give to [`crate::pagemap::PagemapWatcher`].
+//! swap as anonymous memory, to give to `pagemap::PagemapWatcher`.
 
 use std::collections::HashMap;
 use std::io;

@@ -2,7 +2,7 @@
 //!
 //! A [`PagemapWatcher`] is opened once per traced process and called at the
 //! sampling rate with the ranges to watch (usually
-//! [`crate::maps::watch_ranges`] of a fresh maps snapshot). Each
+//! `maps::watch_ranges` of a fresh maps snapshot). Each
 //! [`PagemapWatcher::scan`] reports the pages that went to swap since the
 //! previous scan, with their swap slot, and the pages that came back.
 //!

@@ -1,4 +1,4 @@
-//! Ctrl-C / SIGTERM handling so that a [`crate::journal::Session`] gets to
+//! Ctrl-C / SIGTERM handling so that a `journal::Session` gets to
 //! restore the system.
 //!
 //! [`SignalGuard::install`] replaces the default "die now" action of SIGINT,

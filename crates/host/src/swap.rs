@@ -1,7 +1,7 @@
 //! Swap areas scoped to an experiment: swap files, zram devices, zswap.
 //!
 //! [`SwapSpec`] is what a user writes (`file:1G,prio=5`, `zram:512M,algo=lz4`,
-//! `zswap:lzo`, `existing`). [`crate::journal::Session::add_swap`] sets one
+//! `zswap:lzo`, `existing`). `journal::Session::add_swap` sets one
 //! up and records how to undo it; the functions here are the raw,
 //! unrecorded steps (create a swap file, write a swap header, swapon(2),
 //! swapoff(2), find/reset zram devices) plus a /proc/swaps reader.
@@ -642,7 +642,7 @@ pub fn parse_crypto_compressors(text: &str) -> Vec<String> {
     names
 }
 
-/// What [`crate::journal::Session::add_swap`] set up.
+/// What `journal::Session::add_swap` set up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveSwap {
     /// The request.

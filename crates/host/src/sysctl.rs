@@ -3,7 +3,7 @@
 //!
 //! A [`Knob`] is a name plus the file behind it plus how its value is shown.
 //! Reading never changes anything; to change a knob *and have it restored*,
-//! go through [`crate::journal::Session::set_knob`] — [`Knob::write`] is the
+//! go through `journal::Session::set_knob` — [`Knob::write`] is the
 //! raw, unrecorded write.
 
 use std::fmt;
@@ -203,7 +203,7 @@ impl Knob {
     }
 
     /// Writes `value` without recording it anywhere. Prefer
-    /// [`crate::journal::Session::set_knob`], which restores it later.
+    /// `journal::Session::set_knob`, which restores it later.
     pub fn write(&self, value: &str) -> Result<()> {
         let value = value.trim();
         if value.is_empty() || value.contains('\n') {

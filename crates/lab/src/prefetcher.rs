@@ -4,7 +4,7 @@
 //! `leap` and `stride` run in a thread of swaplab during the run. They read
 //! the program's page faults live from perf software events
 //! (PAGE_FAULTS_MAJ woken on every sample, PAGE_FAULTS_MIN for the hits;
-//! the same events `swaplab trace` reads, see [`swaplab_host::perf`], but
+//! the same events `swaplab trace` reads, see [`swaplab_host::faults::perf`], but
 //! drained without the tracer's 50 ms reorder window), keep a history of
 //! fault-address deltas per thread, and when a trend holds ask the kernel
 //! to read the pages ahead of it into the swap cache with

@@ -1,4 +1,4 @@
-//! perf_event_open page-fault sampling (the [`crate::faults`] `perf` source).
+//! perf_event_open page-fault sampling (the `perf` source of [`super`]).
 //!
 //! Two software events per online CPU, PERF_COUNT_SW_PAGE_FAULTS_MAJ and
 //! PERF_COUNT_SW_PAGE_FAULTS_MIN, sample_period 1, sample_type
@@ -8,7 +8,7 @@
 //!
 //! With [`FaultOptions::sparse_majors`] a third event per CPU, a MAJ event
 //! sampling one fault in that many, starts switched off (no
-//! `enable_on_exec`): [`PerfTracer::set_sparse`] switches between it and the
+//! `enable_on_exec`): `PerfTracer::set_sparse` switches between it and the
 //! other two with PERF_EVENT_IOC_ENABLE/_DISABLE, which reach every
 //! inherited copy, so a whole process tree changes mode at once (a period
 //! change would reach only the started task).
@@ -46,11 +46,11 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::faults::{
+use super::sample::{
     monotonic_ns, online_cpus, FaultKind, FaultOptions, FaultSample, FaultSourceKind, FaultStats,
     Reorder, REORDER_WINDOW_NS,
 };
+use crate::error::{Error, Result};
 use crate::util;
 
 /// How long the child hook waits for the parent to map the rings.
@@ -406,7 +406,7 @@ struct Event {
     kind: FaultKind,
     /// Faults per sample (1: every fault).
     period: u64,
-    /// The sparse MAJ event ([`PerfTracer::set_sparse`]).
+    /// The sparse MAJ event (`PerfTracer::set_sparse`).
     sparse: bool,
 }
 
@@ -719,7 +719,7 @@ fn receive_rings(
 /// A running perf trace.
 pub struct PerfTracer {
     rings: Vec<Ring>,
-    /// The sparse MAJ event is on, MAJ and MIN off ([`PerfTracer::set_sparse`]).
+    /// The sparse MAJ event is on, MAJ and MIN off (`PerfTracer::set_sparse`).
     sparse: bool,
     reorder: Reorder,
     buf: Vec<u8>,
