@@ -817,7 +817,15 @@ pub fn swaplab_exe() -> Result<PathBuf> {
         return Ok(PathBuf::from(p));
     }
     if let Ok(me) = std::env::current_exe() {
-        if me.file_name().is_some_and(|n| n == "swaplab") {
+        // A binary replaced while it runs (a rebuild, an upgrade) reads
+        // "swaplab (deleted)" in /proc/self/exe: the new one at the same
+        // path drives the programs.
+        let name = me.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let me = match name.strip_suffix(" (deleted)") {
+            Some(n) => me.with_file_name(n),
+            None => me,
+        };
+        if me.file_name().is_some_and(|n| n == "swaplab") && me.is_file() {
             return Ok(me);
         }
     }
