@@ -75,7 +75,7 @@ fi
 pyenv_pid=$!
 
 phase native
-echo "== native (C) workloads: build with -Wall -Wextra -Werror and test"
+echo "== native (C): build with -Wall -Wextra -Werror and test (native/tests/run.sh: the workloads, the preload library, its TSan and ASan builds)"
 make -s -C native OUT="$PWD/target/native" || status=1
 bash native/tests/run.sh || status=1
 

@@ -2,15 +2,17 @@
 //! extracts on first use:
 //!
 //! * the C workloads in native/workloads into one executable,
-//!   `$OUT_DIR/swaplab-workload` (see `src/workload.rs`); same flags as
-//!   native/Makefile: -O2 -g -std=c11 -Wall -Wextra -pthread, -lm (-g for
-//!   file:line symbolization of allocation sites);
+//!   `$OUT_DIR/swaplab-workload` (see `src/workload.rs`);
 //! * the LD_PRELOAD allocation tracer native/preload into
-//!   `$OUT_DIR/libswaplab-preload.so` (see `src/preload.rs`): -O2 -g -fPIC
-//!   -shared -std=gnu11 -Wall -Wextra -Werror, -ldl -pthread.
+//!   `$OUT_DIR/libswaplab-preload.so` (see `src/preload.rs`);
 //! * the library's self-checking test program native/tests/preload_probe.c
 //!   into `$OUT_DIR/swaplab-preload-probe`, for tests/preload.rs only (not
 //!   embedded).
+//!
+//! The flags are native/Makefile's, read from native/cflags.mk
+//! (CFLAGS_COMMON and CFLAGS_/LDLIBS_ WORKLOAD, PRELOAD, PROBE: -O2 -g, -g
+//! for file:line symbolization of allocation sites, -Wall -Wextra -Werror),
+//! plus -ffile-prefix-map (below).
 //!
 //! Exports SWAPLAB_WORKLOAD_EXE / SWAPLAB_WORKLOAD_HASH,
 //! SWAPLAB_PRELOAD_SO / SWAPLAB_PRELOAD_HASH (path, content hash) and
@@ -33,11 +35,12 @@ fn main() {
     let root = native.parent().unwrap_or(&native).to_path_buf();
     let prefix_map = format!("-ffile-prefix-map={}=.", root.display());
     let out_dir = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let flags = CFlags::read(&native.join("cflags.mk"));
 
     let src_dir = native.join("workloads");
     let exe = out_dir.join("swaplab-workload");
     let sources = c_sources(&src_dir, "the C workloads live in native/workloads");
-    let compiler = c_compiler(&prefix_map, "c11", &["-pthread"]);
+    let compiler = c_compiler(&prefix_map, &flags, "CFLAGS_WORKLOAD");
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o")
@@ -45,29 +48,29 @@ fn main() {
         .args(&sources)
         .arg("-I")
         .arg(&src_dir);
-    cmd.args(["-pthread", "-lm", "-lpthread"]);
+    cmd.args(flags.get("LDLIBS_WORKLOAD"));
     run_compiler(cmd, compiler.path(), "the C workloads");
     export(&exe, "SWAPLAB_WORKLOAD_EXE", "SWAPLAB_WORKLOAD_HASH");
 
     let pre_dir = native.join("preload");
     let so = out_dir.join("libswaplab-preload.so");
     let sources = c_sources(&pre_dir, "the preload library lives in native/preload");
-    let compiler = c_compiler(&prefix_map, "gnu11", &["-fPIC", "-shared", "-Werror"]);
+    let compiler = c_compiler(&prefix_map, &flags, "CFLAGS_PRELOAD");
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o").arg(&so).args(&sources);
-    cmd.args(["-ldl", "-pthread"]);
+    cmd.args(flags.get("LDLIBS_PRELOAD"));
     run_compiler(cmd, compiler.path(), "the preload library");
     export(&so, "SWAPLAB_PRELOAD_SO", "SWAPLAB_PRELOAD_HASH");
 
     let probe_src = native.join("tests/preload_probe.c");
     println!("cargo:rerun-if-changed={}", probe_src.display());
     let probe = out_dir.join("swaplab-preload-probe");
-    let compiler = c_compiler(&prefix_map, "gnu11", &["-Werror"]);
+    let compiler = c_compiler(&prefix_map, &flags, "CFLAGS_PROBE");
     let mut cmd: Command = compiler.to_command();
     cmd.current_dir(&root);
     cmd.arg("-o").arg(&probe).arg(&probe_src);
-    cmd.args(["-ldl", "-lm", "-pthread"]);
+    cmd.args(flags.get("LDLIBS_PROBE"));
     run_compiler(cmd, compiler.path(), "the preload test probe");
     println!("cargo:rustc-env=SWAPLAB_PRELOAD_PROBE={}", probe.display());
 }
@@ -131,21 +134,62 @@ fn hash(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// The C compiler as every native build uses it: -O2 with debug info (the
-/// symbolizer reads it), paths relative to the checkout, `-std=STD`, -Wall
-/// -Wextra, plus `extra`.
-fn c_compiler(prefix_map: &str, std: &str, extra: &[&str]) -> cc::Tool {
+/// The C compiler as every native build uses it: native/cflags.mk's
+/// CFLAGS_COMMON (-O2 with debug info, which the symbolizer reads) and
+/// `what` (e.g. CFLAGS_PRELOAD), with paths relative to the checkout.
+fn c_compiler(prefix_map: &str, flags: &CFlags, what: &str) -> cc::Tool {
     let mut b = cc::Build::new();
-    b.cargo_metadata(false)
-        .opt_level(2)
-        .debug(false)
-        .flag("-g")
-        .flag(prefix_map)
-        .flag(format!("-std={std}"))
-        .flag("-Wall")
-        .flag("-Wextra");
-    for f in extra {
+    b.cargo_metadata(false).opt_level(2).debug(false);
+    for f in flags.get("CFLAGS_COMMON").iter().chain(flags.get(what)) {
         b.flag(f);
     }
+    b.flag(prefix_map);
     b.get_compiler()
+}
+
+/// native/cflags.mk: the C flags native/Makefile and this script share,
+/// one `NAME = flags` line each (`#` comments, nothing else of make's).
+struct CFlags {
+    path: PathBuf,
+    vars: Vec<(String, Vec<String>)>,
+}
+
+impl CFlags {
+    fn read(path: &Path) -> CFlags {
+        println!("cargo:rerun-if-changed={}", path.display());
+        let text = std::fs::read_to_string(path).unwrap_or_else(|e| {
+            panic!(
+                "swaplab-lab build: cannot read {}: {e} (the C flags of the swaplab checkout)",
+                path.display()
+            )
+        });
+        let mut vars = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let Some((name, value)) = line.split_once('=') else {
+                panic!(
+                    "swaplab-lab build: {}:{}: expected `NAME = flags`, got {line:?}",
+                    path.display(),
+                    i + 1
+                );
+            };
+            let value = value.split_whitespace().map(str::to_string).collect();
+            vars.push((name.trim().to_string(), value));
+        }
+        CFlags {
+            path: path.to_path_buf(),
+            vars,
+        }
+    }
+
+    fn get(&self, name: &str) -> &[String] {
+        self.vars
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or_else(|| panic!("swaplab-lab build: {} has no {name}", self.path.display()))
+    }
 }

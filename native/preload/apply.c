@@ -388,7 +388,7 @@ void apply_hint(int k, struct live_ent *e)
         } while (!__atomic_compare_exchange_n(&g_locked, &cur, cur + bytes, 1, __ATOMIC_RELAXED,
                                               __ATOMIC_RELAXED));
         if (!r) {
-            r = mlock((void *)e->addr, bytes) ? errno : 0;
+            r = sys_mlock((void *)e->addr, bytes) ? errno : 0;
             if (r)
                 __atomic_fetch_sub(&g_locked, bytes, __ATOMIC_RELAXED);
             else
@@ -428,7 +428,7 @@ void release(const struct live_ent *e, uint64_t addr, uint64_t len, uint32_t fun
         bg_remove(e->addr, e->size);
     if (e->locked) {
         if (unlock)
-            munlock((void *)e->addr, e->locked);
+            sys_munlock((void *)e->addr, e->locked);
         __atomic_fetch_sub(&g_locked, e->locked, __ATOMIC_RELAXED);
     }
     log_alloc(REC_FREE, func, addr, len, 0);

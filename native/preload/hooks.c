@@ -36,14 +36,14 @@ static void on_alloc(void *p, uint64_t size, uint32_t func, uint32_t kind)
     errno = saved;
 }
 
-static inline int tracking(void)
+NOSAN static inline int tracking(void)
 {
     return g_active && !t_guard;
 }
 
 /* ---- the sampler's fast paths (the rest: sample.c) ---- */
 /* A small allocation of n bytes at p: sample it when the count runs out. */
-static inline void small_alloc(void *p, uint64_t n, uint32_t func)
+NOSAN static inline void small_alloc(void *p, uint64_t n, uint32_t func)
 {
     if (!g_sample || !p || !tracking())
         return;
@@ -57,7 +57,7 @@ static inline void small_alloc(void *p, uint64_t n, uint32_t func)
 }
 
 /* Before a small block is freed or moved: logs the FREE of a sampled one. */
-static inline void small_free(void *p, uint32_t func)
+NOSAN static inline void small_free(void *p, uint32_t func)
 {
     if (!p || !__atomic_load_n(&g_smp_n, __ATOMIC_RELAXED))
         return;
@@ -65,15 +65,15 @@ static inline void small_free(void *p, uint32_t func)
     t_guard++;
     uint64_t a = (uint64_t)(uintptr_t)p;
     if (smp_take(a))
-        log_alloc(REC_FREE, func, a, malloc_usable_size(p), 0);
+        log_alloc(REC_FREE, func, a, libc_usable_size(p), 0);
     t_guard--;
     errno = saved;
 }
 
 /* Could p be a tracked heap object? (cheap, lock-free) */
-static inline int maybe_tracked(void *p)
+NOSAN static inline int maybe_tracked(void *p)
 {
-    return p && __atomic_load_n(&g_live_n, __ATOMIC_RELAXED) && malloc_usable_size(p) >= g_min;
+    return p && __atomic_load_n(&g_live_n, __ATOMIC_RELAXED) && libc_usable_size(p) >= g_min;
 }
 
 /* munmap, mmap MAP_FIXED and mremap of [lo, hi) in three steps: take the
@@ -163,7 +163,7 @@ static void unmap_commit(struct unmap_op *op, uint32_t func, uint64_t moved, uin
                 if (le == hi && moved_len > hi - lo)
                     ue = lo + moved_len; /* the kernel locks the growth too */
                 if (ue > s)
-                    munlock((void *)(moved + (s - lo)), ue - s);
+                    sys_munlock((void *)(moved + (s - lo)), ue - s);
             }
             __atomic_fetch_sub(&g_locked, le - s, __ATOMIC_RELAXED);
         }
@@ -196,9 +196,9 @@ static void unmap_keep(struct unmap_op *op, uint64_t moved)
             continue;
         uint64_t s = m->addr > lo ? m->addr : lo, le = lend < hi ? lend : hi;
         if (le > s)
-            munlock((void *)(moved + (s - lo)), le - s);
+            sys_munlock((void *)(moved + (s - lo)), le - s);
         if (lend > hi)
-            munlock((void *)hi, lend - hi);
+            sys_munlock((void *)hi, lend - hi);
         __atomic_fetch_sub(&g_locked, lend - s, __ATOMIC_RELAXED);
         m->locked = s - m->addr;
     }
@@ -207,7 +207,7 @@ static void unmap_keep(struct unmap_op *op, uint64_t moved)
 }
 
 /* ---- the interposed functions ---- */
-EXPORT void *malloc(size_t n)
+HOOK void *malloc(size_t n)
 {
     void *p = __libc_malloc(n);
     if (n < g_min)
@@ -217,7 +217,7 @@ EXPORT void *malloc(size_t n)
     return p;
 }
 
-EXPORT void *calloc(size_t n, size_t m)
+HOOK void *calloc(size_t n, size_t m)
 {
     void *p = __libc_calloc(n, m);
     size_t total;
@@ -230,7 +230,7 @@ EXPORT void *calloc(size_t n, size_t m)
     return p;
 }
 
-EXPORT void free(void *p)
+HOOK void free(void *p)
 {
     small_free(p, F_FREE);
     if (tracking() && maybe_tracked(p)) {
@@ -245,7 +245,7 @@ EXPORT void free(void *p)
     __libc_free(p);
 }
 
-EXPORT void *realloc(void *old, size_t n)
+HOOK void *realloc(void *old, size_t n)
 {
     small_free(old, F_REALLOC);
     if (!tracking())
@@ -260,7 +260,7 @@ EXPORT void *realloc(void *old, size_t n)
             if (e.flags & LF_BG)
                 bg_remove(e.addr, e.size);
             if (e.locked) {
-                munlock((void *)e.addr, e.locked);
+                sys_munlock((void *)e.addr, e.locked);
                 __atomic_fetch_sub(&g_locked, e.locked, __ATOMIC_RELAXED);
             }
         }
@@ -292,7 +292,7 @@ EXPORT void *realloc(void *old, size_t n)
     return p;
 }
 
-EXPORT int posix_memalign(void **out, size_t align, size_t n)
+HOOK int posix_memalign(void **out, size_t align, size_t n)
 {
     if (align < sizeof(void *) || (align & (align - 1)))
         return EINVAL;
@@ -309,7 +309,7 @@ EXPORT int posix_memalign(void **out, size_t align, size_t n)
     return 0;
 }
 
-EXPORT void *aligned_alloc(size_t align, size_t n)
+HOOK void *aligned_alloc(size_t align, size_t n)
 {
     void *p = __libc_memalign(align, n);
     if (n < g_min)
@@ -319,7 +319,7 @@ EXPORT void *aligned_alloc(size_t align, size_t n)
     return p;
 }
 
-EXPORT void *memalign(size_t align, size_t n)
+HOOK void *memalign(size_t align, size_t n)
 {
     void *p = __libc_memalign(align, n);
     if (n < g_min)
@@ -329,7 +329,7 @@ EXPORT void *memalign(size_t align, size_t n)
     return p;
 }
 
-EXPORT void *valloc(size_t n)
+HOOK void *valloc(size_t n)
 {
     void *p = __libc_valloc(n);
     if (n < g_min)
@@ -339,7 +339,7 @@ EXPORT void *valloc(size_t n)
     return p;
 }
 
-EXPORT void *pvalloc(size_t n)
+HOOK void *pvalloc(size_t n)
 {
     void *p = __libc_pvalloc(n);
     if (n < g_min)
@@ -349,7 +349,7 @@ EXPORT void *pvalloc(size_t n)
     return p;
 }
 
-EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+HOOK void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
     struct unmap_op op = {NULL, 0, 0};
     int track = tracking();
@@ -371,12 +371,12 @@ EXPORT void *mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
     return p;
 }
 
-EXPORT void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
+HOOK void *mmap64(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
     return mmap(a, n, prot, flags, fd, off);
 }
 
-EXPORT int munmap(void *a, size_t n)
+HOOK int munmap(void *a, size_t n)
 {
     if (!tracking())
         return sys_munmap(a, n);
@@ -392,7 +392,7 @@ EXPORT int munmap(void *a, size_t n)
     return r;
 }
 
-EXPORT void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
+HOOK void *mremap(void *old, size_t oldn, size_t n, int flags, ...)
 {
     void *want = NULL;
     if (flags & MREMAP_FIXED) {

@@ -46,6 +46,12 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define TLS __thread __attribute__((tls_model("initial-exec")))
+/* Not instrumented in a sanitizer build (native/Makefile's tsan and asan):
+ * the sanitizer's runtime calls malloc, free and mmap while it starts,
+ * before it can track anything, and those calls reach the interposed
+ * functions (HOOK) and what they call before tracking() (see hooks.c). */
+#define NOSAN __attribute__((no_sanitize("thread", "address")))
+#define HOOK EXPORT NOSAN
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the log format is little-endian; this library writes native structs"
@@ -58,6 +64,9 @@ extern void __libc_free(void *);
 extern void *__libc_memalign(size_t, size_t);
 extern void *__libc_valloc(size_t);
 extern void *__libc_pvalloc(size_t);
+/* glibc's backtrace (sanitizer runtimes interpose `backtrace` with a frame
+ * of their own, which would end the skipping of this library's frames) */
+extern int __backtrace(void **, int);
 
 /* Exported besides the interposed functions (tests). */
 EXPORT void swaplab_preload_stats(uint64_t out[4]);
@@ -169,6 +178,19 @@ void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *errname(int e);
 void *sys_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off);
 int sys_munmap(void *a, size_t n);
+/* mlock and munlock as system calls (sanitizer runtimes interpose them
+ * with calls that do nothing) */
+int sys_mlock(const void *a, size_t n);
+int sys_munlock(const void *a, size_t n);
+#ifdef __SANITIZE_ADDRESS__
+/* AddressSanitizer interposes malloc_usable_size and refuses glibc's
+ * blocks (this library allocates with __libc_malloc): glibc's own, found
+ * by libc_usable_size_init (the constructor). */
+size_t libc_usable_size(void *p);
+void libc_usable_size_init(void);
+#else
+#define libc_usable_size malloc_usable_size
+#endif
 int parse_u64(const char *s, int base, uint64_t *out);
 uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
 

@@ -233,7 +233,7 @@ static void stack_get(void *const *bt, int n, uint32_t *id, struct site_hints *s
 void capture(uint32_t *id, struct site_hints *sh)
 {
     void *bt[MAX_FRAMES + BT_EXTRA];
-    int n = backtrace(bt, MAX_FRAMES + BT_EXTRA);
+    int n = __backtrace(bt, MAX_FRAMES + BT_EXTRA);
     int s = 0;
     while (s < n && (uintptr_t)bt[s] >= g_self_lo && (uintptr_t)bt[s] < g_self_hi)
         s++;

@@ -87,19 +87,48 @@ const char *errname(int e)
     return s ? s : "EUNKNOWN";
 }
 
-void *sys_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
+NOSAN void *sys_mmap(void *a, size_t n, int prot, int flags, int fd, off_t off)
 {
     if (real_mmap)
         return real_mmap(a, n, prot, flags, fd, off);
     return (void *)syscall(SYS_mmap, a, n, prot, flags, fd, off);
 }
 
-int sys_munmap(void *a, size_t n)
+NOSAN int sys_munmap(void *a, size_t n)
 {
     if (real_munmap)
         return real_munmap(a, n);
     return (int)syscall(SYS_munmap, a, n);
 }
+
+int sys_mlock(const void *a, size_t n)
+{
+    return (int)syscall(SYS_mlock, a, n);
+}
+
+int sys_munlock(const void *a, size_t n)
+{
+    return (int)syscall(SYS_munlock, a, n);
+}
+
+#ifdef __SANITIZE_ADDRESS__
+static size_t (*libc_mus)(void *);
+
+NOSAN size_t libc_usable_size(void *p)
+{
+    return libc_mus ? libc_mus(p) : 0;
+}
+
+void libc_usable_size_init(void)
+{
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    if (libc)
+        libc_mus = (size_t(*)(void *))dlsym(libc, "malloc_usable_size");
+    if (!libc_mus)
+        say("AddressSanitizer build: glibc's malloc_usable_size not found; frees of tracked "
+            "heap objects are not seen");
+}
+#endif
 
 /* ---- parsers ---- */
 int parse_u64(const char *s, int base, uint64_t *out)

@@ -200,6 +200,8 @@ for a in "" "--pattern x --ops 5 --lat a --samples b" "--pattern cont --ops 0 --
 done
 
 check "preload library (native/tests/preload.sh)" "$here/tests/preload.sh" "$tmp/build"
+check "preload library under ThreadSanitizer and AddressSanitizer (native/tests/sanitize.sh)" \
+    "$here/tests/sanitize.sh" "$tmp/build"
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
