@@ -353,3 +353,277 @@ fn sigterm_and_sigkill_during_the_load_restore_everything() {
         assert_restored(&before, &format!("{test} ({sig})"));
     }
 }
+
+/// The postgres preset's private directory, or a skip: PostgreSQL is
+/// installed by apt-get when missing (root); on CI as root it must work.
+fn postgres_setup(test: &str) -> Option<serve::PostgresSetup> {
+    match serve::PostgresSetup::create(&mut |m| eprintln!("{test}: {m}")) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            if swaplab_testkit::on_ci() && swaplab_testkit::is_root() {
+                panic!("{test}: the postgres preset must work on CI as root: {e}");
+            }
+            swaplab_testkit::skip(
+                test,
+                swaplab_testkit::Facility::Program("postgres"),
+                format!("PostgreSQL cannot be set up here ({e}); apt-get install postgresql postgresql-contrib"),
+            );
+            None
+        }
+    }
+}
+
+/// Memory cgroups (v1 path or v2 path) holding processes named `comm`,
+/// with how many each holds, for processes outside the root group.
+fn groups_of(comm: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if name.trim() != comm {
+            continue;
+        }
+        let cg = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default();
+        let mem = cg.lines().find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+            (ctl.split(',').any(|c| c == "memory") || ctl.is_empty()).then(|| path.to_string())
+        });
+        if let Some(p) = mem.filter(|p| p != "/") {
+            *out.entry(p).or_insert(0) += 1;
+        }
+    }
+    out
+}
+
+/// The postgres preset at 100 % and 30 % of its peak with a pgbench
+/// scale of 1 (16 MiB): the server is a process tree (the postmaster and
+/// a backend per pgbench connection) inside the run's memory cgroup;
+/// pgbench's report and per-transaction logs give throughput and
+/// p50 ≤ p99 ≤ p99.9 ≤ max; the server stops on SIGTERM; the private
+/// directory (cluster, socket) goes when the setup is dropped; the system
+/// is left as it was.
+#[test]
+fn postgres_preset_at_100_and_30_percent() {
+    let test = "postgres_preset_at_100_and_30_percent";
+    if skip(test) {
+        return;
+    }
+    let _g = serial();
+    let Some(setup) = postgres_setup(test) else {
+        return;
+    };
+    let before = sys_state();
+    let (_dir, lab) = temp_lab();
+    let clients = 4;
+    let preset = setup
+        .preset(
+            16 << 20,
+            "select-only",
+            clients,
+            Duration::from_secs(4),
+            None,
+        )
+        .unwrap();
+    assert_eq!(preset.scale(), 1);
+    let (server, ready, fill, load) = preset.commands();
+    let req = ServeRequest {
+        preset: Some("postgres".into()),
+        server,
+        ready,
+        fill: Some(fill),
+        load,
+        limits: vec![LimitSpec::Percent(100.0), LimitSpec::Percent(30.0)],
+        repeat: 1,
+        options: RunOptions {
+            swap: vec!["file:256M".parse().unwrap()],
+            timeout: Some(Duration::from_secs(120)),
+            ..Default::default()
+        },
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(60),
+        grace: Duration::from_secs(10),
+        argv: vec!["test".into()],
+    };
+    // The postgres processes' memory cgroups while the study runs.
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (res, most) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| {
+            let mut most = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let n = groups_of("postgres").values().copied().max().unwrap_or(0);
+                most = most.max(n);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            most
+        });
+        let res = lab.serve(&req, &mut |p| {
+            if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
+                eprintln!(
+                    "run {} {} {}: {}",
+                    record.id,
+                    record.limit_label,
+                    record.dir.display(),
+                    record.outcome_text()
+                );
+            }
+        });
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        (res.unwrap(), watcher.join().unwrap())
+    });
+    assert_restored(&before, test);
+    // The postmaster and one backend per connection (and its helpers:
+    // checkpointer, writer, ...) in one memory group not the root.
+    assert!(
+        most > clients as usize,
+        "at most {most} postgres processes shared a memory cgroup"
+    );
+    let cal = res.calibration.as_ref().unwrap();
+    assert!(cal.ok, "calibration: {cal:#?}");
+    assert!(res.peak_bytes.unwrap() > 16 << 20, "{:?}", res.peak_bytes);
+    for r in &res.runs {
+        assert!(r.ok, "{r:#?}");
+        assert_eq!(r.stopped, "SIGTERM", "{r:#?}");
+        let l = r.load.as_ref().unwrap();
+        assert_eq!(l.format, "pgbench + per-transaction logs");
+        let t = &l.total;
+        assert!(t.throughput_rps.unwrap() > 0.0, "{t:?}");
+        assert!(t.requests.unwrap() > 0, "{t:?}");
+        let (p50, p99, p999, max) = (
+            t.p50_ms.unwrap(),
+            t.p99_ms.unwrap(),
+            t.p999_ms.unwrap(),
+            t.max_ms.unwrap(),
+        );
+        assert!(
+            p50 > 0.0 && p50 <= p99 && p99 <= p999 && p999 <= max,
+            "{t:?}"
+        );
+        // Every transaction of the report is in the logs (the CDF's last count).
+        assert_eq!(t.cdf.last().unwrap().1, t.requests.unwrap(), "{t:?}");
+        assert!(r.run_dir.join("load.stdout.txt").is_file());
+        let logs = std::fs::read_dir(&r.run_dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("pgbench_log"))
+            .count();
+        assert_eq!(logs, 2, "one log per pgbench thread");
+        assert!(r.metrics["peak_bytes"] > 0.0);
+        let phases: Vec<&str> = r.phases.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(phases, ["start", "fill", "load"]);
+    }
+    let low = res.runs.iter().find(|r| r.limit_label == "30%").unwrap();
+    assert!(low.metrics["peak_bytes"] <= low.limit_bytes.unwrap() as f64);
+    eprintln!(
+        "30 %: {:.0} tps, p99 {:.3} ms, cgroup major faults {}",
+        low.load.as_ref().unwrap().total.throughput_rps.unwrap(),
+        low.load.as_ref().unwrap().total.p99_ms.unwrap(),
+        low.metrics.get("cg_pgmajfault").copied().unwrap_or(-1.0)
+    );
+    let dir = setup.dir.clone();
+    assert!(dir.join("template").is_dir());
+    drop(setup);
+    assert!(!dir.exists(), "{} outlived the setup", dir.display());
+}
+
+/// `serve` with a trace (redis, 8 MiB of values under an 8 MiB limit):
+/// the run's trace directory holds the load phase only (every fault and
+/// swap event between the load's start and end; the whole run kept in
+/// whole-run/ with more faults), phases.json says when each phase was,
+/// and advise's steps (analyze, advise, screen, hint file) run on it.
+#[test]
+fn a_traced_server_has_its_load_phase_for_advise() {
+    let test = "a_traced_server_has_its_load_phase_for_advise";
+    if skip(test)
+        || redis_missing(test)
+        || swaplab_testkit::skip_unless(test, &[swaplab_testkit::Facility::Perf])
+    {
+        return;
+    }
+    let _g = serial();
+    let before = sys_state();
+    let (dir, lab) = temp_lab();
+    let preset = RedisPreset {
+        port: serve::free_port().unwrap(),
+        size: 8 << 20,
+        value_bytes: 1024,
+        requests: Some(20_000),
+        clients: 10,
+    };
+    let (server, ready, fill, load) = preset.commands();
+    let out = dir.path().join("trace");
+    let req = ServeRequest {
+        preset: Some("redis".into()),
+        server,
+        ready,
+        fill: Some(fill),
+        load,
+        limits: vec![LimitSpec::Bytes(8 << 20)],
+        repeat: 1,
+        options: RunOptions {
+            swap: vec!["file:128M".parse().unwrap()],
+            timeout: Some(Duration::from_secs(120)),
+            trace: Some(swaplab_lab::tracing::TraceConfig {
+                out: Some(out.clone()),
+                // redis-server dies of SIGSEGV under the preload library.
+                allocs: false,
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(30),
+        grace: Duration::from_secs(10),
+        argv: vec!["test".into()],
+    };
+    let res = lab.serve(&req, &mut |_| {}).unwrap();
+    assert_restored(&before, test);
+    let r = &res.runs[0];
+    assert!(r.ok, "{r:#?}");
+    assert_eq!(r.trace_dir.as_deref(), Some(out.as_path()));
+    use swaplab_trace::trace_dir as td;
+    let meta = td::read_meta(&out).unwrap();
+    let t = td::read_tables(&out).unwrap();
+    let whole = td::read_tables(&out.join(serve::WHOLE_RUN_TRACE)).unwrap();
+    let load = r.phases.iter().find(|p| p.name == "load").unwrap();
+    let (from, to) = (
+        load.start_monotonic_ns - meta.t0_monotonic_ns,
+        load.end_monotonic_ns - meta.t0_monotonic_ns,
+    );
+    assert!(t.faults.iter().all(|f| f.t_ns >= from && f.t_ns <= to));
+    assert!(t.swaps.iter().all(|s| s.t_ns >= from && s.t_ns <= to));
+    // The start and the fill fault too: the whole run has more.
+    assert!(
+        whole.faults.len() > t.faults.len(),
+        "{} vs {}",
+        whole.faults.len(),
+        t.faults.len()
+    );
+    assert_eq!(meta.counts.faults, t.faults.len() as u64);
+    // Under an 8 MiB limit random GETs of 8 MiB of values swap.
+    let majors = t
+        .faults
+        .iter()
+        .filter(|f| f.kind == swaplab_trace::events::FaultKind::Major)
+        .count();
+    assert!(majors > 100, "{majors} major faults in the load phase");
+    assert!(meta.options.get("serve").is_some(), "{:?}", meta.options);
+    let phases: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("phases.json")).unwrap()).unwrap();
+    assert_eq!(phases["phases"][2]["name"], "load");
+    // What `swaplab advise DIR` does, without its verification runs.
+    use swaplab_analysis::{advise, analyze, predict};
+    let an = analyze::analyze(&t, &analyze::AnalyzeOptions::default());
+    assert!(an.totals.faults > 0);
+    let ctx = advise::AdviseContext {
+        limit_bytes: meta.run_limit_bytes(),
+        ..advise::AdviseContext::of_trace(&meta)
+    };
+    assert_eq!(ctx.limit_bytes, Some(8 << 20));
+    let mut advice = advise::advise(&an, &t, &ctx);
+    let screened = predict::screen(&an, &t, &ctx, &mut advice);
+    let file = predict::hint_file(&advice, ctx.mlock_budget().unwrap_or(0), &screened);
+    file.to_toml();
+}
