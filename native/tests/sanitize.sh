@@ -57,7 +57,8 @@ export ASAN_OPTIONS="verify_asan_link_order=0 detect_leaks=0"
 # WANT_RC and the sanitizer reported nothing.
 runs() {
     local san=$1 d=$2 want=$3; shift 3
-    timeout 300 env LD_PRELOAD="$SO" "$@" >"$tmp/out" 2>"$tmp/err"; local rc=$?
+    timeout 300 env -u SWAPLAB_HINTS -u SWAPLAB_ALLOC_DIR -u SWAPLAB_PREFETCH LD_PRELOAD="$SO" "$@" \
+        >"$tmp/out" 2>"$tmp/err"; local rc=$?
     local reports
     reports=$(grep -c 'WARNING: ThreadSanitizer\|ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|Sanitizer:DEADLYSIGNAL' "$tmp/err")
     if [ "$rc" = "$want" ] && [ "$reports" = 0 ]; then
@@ -91,11 +92,16 @@ for san in tsan asan; do
     # the probe's modes (as in preload.sh; hints learned from its own log)
     d=$tmp/$san; rm -rf "$d"; mkdir -p "$d/learn"
     runs $san "probe hints" 0 SWAPLAB_ALLOC_DIR="$d/learn" "$P" hints "$d/hints" $((3 << 20))
-    probe() { # probe WANT... MODE ARGS...
+    probe() { # probe MODE ARGS...: with the hints
         rm -rf "$d/logs"; mkdir -p "$d/logs"
         runs $san "probe $*" 0 SWAPLAB_ALLOC_DIR="$d/logs" SWAPLAB_HINTS="$d/hints" "$P" "$@"
     }
-    probe remap
+    if [ "$root" = 1 ]; then
+        probe remap
+    else # (its hints mlock 2 MiB)
+        rm -rf "$d/logs"; mkdir -p "$d/logs"
+        runs $san "probe remap (no hints)" 0 SWAPLAB_ALLOC_DIR="$d/logs" "$P" remap
+    fi
     probe dliter
     probe many 20000
     [ "$san" = asan ] && probe gate
