@@ -11,6 +11,7 @@ pub mod linux;
 pub mod linux_rrip;
 pub mod lirs;
 pub mod lru;
+pub mod mglru;
 pub mod opt;
 pub mod rrip;
 pub mod s3fifo;
@@ -28,6 +29,7 @@ pub static REGISTRY: &[&PolicyInfo] = &[
     &rrip::BRRIP,
     &rrip::DRRIP,
     &linux_rrip::INFO,
+    &mglru::INFO,
     &arc::INFO,
     &twoq::INFO,
     &lirs::INFO,
