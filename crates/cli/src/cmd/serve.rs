@@ -66,7 +66,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "LIST", default_value = "100%,50%,25%")]
     pub limits: String,
     /// Runs per cell (default 3; 1 with --trace).
-    #[arg(long)]
+    #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
     #[command(flatten)]
     pub settings: super::run::SettingArgs,
