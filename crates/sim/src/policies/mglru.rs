@@ -38,7 +38,13 @@
 //!   `MIN_NR_GENS + 1` generations ("better to run aging even though
 //!   eviction is still possible"), which the kernel does only below
 //!   `DEF_PRIORITY`, i.e. when a first pass reclaimed too little; then there
-//!   are 3 or 4 generations.
+//!   are 3 or 4 generations. With `access=pte` the victims are the same
+//!   either way (a test checks it): both age exactly when the oldest
+//!   generation has drained, the extra agings find no young bits, and the
+//!   walk gives the same second chance as a rejection at eviction. The
+//!   setting matters with `access=fd` (where new pages go, the
+//!   controller's windows), for `MADV_COLD` (`max_seq - 1`) and for the
+//!   birth times `min_ttl_ms` reads.
 //! * **Eviction** (`evict_folios` → `isolate_folios` → `scan_folios` →
 //!   `sort_folio` / `isolate_folio`, then `shrink_folio_list` and
 //!   `try_to_inc_min_seq`), one page per miss once memory is full. The
@@ -1097,6 +1103,27 @@ mod tests {
                     }
                 }
                 p.check();
+            }
+        }
+    }
+
+    #[test]
+    fn property_eager_aging_evicts_the_same_pages_under_pte_access() {
+        // With access=pte both settings age exactly when the oldest
+        // generation has drained (the extra agings of eager=1 find no young
+        // bits), and the walk gives the same second chance as a rejection:
+        // the concatenated queues and so the victims are the same.
+        for seed in 1..5 {
+            let t = random_trace(20_000, 600, seed);
+            for cap in [1, 7, 64, 300] {
+                let victims = |spec: &str| {
+                    let mut p = build(spec, cap, 600);
+                    t.iter()
+                        .enumerate()
+                        .map(|(k, &id)| p.access(id as u32, &req(k as u64)))
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(victims("mglru"), victims("mglru:eager=1"), "cap {cap}");
             }
         }
     }
