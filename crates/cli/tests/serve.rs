@@ -65,6 +65,7 @@ fn serve_trace_then_advise() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "advise: {out}{err}");
     assert!(out.contains("advice for a limit of 8M"), "{out}");
+    assert!(out.contains("apply with: swaplab serve"), "{out}");
     assert!(trace.join("hints.toml").is_file());
     let o = swaplab(dir.path(), &["advise", t, "--verify"]);
     assert_ne!(o.status.code(), Some(0));

@@ -604,15 +604,25 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             println!("\nno hint pays: the hint file written keeps none (run without hints)");
         }
     }
+    let apply = if served {
+        format!(
+            "swaplab serve ... --variant base= --variant hinted=\"--hints {}\"",
+            out.display()
+        )
+    } else {
+        format!(
+            "swaplab run --hints {} --mem-limit ... -- CMD",
+            out.display()
+        )
+    };
     println!(
-        "\nwrote {} ({} hints{}); apply with: swaplab run --hints {} --mem-limit ... -- CMD",
+        "\nwrote {} ({} hints{}); apply with: {apply}",
         out.display(),
         file.hints.len(),
         file.prefetch
             .as_ref()
             .map(|p| format!(" and prefetch {p}"))
             .unwrap_or_default(),
-        out.display()
     );
     Ok(())
 }
