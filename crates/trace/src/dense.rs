@@ -3,7 +3,6 @@
 //! hashing. 4 bytes per reference plus one bit for the op, and 8 bytes per
 //! distinct page for the reverse map.
 use crate::{Error, RefBatch, RefSource, Result, Source};
-use rustc_hash::FxHashMap;
 
 #[derive(Debug, Clone)]
 pub struct DenseTrace {
@@ -50,9 +49,7 @@ impl DenseTrace {
         let mut b = Builder::default();
         let mut batch = RefBatch::default();
         while src.next_batch(&mut batch, 1 << 16)? {
-            for i in 0..batch.len() {
-                b.push(batch.page[i], batch.write[i])?;
-            }
+            b.push_batch(&batch.page, &batch.write)?;
             progress(b.ids.len() as u64);
         }
         Ok(b.finish(src.page_size(), src.source()))
@@ -96,8 +93,13 @@ impl DenseTrace {
             }
         }
         let mut b = Builder::default();
-        for (i, &p) in pages.iter().enumerate() {
-            b.push(p, writes.is_some_and(|w| w[i]))?;
+        match writes {
+            Some(w) => b.push_batch(pages, w)?,
+            None => {
+                for chunk in pages.chunks(1 << 16) {
+                    b.push_batch(chunk, &[])?;
+                }
+            }
         }
         Ok(b.finish(page_size, source))
     }
@@ -157,8 +159,136 @@ impl DenseTrace {
     }
 }
 
-struct Builder {
-    map: FxHashMap<u64, u32>,
+/// Page number → dense id: the loader's hot path, hand-written.
+///
+/// Every reference of an imported trace (oracleGeneral, CSV, text) goes
+/// through one lookup, and with millions of distinct pages nearly every
+/// lookup misses the CPU caches: a general-purpose map (hashbrown with
+/// FxHash) waited on memory one lookup at a time, about 13 M refs/s. This
+/// table is open addressing with linear probing over 16-byte slots
+/// (a key and its id: one cache line holds four), indexed by the top bits of
+/// a Fibonacci hash, and [`IdMap::map_batch`] loads the slot of the
+/// reference [`AHEAD`] places ahead before resolving the current one, so
+/// that many cache misses are in flight at once instead of one.
+pub(crate) struct IdMap {
+    slots: Vec<Slot>,
+    /// 64 − log2(slots.len()).
+    shift: u32,
+    len: usize,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    key: u64,
+    /// [`EMPTY`] for a free slot.
+    id: u32,
+}
+
+const EMPTY: u32 = u32::MAX;
+/// How many references ahead [`IdMap::map_batch`] touches the slot it will
+/// need (enough to cover a memory latency at a few ns per lookup).
+const AHEAD: usize = 16;
+/// The table doubles when it is this full (1/2: short probe runs).
+const MAX_LOAD_NUM: usize = 1;
+const MAX_LOAD_DEN: usize = 2;
+
+impl Default for IdMap {
+    fn default() -> Self {
+        IdMap::with_slots(1 << 16)
+    }
+}
+
+impl IdMap {
+    fn with_slots(n: usize) -> Self {
+        let n = n.next_power_of_two().max(16);
+        IdMap {
+            slots: vec![Slot { key: 0, id: EMPTY }; n],
+            shift: 64 - n.trailing_zeros(),
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// Appends the dense id of each of `pages` to `ids`; a page not seen
+    /// before gets the next id and is appended to `new_pages` (so ids are
+    /// numbered in order of first reference).
+    pub(crate) fn map_batch(
+        &mut self,
+        pages: &[u64],
+        ids: &mut Vec<u32>,
+        new_pages: &mut Vec<u64>,
+    ) {
+        ids.reserve(pages.len());
+        for (i, &key) in pages.iter().enumerate() {
+            if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
+                self.grow();
+            }
+            if let Some(&ahead) = pages.get(i + AHEAD) {
+                self.prefetch(self.home(ahead));
+            }
+            let mask = self.slots.len() - 1;
+            let mut at = self.home(key);
+            loop {
+                let slot = &mut self.slots[at];
+                if slot.id == EMPTY {
+                    let id = new_pages.len() as u32;
+                    *slot = Slot { key, id };
+                    new_pages.push(key);
+                    self.len += 1;
+                    ids.push(id);
+                    break;
+                }
+                if slot.key == key {
+                    ids.push(slot.id);
+                    break;
+                }
+                at = (at + 1) & mask;
+            }
+        }
+    }
+
+    /// Asks the CPU to bring slot `at` into the cache (a hint: nothing
+    /// waits for it). Measured on 50 M Zipf references over 5.3 M distinct
+    /// pages, CPU time: 1.5–1.7 s with it, 2.0–2.6 s without, 2.3–2.5 s
+    /// for hashbrown with FxHash; a plain load instead of the hint
+    /// (`black_box`) was slower than none (3 s: it holds up retirement).
+    #[inline]
+    #[allow(unsafe_code)]
+    fn prefetch(&self, at: usize) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is a hint that never faults and has no
+        // effect on memory; the pointer stays inside the table
+        // (`at` < slots.len(), wrapping_add never dereferences).
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().wrapping_add(at).cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = at;
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::replace(self, IdMap::with_slots(self.slots.len() * 2));
+        self.len = old.len;
+        let mask = self.slots.len() - 1;
+        for s in old.slots.into_iter().filter(|s| s.id != EMPTY) {
+            let mut at = self.home(s.key);
+            while self.slots[at].id != EMPTY {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = s;
+        }
+    }
+}
+
+/// Builds a [`DenseTrace`] from references in order (the importers'
+/// loaders).
+pub(crate) struct Builder {
+    map: IdMap,
     ids: Vec<u32>,
     writes: Vec<u64>,
     pages: Vec<u64>,
@@ -169,7 +299,7 @@ struct Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
-            map: FxHashMap::default(),
+            map: IdMap::default(),
             ids: Vec::new(),
             writes: Vec::new(),
             pages: Vec::new(),
@@ -179,27 +309,34 @@ impl Default for Builder {
 }
 
 impl Builder {
-    #[inline]
     fn push(&mut self, page: u64, write: bool) -> Result<()> {
+        self.push_batch(&[page], &[write])
+    }
+
+    /// Appends references; `writes` is as long as `pages`, or empty for
+    /// reads only.
+    pub(crate) fn push_batch(&mut self, pages: &[u64], writes: &[bool]) -> Result<()> {
         let n = self.ids.len();
-        if n >= self.limit {
+        if n + pages.len() > self.limit {
             return Err(too_long());
         }
-        let next = self.pages.len() as u32;
-        let id = *self.map.entry(page).or_insert(next);
-        if id == next {
-            self.pages.push(page);
+        self.map.map_batch(pages, &mut self.ids, &mut self.pages);
+        self.writes.resize((n + pages.len()).div_ceil(64), 0);
+        for (k, &w) in writes.iter().enumerate() {
+            if w {
+                let i = n + k;
+                self.writes[i >> 6] |= 1 << (i & 63);
+            }
         }
-        if n & 63 == 0 {
-            self.writes.push(0);
-        }
-        if write {
-            self.writes[n >> 6] |= 1 << (n & 63);
-        }
-        self.ids.push(id);
         Ok(())
     }
-    fn finish(self, page_size: u64, source: Source) -> DenseTrace {
+
+    /// References so far.
+    pub(crate) fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub(crate) fn finish(self, page_size: u64, source: Source) -> DenseTrace {
         DenseTrace {
             ids: self.ids,
             writes: self.writes,
@@ -223,6 +360,45 @@ mod tests {
         assert!(!t.is_write(0) && t.is_write(1) && t.is_write(2) && !t.is_write(4));
         assert_eq!(t.write_count(), 2);
         assert_eq!(t.next_use(), vec![2, 4, NEVER, NEVER, NEVER]);
+    }
+
+    /// The hand-written table against a std HashMap numbering pages in
+    /// order of first use, through many doublings, with the keys a table
+    /// could trip on (0, u64::MAX, keys sharing their high or low bits).
+    #[test]
+    fn the_id_map_numbers_like_a_hash_map_through_growth() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(7);
+        let mut pages: Vec<u64> = vec![0, u64::MAX, 0, 1 << 63, u64::MAX, 1];
+        for _ in 0..300_000 {
+            let k: u64 = match rng.random_range(0..4) {
+                0 => rng.random_range(0..50_000),
+                1 => rng.random_range(0..50_000u64) << 40,
+                2 => u64::MAX - rng.random_range(0..1000),
+                _ => rng.random(),
+            };
+            pages.push(k);
+        }
+        let mut want_ids = Vec::new();
+        let mut want_pages = Vec::new();
+        let mut seen = std::collections::HashMap::new();
+        for &p in &pages {
+            let next = want_pages.len() as u32;
+            let id = *seen.entry(p).or_insert(next);
+            if id == next {
+                want_pages.push(p);
+            }
+            want_ids.push(id);
+        }
+        let mut map = IdMap::with_slots(16);
+        let (mut ids, mut new_pages) = (Vec::new(), Vec::new());
+        for chunk in pages.chunks(1000) {
+            map.map_batch(chunk, &mut ids, &mut new_pages);
+        }
+        assert_eq!(new_pages, want_pages);
+        assert_eq!(ids, want_ids);
+        assert_eq!(map.len, want_pages.len());
+        assert!(map.slots.len() >= 2 * map.len);
     }
 
     #[test]
