@@ -5,7 +5,7 @@
 //! settings, recorded in the catalog) with three observers:
 //!
 //! * **fault events** of the whole process tree from
-//!   [`swaplab_host::perf`] (default) or [`swaplab_host::tracefs`]; the
+//!   [`swaplab_host::faults::perf`] (default) or [`swaplab_host::faults::tracefs`]; the
 //!   events are opened in the child between fork and exec, so nothing of the
 //!   program is missed, and drained every [`DRAIN_PERIOD`] by the tracer
 //!   thread;

@@ -22,6 +22,8 @@ const POLICIES: &[&str] = &[
     "clock",
     "linux",
     "linux:ratio=2",
+    "mglru",
+    "mglru:access=fd",
     "arc",
     "lirs",
     "opt",
