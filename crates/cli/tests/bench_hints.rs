@@ -379,17 +379,16 @@ fn leap_saves_the_same_share_however_the_program_is_started() {
         direct > 0.5,
         "leap should save most of traverse's major faults at half its array: {saved:?}"
     );
-    // ±8 points, not the ±5 asked for: the direct start is the one that
-    // loses most (its only process goes to sparse sampling while it fills
-    // the array and finds the walk through one fault in 16 before it asks
-    // for anything: 300-600 faults; docs/prefetch.md), while a wrapped start
-    // samples every fault from the first (a second process keeps sampling
-    // dense). Seen on this machine: direct 89.5-93.3 %, the others
-    // 93.7-99.4 % (Python's own faults, paged back at its exit, are saved
-    // too).
+    // ±5 points. Every start goes to sparse sampling while traverse fills
+    // its array and finds the walk through one fault in 16 (enable and
+    // disable reach the whole tree), so each loses about the same few
+    // hundred faults before the first request. Seen here with other work
+    // on the machine: direct 93.3-94.4 %, the others 90.8-97.4 % (Python's
+    // own faults, paged back at its exit, are saved too); on a machine
+    // loaded four times over its CPUs the spread grew past 10 points.
     for (name, share) in &saved {
         assert!(
-            (share - direct).abs() <= 0.08,
+            (share - direct).abs() <= 0.05,
             "{name} saved {:.1} % of base's major faults, the direct start {:.1} %: {saved:?}",
             share * 100.0,
             direct * 100.0
