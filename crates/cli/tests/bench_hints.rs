@@ -286,7 +286,7 @@ fn bad_hints_arguments_say_what_to_do() {
 /// through `sh -c`, through `swaplab workload run`, through a Python
 /// launcher (`subprocess.call`) and with `--fork` (the parent fills the
 /// array, a forked child sweeps it) saves the same share of base's major
-/// faults (±8 points of the direct start's base, medians of 3; see below)
+/// faults (±5 points of the direct start's base, medians of 3; see below)
 /// under the same limit. Before the
 /// prefetcher served each process in its own address space, every start
 /// but the direct one got no request at all (it watched the launcher).
