@@ -331,11 +331,6 @@ impl Builder {
         Ok(())
     }
 
-    /// References so far.
-    pub(crate) fn len(&self) -> usize {
-        self.ids.len()
-    }
-
     pub(crate) fn finish(self, page_size: u64, source: Source) -> DenseTrace {
         DenseTrace {
             ids: self.ids,

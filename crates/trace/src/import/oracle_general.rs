@@ -64,22 +64,61 @@ impl<R: Read> OracleGeneralReader<R> {
 }
 
 impl<R: Read> OracleGeneralReader<R> {
+    /// Two threads: this one reads and decodes blocks of ids (and
+    /// decompresses a `.zst`), a second maps them to dense ids, so that the
+    /// two costs overlap on two cores.
     fn load_dense_ids(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
         const BLOCK: usize = 1 << 16;
-        let mut b = Builder::default();
-        let mut buf = vec![0u8; BLOCK * RECORD];
-        let mut keys: Vec<u64> = Vec::with_capacity(BLOCK);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u64>>(4);
+        let (back, spare) = std::sync::mpsc::channel::<Vec<u64>>();
+        std::thread::scope(|scope| {
+            let mapper = scope.spawn(move || -> Result<Builder> {
+                let mut b = Builder::default();
+                for keys in rx {
+                    b.push_batch(&keys, &[])?;
+                    let _ = back.send(keys);
+                }
+                Ok(b)
+            });
+            let read = self.read_blocks(BLOCK, &tx, &spare, progress);
+            drop(tx);
+            let built = mapper
+                .join()
+                .map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
+            // The mapper's error (a trace too long) explains a failed send.
+            let b = built?;
+            read?;
+            Ok(b.finish(self.opts.page_size, self.source()))
+        })
+    }
+
+    /// Reads the whole input, sending its ids in blocks of `block` records.
+    fn read_blocks(
+        &mut self,
+        block: usize,
+        tx: &std::sync::mpsc::SyncSender<Vec<u64>>,
+        spare: &std::sync::mpsc::Receiver<Vec<u64>>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<()> {
+        let mut buf = vec![0u8; block * RECORD];
+        let mut sent = 0u64;
         loop {
             let n = self.read_full(&mut buf)?;
             let whole = n / RECORD * RECORD;
+            let mut keys = spare
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(block));
             keys.clear();
             keys.extend(
                 buf[..whole]
                     .chunks_exact(RECORD)
                     .map(|r| u64::from_le_bytes(r[4..12].try_into().expect("8 bytes"))),
             );
-            b.push_batch(&keys, &[])?;
-            progress(b.len() as u64);
+            sent += keys.len() as u64;
+            if tx.send(keys).is_err() {
+                return Ok(()); // the mapper stopped: its error is the one to report
+            }
+            progress(sent);
             if n > whole {
                 self.done = true;
                 return Err(truncated(self.offset + whole as u64, n - whole));
@@ -87,10 +126,9 @@ impl<R: Read> OracleGeneralReader<R> {
             self.offset += whole as u64;
             if n < buf.len() {
                 self.done = true;
-                break;
+                return Ok(());
             }
         }
-        Ok(b.finish(self.opts.page_size, self.source()))
     }
 }
 
