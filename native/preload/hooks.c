@@ -217,6 +217,13 @@ HOOK void *malloc(size_t n)
     return p;
 }
 
+/* The size of a block the hooks gave out, from the allocator that made it
+ * (glibc), whatever allocator the program linked (preload.h). */
+HOOK size_t malloc_usable_size(void *p)
+{
+    return libc_usable_size(p);
+}
+
 HOOK void *calloc(size_t n, size_t m)
 {
     void *p = __libc_calloc(n, m);

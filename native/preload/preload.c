@@ -265,9 +265,7 @@ __attribute__((constructor)) static void preload_init(void)
     real_mmap = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
     real_munmap = (int (*)(void *, size_t))dlsym(RTLD_NEXT, "munmap");
     real_mremap = (void *(*)(void *, size_t, size_t, int, ...))dlsym(RTLD_NEXT, "mremap");
-#ifdef __SANITIZE_ADDRESS__
     libc_usable_size_init();
-#endif
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -182,15 +182,15 @@ int sys_munmap(void *a, size_t n);
  * with calls that do nothing) */
 int sys_mlock(const void *a, size_t n);
 int sys_munlock(const void *a, size_t n);
-#ifdef __SANITIZE_ADDRESS__
-/* AddressSanitizer interposes malloc_usable_size and refuses glibc's
- * blocks (this library allocates with __libc_malloc): glibc's own, found
- * by libc_usable_size_init (the constructor). */
+/* glibc's malloc_usable_size, found with dlsym in libc itself (on first use
+ * or by libc_usable_size_init in the constructor): this library allocates
+ * with __libc_malloc, and the program's own malloc_usable_size may be
+ * another allocator's (a program linked with libjemalloc, such as Debian's
+ * redis-server, gets glibc's blocks through the hooks and asked jemalloc
+ * their size: SIGSEGV), or AddressSanitizer's, which refuses glibc's
+ * blocks. The library exports malloc_usable_size too (hooks.c). */
 size_t libc_usable_size(void *p);
 void libc_usable_size_init(void);
-#else
-#define libc_usable_size malloc_usable_size
-#endif
 int parse_u64(const char *s, int base, uint64_t *out);
 uint64_t parse_size_env(const char *name, const char *v, uint64_t dflt);
 

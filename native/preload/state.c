@@ -111,24 +111,29 @@ int sys_munlock(const void *a, size_t n)
     return (int)syscall(SYS_munlock, a, n);
 }
 
-#ifdef __SANITIZE_ADDRESS__
 static size_t (*libc_mus)(void *);
+
+NOSAN void libc_usable_size_init(void)
+{
+    if (__atomic_load_n(&libc_mus, __ATOMIC_ACQUIRE))
+        return;
+    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+    size_t (*f)(void *) = libc ? (size_t(*)(void *))dlsym(libc, "malloc_usable_size") : NULL;
+    if (!f)
+        say("glibc's malloc_usable_size not found; frees of tracked heap objects are not seen");
+    else
+        __atomic_store_n(&libc_mus, f, __ATOMIC_RELEASE);
+}
 
 NOSAN size_t libc_usable_size(void *p)
 {
-    return libc_mus ? libc_mus(p) : 0;
+    size_t (*f)(void *) = __atomic_load_n(&libc_mus, __ATOMIC_ACQUIRE);
+    if (!f) {
+        libc_usable_size_init();
+        f = __atomic_load_n(&libc_mus, __ATOMIC_ACQUIRE);
+    }
+    return f && p ? f(p) : 0;
 }
-
-void libc_usable_size_init(void)
-{
-    void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-    if (libc)
-        libc_mus = (size_t(*)(void *))dlsym(libc, "malloc_usable_size");
-    if (!libc_mus)
-        say("AddressSanitizer build: glibc's malloc_usable_size not found; frees of tracked "
-            "heap objects are not seen");
-}
-#endif
 
 /* ---- parsers ---- */
 int parse_u64(const char *s, int base, uint64_t *out)
