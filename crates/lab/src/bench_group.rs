@@ -5,7 +5,7 @@
 //! `$SWAPLAB_HOME/benches/sN.json`. So `swaplab runs --sweeps` lists
 //! benchmarks beside sweeps, `swaplab show sN` tabulates their runs, and
 //! `swaplab report sN` draws the benchmark's own section.
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::catalog::Catalog;
 use crate::options::{LimitSpec, RunOptions};
@@ -13,10 +13,7 @@ use crate::record::{Role, RunRecord, Status};
 use crate::runner::{Lab, RunPlan};
 use crate::{Error, Result};
 
-/// Where the result of benchmark group `id` is kept.
-pub fn result_path(catalog: &Catalog, id: i64) -> PathBuf {
-    catalog.home().join("benches").join(format!("s{id}.json"))
-}
+pub use crate::catalog::result_path;
 
 /// True for the kinds of benchmark groups.
 pub fn is_bench_kind(kind: &str) -> bool {

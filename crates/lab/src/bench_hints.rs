@@ -32,7 +32,7 @@ use crate::bench_touch::median;
 use crate::options::{LimitSpec, RunOptions, Variant};
 use crate::record::{Outcome, RunRecord};
 use crate::runner::{Lab, ProgressFn};
-use crate::sweep::SweepRequest;
+use crate::sweep::{LabSweep, SweepRequest};
 use crate::workload;
 use crate::{Error, Result};
 use swaplab_analysis::stats::mann_whitney;

@@ -720,6 +720,11 @@ impl Catalog {
     }
 }
 
+/// Where the result of benchmark group `id` is kept.
+pub fn result_path(catalog: &Catalog, id: i64) -> PathBuf {
+    catalog.home().join("benches").join(format!("s{id}.json"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,7 +23,7 @@ use swaplab_host::swap::SwapSpec;
 use crate::error::{Error, Result};
 use crate::options::{LimitSpec, RunOptions, Variant};
 use crate::runner::{Lab, ProgressFn};
-use crate::sweep::{SweepReport, SweepRequest};
+use crate::sweep::{LabSweep, SweepReport, SweepRequest};
 use crate::workload;
 
 /// What the demo runs.

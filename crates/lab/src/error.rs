@@ -80,7 +80,7 @@ fn hint_suffix(hint: &str) -> String {
 }
 
 impl Error {
-    pub(crate) fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         let hint = match source.raw_os_error() {
             Some(libc::EACCES) | Some(libc::EPERM) => {
                 "permission denied: run with sudo, or set SWAPLAB_HOME to a directory you can write"
@@ -121,11 +121,7 @@ impl Error {
         }
     }
 
-    pub(crate) fn failed(
-        what: impl Into<String>,
-        why: impl Into<String>,
-        fix: impl Into<String>,
-    ) -> Self {
+    pub fn failed(what: impl Into<String>, why: impl Into<String>, fix: impl Into<String>) -> Self {
         Error::Failed {
             what: what.into(),
             why: why.into(),

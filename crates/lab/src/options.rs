@@ -523,6 +523,46 @@ impl TraceConfig {
     }
 }
 
+/// The variants of a sweep or serve study: `default` alone when none were
+/// given; an error when a name is used twice.
+pub fn variants_or_default(given: &[Variant]) -> Result<Vec<Variant>> {
+    if given.is_empty() {
+        return Ok(vec![Variant {
+            name: "default".into(),
+            options: RunOptions::default(),
+            command: None,
+        }]);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for v in given {
+        if !seen.insert(v.name.as_str()) {
+            return Err(Error::Invalid(format!(
+                "variant name {:?} is used twice",
+                v.name
+            )));
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// Describes a limit for people: `50% (32M)`.
+pub fn limit_text(label: &str, bytes: Option<u64>) -> String {
+    match bytes {
+        Some(b) if label.ends_with('%') => format!("{label} ({})", format_size_short(b)),
+        Some(b) => format_size_short(b),
+        None => "none".into(),
+    }
+}
+
+/// A size for people: `64M`, or `37.5M` when not whole MiB.
+pub fn format_size_short(b: u64) -> String {
+    if b.is_multiple_of(1 << 20) {
+        return format_size(b);
+    }
+    let mib = b as f64 / (1u64 << 20) as f64;
+    format!("{mib:.1}M")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1674,7 +1674,7 @@ impl Lab {
         }
         req.options.validate()?;
         Self::require_runner()?;
-        let variants = crate::sweep::variants_or_default(&req.variants)?;
+        let variants = crate::options::variants_or_default(&req.variants)?;
         for v in &variants {
             let o = req.options.overridden_by(&v.options);
             o.validate()?;
@@ -1694,7 +1694,7 @@ impl Lab {
         let id = self.catalog.begin_sweep(SERVE_KIND, &req.server, &spec)?;
         let r = self.serve_in(id, req, &variants, progress);
         let saved = r.and_then(|res| {
-            let p = crate::bench_group::result_path(&self.catalog, id);
+            let p = crate::catalog::result_path(&self.catalog, id);
             if let Some(dir) = p.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
             }
@@ -1987,7 +1987,7 @@ impl ServeResult {
         for c in &self.cells {
             out.push(vec![
                 c.variant.clone(),
-                crate::sweep::limit_text(&c.limit_label, c.limit_bytes),
+                crate::options::limit_text(&c.limit_label, c.limit_bytes),
                 format!("{}/{}", c.ok, c.runs),
                 f(&c.throughput_rps, 0),
                 c.throughput_ratio

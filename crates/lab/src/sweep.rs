@@ -17,11 +17,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::SweepRow;
 use crate::error::{Error, Result};
-use crate::options::{LimitSpec, RunOptions, Variant};
+use crate::options::{format_size_short, LimitSpec, RunOptions, Variant};
+pub use crate::options::{limit_text, variants_or_default};
 use crate::record::{Outcome, Role, RunRecord, Status};
 use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
 use swaplab_analysis::stats::{summarize, Summary};
-use swaplab_host::util::format_size;
 
 /// A sweep to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -360,14 +360,6 @@ impl SweepReport {
     }
 }
 
-fn format_size_short(b: u64) -> String {
-    if b.is_multiple_of(1 << 20) {
-        return format_size(b);
-    }
-    let mib = b as f64 / (1u64 << 20) as f64;
-    format!("{mib:.1}M")
-}
-
 fn spread(s: &Summary, scale: f64, digits: usize) -> String {
     let f = |v: f64| format!("{:.*}", digits, v * scale);
     if s.n == 1 {
@@ -448,9 +440,16 @@ fn idle_counts(rs: &[&RunRecord]) -> BTreeMap<String, usize> {
 /// The outcome label of runs whose prefetcher turned itself off.
 pub const PREFETCH_OFF: &str = "prefetch off";
 
-impl Lab {
+/// Sweeps on a [`Lab`]: the sweep study's operations on lab's run engine.
+pub trait LabSweep {
     /// Runs a sweep and records it (sweep row, every run).
-    pub fn sweep(&self, req: &SweepRequest, progress: &mut ProgressFn<'_>) -> Result<SweepReport> {
+    fn sweep(&self, req: &SweepRequest, progress: &mut ProgressFn<'_>) -> Result<SweepReport>;
+    /// A recorded sweep's report.
+    fn sweep_report(&self, sweep_id: i64) -> Result<SweepReport>;
+}
+
+impl LabSweep for Lab {
+    fn sweep(&self, req: &SweepRequest, progress: &mut ProgressFn<'_>) -> Result<SweepReport> {
         if req.command.is_empty() && req.variants.iter().any(|v| v.command.is_none()) {
             return Err(Error::Invalid(
                 "no command given: swaplab sweep --limits ... -- CMD ARGS".into(),
@@ -607,15 +606,14 @@ impl Lab {
         Ok(report)
     }
 
-    /// A recorded sweep's report.
-    pub fn sweep_report(&self, sweep_id: i64) -> Result<SweepReport> {
+    fn sweep_report(&self, sweep_id: i64) -> Result<SweepReport> {
         let row = self.catalog.sweep(sweep_id)?;
         let runs = self.catalog.sweep_runs(sweep_id)?;
         Ok(SweepReport::from_runs(&row, &runs))
     }
 }
 
-/// Same as [`Lab::sweep_report`] without a lab (no signal guard needed).
+/// Same as [`LabSweep::sweep_report`] without a lab (no signal guard needed).
 pub fn report_from_catalog(
     catalog: &crate::catalog::Catalog,
     sweep_id: i64,
@@ -671,37 +669,6 @@ pub fn no_swap_warning(
          afterwards) to measure swapping.",
         tight.join(", ")
     ))
-}
-
-/// The variants of a sweep or serve study: `default` alone when none were
-/// given; an error when a name is used twice.
-pub(crate) fn variants_or_default(given: &[Variant]) -> Result<Vec<Variant>> {
-    if given.is_empty() {
-        return Ok(vec![Variant {
-            name: "default".into(),
-            options: RunOptions::default(),
-            command: None,
-        }]);
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    for v in given {
-        if !seen.insert(v.name.as_str()) {
-            return Err(Error::Invalid(format!(
-                "variant name {:?} is used twice",
-                v.name
-            )));
-        }
-    }
-    Ok(given.to_vec())
-}
-
-/// Describes a limit for people: `50% (32M)`.
-pub fn limit_text(label: &str, bytes: Option<u64>) -> String {
-    match bytes {
-        Some(b) if label.ends_with('%') => format!("{label} ({})", format_size_short(b)),
-        Some(b) => format_size_short(b),
-        None => "none".into(),
-    }
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use swaplab_trace::DenseTrace;
 use crate::calibrate::{self, DeviceProfile};
 use crate::options::{LimitSpec, RunOptions};
 use crate::runner::{Lab, ProgressFn};
-use crate::sweep::SweepRequest;
+use crate::sweep::{LabSweep, SweepRequest};
 use crate::{Error, Result};
 
 /// `"kind"` of a saved validation.

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::options::{LimitSpec, RunOptions, Variant};
 use crate::record::RunRecord;
 use crate::runner::{Lab, ProgressFn};
-use crate::sweep::SweepRequest;
+use crate::sweep::{LabSweep, SweepRequest};
 
 /// Significance level for "pays".
 pub const P_MAX: f64 = 0.05;

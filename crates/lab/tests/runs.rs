@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
 use swaplab_lab::record::{Outcome, Role, RunRecord, Status};
-use swaplab_lab::sweep::SweepRequest;
+use swaplab_lab::sweep::{LabSweep, SweepRequest};
 
 fn which(p: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?

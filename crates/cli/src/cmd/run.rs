@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use swaplab_lab::options::{parse_duration, parse_limits, LimitSpec, RunOptions, Variant};
 use swaplab_lab::runner::{Lab, Output, Progress};
-use swaplab_lab::sweep::{limit_text, SweepRequest};
+use swaplab_lab::sweep::{limit_text, LabSweep, SweepRequest};
 
 /// Settings shared by `run` and `sweep`.
 #[derive(Args, Clone)]
