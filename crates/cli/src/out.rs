@@ -170,7 +170,7 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
 /// `0.1234` → `12.34%`.
 /// A sweep's cell table (through [`Rows`], like every table) with its notes
 /// below it.
-pub fn sweep_table(rep: &swaplab_lab::sweep::SweepReport) -> String {
+pub fn sweep_table(rep: &swaplab_study::sweep::SweepReport) -> String {
     let mut s = crate::cmd::catalog::sweep_rows(rep).render();
     s.push('\n');
     for n in &rep.notes {

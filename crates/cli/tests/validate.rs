@@ -164,7 +164,7 @@ fn bad_validate_arguments_say_what_to_do() {
 #[test]
 fn validate_predicts_what_sim_predicts() {
     // Two code paths, one answer, without root: validate's prediction
-    // (`swaplab_lab::validate::predict`) and `swaplab sim --device PROFILE
+    // (`swaplab_study::validate::predict`) and `swaplab sim --device PROFILE
     // --fault-path kernel --base-time T` on the same recorded trace and
     // capacity give the same run time, faults and swap-outs.
     let dir = tempfile::tempdir().unwrap();
@@ -201,7 +201,7 @@ fn validate_predicts_what_sim_predicts() {
     // A third of the 1,024 pages, with cluster readahead of 8 pages.
     let (cap, base) = (341u64, 0.25);
     let p =
-        swaplab_lab::validate::predict(&t, &trace_path, cap, "cluster:pc=3", &device, Some(base))
+        swaplab_study::validate::predict(&t, &trace_path, cap, "cluster:pc=3", &device, Some(base))
             .unwrap()
             .unwrap();
     assert!(p.sim.counters.major_faults > 0 && p.sim.counters.swap_outs > 0);

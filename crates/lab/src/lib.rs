@@ -1,4 +1,4 @@
-//! # swaplab-lab — experiments built from swaplab-host
+//! # swaplab-lab — one program under memory pressure, built from swaplab-host
 //!
 //! * [`runner`] — `swaplab run`: a command in a fresh memory cgroup with a
 //!   limit, swap and kernel settings scoped to the run, measured (rusage,
@@ -6,25 +6,24 @@
 //!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
 //! * [`statflush`] — `--flush-stats`: fresh memory-cgroup statistics
 //!   during a run (a guard against spurious OOM kills in small groups).
-//! * [`sweep`] — `swaplab sweep`: limits × variants × repeats, interleaved,
-//!   with per-cell medians, spread and slowdowns.
 //! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
 //!   hints, variants) and the parsers of their human forms.
-//! * [`catalog`] — the SQLite catalog and run directories; [`compare`]
-//!   compares runs and sweeps with a Mann–Whitney U test
-//!   (`swaplab_analysis::stats`).
+//! * [`catalog`] — the SQLite catalog and run directories.
 //! * [`tracing`] — the instruments of `swaplab trace` (fault events,
 //!   pagemap swap changes, maps snapshots, the preload library's allocation
 //!   log), written as a trace directory (`swaplab_trace::trace_dir`), and
 //!   hint files resolved for a run; [`refs`] — full page-reference capture
 //!   (valgrind lackey).
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
-//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
+//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary;
+//!   [`balloon`] — memory pressure from outside a run.
 //! * [`simulate`] — simulation jobs over swaplab-sim: every (policy, size)
 //!   pair in parallel, and the simulation half of `swaplab demo`.
-//! * [`demo`] — the real-workload half of `swaplab demo`;
-//!   [`bench`](mod@bench) — the runner's own cost; [`bench_trace`] — what
-//!   tracing costs.
+//! * [`serve`] — `swaplab serve`: a server under a limit and its load
+//!   generator (a study, to move to swaplab-study).
+//!
+//! Studies of many runs (sweep, compare, validate, calibrate, demo, the
+//! benchmarks) and their report sections are `swaplab-study`.
 //!
 //! Offline analysis of a trace (attribution, advice, hint files,
 //! symbolization) is `swaplab_analysis`: it needs none of this crate.
@@ -44,35 +43,19 @@
 //! ```
 
 pub mod balloon;
-pub mod bench;
-pub mod bench_group;
-pub mod bench_hints;
-pub mod bench_reclaim;
-pub mod bench_touch;
-pub mod bench_trace;
-pub mod bench_vma;
-pub mod calibrate;
 pub mod catalog;
-pub mod compare;
-pub mod demo;
 pub mod error;
-pub mod hints_model;
 pub mod options;
 pub mod prefetcher;
 pub mod preload;
 pub mod record;
 pub mod refs;
-pub mod report;
 pub mod runner;
 pub mod serve;
 pub mod simulate;
 pub mod statflush;
-pub mod sweep;
 pub mod timeline;
 pub mod tracing;
-pub mod validate;
-pub mod verify;
 pub mod workload;
 
-pub use demo::{demo_sweep, DemoOptions};
 pub use error::{Error, Result};

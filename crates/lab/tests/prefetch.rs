@@ -248,7 +248,7 @@ fn requests_land_ahead_of_a_sequential_walk() {
     assert!(metric(&r, "prefetch_accuracy") > 0.5);
     assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
     // The report's metrics table of the run carries them, with their meaning.
-    let t = swaplab_lab::report::run::metrics_table(&r);
+    let t = swaplab_study::report::run::metrics_table(&r);
     let row = t
         .rows
         .iter()

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
 use swaplab_lab::record::{Outcome, Role, RunRecord, Status};
-use swaplab_lab::sweep::{LabSweep, SweepRequest};
+use swaplab_study::sweep::{LabSweep, SweepRequest};
 
 fn which(p: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
@@ -434,10 +434,10 @@ fn sweep_interleaves_and_keeps_every_run() {
         .count();
     assert_eq!(calib_after, 1, "the peak was measured again");
     // Sweep vs itself: ratios 1, p = 1, and the power note.
-    let cmp = swaplab_lab::compare::compare(
+    let cmp = swaplab_study::compare::compare(
         &lab.catalog,
-        swaplab_lab::compare::Target::Sweep(rep.sweep_id),
-        swaplab_lab::compare::Target::Sweep(rep.sweep_id),
+        swaplab_study::compare::Target::Sweep(rep.sweep_id),
+        swaplab_study::compare::Target::Sweep(rep.sweep_id),
     )
     .unwrap();
     assert!(cmp
@@ -455,9 +455,12 @@ fn sweep_interleaves_and_keeps_every_run() {
     // One variant against another of the same sweep, limit by limit: the
     // medians are those of each variant's own cell.
     let s = format!("s{}", rep.sweep_id);
-    let cmp =
-        swaplab_lab::compare::compare_text(&lab.catalog, &format!("{s}:pc0"), &format!("{s}:pc3"))
-            .unwrap();
+    let cmp = swaplab_study::compare::compare_text(
+        &lab.catalog,
+        &format!("{s}:pc0"),
+        &format!("{s}:pc3"),
+    )
+    .unwrap();
     assert_eq!(cmp.names, (format!("{s}:pc0"), format!("{s}:pc3")));
     for limit in ["100%", "50%"] {
         let cell = |v: &str| {
@@ -479,10 +482,13 @@ fn sweep_interleaves_and_keeps_every_run() {
             (a, b, _) => assert!(a.is_none() || b.is_none(), "{limit}: {row:?}"),
         }
     }
-    let e =
-        swaplab_lab::compare::compare_text(&lab.catalog, &format!("{s}:pc0"), &format!("{s}:nope"))
-            .unwrap_err()
-            .to_string();
+    let e = swaplab_study::compare::compare_text(
+        &lab.catalog,
+        &format!("{s}:pc0"),
+        &format!("{s}:nope"),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("no runs of variant \"nope\"") && e.contains("pc0, pc3"),
         "{e}"

@@ -3,8 +3,8 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use swaplab_analysis::stats::summarize;
-use swaplab_lab::bench::{bench_runner, SAMPLER_TARGET_PCT, WALL_TARGET_PCT};
 use swaplab_lab::runner::Lab;
+use swaplab_study::bench::{bench_runner, SAMPLER_TARGET_PCT, WALL_TARGET_PCT};
 
 #[derive(Subcommand)]
 pub enum BenchAny {
@@ -78,8 +78,8 @@ pub fn run(cmd: BenchAny) -> Result<()> {
 }
 
 fn trace(a: TraceBenchArgs) -> Result<()> {
-    use swaplab_lab::bench_trace::{bench_trace, BYTES_PER_MFAULT_TARGET, WALL_RATIO_TARGET};
     use swaplab_lab::options::{parse_duration, RunOptions};
+    use swaplab_study::bench_trace::{bench_trace, BYTES_PER_MFAULT_TARGET, WALL_RATIO_TARGET};
     let command = if a.command.is_empty() {
         swaplab_lab::workload::command("genome", "4M", None, &[])
     } else {

@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use swaplab_host::util::parse_size;
-use swaplab_lab::calibrate::{self, CalibrateOptions};
+use swaplab_study::calibrate::{self, CalibrateOptions};
 
 #[derive(Args)]
 #[command(
@@ -117,6 +117,6 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         a.save.as_deref(),
         a.report.as_deref(),
         |p, r| Ok(calibrate::save(p, r)?),
-        swaplab_lab::report::calibrate::calibrate_section,
+        swaplab_study::report::calibrate::calibrate_section,
     )
 }

@@ -4,9 +4,9 @@ use anyhow::Result;
 use clap::Args;
 use swaplab_host::util::format_size;
 use swaplab_lab::catalog::Catalog;
-use swaplab_lab::compare::Target;
 use swaplab_lab::record::{RunRecord, METRICS};
-use swaplab_lab::sweep::{limit_text, report_from_catalog};
+use swaplab_study::compare::Target;
+use swaplab_study::sweep::{limit_text, report_from_catalog};
 
 #[derive(Args)]
 pub struct RunsArgs {
@@ -311,7 +311,7 @@ pub fn metrics_rows(runs: &[&RunRecord]) -> Rows {
 }
 
 /// A sweep's table as rows (the header first, as `SweepReport::rows`).
-pub fn sweep_rows(rep: &swaplab_lab::sweep::SweepReport) -> Rows {
+pub fn sweep_rows(rep: &swaplab_study::sweep::SweepReport) -> Rows {
     let mut rows = rep.rows().into_iter();
     let header = rows.next().unwrap_or_default();
     let mut t = Rows {
@@ -477,7 +477,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
         return compare_saved_sims(&a);
     }
     let c = open()?;
-    let cmp = swaplab_lab::compare::compare_text(&c, &a.a, &a.b)?;
+    let cmp = swaplab_study::compare::compare_text(&c, &a.a, &a.b)?;
     let fmt = a.out.format();
     if fmt == Format::Json {
         println!("{}", serde_json::to_string_pretty(&cmp)?);
@@ -543,7 +543,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 /// `compare A.json B.json`: two saved simulations, (policy, size) by
 /// (policy, size).
 fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
-    use swaplab_lab::report::sim::{compare_saved, read_saved_sim};
+    use swaplab_study::report::sim::{compare_saved, read_saved_sim};
     let (sa, sb) = (
         read_saved_sim(std::path::Path::new(&a.a))?,
         read_saved_sim(std::path::Path::new(&a.b))?,

@@ -1,4 +1,4 @@
-//! `swaplab demo`: prints what swaplab_lab::demo (real programs) and
+//! `swaplab demo`: prints what swaplab_study::demo (real programs) and
 //! swaplab_lab::simulate::sim_demo (policies on a generated trace) compute.
 use crate::out::{curve_chart, num, pct, Rows};
 use anyhow::Result;
@@ -84,18 +84,18 @@ pub fn run(a: DemoArgs) -> Result<()> {
     let mut sections = Vec::new();
     let mut open = swaplab_lab::catalog::Catalog::open_default;
     for s in &real {
-        match swaplab_lab::report::sections_for(s, &mut open) {
+        match swaplab_study::report::sections_for(s, &mut open) {
             Ok(v) => sections.extend(v),
             Err(e) => eprintln!("swaplab demo: leaving {s} out of the report: {e}"),
         }
     }
-    sections.extend(swaplab_lab::report::sim::demo_sections(
+    sections.extend(swaplab_study::report::sim::demo_sections(
         &d,
         &argv,
         a.seed,
         a.save.as_deref(),
     )?);
-    let report = swaplab_lab::report::report_of(sections, Some("swaplab demo"), &argv);
+    let report = swaplab_study::report::report_of(sections, Some("swaplab demo"), &argv);
     crate::cmd::report::write(&report, &a.report)?;
     println!(
         "\nThe demo's report: {} (open it in a browser: every figure with its data, schema and Linux config).",

@@ -1,6 +1,6 @@
 //! `swaplab report`: one self-contained HTML page from runs, sweeps,
 //! traces and saved simulations (the sections come from
-//! swaplab_lab::report, the page from swaplab-report).
+//! swaplab_study::report, the page from swaplab-report).
 use anyhow::{Context, Result};
 use clap::Args;
 use std::path::{Path, PathBuf};
@@ -54,11 +54,11 @@ pub fn argv() -> Vec<String> {
 /// Builds and writes the report of `sources` (the `--report` of run,
 /// sweep and trace).
 pub fn write_sources(sources: &[String], out: &Path) -> Result<()> {
-    let report = swaplab_lab::report::build(sources, None, &argv())?;
+    let report = swaplab_study::report::build(sources, None, &argv())?;
     write(&report, out)
 }
 
 pub fn run(a: ReportArgs) -> Result<()> {
-    let report = swaplab_lab::report::build(&a.sources, a.title.as_deref(), &argv())?;
+    let report = swaplab_study::report::build(&a.sources, a.title.as_deref(), &argv())?;
     write(&report, &a.out)
 }

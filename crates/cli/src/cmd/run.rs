@@ -6,7 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use swaplab_lab::options::{parse_duration, parse_limits, LimitSpec, RunOptions, Variant};
 use swaplab_lab::runner::{Lab, Output, Progress};
-use swaplab_lab::sweep::{limit_text, LabSweep, SweepRequest};
+use swaplab_study::sweep::{limit_text, LabSweep, SweepRequest};
 
 /// Settings shared by `run` and `sweep`.
 #[derive(Args, Clone)]
@@ -297,7 +297,7 @@ pub fn exit_status(rec: &swaplab_lab::record::RunRecord) -> i32 {
 /// Warns on stderr before any run when limits below the peak would
 /// OOM-kill for want of swap.
 fn warn_without_swap(limits: &[LimitSpec], options: &RunOptions, variants: &[Variant]) {
-    if let Some(w) = swaplab_lab::sweep::no_swap_warning(limits, options, variants) {
+    if let Some(w) = swaplab_study::sweep::no_swap_warning(limits, options, variants) {
         eprintln!("swaplab: warning: {w}");
     }
 }
@@ -342,7 +342,7 @@ pub fn run(a: RunArgs) -> Result<i32> {
     if set.runs.len() > 1 {
         if let Some(g) = set.group_id {
             let catalog = swaplab_lab::catalog::Catalog::open_default()?;
-            let rep = swaplab_lab::sweep::report_from_catalog(&catalog, g)?;
+            let rep = swaplab_study::sweep::report_from_catalog(&catalog, g)?;
             println!("repeat group s{g}:");
             print!("{}", crate::out::sweep_table(&rep));
         }
@@ -412,7 +412,7 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
         return Ok(0);
     }
     let sum =
-        |f: fn(&swaplab_lab::sweep::Cell) -> usize| failed.iter().map(|c| f(c)).sum::<usize>();
+        |f: fn(&swaplab_study::sweep::Cell) -> usize| failed.iter().map(|c| f(c)).sum::<usize>();
     eprintln!(
         "swaplab: {} of {} cells had failed runs ({} OOM-killed, {} timed out, {} other); \
          `swaplab show s{}` lists every run",
@@ -494,7 +494,7 @@ pub fn program_variants(
 /// (the sweeps, as `sN`, and the traced run's trace directory).
 pub fn demo_real_part() -> Vec<String> {
     let mut sources = Vec::new();
-    let missing = swaplab_lab::demo::demo_missing();
+    let missing = swaplab_study::demo::demo_missing();
     if !missing.is_empty() {
         println!(
             "(The real-workload part of the demo — qsort and genome swept over memory limits with a swap \
@@ -503,7 +503,7 @@ pub fn demo_real_part() -> Vec<String> {
         );
         return sources;
     }
-    let opts = swaplab_lab::DemoOptions::default();
+    let opts = swaplab_study::DemoOptions::default();
     println!(
         "swaplab demo, part 1: real programs under memory limits\n\
          qsort and genome at --size {} under limits of {} of each one's own peak (measured by an \
@@ -517,7 +517,7 @@ pub fn demo_real_part() -> Vec<String> {
         opts.timeout.as_secs()
     );
     let bar = Bar::new();
-    let r = swaplab_lab::demo_sweep(&opts, &mut |p| bar.event(p));
+    let r = swaplab_study::demo_sweep(&opts, &mut |p| bar.event(p));
     bar.finish();
     match r {
         Ok(rep) => {
@@ -543,7 +543,7 @@ pub fn demo_real_part() -> Vec<String> {
          sweep of the baseline against the hinted run. About 30 s.\n"
     );
     let bar = Bar::new();
-    let r = swaplab_lab::demo::advise_demo("64M", 3, &mut |p| bar.event(p));
+    let r = swaplab_study::demo::advise_demo("64M", 3, &mut |p| bar.event(p));
     bar.finish();
     match r {
         Ok(d) => {
@@ -595,7 +595,7 @@ pub fn demo_real_part() -> Vec<String> {
 /// Part 3 of the demo: `bench touch --quick`, recorded in the catalog. Its
 /// group (`sN`, a report source), or `None` when it failed (said why).
 fn demo_touch_part() -> Option<String> {
-    use swaplab_lab::bench_touch;
+    use swaplab_study::bench_touch;
     println!(
         "swaplab demo, part 3: the latency of every page touch while swapping\n\
          `swaplab bench touch --quick`: a 128M region written page by page (seq) and at random \

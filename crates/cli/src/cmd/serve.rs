@@ -198,7 +198,8 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
 pub fn run(a: ServeArgs) -> Result<i32> {
     Lab::require_runner()?;
     let (req, setup) = request(&a)?;
-    if let Some(w) = swaplab_lab::sweep::no_swap_warning(&req.limits, &req.options, &req.variants) {
+    if let Some(w) = swaplab_study::sweep::no_swap_warning(&req.limits, &req.options, &req.variants)
+    {
         eprintln!("swaplab: warning: {w}");
     }
     let lab = Lab::open().context("opening the catalog")?;

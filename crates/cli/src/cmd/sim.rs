@@ -431,7 +431,7 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
     };
     out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
     if a.save.is_some() || a.report.is_some() {
-        use swaplab_lab::report::sim::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
+        use swaplab_study::report::sim::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
         let saved = SavedSim {
             kind: SIM_KIND.into(),
             command: crate::cmd::report::argv(),
@@ -503,7 +503,7 @@ fn save_and_report<T: Serialize>(
     saved: &T,
     save_to: Option<&std::path::Path>,
     report_to: Option<&std::path::Path>,
-    section: swaplab_lab::report::SectionBuilder,
+    section: swaplab_study::report::SectionBuilder,
     save: fn(&std::path::Path, &T) -> swaplab_lab::error::Result<()>,
 ) -> Result<()> {
     if let Some(p) = save_to {
@@ -518,7 +518,7 @@ fn save_and_report<T: Serialize>(
         let v = serde_json::to_value(saved)?;
         let sec = section(save_to.unwrap_or(std::path::Path::new("")), &v)?;
         let argv = crate::cmd::report::argv();
-        crate::cmd::report::write(&swaplab_lab::report::report_of(vec![sec], None, &argv), r)?;
+        crate::cmd::report::write(&swaplab_study::report::report_of(vec![sec], None, &argv), r)?;
     }
     Ok(())
 }
@@ -665,7 +665,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         },
     )?;
     if a.save.is_some() || a.report.is_some() {
-        use swaplab_lab::report::sim::{
+        use swaplab_study::report::sim::{
             mrc_section, save, SavedCurve, SavedMrc, TraceInfo, MRC_KIND,
         };
         let saved = SavedMrc {

@@ -445,7 +445,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         readahead: Some(if synchronous {
             "none".into()
         } else {
-            swaplab_lab::bench_hints::readahead_kind("file")
+            swaplab_study::bench_hints::readahead_kind("file")
         }),
         ..AdviseContext::of_trace(&meta)
     };
@@ -486,7 +486,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
     let has_items = !file.hints.is_empty() || file.prefetch.is_some();
     let verified = if verify && has_items {
         let v = verify_hints(&meta, &file, &dir, a.repeat)?;
-        file = swaplab_lab::verify::kept_file(&file, &v);
+        file = swaplab_study::verify::kept_file(&file, &v);
         swaplab_trace::atomic::write_atomic(&out, file.to_toml().as_bytes())?;
         Some(v)
     } else {
@@ -634,7 +634,7 @@ fn verify_hints(
     file: &swaplab_analysis::hints::HintFile,
     dir: &Path,
     repeat: u32,
-) -> Result<swaplab_lab::verify::VerifyReport> {
+) -> Result<swaplab_study::verify::VerifyReport> {
     use swaplab_lab::runner::Lab;
     let Some(run_id) = meta.run_id else {
         anyhow::bail!(
@@ -651,7 +651,7 @@ fn verify_hints(
         .with_context(|| format!("reading run {run_id}, the traced run"))?;
     let bar = super::run::Bar::new();
     let r =
-        swaplab_lab::verify::verify(&lab, &traced, file, &dir.join("verify"), repeat, &mut |p| {
+        swaplab_study::verify::verify(&lab, &traced, file, &dir.join("verify"), repeat, &mut |p| {
             bar.event(p)
         });
     bar.finish();

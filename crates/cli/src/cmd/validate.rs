@@ -6,7 +6,7 @@ use anyhow::Result;
 use clap::Args;
 use std::path::PathBuf;
 use swaplab_host::util::parse_size;
-use swaplab_lab::validate::{self, ValidateOptions};
+use swaplab_study::validate::{self, ValidateOptions};
 
 #[derive(Args)]
 #[command(
@@ -177,6 +177,6 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         a.save.as_deref(),
         a.report.as_deref(),
         |p, r| Ok(validate::save(p, r)?),
-        swaplab_lab::report::validate::validate_section,
+        swaplab_study::report::validate::validate_section,
     )
 }

@@ -15,14 +15,21 @@ use crate::catalog::Catalog;
 use crate::error::{Error, Result};
 use crate::record::{CgroupInfo, RunRecord, Settings};
 
+#[path = "../bench/section.rs"]
 pub mod bench;
+#[path = "../calibrate/section.rs"]
 pub mod calibrate;
+#[path = "../bench/hints/section.rs"]
 pub mod hints;
 pub mod run;
+#[path = "../serve/section.rs"]
 pub mod serve;
+#[path = "../sim/section.rs"]
 pub mod sim;
+#[path = "../sweep/section.rs"]
 pub mod sweep;
 pub mod trace;
+#[path = "../validate/section.rs"]
 pub mod validate;
 
 /// A column with its documentation.
