@@ -490,7 +490,7 @@ fn sim(
             let json = serde_json::to_string(&res)?;
             if let Some(p) = save {
                 // `swaplab sim --save`: for `swaplab report` and `compare`.
-                use swaplab_study::report::sim::{save, SavedSim, TraceInfo, SIM_KIND};
+                use swaplab_study::sim::section::{save, SavedSim, TraceInfo, SIM_KIND};
                 let tp = trace_path.unwrap_or_else(|| PathBuf::from("(in memory)"));
                 let saved = SavedSim {
                     kind: SIM_KIND.into(),

@@ -9,44 +9,24 @@
 //! * [`compare`] — runs and sweeps compared with a Mann–Whitney U test
 //!   (`swaplab_analysis::stats`); [`verify`] — `swaplab advise --verify`.
 //! * [`validate`], [`calibrate`], [`demo`] (the real-workload half of
-//!   `swaplab demo`), `serve` (its section; the study itself is still
-//!   `swaplab_lab::serve`), `sim` (saved simulations and miss-ratio curves).
-//! * the benchmarks: the runner's own cost, what tracing costs, vma,
-//!   touch, reclaim and hints, recorded as groups of the catalog.
+//!   `swaplab demo`), [`serve`] (its section; the study itself is still
+//!   `swaplab_lab::serve`), [`sim`] (saved simulations and miss-ratio
+//!   curves).
+//! * [`bench`] — the benchmarks: the runner's own cost, what tracing
+//!   costs, vma, touch, reclaim and hints, recorded as groups of the
+//!   catalog.
 //! * [`report`] — the sections of a report: what the user named (a run, a
 //!   sweep, a trace directory, a saved result) resolved into sections.
 
-// Lab's modules at this crate's root: the studies moved here from
-// swaplab-lab name them `crate::runner`, `crate::options`, ….
-pub use swaplab_lab::{
-    balloon, catalog, error, options, prefetcher, preload, record, refs, runner, serve, simulate,
-    statflush, timeline, tracing, workload,
-};
-pub use swaplab_lab::{Error, Result};
-
+pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
 pub mod report;
+pub mod serve;
+pub mod sim;
 pub mod sweep;
 pub mod validate;
 pub mod verify;
-
-#[path = "bench/runner/mod.rs"]
-pub mod bench;
-#[path = "bench/group.rs"]
-pub mod bench_group;
-#[path = "bench/hints/mod.rs"]
-pub mod bench_hints;
-#[path = "bench/reclaim/mod.rs"]
-pub mod bench_reclaim;
-#[path = "bench/touch/mod.rs"]
-pub mod bench_touch;
-#[path = "bench/trace/mod.rs"]
-pub mod bench_trace;
-#[path = "bench/vma/mod.rs"]
-pub mod bench_vma;
-#[path = "bench/hints/model.rs"]
-pub mod hints_model;
 
 pub use demo::{demo_sweep, DemoOptions};

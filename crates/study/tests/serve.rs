@@ -126,9 +126,9 @@ fn redis_preset_at_100_and_50_percent() {
     assert!(c50.throughput_ratio.unwrap() < 1.0, "{c50:#?}");
     assert!(!c50.cdf.is_empty());
     // The saved result draws a section: throughput, p99, CDF and its tail.
-    let saved = swaplab_study::bench_group::result_path(&lab.catalog, res.group_id);
+    let saved = swaplab_study::bench::group::result_path(&lab.catalog, res.group_id);
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
-    let sec = swaplab_study::report::serve::serve_section(&saved, &v).unwrap();
+    let sec = swaplab_study::serve::section::serve_section(&saved, &v).unwrap();
     let titles: Vec<&str> = sec.figures.iter().map(|f| f.title.as_str()).collect();
     for want in [
         "Throughput against the memory limit",

@@ -349,10 +349,10 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             out,
         } => {
             let (ops, repeat) = if quick { (16 << 10, 2) } else { (ops, repeat) };
-            let opts = swaplab_study::bench_vma::VmaOptions {
+            let opts = swaplab_study::bench::vma::VmaOptions {
                 ops,
                 repeat,
-                patterns: swaplab_study::bench_vma::parse_patterns(&pattern)?,
+                patterns: swaplab_study::bench::vma::parse_patterns(&pattern)?,
                 points,
                 seed,
                 extrapolate,
@@ -427,7 +427,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             out,
         } => {
             use swaplab_lab::options::parse_duration;
-            use swaplab_study::bench_touch;
+            use swaplab_study::bench::touch as bench_touch;
             let (mem_limit, repeat) = if quick {
                 (64 << 20, 1)
             } else {
@@ -465,8 +465,8 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             out,
         } => {
             use swaplab_lab::options::parse_duration;
-            use swaplab_study::bench_reclaim::{self, Pressure};
-            use swaplab_study::bench_touch;
+            use swaplab_study::bench::reclaim::{self as bench_reclaim, Pressure};
+            use swaplab_study::bench::touch as bench_touch;
             let repeat = if quick { 1 } else { repeat };
             let pressure = match (machine_mem, mem_limit) {
                 (Some(m), _) => Pressure::MachineMem(m),
@@ -503,12 +503,12 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
 }
 
 fn run_reclaim(
-    opts: &swaplab_study::bench_reclaim::ReclaimOptions,
+    opts: &swaplab_study::bench::reclaim::ReclaimOptions,
     save: Option<std::path::PathBuf>,
     report: Option<std::path::PathBuf>,
     of: crate::OutFlags,
 ) -> Result<()> {
-    use swaplab_study::bench_reclaim::{self, Pressure};
+    use swaplab_study::bench::reclaim::{self as bench_reclaim, Pressure};
     use swaplab_trace::units::format_bytes;
     bench_reclaim::check(opts)?;
     let pressure = match opts.pressure {
@@ -599,7 +599,7 @@ fn run_reclaim(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_reclaim::save(p, r)?),
-        swaplab_study::report::bench::bench_reclaim_section,
+        swaplab_study::bench::section::bench_reclaim_section,
     )
 }
 
@@ -627,12 +627,12 @@ pub(crate) fn end_progress() {
 }
 
 fn run_touch(
-    opts: &swaplab_study::bench_touch::TouchOptions,
+    opts: &swaplab_study::bench::touch::TouchOptions,
     save: Option<std::path::PathBuf>,
     report: Option<std::path::PathBuf>,
     of: crate::OutFlags,
 ) -> Result<()> {
-    use swaplab_study::bench_touch;
+    use swaplab_study::bench::touch as bench_touch;
     use swaplab_trace::units::format_bytes;
     let touches = bench_touch::check(opts)?;
     eprintln!(
@@ -711,7 +711,7 @@ fn run_touch(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_touch::save(p, r)?),
-        swaplab_study::report::bench::bench_touch_section,
+        swaplab_study::bench::section::bench_touch_section,
     )
 }
 
@@ -720,12 +720,12 @@ fn f1(x: Option<f64>) -> String {
 }
 
 fn run_vma(
-    opts: &swaplab_study::bench_vma::VmaOptions,
+    opts: &swaplab_study::bench::vma::VmaOptions,
     save: Option<std::path::PathBuf>,
     report: Option<std::path::PathBuf>,
     of: crate::OutFlags,
 ) -> Result<()> {
-    use swaplab_study::bench_vma;
+    use swaplab_study::bench::vma as bench_vma;
     use swaplab_trace::units::format_bytes;
     eprintln!(
         "bench vma: {} operations × {} patterns × {} repeats, {} sample points per run",
@@ -761,7 +761,7 @@ fn run_vma(
     }
     let catalog = swaplab_lab::catalog::Catalog::open_default()?;
     let command = r.command.clone();
-    let id = swaplab_study::bench_group::record(
+    let id = swaplab_study::bench::group::record(
         &catalog,
         "bench-vma",
         &command,
@@ -852,7 +852,7 @@ fn run_vma(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_vma::save(p, r)?),
-        swaplab_study::report::bench::bench_vma_section,
+        swaplab_study::bench::section::bench_vma_section,
     )
 }
 
@@ -1084,7 +1084,7 @@ fn run_sim(
         rows: &'a [Row],
     }
     let result = Report {
-        kind: swaplab_study::report::bench::BENCH_SIM_KIND,
+        kind: swaplab_study::bench::section::BENCH_SIM_KIND,
         command: crate::cmd::report::argv(),
         machine: swaplab_host::procfs::Environment::capture().ok(),
         refs,
@@ -1103,8 +1103,8 @@ fn run_sim(
         &result,
         save.as_deref(),
         report.as_deref(),
-        |p, r| Ok(swaplab_study::report::sim::save(p, r)?),
-        swaplab_study::report::bench::bench_sim_section,
+        |p, r| Ok(swaplab_study::sim::section::save(p, r)?),
+        swaplab_study::bench::section::bench_sim_section,
     )?;
     if of.format() == out::Format::Table {
         println!(

@@ -1,11 +1,11 @@
 //! `swaplab bench hints`: swpTracer's comparison of base, madvise, mlock,
 //! readahead and prefetchers as one experiment (see
-//! `swaplab_study::bench_hints`).
+//! `swaplab_study::bench::hints`).
 use crate::out::{self, Rows};
 use anyhow::Result;
 use clap::Args;
 use swaplab_lab::options::parse_duration;
-use swaplab_study::bench_hints::{self, HintsOptions};
+use swaplab_study::bench::hints::{self as bench_hints, HintsOptions};
 use swaplab_trace::units::{format_bytes, parse_bytes};
 
 #[derive(Args)]
@@ -202,6 +202,6 @@ pub fn run(a: HintsArgs) -> Result<()> {
         a.save.as_deref(),
         a.report.as_deref(),
         |p, r| Ok(bench_hints::save(p, r)?),
-        swaplab_study::report::hints::bench_hints_section,
+        swaplab_study::bench::hints::section::bench_hints_section,
     )
 }

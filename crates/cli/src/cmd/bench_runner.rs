@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use swaplab_analysis::stats::summarize;
 use swaplab_lab::runner::Lab;
-use swaplab_study::bench::{bench_runner, SAMPLER_TARGET_PCT, WALL_TARGET_PCT};
+use swaplab_study::bench::runner::{bench_runner, SAMPLER_TARGET_PCT, WALL_TARGET_PCT};
 
 #[derive(Subcommand)]
 pub enum BenchAny {
@@ -79,7 +79,7 @@ pub fn run(cmd: BenchAny) -> Result<()> {
 
 fn trace(a: TraceBenchArgs) -> Result<()> {
     use swaplab_lab::options::{parse_duration, RunOptions};
-    use swaplab_study::bench_trace::{bench_trace, BYTES_PER_MFAULT_TARGET, WALL_RATIO_TARGET};
+    use swaplab_study::bench::trace::{bench_trace, BYTES_PER_MFAULT_TARGET, WALL_RATIO_TARGET};
     let command = if a.command.is_empty() {
         swaplab_lab::workload::command("genome", "4M", None, &[])
     } else {

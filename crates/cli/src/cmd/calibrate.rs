@@ -117,6 +117,6 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
         a.save.as_deref(),
         a.report.as_deref(),
         |p, r| Ok(calibrate::save(p, r)?),
-        swaplab_study::report::calibrate::calibrate_section,
+        swaplab_study::calibrate::section::calibrate_section,
     )
 }

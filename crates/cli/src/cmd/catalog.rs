@@ -543,7 +543,7 @@ pub fn compare_cmd(a: CompareArgs) -> Result<()> {
 /// `compare A.json B.json`: two saved simulations, (policy, size) by
 /// (policy, size).
 fn compare_saved_sims(a: &CompareArgs) -> Result<()> {
-    use swaplab_study::report::sim::{compare_saved, read_saved_sim};
+    use swaplab_study::sim::section::{compare_saved, read_saved_sim};
     let (sa, sb) = (
         read_saved_sim(std::path::Path::new(&a.a))?,
         read_saved_sim(std::path::Path::new(&a.b))?,

@@ -89,7 +89,7 @@ pub fn run(a: DemoArgs) -> Result<()> {
             Err(e) => eprintln!("swaplab demo: leaving {s} out of the report: {e}"),
         }
     }
-    sections.extend(swaplab_study::report::sim::demo_sections(
+    sections.extend(swaplab_study::sim::section::demo_sections(
         &d,
         &argv,
         a.seed,

@@ -595,7 +595,7 @@ pub fn demo_real_part() -> Vec<String> {
 /// Part 3 of the demo: `bench touch --quick`, recorded in the catalog. Its
 /// group (`sN`, a report source), or `None` when it failed (said why).
 fn demo_touch_part() -> Option<String> {
-    use swaplab_study::bench_touch;
+    use swaplab_study::bench::touch as bench_touch;
     println!(
         "swaplab demo, part 3: the latency of every page touch while swapping\n\
          `swaplab bench touch --quick`: a 128M region written page by page (seq) and at random \

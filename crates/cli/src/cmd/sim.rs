@@ -431,7 +431,7 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
     };
     out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
     if a.save.is_some() || a.report.is_some() {
-        use swaplab_study::report::sim::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
+        use swaplab_study::sim::section::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
         let saved = SavedSim {
             kind: SIM_KIND.into(),
             command: crate::cmd::report::argv(),
@@ -665,7 +665,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         },
     )?;
     if a.save.is_some() || a.report.is_some() {
-        use swaplab_study::report::sim::{
+        use swaplab_study::sim::section::{
             mrc_section, save, SavedCurve, SavedMrc, TraceInfo, MRC_KIND,
         };
         let saved = SavedMrc {

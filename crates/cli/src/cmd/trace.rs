@@ -445,7 +445,7 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
         readahead: Some(if synchronous {
             "none".into()
         } else {
-            swaplab_study::bench_hints::readahead_kind("file")
+            swaplab_study::bench::hints::readahead_kind("file")
         }),
         ..AdviseContext::of_trace(&meta)
     };

@@ -177,6 +177,6 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         a.save.as_deref(),
         a.report.as_deref(),
         |p, r| Ok(validate::save(p, r)?),
-        swaplab_study::report::validate::validate_section,
+        swaplab_study::validate::section::validate_section,
     )
 }

@@ -7,13 +7,13 @@
 //! `swaplab report sN` draws the benchmark's own section.
 use std::path::Path;
 
-use crate::catalog::Catalog;
-use crate::options::{LimitSpec, RunOptions};
-use crate::record::{Role, RunRecord, Status};
-use crate::runner::{Lab, RunPlan};
-use crate::{Error, Result};
+use swaplab_lab::catalog::Catalog;
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::record::{Role, RunRecord, Status};
+use swaplab_lab::runner::{Lab, RunPlan};
+use swaplab_lab::{Error, Result};
 
-pub use crate::catalog::result_path;
+pub use swaplab_lab::catalog::result_path;
 
 /// True for the kinds of benchmark groups.
 pub fn is_bench_kind(kind: &str) -> bool {

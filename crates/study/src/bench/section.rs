@@ -8,8 +8,8 @@ use serde::Deserialize;
 use swaplab_host::procfs::Environment;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
-use super::{col, shell_line};
-use crate::error::{Error, Result};
+use crate::report::{col, shell_line};
+use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved `swaplab bench sim` result.
 pub const BENCH_SIM_KIND: &str = "swaplab.bench.sim";
@@ -204,19 +204,19 @@ pub fn bench_sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![data],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
         notes,
     })
 }
 
 /// `"kind"` of a saved `swaplab bench vma` result.
-pub const BENCH_VMA_KIND: &str = crate::bench_vma::BENCH_VMA_KIND;
+pub const BENCH_VMA_KIND: &str = crate::bench::vma::BENCH_VMA_KIND;
 
 /// A saved `bench vma` result's section: the Journey study's figures (mmap
 /// latency against the VMA count, Δ memory adjusted for control, VMA count)
 /// and the summary and extrapolation tables.
 pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench_vma::VmaResult;
+    use crate::bench::vma::VmaResult;
     let r = VmaResult::deserialize(v).map_err(|e| {
         Error::Invalid(format!(
             "{}: a saved VMA benchmark of an unexpected shape ({e}); save it again with this swaplab",
@@ -278,7 +278,7 @@ pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             pr.pattern.clone().into(),
             pr.timed_ops.into(),
             s.vmas_created.into(),
-            crate::bench_vma::median(&mut region).into(),
+            crate::bench::vma::median(&mut region).into(),
             s.p50_ns.into(),
             s.p99_ns.into(),
             s.slope_ns_per_ln_vma.into(),
@@ -317,7 +317,7 @@ pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         }
         tables.push(e);
     }
-    let series = |f: &dyn Fn(&crate::bench_vma::Point) -> Option<(f64, f64)>,
+    let series = |f: &dyn Fn(&crate::bench::vma::Point) -> Option<(f64, f64)>,
                   skip_control: bool| {
         r.patterns
             .iter()
@@ -411,7 +411,7 @@ pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         notes.push(format!("extrapolation assumes: {a}"));
     }
     let reproduce = shell_line(&r.command);
-    let mut config = super::linux_config(&super::ConfigSource {
+    let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -450,26 +450,26 @@ pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables,
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
         notes,
     })
 }
 
 /// `"kind"` of a saved `swaplab bench touch` result.
-pub const BENCH_TOUCH_KIND: &str = crate::bench_touch::BENCH_TOUCH_KIND;
+pub const BENCH_TOUCH_KIND: &str = crate::bench::touch::BENCH_TOUCH_KIND;
 
 /// A saved `bench touch` result's section: the Journey study's touch
 /// figures (latency CDF and its tails, run time by latency, latency and RSS
 /// against the touch index) per pattern and swap configuration.
 pub fn bench_touch_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench_touch::TouchResult;
+    use crate::bench::touch::TouchResult;
     let r = TouchResult::deserialize(v).map_err(|e| {
         Error::Invalid(format!(
             "{}: a saved bench touch result of an unexpected shape ({e}); save it again with this swaplab",
             p.display()
         ))
     })?;
-    let name = |c: &crate::bench_touch::TouchConfig| format!("{} {}", c.pattern, c.swap);
+    let name = |c: &crate::bench::touch::TouchConfig| format!("{} {}", c.pattern, c.swap);
     let mut summary = Table::new(
         "bench-touch-summary",
         "one row per pattern and swap configuration: medians across its repeats",
@@ -777,7 +777,7 @@ pub fn bench_touch_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     }
     let reproduce = shell_line(&r.command);
     let limit_text = swaplab_host::util::format_size(r.mem_limit_bytes);
-    let config = super::linux_config(&super::ConfigSource {
+    let config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -814,18 +814,18 @@ pub fn bench_touch_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![summary, runs],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
         notes: r.notes.clone(),
     })
 }
 
 /// `"kind"` of a saved `swaplab bench reclaim` result.
-pub const BENCH_RECLAIM_KIND: &str = crate::bench_reclaim::BENCH_RECLAIM_KIND;
+pub const BENCH_RECLAIM_KIND: &str = crate::bench::reclaim::BENCH_RECLAIM_KIND;
 
 /// A saved `bench reclaim` result's section: kswapd's share of the machine
 /// against direct reclaim, and the THP counters, per THP mode.
 pub fn bench_reclaim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench_reclaim::{Pressure, ReclaimResult};
+    use crate::bench::reclaim::{Pressure, ReclaimResult};
     let r = ReclaimResult::deserialize(v).map_err(|e| {
         Error::Invalid(format!(
             "{}: a saved bench reclaim result of an unexpected shape ({e}); save it again with this swaplab",
@@ -1064,7 +1064,7 @@ pub fn bench_reclaim_section(p: &Path, v: &serde_json::Value) -> Result<Section>
             None,
         ),
     };
-    let config = super::linux_config(&super::ConfigSource {
+    let config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -1100,7 +1100,7 @@ pub fn bench_reclaim_section(p: &Path, v: &serde_json::Value) -> Result<Section>
         tables: vec![summary, runs],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
         notes,
     })
 }

@@ -15,6 +15,8 @@
 //! native/workloads/swapinlat.c for the phases, docs/calibrate.md for the
 //! profile's fields and how each is derived.
 
+pub mod section;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -23,12 +25,12 @@ use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 
-use crate::bench_group::BenchGroup;
-use crate::bench_touch::{cdfs, read_latencies, Curve, Scratch};
-use crate::options::{LimitSpec, RunOptions};
-use crate::record::Outcome;
-use crate::runner::Lab;
-use crate::{Error, Result};
+use crate::bench::group::BenchGroup;
+use crate::bench::touch::{cdfs, read_latencies, Curve, Scratch};
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::record::Outcome;
+use swaplab_lab::runner::Lab;
+use swaplab_lab::{Error, Result};
 
 /// `"kind"` of a saved `swaplab calibrate` result.
 pub const CALIBRATE_KIND: &str = "swaplab.calibrate";
@@ -228,7 +230,7 @@ pub fn run(
     progress: &mut Progress<'_>,
 ) -> Result<CalibrateResult> {
     check(opts)?;
-    let exe = crate::workload::executable()?;
+    let exe = swaplab_lab::workload::executable()?;
     let t0 = Instant::now();
     // Far above the region: nothing reclaims during a timed pass.
     let limit = opts.size * 2 + (256 << 20);
@@ -262,7 +264,7 @@ fn measure(
     exe: &Path,
     progress: &mut Progress<'_>,
 ) -> Result<(Vec<KindResult>, Vec<String>)> {
-    let scratch = Scratch(crate::bench_vma::tempdir("calibrate")?);
+    let scratch = Scratch(crate::bench::vma::tempdir("calibrate")?);
     let home = lab.catalog.home().to_path_buf();
     let mut out = Vec::new();
     let mut notes = Vec::new();
@@ -446,7 +448,7 @@ fn profile(
             reads.push(pages as f64 * 4096.0 / s / 1e6);
         }
     }
-    let median = |xs: Vec<f64>| crate::bench_touch::median(xs).unwrap_or(0.0);
+    let median = |xs: Vec<f64>| crate::bench::touch::median(xs).unwrap_or(0.0);
     let prof = DeviceProfile {
         kind: kind.into(),
         name: k.swap.clone(),

@@ -7,9 +7,9 @@ use std::path::Path;
 use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
-use super::{col, shell_line};
 use crate::calibrate::{CalibrateResult, PHASES};
-use crate::error::{Error, Result};
+use crate::report::{col, shell_line};
+use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved calibrate result.
 pub const CALIBRATE_KIND: &str = crate::calibrate::CALIBRATE_KIND;
@@ -226,7 +226,7 @@ pub fn calibrate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             figures.push(lines);
         }
     }
-    let mut config = super::linux_config(&super::ConfigSource {
+    let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -259,7 +259,7 @@ pub fn calibrate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![profiles, phases],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(files),
+        files: crate::report::existing(files),
         notes: r.notes.clone(),
     })
 }

@@ -7,10 +7,10 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use crate::record::{Outcome, Role, RunRecord, METRICS};
 use swaplab_analysis::stats::{mann_whitney, median, power_note};
+use swaplab_lab::catalog::Catalog;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::record::{Outcome, Role, RunRecord, METRICS};
 
 /// What to compare: a run (`12`, `r12`) or a sweep (`s3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -321,7 +321,7 @@ pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) 
                 unit: if m == "swap_pages" {
                     "pages".into()
                 } else {
-                    crate::record::metric_unit(m).to_string()
+                    swaplab_lab::record::metric_unit(m).to_string()
                 },
                 a: ma,
                 b: mb,

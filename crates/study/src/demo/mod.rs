@@ -20,11 +20,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use swaplab_host::swap::SwapSpec;
 
-use crate::error::{Error, Result};
-use crate::options::{LimitSpec, RunOptions, Variant};
-use crate::runner::{Lab, ProgressFn};
 use crate::sweep::{LabSweep, SweepReport, SweepRequest};
-use crate::workload;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
+use swaplab_lab::runner::{Lab, ProgressFn};
+use swaplab_lab::workload;
 
 /// What the demo runs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -227,7 +227,7 @@ pub fn trace_and_advise(
         readahead: Some(if synchronous {
             "none".into()
         } else {
-            crate::bench_hints::readahead_kind("file")
+            crate::bench::hints::readahead_kind("file")
         }),
         ..AdviseContext::of_trace(&meta)
     };

@@ -11,26 +11,21 @@ use std::path::{Path, PathBuf};
 use swaplab_host::procfs::Environment;
 use swaplab_report::{ColumnDoc, Section};
 
-use crate::catalog::Catalog;
-use crate::error::{Error, Result};
-use crate::record::{CgroupInfo, RunRecord, Settings};
+use swaplab_lab::catalog::Catalog;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::record::{CgroupInfo, RunRecord, Settings};
 
-#[path = "../bench/section.rs"]
-pub mod bench;
-#[path = "../calibrate/section.rs"]
-pub mod calibrate;
-#[path = "../bench/hints/section.rs"]
-pub mod hints;
 pub mod run;
-#[path = "../serve/section.rs"]
-pub mod serve;
-#[path = "../sim/section.rs"]
-pub mod sim;
-#[path = "../sweep/section.rs"]
-pub mod sweep;
 pub mod trace;
-#[path = "../validate/section.rs"]
-pub mod validate;
+
+// Each study's section lives beside its result, in the study's folder.
+use crate::bench::hints::section as hints;
+use crate::bench::section as bench;
+use crate::calibrate::section as calibrate;
+use crate::serve::section as serve;
+use crate::sim::section as sim;
+use crate::sweep::section as sweep;
+use crate::validate::section as validate;
 
 /// A column with its documentation.
 pub(crate) fn col(name: &str, ty: &str, unit: &str, meaning: &str) -> ColumnDoc {
@@ -107,9 +102,9 @@ pub fn sections_for(
     if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
         let c = catalog()?;
         let row = c.sweep(id)?;
-        if crate::bench_group::is_bench_kind(&row.kind) || row.kind == serve::SERVE_KIND {
+        if crate::bench::group::is_bench_kind(&row.kind) || row.kind == serve::SERVE_KIND {
             // A benchmark: its own section, from the result it saved.
-            let p = crate::bench_group::result_path(&c, id);
+            let p = crate::bench::group::result_path(&c, id);
             if !p.is_file() {
                 return Err(Error::Invalid(format!(
                     "s{id} is a benchmark ({}, {}) whose result {} is missing: it did not finish, or the file was removed",
@@ -467,8 +462,8 @@ pub(crate) fn existing(files: Vec<(PathBuf, &str)>) -> Vec<swaplab_report::DataF
 #[cfg(test)]
 mod mglru_tests {
     use super::*;
-    use crate::options::RunOptions;
-    use crate::record::{Mglru, Role};
+    use swaplab_lab::options::RunOptions;
+    use swaplab_lab::record::{Mglru, Role};
 
     fn record(c: &Catalog, mglru: Option<Mglru>) -> RunRecord {
         let mut rec = c

@@ -4,9 +4,9 @@
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, TableDoc, Value};
 
 use super::{col, linux_config, mib, shell_line, ConfigSource};
-use crate::error::Result;
-use crate::record::{RunRecord, METRICS};
-use crate::timeline::{self, Sample};
+use swaplab_lab::error::Result;
+use swaplab_lab::record::{RunRecord, METRICS};
+use swaplab_lab::timeline::{self, Sample};
 
 /// Whether a y axis of these values should be logarithmic: positive values
 /// spanning more than two decades.
@@ -84,7 +84,7 @@ pub(crate) fn reproduce(rec: &RunRecord) -> String {
     }
     if let Some(m) = rec.options.mglru {
         argv.push("--mglru".into());
-        argv.push(crate::options::on_off(m).into());
+        argv.push(swaplab_lab::options::on_off(m).into());
     }
     if let Some(h) = rec.options.mem_high {
         argv.push("--mem-high".into());

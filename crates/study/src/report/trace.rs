@@ -47,7 +47,7 @@ use swaplab_trace::trace_dir::{self, TraceMetaFile};
 use swaplab_trace::units::format_bytes;
 
 use super::{col, existing, linux_config, shell_line, ConfigSource};
-use crate::error::Result;
+use swaplab_lab::error::Result;
 
 /// Time cells of a scatter.
 pub const NX: usize = 200;

@@ -8,12 +8,12 @@ use std::path::Path;
 use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
-use super::{col, mib, shell_line};
-use crate::error::{Error, Result};
-use crate::serve::{ServeCell, ServeResult};
+use crate::report::{col, mib, shell_line};
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::serve::{ServeCell, ServeResult};
 
 /// `"kind"` of a saved serve result.
-pub const SERVE_KIND: &str = crate::serve::SERVE_KIND;
+pub const SERVE_KIND: &str = swaplab_lab::serve::SERVE_KIND;
 
 /// The section of a saved serve result.
 pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
@@ -113,7 +113,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     };
     let p99_series = by_limit(|c| c.p99_ms);
     let p99_log =
-        super::run::wants_log(p99_series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
+        crate::report::run::wants_log(p99_series.iter().flat_map(|s| s.points.iter().map(|p| p.1)));
     let mut figures = vec![
         Figure {
             title: "Throughput against the memory limit".into(),
@@ -263,7 +263,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             continue;
         };
         let path = run.run_dir.join("timeline.parquet");
-        let Ok((samples, _)) = crate::timeline::read_parquet(&path) else {
+        let Ok((samples, _)) = swaplab_lab::timeline::read_parquet(&path) else {
             continue;
         };
         let (t0, maj0) = (
@@ -369,7 +369,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         ]);
     }
     let req = &r.request;
-    let mut config = super::linux_config(&super::ConfigSource {
+    let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: r.settings.as_ref(),
         cgroup: None,
@@ -435,7 +435,7 @@ pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![cells, runs],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved serve result (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved serve result (JSON)")]),
         notes,
     })
 }

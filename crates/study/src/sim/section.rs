@@ -13,8 +13,8 @@ use swaplab_host::procfs::Environment;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, Value};
 use swaplab_sim::SimResult;
 
-use super::{col, shell_line};
-use crate::error::{Error, Result};
+use crate::report::{col, shell_line};
+use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved `swaplab sim` result.
 pub const SIM_KIND: &str = "swaplab.sim";
@@ -159,7 +159,7 @@ fn miss_axis() -> Axis {
 fn size_axis(pages: &[u64], page_size: u64) -> (Axis, Vec<f64>) {
     let mibs: Vec<f64> = pages
         .iter()
-        .map(|&p| super::mib(p.saturating_mul(page_size)))
+        .map(|&p| crate::report::mib(p.saturating_mul(page_size)))
         .collect();
     let (lo, hi) = mibs
         .iter()
@@ -261,7 +261,7 @@ fn time_figure(s: &SavedSim, sizes: &[u64], policies: &[String]) -> Option<Figur
                 .results
                 .iter()
                 .filter(|r| &label(r) == name)
-                .filter_map(|r| Some((super::mib(r.capacity.saturating_mul(ps)), time(r)?)))
+                .filter_map(|r| Some((crate::report::mib(r.capacity.saturating_mul(ps)), time(r)?)))
                 .collect(),
             err: Vec::new(),
         })
@@ -348,7 +348,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         data.push(vec![
             label(r).into(),
             r.capacity.into(),
-            super::mib(r.capacity.saturating_mul(ps)).into(),
+            crate::report::mib(r.capacity.saturating_mul(ps)).into(),
             c.references.into(),
             c.misses().into(),
             r.miss_ratio.into(),
@@ -372,7 +372,12 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                     .results
                     .iter()
                     .filter(|r| &label(r) == name)
-                    .map(|r| (super::mib(r.capacity.saturating_mul(ps)), r.miss_ratio))
+                    .map(|r| {
+                        (
+                            crate::report::mib(r.capacity.saturating_mul(ps)),
+                            r.miss_ratio,
+                        )
+                    })
                     .collect(),
                 err: Vec::new(),
             })
@@ -445,7 +450,7 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![data],
         file_schemas: Vec::new(),
         config: sim_config(s.machine.as_ref(), &s.command, &s.trace),
-        files: super::existing(vec![
+        files: crate::report::existing(vec![
             (p.to_path_buf(), "the saved simulation (JSON)"),
             (s.trace.path.clone(), "the trace"),
         ]),
@@ -482,7 +487,10 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
     }
     let mut data = Table::new("mrc", "one row per memory size", columns);
     for (i, &pages) in m.sizes.iter().enumerate() {
-        let mut row: Vec<Value> = vec![pages.into(), super::mib(pages.saturating_mul(ps)).into()];
+        let mut row: Vec<Value> = vec![
+            pages.into(),
+            crate::report::mib(pages.saturating_mul(ps)).into(),
+        ];
         row.extend(m.curves.iter().map(|c| Value::Float(c.miss_ratio[i])));
         data.push(row);
     }
@@ -577,7 +585,7 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![summary],
         file_schemas: Vec::new(),
         config: sim_config(m.machine.as_ref(), &m.command, &m.trace),
-        files: super::existing(vec![
+        files: crate::report::existing(vec![
             (p.to_path_buf(), "the saved curves (JSON)"),
             (m.trace.path.clone(), "the trace"),
         ]),
@@ -589,7 +597,7 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
 /// simulation, the exact LRU curve as an MRC), through the same saved
 /// forms as `sim --save` and `mrc --save`.
 pub fn demo_sections(
-    d: &crate::simulate::SimDemo,
+    d: &swaplab_lab::simulate::SimDemo,
     command: &[String],
     seed: u64,
     trace: Option<&Path>,
@@ -599,7 +607,7 @@ pub fn demo_sections(
             || {
                 PathBuf::from(format!(
                     "(generated: {})",
-                    crate::simulate::DEMO_PATTERNS.join(" | ")
+                    swaplab_lab::simulate::DEMO_PATTERNS.join(" | ")
                 ))
             },
             Path::to_path_buf,
@@ -795,7 +803,7 @@ pub struct SimPair {
 
 /// Reads a saved simulation (`sim --save`).
 pub fn read_saved_sim(p: &Path) -> Result<SavedSim> {
-    let v: serde_json::Value = super::read_json(p)?;
+    let v: serde_json::Value = crate::report::read_json(p)?;
     if v.get("kind").and_then(|k| k.as_str()) != Some(SIM_KIND) {
         return Err(Error::Invalid(format!(
             "{}: not a saved simulation (make one with `swaplab sim TRACE --save FILE`)",

@@ -11,17 +11,19 @@
 //! its unlimited or largest-limit cell). OOM kills and timeouts are counted
 //! per cell; they are results, not failures.
 
+pub mod section;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::SweepRow;
-use crate::error::{Error, Result};
-use crate::options::{format_size_short, LimitSpec, RunOptions, Variant};
-pub use crate::options::{limit_text, variants_or_default};
-use crate::record::{Outcome, Role, RunRecord, Status};
-use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
 use swaplab_analysis::stats::{summarize, Summary};
+use swaplab_lab::catalog::SweepRow;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::options::{format_size_short, LimitSpec, RunOptions, Variant};
+pub use swaplab_lab::options::{limit_text, variants_or_default};
+use swaplab_lab::record::{Outcome, Role, RunRecord, Status};
+use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
 
 /// A sweep to run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -247,7 +249,7 @@ impl SweepReport {
         if runs.iter().any(|r| {
             r.metrics
                 .get("swapin_pages")
-                .is_some_and(|m| m.scope == crate::timeline::Scope::System)
+                .is_some_and(|m| m.scope == swaplab_lab::timeline::Scope::System)
         }) {
             notes.push("swap traffic is machine-wide (/proc/vmstat deltas): cgroup v1 has no per-group swap-in/out counters".into());
         }
@@ -467,8 +469,11 @@ impl LabSweep for Lab {
             // A bad hint file fails the sweep before its first run.
             if let Some(h) = v.options.hints.as_ref().or(req.options.hints.as_ref()) {
                 let command = v.command.as_ref().unwrap_or(&req.command);
-                crate::tracing::check_hints(h, &crate::workload::resolve_command(command)?)
-                    .map_err(|e| Error::Invalid(format!("variant {:?}: {e}", v.name)))?;
+                swaplab_lab::tracing::check_hints(
+                    h,
+                    &swaplab_lab::workload::resolve_command(command)?,
+                )
+                .map_err(|e| Error::Invalid(format!("variant {:?}: {e}", v.name)))?;
             }
         }
         // Effective command and options per variant; limits resolved (peaks measured once per command).
@@ -615,7 +620,7 @@ impl LabSweep for Lab {
 
 /// Same as [`LabSweep::sweep_report`] without a lab (no signal guard needed).
 pub fn report_from_catalog(
-    catalog: &crate::catalog::Catalog,
+    catalog: &swaplab_lab::catalog::Catalog,
     sweep_id: i64,
 ) -> Result<SweepReport> {
     let row = catalog.sweep(sweep_id)?;
@@ -674,11 +679,11 @@ pub fn no_swap_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Metric;
-    use crate::timeline::Scope;
+    use swaplab_lab::record::Metric;
+    use swaplab_lab::timeline::Scope;
 
     /// Puts each (name, value) into `metrics`.
-    fn put(metrics: &mut crate::record::Metrics, kv: &[(&str, f64)]) {
+    fn put(metrics: &mut swaplab_lab::record::Metrics, kv: &[(&str, f64)]) {
         for &(k, v) in kv {
             metrics.insert(
                 k.into(),
@@ -702,7 +707,7 @@ mod tests {
         wall_s: f64,
         majflt: f64,
     ) -> RunRecord {
-        let mut metrics = crate::record::Metrics::new();
+        let mut metrics = swaplab_lab::record::Metrics::new();
         put(
             &mut metrics,
             &[

@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 use swaplab_analysis::stats::{mann_whitney, summarize};
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, Value};
 
-use super::run::{run_config, wants_log};
-use super::{col, mib, shell_line};
-use crate::error::Result;
-use crate::record::{Outcome, Role, RunRecord};
+use crate::report::run::{run_config, wants_log};
+use crate::report::{col, mib, shell_line};
 use crate::sweep::{Cell, SweepReport};
+use swaplab_lab::error::Result;
+use swaplab_lab::record::{Outcome, Role, RunRecord};
 
 /// One metric drawn against the limit.
 struct Metric {
@@ -305,7 +305,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
         ));
     }
     let mut notes = rep.notes.clone();
-    notes.extend(super::mglru_note(runs));
+    notes.extend(crate::report::mglru_note(runs));
     let failed: usize = rep.cells.iter().map(|c| c.runs.len() - c.ok).sum();
     if failed > 0 {
         notes.push(format!(
@@ -318,7 +318,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
         for (label, &k) in &c.idle {
             let what = if label == crate::sweep::PREFETCH_OFF {
                 "the prefetcher turned itself off, the program having used under 10 % of the pages it asked for (the runs' notes say when)"
-            } else if label.starts_with(crate::record::IDLE_PREFETCH) {
+            } else if label.starts_with(swaplab_lab::record::IDLE_PREFETCH) {
                 "the prefetcher asked for no page and paged none out, while the runs had major faults"
             } else {
                 "no hint matched an allocation"
@@ -373,7 +373,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
         files: first
             .and_then(|r| r.dir.parent().map(|p| p.to_path_buf()))
             .map(|p| {
-                super::existing(vec![(
+                crate::report::existing(vec![(
                     p,
                     "the runs' directories (run.json, timeline.parquet of each run id)",
                 )])

@@ -2,7 +2,7 @@
 //! a built-in workload (issue 12 §3).
 //!
 //! 1. The workload records its own page references (`--refs-fd`,
-//!    [`crate::refs::capture_workload_refs`]) into a native trace.
+//!    [`swaplab_lab::refs::capture_workload_refs`]) into a native trace.
 //! 2. One sweep runs it unlimited and at each limit (a share of its peak),
 //!    `repeat` times, interleaved, with the chosen swap.
 //! 3. The **effective memory** at a limit is what the limit leaves for the
@@ -18,7 +18,7 @@
 //!    simulation runs on the calibrated device profile ([`crate::calibrate`];
 //!    measured first when missing) as `--device PROFILE.toml` with the
 //!    `kernel` fault path and the unlimited run's wall time as the base
-//!    ([`crate::simulate::run_costed`], the function `swaplab sim --device`
+//!    ([`swaplab_lab::simulate::run_costed`], the function `swaplab sim --device`
 //!    calls), so `validate` and `sim` cannot disagree. Each row carries the
 //!    `swaplab sim` command that reproduces it.
 //!
@@ -26,6 +26,8 @@
 //! than any algorithm, prefetching ones included (a prefetching schedule
 //! can be made demand-driven without more fetches), so OPT's misses beyond
 //! the first touches must not exceed the pages the kernel swapped in.
+
+pub mod section;
 
 use std::path::{Path, PathBuf};
 
@@ -40,17 +42,17 @@ use swaplab_trace::native::NativeReader;
 use swaplab_trace::DenseTrace;
 
 use crate::calibrate::{self, DeviceProfile};
-use crate::options::{LimitSpec, RunOptions};
-use crate::runner::{Lab, ProgressFn};
 use crate::sweep::{LabSweep, SweepRequest};
-use crate::{Error, Result};
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::runner::{Lab, ProgressFn};
+use swaplab_lab::{Error, Result};
 
 /// `"kind"` of a saved validation.
 pub const VALIDATE_KIND: &str = "swaplab.validate";
 /// The seed of the simulations (`sim --seed`).
 pub const SEED: u64 = 42;
 /// The workloads that record their own references.
-pub use crate::refs::RECORDING_WORKLOADS as WORKLOADS;
+pub use swaplab_lab::refs::RECORDING_WORKLOADS as WORKLOADS;
 
 /// What `validate` runs.
 #[derive(Debug, Clone)]
@@ -153,13 +155,13 @@ pub struct ValidateResult {
 /// Checks the options before anything runs.
 pub fn check(o: &ValidateOptions) -> Result<()> {
     if !WORKLOADS.contains(&o.workload.as_str())
-        && crate::workload::programs::find(&o.workload).is_none()
+        && swaplab_lab::workload::programs::find(&o.workload).is_none()
     {
         return Err(Error::Invalid(format!(
             "{:?} is neither a built-in workload that records its references ({}) nor a real program ({})",
             o.workload,
             WORKLOADS.join(", "),
-            crate::workload::programs::PROGRAMS
+            swaplab_lab::workload::programs::PROGRAMS
                 .iter()
                 .map(|p| p.name)
                 .collect::<Vec<_>>()
@@ -248,7 +250,7 @@ pub struct Prediction {
 
 /// Simulates `linux` with `readahead` at `capacity` pages, costed on
 /// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
-/// [`crate::simulate::run_costed`], the function behind `swaplab sim
+/// [`swaplab_lab::simulate::run_costed`], the function behind `swaplab sim
 /// --device`, so validate and sim cannot disagree. `None` when the device
 /// leaves no memory (a zram profile at a tiny capacity).
 pub fn predict(
@@ -262,7 +264,7 @@ pub fn predict(
     let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
-    let (res, _) = match crate::simulate::run_costed(
+    let (res, _) = match swaplab_lab::simulate::run_costed(
         trace,
         &[linux],
         &[(capacity.to_string(), capacity)],
@@ -330,7 +332,7 @@ pub fn run(
     let kind = kind_of(&o.swap);
     let (profile, profile_path) = profile_for(lab, kind, &mut notes)?;
 
-    let workload = crate::workload::command(&o.workload, &o.size.to_string(), None, &o.args);
+    let workload = swaplab_lab::workload::command(&o.workload, &o.size.to_string(), None, &o.args);
     // 1. The references.
     let dir = lab.catalog.home().join("validate");
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
@@ -344,29 +346,29 @@ pub fn run(
         "capturing the references of {}",
         workload.join(" ")
     ));
-    let cap = if crate::workload::programs::find(&o.workload).is_some() {
+    let cap = if swaplab_lab::workload::programs::find(&o.workload).is_some() {
         // a real program: valgrind lackey on the program itself (not its
         // driver); slow, about 0.3 M references a second
-        let direct = crate::workload::programs::direct_command(&workload[1..])?;
+        let direct = swaplab_lab::workload::programs::direct_command(&workload[1..])?;
         say(&format!(
             "(a real program: valgrind lackey on {})",
             direct.join(" ")
         ));
-        crate::refs::capture_refs(
+        swaplab_lab::refs::capture_refs(
             &direct,
             &trace_path,
-            &crate::refs::RefOptions {
+            &swaplab_lab::refs::RefOptions {
                 lackey: true,
                 ..Default::default()
             },
         )?
     } else {
-        let argv = crate::workload::resolve_command(&workload)?;
-        crate::refs::capture_workload_refs(
+        let argv = swaplab_lab::workload::resolve_command(&workload)?;
+        swaplab_lab::refs::capture_workload_refs(
             &workload,
             &argv,
             &trace_path,
-            &crate::refs::RefOptions::default(),
+            &swaplab_lab::refs::RefOptions::default(),
         )?
     };
     if cap.exit_code != Some(0) {
@@ -408,10 +410,12 @@ pub fn run(
     };
     let report = lab.sweep(&req, progress)?;
     let runs = lab.catalog.sweep_runs(report.sweep_id)?;
-    let median = |xs: Vec<f64>| crate::bench_touch::median(xs);
+    let median = |xs: Vec<f64>| crate::bench::touch::median(xs);
     let cell_runs = |label: &str| {
         runs.iter()
-            .filter(|r| r.limit_label == label && r.outcome == Some(crate::record::Outcome::Ok))
+            .filter(|r| {
+                r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok)
+            })
             .collect::<Vec<_>>()
     };
     let base = cell_runs(&LimitSpec::None.to_string());
@@ -424,8 +428,8 @@ pub fn run(
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(3);
-    let readahead = crate::hints_model::readahead_spec(
-        &crate::bench_hints::readahead_kind(&o.swap.to_string()),
+    let readahead = crate::bench::hints::model::readahead_spec(
+        &crate::bench::hints::readahead_kind(&o.swap.to_string()),
         pc,
     );
     let opt = PolicySpec::parse("opt").map_err(|e| Error::Invalid(e.to_string()))?;

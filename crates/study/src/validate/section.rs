@@ -6,9 +6,9 @@ use std::path::Path;
 use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
-use super::{col, shell_line};
-use crate::error::{Error, Result};
+use crate::report::{col, shell_line};
 use crate::validate::ValidateResult;
+use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved validation.
 pub const VALIDATE_KIND: &str = crate::validate::VALIDATE_KIND;
@@ -125,7 +125,7 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             ],
         ),
     ];
-    let mut config = super::linux_config(&super::ConfigSource {
+    let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -159,7 +159,7 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![t],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![
+        files: crate::report::existing(vec![
             (p.to_path_buf(), "the saved validation (JSON)"),
             (r.trace.clone(), "the reference trace (native Parquet)"),
         ]),

@@ -22,11 +22,11 @@ use serde::Serialize;
 use swaplab_analysis::hints::HintFile;
 
 use crate::compare::{compare_sweeps, Target};
-use crate::error::{Error, Result};
-use crate::options::{LimitSpec, RunOptions, Variant};
-use crate::record::RunRecord;
-use crate::runner::{Lab, ProgressFn};
 use crate::sweep::{LabSweep, SweepRequest};
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
+use swaplab_lab::record::RunRecord;
+use swaplab_lab::runner::{Lab, ProgressFn};
 
 /// Significance level for "pays".
 pub const P_MAX: f64 = 0.05;
@@ -196,7 +196,9 @@ pub fn verify(
     let runs = lab.catalog.sweep_runs(report.sweep_id)?;
     let of = |v: &str| -> Vec<RunRecord> {
         runs.iter()
-            .filter(|r| r.variant.as_deref() == Some(v) && r.role == crate::record::Role::Measure)
+            .filter(|r| {
+                r.variant.as_deref() == Some(v) && r.role == swaplab_lab::record::Role::Measure
+            })
             .cloned()
             .map(|mut r| {
                 r.variant = Some("x".into()); // one cell on both sides
@@ -207,7 +209,7 @@ pub fn verify(
     let base = of("base");
     let wall = |v: &[RunRecord]| -> Vec<f64> {
         v.iter()
-            .filter(|r| r.outcome == Some(crate::record::Outcome::Ok))
+            .filter(|r| r.outcome == Some(swaplab_lab::record::Outcome::Ok))
             .filter_map(|r| r.get("wall_ns"))
             .map(|ns| ns / 1e9)
             .collect()
@@ -226,7 +228,7 @@ pub fn verify(
         let p = row("wall_ns").and_then(|r| r.p);
         let completed = h
             .iter()
-            .all(|r| r.outcome == Some(crate::record::Outcome::Ok));
+            .all(|r| r.outcome == Some(swaplab_lab::record::Outcome::Ok));
         let hw = wall(&h);
         let (pays, reason) = judge(&base_wall, &hw, completed, p);
         let med = |x: &[f64]| (!x.is_empty()).then(|| swaplab_analysis::stats::median(x));

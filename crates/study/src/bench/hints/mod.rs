@@ -22,23 +22,26 @@
 //!
 //! Limits are bytes computed from the **base** command's peak, so every
 //! variant gets the same memory even when its own command line differs.
+pub mod model;
+pub mod section;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bench_group;
-use crate::bench_touch::median;
-use crate::options::{LimitSpec, RunOptions, Variant};
-use crate::record::{Outcome, RunRecord};
-use crate::runner::{Lab, ProgressFn};
+use crate::bench::group as bench_group;
+use crate::bench::touch::median;
 use crate::sweep::{LabSweep, SweepRequest};
-use crate::workload;
-use crate::{Error, Result};
 use swaplab_analysis::stats::mann_whitney;
 use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
+use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
+use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::runner::{Lab, ProgressFn};
+use swaplab_lab::workload;
+use swaplab_lab::{Error, Result};
 
 /// The result file's kind.
 pub const BENCH_HINTS_KIND: &str = "swaplab.bench.hints";
@@ -282,14 +285,14 @@ fn sweep_variants(
                 } else {
                     "leap:pageout=1"
                 };
-                let (options, _) = crate::options::parse_option_words(&[
+                let (options, _) = swaplab_lab::options::parse_option_words(&[
                     "--prefetch".to_string(),
                     spec.to_string(),
                 ])?;
                 out.push(plain(v, options))
             }
             "mlock-leap" => {
-                let (options, _) = crate::options::parse_option_words(&[
+                let (options, _) = swaplab_lab::options::parse_option_words(&[
                     "--prefetch".to_string(),
                     "leap:pageout=1".to_string(),
                 ])?;
@@ -323,7 +326,7 @@ fn sweep_variants(
             }
             other => {
                 // A `run --prefetch` prefetcher.
-                let (o, _) = crate::options::parse_option_words(&[
+                let (o, _) = swaplab_lab::options::parse_option_words(&[
                     "--prefetch".to_string(),
                     other.to_string(),
                 ])?;
@@ -461,7 +464,7 @@ fn run_size(
     progress: &mut ProgressFn<'_>,
 ) -> Result<HintsSize> {
     let command = size_command(opts, size);
-    let swaps = crate::bench_touch::parse_swaps(&opts.swap, size)?;
+    let swaps = crate::bench::touch::parse_swaps(&opts.swap, size)?;
     let [(_, swap)]: [(String, SwapSpec); 1] = swaps.try_into().map_err(|_| {
         Error::Invalid("--swap: bench hints takes one swap area (e.g. file:2x)".into())
     })?;
@@ -543,7 +546,7 @@ fn run_size(
         advice,
         cells,
     };
-    crate::hints_model::predict(&mut s, opts, readahead, page_cluster);
+    crate::bench::hints::model::predict(&mut s, opts, readahead, page_cluster);
     Ok(s)
 }
 
@@ -551,7 +554,7 @@ fn run_size(
 /// catalog has it.
 fn unlimited_wall(lab: &Lab, command: &[String], options: &RunOptions) -> Option<f64> {
     let resolved = workload::resolve_command(command).ok()?;
-    let key = crate::runner::peak_key(&resolved, options);
+    let key = swaplab_lab::runner::peak_key(&resolved, options);
     let (_, id) = lab.catalog.peak(&key).ok()??;
     let rec = lab.catalog.run(id?).ok()?;
     rec.get("wall_ns").map(|w| w / 1e9)

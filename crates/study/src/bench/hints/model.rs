@@ -49,7 +49,7 @@
 //! the old one is worse on leap-po and mlock-leap, better on mlock). Before
 //! the sim's leap had pageout, leap-po and mlock-leap were predicted 1.29
 //! and 1.69. Details: docs/prefetch.md, "Which time model".
-use crate::bench_hints::{HintsCell, HintsOptions, HintsSize};
+use crate::bench::hints::{HintsCell, HintsOptions, HintsSize};
 use swaplab_analysis::hints::HintFile;
 use swaplab_sim::engine::{simulate_ext, Extras, HintKind, RangeHint};
 use swaplab_sim::prefetch::PrefetchSpec;
@@ -79,7 +79,7 @@ pub fn traverse_trace(size: u64, passes: u64) -> DenseTrace {
 }
 
 /// The prefetcher spec of the kernel's readahead (`kind` from
-/// [`crate::bench_hints::readahead_kind`]) at page-cluster `pc`.
+/// [`crate::bench::hints::readahead_kind`]) at page-cluster `pc`.
 pub fn readahead_spec(kind: &str, pc: u32) -> String {
     match kind {
         "none" => "none".into(),
@@ -154,7 +154,7 @@ fn advise_hints(file: &HintFile, pages: u64, refs_per_ms: u64) -> Option<Vec<Ran
     for h in on_array.hints.iter_mut() {
         h.range = Some((0, pages * 4096));
     }
-    crate::simulate::sim_hints(&on_array, 4096, refs_per_ms.max(1)).ok()
+    swaplab_lab::simulate::sim_hints(&on_array, 4096, refs_per_ms.max(1)).ok()
 }
 
 /// Fills the simulated columns of one size's cells.

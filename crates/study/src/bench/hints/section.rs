@@ -7,10 +7,10 @@ use std::path::Path;
 use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, ScatterGroup, Section, Table};
 
-use super::{col, shell_line};
-use crate::bench_hints::{HintsCell, HintsResult, BENCH_HINTS_KIND as KIND};
-use crate::error::{Error, Result};
+use crate::bench::hints::{HintsCell, HintsResult, BENCH_HINTS_KIND as KIND};
+use crate::report::{col, shell_line};
 use swaplab_host::util::format_size;
+use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved `swaplab bench hints` result.
 pub const BENCH_HINTS_KIND: &str = KIND;
@@ -305,7 +305,7 @@ pub fn bench_hints_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         ]);
     }
     let reproduce = shell_line(&r.command);
-    let config = super::linux_config(&super::ConfigSource {
+    let config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.machine.as_ref(),
         settings: None,
         cgroup: None,
@@ -327,7 +327,7 @@ pub fn bench_hints_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         .variants
         .iter()
         .map(|v| {
-            let about = crate::bench_hints::KNOWN_VARIANTS
+            let about = crate::bench::hints::KNOWN_VARIANTS
                 .iter()
                 .find(|k| k.0 == v)
                 .map_or("", |k| k.1);
@@ -372,7 +372,7 @@ pub fn bench_hints_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         tables: vec![all, sizes],
         file_schemas: Vec::new(),
         config,
-        files: super::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
         notes: r.notes.clone(),
     })
 }

@@ -6,7 +6,7 @@
 //! Pressure comes from a memory cgroup limit (`--mem-limit`, where reclaim
 //! is almost all direct: the task that hits the limit reclaims) or from the
 //! whole machine (`--machine-mem`, an mlocked balloon leaves that much
-//! available: [`crate::balloon`]; then kswapd works). The workload is the
+//! available: [`swaplab_lab::balloon`]; then kswapd works). The workload is the
 //! embedded `bench-touch --pattern random` with huge pages left to the
 //! system's THP setting. Each (repeat, THP mode) is an ordinary swaplab run
 //! (`--thp` journaled and restored by the runner, a catalog entry, the
@@ -22,12 +22,12 @@ use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 
-use crate::balloon::Balloon;
-use crate::bench_group::BenchGroup;
-use crate::bench_touch::{self, median, Curve, Scratch, TouchRun};
-use crate::options::{LimitSpec, RunOptions, THP_MODES};
-use crate::runner::Lab;
-use crate::{Error, Result};
+use crate::bench::group::BenchGroup;
+use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun};
+use swaplab_lab::balloon::Balloon;
+use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
+use swaplab_lab::runner::Lab;
+use swaplab_lab::{Error, Result};
 
 /// `"kind"` of a saved `swaplab bench reclaim` result.
 pub const BENCH_RECLAIM_KIND: &str = "swaplab.bench.reclaim";
@@ -232,7 +232,7 @@ fn measure(
     command: Vec<String>,
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<ReclaimResult> {
-    let exe = crate::workload::executable()?;
+    let exe = swaplab_lab::workload::executable()?;
     let t0 = Instant::now();
     let mut out: Vec<ReclaimMode> = modes
         .iter()
@@ -250,7 +250,7 @@ fn measure(
         }
         Pressure::MemLimit(_) => None,
     };
-    let scratch = Scratch(crate::bench_vma::tempdir("bench-reclaim")?);
+    let scratch = Scratch(crate::bench::vma::tempdir("bench-reclaim")?);
     let total = modes.len() * opts.repeat as usize;
     let mut done = 0;
     let mut notes = Vec::new();

@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
-use crate::options::{LimitSpec, RunOptions};
-use crate::record::{Outcome, Role};
-use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
-use crate::workload;
 use swaplab_analysis::stats::median;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::record::{Outcome, Role};
+use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
+use swaplab_lab::workload;
 
 /// Target: runner wall within this many percent of a direct run.
 pub const WALL_TARGET_PCT: f64 = 2.0;
@@ -70,7 +70,7 @@ fn direct_run(resolved: &[String], out: &std::path::Path) -> Result<(f64, f64)> 
         .stdin(Stdio::null())
         .stdout(f)
         .stderr(Stdio::null());
-    crate::runner::die_with_parent(&mut cmd);
+    swaplab_lab::runner::die_with_parent(&mut cmd);
     let t0 = Instant::now();
     let mut child = workload::spawn_retrying(&mut cmd)
         .map_err(|e| Error::io("starting", std::path::Path::new(&resolved[0]), e))?;

@@ -24,11 +24,11 @@ use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::{format_size, parse_size};
 
-use crate::bench_group::BenchGroup;
-use crate::options::{LimitSpec, RunOptions};
-use crate::record::{Outcome, RunRecord};
-use crate::runner::Lab;
-use crate::{Error, Result};
+use crate::bench::group::BenchGroup;
+use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::runner::Lab;
+use swaplab_lab::{Error, Result};
 
 /// `"kind"` of a saved `swaplab bench touch` result.
 pub const BENCH_TOUCH_KIND: &str = "swaplab.bench.touch";
@@ -439,7 +439,7 @@ pub fn run(
     progress: &mut TouchProgress<'_>,
 ) -> Result<TouchResult> {
     let touches = check(opts)?;
-    let exe = crate::workload::executable()?;
+    let exe = swaplab_lab::workload::executable()?;
     let t0 = Instant::now();
     let mut configs: Vec<TouchConfig> = Vec::new();
     for (label, _) in &opts.swaps {
@@ -503,7 +503,7 @@ fn measure(
     let total = configs.len() * opts.repeat as usize;
     let mut done = 0;
     let mut notes = Vec::new();
-    let scratch = Scratch(crate::bench_vma::tempdir("bench-touch")?);
+    let scratch = Scratch(crate::bench::vma::tempdir("bench-touch")?);
     for rep in 0..opts.repeat {
         for (si, (label, spec)) in opts.swaps.iter().enumerate() {
             for (pi, pattern) in opts.patterns.iter().enumerate() {

@@ -11,12 +11,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use swaplab_lab::error::{Error, Result};
 
-use crate::options::{LimitSpec, RunOptions, TraceConfig};
-use crate::record::{Outcome, Role};
-use crate::runner::{Lab, Progress, ProgressFn, RunPlan};
 use swaplab_analysis::stats::median;
+use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
+use swaplab_lab::record::{Outcome, Role};
+use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
 
 /// Target: traced wall / untraced wall.
 pub const WALL_RATIO_TARGET: f64 = 1.15;

@@ -30,8 +30,8 @@ use swaplab_host::journal::{Session, SessionOptions};
 use swaplab_host::procfs::Environment;
 use swaplab_host::signals::SignalGuard;
 
-use crate::error::{Error, Result};
-use crate::workload;
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::workload;
 
 /// `"kind"` of a saved `swaplab bench vma` result.
 pub const BENCH_VMA_KIND: &str = "swaplab.bench.vma";
