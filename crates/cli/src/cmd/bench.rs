@@ -599,7 +599,7 @@ fn run_reclaim(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_reclaim::save(p, r)?),
-        swaplab_study::bench::section::bench_reclaim_section,
+        swaplab_study::bench::reclaim::section::bench_reclaim_section,
     )
 }
 
@@ -711,7 +711,7 @@ fn run_touch(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_touch::save(p, r)?),
-        swaplab_study::bench::section::bench_touch_section,
+        swaplab_study::bench::touch::section::bench_touch_section,
     )
 }
 
@@ -852,7 +852,7 @@ fn run_vma(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(bench_vma::save(p, r)?),
-        swaplab_study::bench::section::bench_vma_section,
+        swaplab_study::bench::vma::section::bench_vma_section,
     )
 }
 
@@ -1084,7 +1084,7 @@ fn run_sim(
         rows: &'a [Row],
     }
     let result = Report {
-        kind: swaplab_study::bench::section::BENCH_SIM_KIND,
+        kind: swaplab_study::bench::sim::section::BENCH_SIM_KIND,
         command: crate::cmd::report::argv(),
         machine: swaplab_host::procfs::Environment::capture().ok(),
         refs,
@@ -1104,7 +1104,7 @@ fn run_sim(
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(swaplab_study::sim::section::save(p, r)?),
-        swaplab_study::bench::section::bench_sim_section,
+        swaplab_study::bench::sim::section::bench_sim_section,
     )?;
     if of.format() == out::Format::Table {
         println!(

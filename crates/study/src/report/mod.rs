@@ -20,7 +20,10 @@ pub mod trace;
 
 // Each study's section lives beside its result, in the study's folder.
 use crate::bench::hints::section as hints;
-use crate::bench::section as bench;
+use crate::bench::reclaim::section as bench_reclaim;
+use crate::bench::sim::section as bench_sim;
+use crate::bench::touch::section as bench_touch;
+use crate::bench::vma::section as bench_vma;
 use crate::calibrate::section as calibrate;
 use crate::serve::section as serve;
 use crate::sim::section as sim;
@@ -51,10 +54,16 @@ pub type SectionBuilder = fn(&Path, &serde_json::Value) -> Result<Section>;
 pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (sim::SIM_KIND, sim::sim_section),
     (sim::MRC_KIND, sim::mrc_section),
-    (bench::BENCH_SIM_KIND, bench::bench_sim_section),
-    (bench::BENCH_VMA_KIND, bench::bench_vma_section),
-    (bench::BENCH_TOUCH_KIND, bench::bench_touch_section),
-    (bench::BENCH_RECLAIM_KIND, bench::bench_reclaim_section),
+    (bench_sim::BENCH_SIM_KIND, bench_sim::bench_sim_section),
+    (bench_vma::BENCH_VMA_KIND, bench_vma::bench_vma_section),
+    (
+        bench_touch::BENCH_TOUCH_KIND,
+        bench_touch::bench_touch_section,
+    ),
+    (
+        bench_reclaim::BENCH_RECLAIM_KIND,
+        bench_reclaim::bench_reclaim_section,
+    ),
     (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
     (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
     (validate::VALIDATE_KIND, validate::validate_section),

@@ -15,6 +15,8 @@
 //! (`/proc/stat`), the vmstat reclaim counters by who reclaimed, and the
 //! THP counters.
 
+pub mod section;
+
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};

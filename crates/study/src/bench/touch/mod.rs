@@ -16,6 +16,8 @@
 //! and RSS against touch index come from the repeat whose total touch time
 //! is the median (named in the result).
 
+pub mod section;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

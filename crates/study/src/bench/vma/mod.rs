@@ -21,6 +21,8 @@
 //! restored afterwards (also on Ctrl-C, and by the next start after a
 //! crash).
 
+pub mod section;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

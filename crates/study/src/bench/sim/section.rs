@@ -1,0 +1,254 @@
+//! The section of a saved `swaplab bench sim` result (`--save FILE`):
+//! speed per policy against its target, and end-to-end time against the
+//! peer (libCacheSim).
+
+use std::path::Path;
+
+use serde::Deserialize;
+use swaplab_host::procfs::Environment;
+use swaplab_report::{Axis, Chart, Figure, Section, Table};
+
+use crate::report::{col, shell_line};
+use swaplab_lab::error::{Error, Result};
+
+/// `"kind"` of a saved `swaplab bench sim` result.
+pub const BENCH_SIM_KIND: &str = "swaplab.bench.sim";
+
+#[derive(Deserialize)]
+struct Row {
+    what: String,
+    seconds: f64,
+    mrefs_per_s: f64,
+    target_mrefs_per_s: Option<f64>,
+    meets_target: Option<bool>,
+    bytes_per_page: Option<u64>,
+    miss_ratio: Option<f64>,
+    note: String,
+    end_to_end_seconds: Option<f64>,
+    import_and_sim_seconds: Option<f64>,
+    peer_seconds: Option<f64>,
+    peer_miss_ratio: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct Saved {
+    command: Vec<String>,
+    machine: Option<Environment>,
+    refs: u64,
+    pages: u64,
+    distinct: u64,
+    mem_pages: u64,
+    peak_rss_bytes: Option<u64>,
+    peer_note: Option<String>,
+    rows: Vec<Row>,
+}
+
+/// A saved `bench sim` result's section: speed per policy against its
+/// target, and end-to-end time against the peer (libCacheSim).
+pub fn bench_sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
+    let s = Saved::deserialize(v).map_err(|e| {
+        Error::Invalid(format!(
+            "{}: a saved benchmark of an unexpected shape ({e}); save it again with this swaplab",
+            p.display()
+        ))
+    })?;
+    let mut data = Table::new(
+        "bench-sim",
+        "one row per policy or measured step",
+        vec![
+            col(
+                "what",
+                "text",
+                "",
+                "policy, or a step (load-native, exact-mrc, shards-1%, native-read)",
+            ),
+            col("seconds", "float", "s", "wall time of the step, one core"),
+            col(
+                "mrefs_per_s",
+                "float",
+                "M refs/s",
+                "references per second, millions",
+            ),
+            col(
+                "target_mrefs_per_s",
+                "float",
+                "M refs/s",
+                "the speed target (issue 2); empty: none",
+            ),
+            col("meets_target", "text", "", "yes / no / empty"),
+            col(
+                "bytes_per_page",
+                "integer",
+                "bytes",
+                "policy metadata per distinct page + the engine's state byte",
+            ),
+            col("miss_ratio", "float", "ratio", "swaplab's miss ratio"),
+            col(
+                "end_to_end_seconds",
+                "float",
+                "s",
+                "swaplab: load the native file + simulate",
+            ),
+            col(
+                "import_and_sim_seconds",
+                "float",
+                "s",
+                "swaplab: import the peer's oracleGeneral file + simulate",
+            ),
+            col(
+                "peer_seconds",
+                "float",
+                "s",
+                "the peer (libCacheSim's Python package) reading oracleGeneral + simulating",
+            ),
+            col("peer_miss_ratio", "float", "ratio", "the peer's miss ratio"),
+            col("note", "text", "", "remarks"),
+        ],
+    );
+    for r in &s.rows {
+        data.push(vec![
+            r.what.clone().into(),
+            r.seconds.into(),
+            r.mrefs_per_s.into(),
+            r.target_mrefs_per_s.into(),
+            r.meets_target.map(|b| if b { "yes" } else { "no" }).into(),
+            r.bytes_per_page.into(),
+            r.miss_ratio.into(),
+            r.end_to_end_seconds.into(),
+            r.import_and_sim_seconds.into(),
+            r.peer_seconds.into(),
+            r.peer_miss_ratio.into(),
+            r.note.clone().into(),
+        ]);
+    }
+    let policies: Vec<&Row> = s
+        .rows
+        .iter()
+        .filter(|r| r.bytes_per_page.is_some())
+        .collect();
+    let mut figures = vec![Figure {
+        title: "Simulation speed by policy".into(),
+        caption: "The policy loop alone, one core, millions of references per second, beside its target; one run each (the machine is shared: compare ratios within one run, e.g. to FIFO).".into(),
+        chart: Chart::Bars {
+            categories: policies.iter().map(|r| r.what.clone()).collect(),
+            series: vec![
+                ("swaplab".into(), policies.iter().map(|r| r.mrefs_per_s).collect()),
+                (
+                    "target".into(),
+                    policies.iter().map(|r| r.target_mrefs_per_s.unwrap_or(0.0)).collect(),
+                ),
+            ],
+            value: Axis::linear("M references per second"),
+        },
+        data: data.clone(),
+    }];
+    let peer: Vec<&&Row> = policies
+        .iter()
+        .filter(|r| r.peer_seconds.is_some())
+        .collect();
+    if !peer.is_empty() {
+        let secs = |f: fn(&Row) -> Option<f64>| peer.iter().map(|r| f(r).unwrap_or(0.0)).collect();
+        figures.push(Figure {
+            title: "End to end against the peer".into(),
+            caption: "Seconds to load a trace and simulate it: swaplab from its native file, swaplab importing the peer's oracleGeneral file, and the peer (libCacheSim) reading that file, same trace and memory.".into(),
+            chart: Chart::Bars {
+                categories: peer.iter().map(|r| r.what.clone()).collect(),
+                series: vec![
+                    ("swaplab (native file)".into(), secs(|r| r.end_to_end_seconds)),
+                    ("swaplab (import oracleGeneral)".into(), secs(|r| r.import_and_sim_seconds)),
+                    ("libCacheSim".into(), secs(|r| r.peer_seconds)),
+                ],
+                value: Axis::linear("seconds (less is better)"),
+            },
+            data: data.clone(),
+        });
+    }
+    let mut notes = Vec::new();
+    if let Some(n) = &s.peer_note {
+        notes.push(format!("no peer numbers: {n}"));
+    }
+    let mut config = vec![(
+        "what ran".to_string(),
+        "a simulator benchmark (no program ran under a memory limit)".to_string(),
+    )];
+    if let Some(e) = &s.machine {
+        config.push(("kernel release".into(), e.kernel_release.clone()));
+        config.push((
+            "CPU".into(),
+            format!(
+                "{} × {}",
+                e.cpu_count,
+                e.cpu_model.clone().unwrap_or_default()
+            ),
+        ));
+        config.push((
+            "memory".into(),
+            swaplab_trace::units::format_bytes(e.mem_total_bytes),
+        ));
+        config.push(("swaplab version".into(), e.swaplab_version.clone()));
+    }
+    config.push((
+        "peak RSS".into(),
+        s.peak_rss_bytes
+            .map_or("not measured".into(), swaplab_trace::units::format_bytes),
+    ));
+    config.push(("reproduce with".into(), shell_line(&s.command)));
+    Ok(Section {
+        kind: "bench-sim".into(),
+        title: "Simulator benchmark".into(),
+        design: vec![format!(
+            "The standard trace: {} references, Zipf α = 1.0 over {} pages ({} touched), ranks scattered, seed 42; memory {} pages. Each policy runs alone on one core; loading is timed separately from simulating, and the peer (libCacheSim's Python package, when installed) runs the same trace from its own format.",
+            s.refs, s.pages, s.distinct, s.mem_pages
+        )],
+        figures,
+        tables: vec![data],
+        file_schemas: Vec::new(),
+        config,
+        files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_benchmark_draws_speed_against_target_and_the_peer() {
+        let row = |what: &str, bpp: Option<u64>, peer: Option<f64>| {
+            serde_json::json!({
+                "what": what, "seconds": 1.0, "mrefs_per_s": 50.0, "target_mrefs_per_s": 40.0,
+                "meets_target": true, "bytes_per_page": bpp, "miss_ratio": 0.2, "note": "",
+                "end_to_end_seconds": 2.0, "import_and_sim_seconds": 3.0, "peer_seconds": peer,
+                "peer_miss_ratio": 0.2
+            })
+        };
+        let v = serde_json::json!({
+            "kind": BENCH_SIM_KIND, "command": ["swaplab", "bench", "sim"], "machine": null,
+            "refs": 100, "pages": 10, "distinct": 9, "mem_pages": 5, "threads": 1,
+            "peak_rss_bytes": null, "load_native_seconds": 0.1, "load_oracle_general_seconds": 0.2,
+            "peer_note": null,
+            "rows": [row("lru", Some(9), Some(20.0)), row("linux", Some(14), None), row("load-native", None, None)]
+        });
+        let s = bench_sim_section(Path::new("b.json"), &v).unwrap();
+        assert_eq!(s.figures.len(), 2);
+        let Chart::Bars {
+            categories, series, ..
+        } = &s.figures[0].chart
+        else {
+            panic!()
+        };
+        assert_eq!(
+            categories,
+            &["lru", "linux"],
+            "policies only, not the load steps"
+        );
+        assert_eq!(series[0].1, vec![50.0, 50.0]);
+        assert_eq!(series[1].1, vec![40.0, 40.0]);
+        let Chart::Bars { categories, .. } = &s.figures[1].chart else {
+            panic!()
+        };
+        assert_eq!(categories, &["lru"], "only policies the peer ran");
+        assert_eq!(s.tables[0].rows.len(), 3);
+    }
+}
