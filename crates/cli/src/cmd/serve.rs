@@ -41,10 +41,10 @@ pub struct ServeArgs {
     /// give one limit and at most one variant; --repeat defaults to 1.
     #[arg(long, value_name = "DIR")]
     pub trace: Option<std::path::PathBuf>,
-    /// With --trace: also load the preload library to record allocation sites (off by
-    /// default: redis-server 7.0.15 dies of SIGSEGV at start under it).
+    /// With --trace: do not load the preload library (no allocation sites; by default they are
+    /// recorded, as `swaplab trace` does).
     #[arg(long)]
-    pub trace_allocs: bool,
+    pub no_trace_allocs: bool,
     /// The server command, one string split as a shell would (no expansion); it runs in the
     /// run's memory cgroup and must stay in the foreground.
     #[arg(long, value_name = "CMD")]
@@ -168,7 +168,7 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
         };
         let cfg = swaplab_lab::tracing::TraceConfig {
             out: Some(dir),
-            allocs: a.trace_allocs,
+            allocs: !a.no_trace_allocs,
             ..Default::default()
         };
         cfg.validate()?;
