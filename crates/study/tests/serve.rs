@@ -515,7 +515,18 @@ fn postgres_preset_at_100_and_30_percent() {
         assert_eq!(phases, ["start", "fill", "load"]);
     }
     let low = res.runs.iter().find(|r| r.limit_label == "30%").unwrap();
-    assert!(low.metrics["peak_bytes"] <= low.limit_bytes.unwrap() as f64);
+    // The limit held: the kernel may charge a little past it on its forced
+    // paths (a task with a fatal signal pending charges anyway, as the
+    // servers do when they are stopped), so a margin of 2 MiB; a limit not
+    // applied would show the unlimited run's peak, several times more.
+    let limit = low.limit_bytes.unwrap() as f64;
+    assert!(
+        low.metrics["peak_bytes"] <= limit + (2 << 20) as f64,
+        "peak {} over the limit {:?}: {:?}",
+        low.metrics["peak_bytes"],
+        low.limit_bytes,
+        low.metrics
+    );
     eprintln!(
         "30 %: {:.0} tps, p99 {:.3} ms, cgroup major faults {}",
         low.load.as_ref().unwrap().total.throughput_rps.unwrap(),
