@@ -854,8 +854,11 @@ impl PerfTracer {
             ));
         }
         for r in &self.rings {
-            // The new mode's events first: a switch misses as little as it can.
-            for on in [true, false] {
+            // The old mode's events off first, then the new mode's on: a
+            // fault taken in between goes unseen and uncounted, where the
+            // other order would count it twice (and the count is checked
+            // against getrusage's).
+            for on in [false, true] {
                 for e in r.events.iter().filter(|e| (e.sparse == sparse) == on) {
                     let req = if on {
                         PERF_EVENT_IOC_ENABLE
