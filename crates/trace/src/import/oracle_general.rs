@@ -147,8 +147,9 @@ impl<R: Read> RefSource for OracleGeneralReader<R> {
         if self.done {
             return Ok(false);
         }
-        // Whole records at once: one read for the batch, not one per record.
-        let want = max.max(1) * RECORD;
+        // Whole records at once: one read for the batch, not one per record
+        // (at most 1 Mi records: a caller's huge `max` cannot overflow).
+        let want = max.clamp(1, 1 << 20) * RECORD;
         let mut buf = std::mem::take(&mut self.buf);
         buf.resize(want, 0);
         let n = self.read_full(&mut buf)?;
