@@ -66,8 +66,11 @@ for p in $programs; do
   a=$(median_wall "$out/$p.json" advised)
   rl=$(python3 -c "print('%.3f' % (float('$l')/float('$b')))")
   ra=$(python3 -c "print('%.3f' % (float('$a')/float('$b')))")
+  # advise may keep no hint: then the advised runs are the program alone
+  # and their ratio is only the spread of identical runs.
+  if grep -q '^\[\[hint\]\]' "$out/$p-hints.toml"; then va=$(verdict "$ra" 1.05 le); else va="n/a (no hint written)"; fi
   printf '%-10s %9s %9s %9s  leap %s, advised %s; %s\n' "$p" "$b" "$rl" "$ra" \
-    "$(verdict "$rl" 1.05 le)" "$(verdict "$ra" 1.05 le)" "$(outcome "$out/$p.json")"
+    "$(verdict "$rl" 1.05 le)" "$va" "$(outcome "$out/$p.json")"
 done
 
 w=$("$swaplab" workload list | awk '/^binary:/ {print $2}')
