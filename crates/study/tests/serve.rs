@@ -13,6 +13,35 @@ use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::serve::{self, RedisPreset, ServeRequest};
 
+/// A preset's request: its commands, these limits and swap, one run per
+/// limit, 120 s per run, 30 s to be ready and 10 s of grace (tests change
+/// what they need).
+fn preset_request(
+    name: &str,
+    (server, ready, fill, load): (Vec<String>, serve::Ready, Vec<String>, Vec<String>),
+    limits: Vec<LimitSpec>,
+    swap: &str,
+) -> ServeRequest {
+    ServeRequest {
+        preset: Some(name.into()),
+        server,
+        ready,
+        fill: Some(fill),
+        load,
+        limits,
+        repeat: 1,
+        options: RunOptions {
+            swap: vec![swap.parse().unwrap()],
+            timeout: Some(Duration::from_secs(120)),
+            ..Default::default()
+        },
+        variants: Vec::new(),
+        ready_timeout: Duration::from_secs(30),
+        grace: Duration::from_secs(10),
+        argv: vec!["test".into()],
+    }
+}
+
 fn redis_missing(test: &str) -> bool {
     for p in ["redis-server", "redis-cli", "redis-benchmark"] {
         if swaplab_testkit::skip_unless_program(
@@ -46,25 +75,12 @@ fn redis_preset_at_100_and_50_percent() {
         requests: Some(40_000),
         clients: 20,
     };
-    let (server, ready, fill, load) = preset.commands();
-    let req = ServeRequest {
-        preset: Some("redis".into()),
-        server,
-        ready,
-        fill: Some(fill),
-        load,
-        limits: vec![LimitSpec::Percent(100.0), LimitSpec::Percent(50.0)],
-        repeat: 1,
-        options: RunOptions {
-            swap: vec!["file:256M".parse().unwrap()],
-            timeout: Some(Duration::from_secs(120)),
-            ..Default::default()
-        },
-        variants: Vec::new(),
-        ready_timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(10),
-        argv: vec!["test".into()],
-    };
+    let req = preset_request(
+        "redis",
+        preset.commands(),
+        vec![LimitSpec::Percent(100.0), LimitSpec::Percent(50.0)],
+        "file:256M",
+    );
     let res = lab
         .serve(&req, &mut |p| {
             if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
@@ -205,25 +221,14 @@ fn serve_child_entry() {
         requests: Some(1_000_000_000),
         clients: 4,
     };
-    let (server, ready, fill, load) = preset.commands();
-    let req = ServeRequest {
-        preset: Some("redis".into()),
-        server,
-        ready,
-        fill: Some(fill),
-        load,
-        limits: vec![LimitSpec::Bytes(64 << 20)],
-        repeat: 1,
-        options: RunOptions {
-            swap: vec!["file:128M".parse().unwrap()],
-            timeout: Some(Duration::from_secs(300)),
-            ..Default::default()
-        },
-        variants: Vec::new(),
-        ready_timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(5),
-        argv: vec!["test".into()],
-    };
+    let mut req = preset_request(
+        "redis",
+        preset.commands(),
+        vec![LimitSpec::Bytes(64 << 20)],
+        "file:128M",
+    );
+    req.options.timeout = Some(Duration::from_secs(300));
+    req.grace = Duration::from_secs(5);
     match lab.serve(&req, &mut |_| {}) {
         Err(swaplab_lab::Error::Interrupted(sig)) => {
             drop(lab);
@@ -428,25 +433,13 @@ fn postgres_preset_at_100_and_30_percent() {
         )
         .unwrap();
     assert_eq!(preset.scale(), 1);
-    let (server, ready, fill, load) = preset.commands();
-    let req = ServeRequest {
-        preset: Some("postgres".into()),
-        server,
-        ready,
-        fill: Some(fill),
-        load,
-        limits: vec![LimitSpec::Percent(100.0), LimitSpec::Percent(30.0)],
-        repeat: 1,
-        options: RunOptions {
-            swap: vec!["file:256M".parse().unwrap()],
-            timeout: Some(Duration::from_secs(120)),
-            ..Default::default()
-        },
-        variants: Vec::new(),
-        ready_timeout: Duration::from_secs(60),
-        grace: Duration::from_secs(10),
-        argv: vec!["test".into()],
-    };
+    let mut req = preset_request(
+        "postgres",
+        preset.commands(),
+        vec![LimitSpec::Percent(100.0), LimitSpec::Percent(30.0)],
+        "file:256M",
+    );
+    req.ready_timeout = Duration::from_secs(60);
     // The postgres processes' memory cgroups while the study runs.
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (res, most) = std::thread::scope(|s| {
@@ -563,34 +556,21 @@ fn a_traced_server_has_its_load_phase_for_advise() {
         requests: Some(20_000),
         clients: 10,
     };
-    let (server, ready, fill, load) = preset.commands();
     let out = dir.path().join("trace");
-    let req = ServeRequest {
-        preset: Some("redis".into()),
-        server,
-        ready,
-        fill: Some(fill),
-        load,
-        limits: vec![LimitSpec::Bytes(8 << 20)],
-        repeat: 1,
-        options: RunOptions {
-            swap: vec!["file:128M".parse().unwrap()],
-            timeout: Some(Duration::from_secs(120)),
-            trace: Some(swaplab_lab::tracing::TraceConfig {
-                out: Some(out.clone()),
-                // The preload library too: Debian's redis-server links
-                // libjemalloc, and died of SIGSEGV under it until the
-                // library exported malloc_usable_size (native/preload).
-                allocs: true,
-                ..Default::default()
-            }),
-            ..Default::default()
-        },
-        variants: Vec::new(),
-        ready_timeout: Duration::from_secs(30),
-        grace: Duration::from_secs(10),
-        argv: vec!["test".into()],
-    };
+    let mut req = preset_request(
+        "redis",
+        preset.commands(),
+        vec![LimitSpec::Bytes(8 << 20)],
+        "file:128M",
+    );
+    req.options.trace = Some(swaplab_lab::tracing::TraceConfig {
+        out: Some(out.clone()),
+        // The preload library too: Debian's redis-server links
+        // libjemalloc, and died of SIGSEGV under it until the
+        // library exported malloc_usable_size (native/preload).
+        allocs: true,
+        ..Default::default()
+    });
     let res = lab.serve(&req, &mut |_| {}).unwrap();
     assert_restored(&before, test);
     let r = &res.runs[0];
