@@ -10,6 +10,7 @@
 #
 #   sudo scripts/bench-never-hurts.sh [SIZE] [REPEAT]     (default 64M 5)
 #   PROGRAMS="sqlite sort" TIMEOUT=120s scripts/bench-never-hurts.sh 64M 3
+#   PROGRAMS=xz TRAVERSE= scripts/bench-never-hurts.sh 32M 5   (no traverse)
 #
 # Targets: advised and leap each at most 1.05x base's run time on every
 # program; leap at least 2x faster than base on traverse through sh -c.
@@ -27,6 +28,7 @@ swap=file:2G
 # take minutes per run on a 2-CPU VM with a swap file).
 timeout=${TIMEOUT:-300s}
 programs=${PROGRAMS-sqlite sort xz pydict}
+traverse_sizes=${TRAVERSE-64M 128M}
 sweeps=()
 
 median_wall() { # JSON of a sweep, variant -> median wall s
@@ -74,7 +76,7 @@ for p in $programs; do
 done
 
 w=$("$swaplab" workload list | awk '/^binary:/ {print $2}')
-for s in 64M 128M; do
+for s in $traverse_sizes; do
   "$swaplab" sweep --limits 50% --repeat "$repeat" --swap "$swap" --variant base= \
     --variant leap="--prefetch leap" --json -- sh -c "$w traverse --size $s; true" \
     > "$out/traverse-sh-$s.json" 2>"$out/traverse-sh-$s.err" || true
