@@ -38,6 +38,13 @@ for c in d["cells"]:
     if c["variant"]==sys.argv[2]:
         print("%.3f" % (c["wall_ns"]["median"]/1e9) if c.get("wall_ns") else "nan")' "$1" "$2"
 }
+spread() { # JSON of a sweep -> each variant's runs as min-max over base's median
+  python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+cs={c["variant"]: c.get("wall_ns") for c in d["cells"]}
+b=(cs.get("base") or {}).get("median")
+print(" ".join("%s %.2f-%.2f" % (v, w["min"]/b, w["max"]/b) for v, w in cs.items() if w and b))' "$1"
+}
 outcome() {
   python3 -c 'import json,sys
 d=json.load(open(sys.argv[1]))
@@ -71,8 +78,8 @@ for p in $programs; do
   # advise may keep no hint: then the advised runs are the program alone
   # and their ratio is only the spread of identical runs.
   if grep -q '^\[\[hint\]\]' "$out/$p-hints.toml"; then va=$(verdict "$ra" 1.05 le); else va="n/a (no hint written)"; fi
-  printf '%-10s %9s %9s %9s  leap %s, advised %s; %s\n' "$p" "$b" "$rl" "$ra" \
-    "$(verdict "$rl" 1.05 le)" "$va" "$(outcome "$out/$p.json")"
+  printf '%-10s %9s %9s %9s  leap %s, advised %s; %s; runs/base median: %s\n' "$p" "$b" "$rl" "$ra" \
+    "$(verdict "$rl" 1.05 le)" "$va" "$(outcome "$out/$p.json")" "$(spread "$out/$p.json")"
 done
 
 w=$("$swaplab" workload list | awk '/^binary:/ {print $2}')
