@@ -67,6 +67,10 @@ pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
     (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
     (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
     (validate::VALIDATE_KIND, validate::validate_section),
+    (
+        crate::validate::fidelity::FIDELITY_KIND,
+        crate::validate::fidelity::fidelity_section,
+    ),
     (serve::SERVE_KIND, serve::serve_section),
 ];
 
