@@ -516,7 +516,9 @@ for k in kernels:
     print("|---|---|---|" + "---|" * len(pols) + "---|")
     within = {p: [0, 0, 0] for p in pols}
     for r in k["results"]:
-        w = " ".join(r["workload_command"][1:]).replace("--size ", "")
+        c = r["workload_command"][1:]
+        c = [("%dM" % (int(x) >> 20) if i > 0 and c[i - 1] == "--size" and x.isdigit() else x) for i, x in enumerate(c)]
+        w = " ".join(x for x in c if x != "--size")
         for row in r["rows"]:
             preds = {p["policy"]: p for p in row.get("predictions") or
                      [{"policy": "linux", "sim_majflt": row["sim_majflt"], "majflt_err": row["majflt_err"]}]}
