@@ -220,15 +220,21 @@ fn device_entries_are_undone_by_recovery() {
             .status()
             .unwrap();
         assert!(st.success());
+        // The daemon writes its pid file after it forks: wait until it
+        // holds a number (seen empty on 6.1 right after the start).
         let t0 = Instant::now();
-        while !dir.join("pid").exists() && t0.elapsed() < Duration::from_secs(5) {
+        let pid: i32 = loop {
+            let read = fs::read_to_string(dir.join("pid")).unwrap_or_default();
+            if let Ok(p) = read.trim().parse() {
+                break p;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "no pid in {}",
+                dir.display()
+            );
             std::thread::sleep(Duration::from_millis(20));
-        }
-        let pid: i32 = fs::read_to_string(dir.join("pid"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        };
         actions.push(Undo::StopNbdServer { dir: dir.clone() });
         (dir, pid)
     });
