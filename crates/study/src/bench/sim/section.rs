@@ -41,6 +41,19 @@ struct Saved {
     peak_rss_bytes: Option<u64>,
     peer_note: Option<String>,
     rows: Vec<Row>,
+    /// Every format's load (absent in results saved before issue 29).
+    #[serde(default)]
+    loads: Vec<Load>,
+}
+
+#[derive(Deserialize)]
+struct Load {
+    format: String,
+    cores: usize,
+    seconds: f64,
+    mrefs_per_s: f64,
+    file_bytes_per_ref: f64,
+    vs_native: f64,
 }
 
 /// A saved `bench sim` result's section: speed per policy against its
@@ -163,6 +176,57 @@ pub fn bench_sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             data: data.clone(),
         });
     }
+    let mut tables = vec![data];
+    if !s.loads.is_empty() {
+        let mut loads = Table::new(
+            "bench-sim-loads",
+            "one row per trace format and core count: loading the standard trace to the dense form",
+            vec![
+                col(
+                    "format",
+                    "text",
+                    "",
+                    "native, oracleGeneral, oracleGeneral.zst, csv, txt",
+                ),
+                col(
+                    "cores",
+                    "integer",
+                    "",
+                    "cores the loader could use (1: pinned to one CPU)",
+                ),
+                col("seconds", "float", "s", "wall time, best of the rounds"),
+                col(
+                    "mrefs_per_s",
+                    "float",
+                    "M refs/s",
+                    "references per second, millions",
+                ),
+                col(
+                    "file_bytes_per_ref",
+                    "float",
+                    "bytes",
+                    "file size per reference",
+                ),
+                col(
+                    "vs_native",
+                    "float",
+                    "ratio",
+                    "this rate over the native file's at the same cores (target ≥ 1)",
+                ),
+            ],
+        );
+        for l in &s.loads {
+            loads.push(vec![
+                l.format.clone().into(),
+                (l.cores as u64).into(),
+                l.seconds.into(),
+                l.mrefs_per_s.into(),
+                l.file_bytes_per_ref.into(),
+                l.vs_native.into(),
+            ]);
+        }
+        tables.push(loads);
+    }
     let mut notes = Vec::new();
     if let Some(n) = &s.peer_note {
         notes.push(format!("no peer numbers: {n}"));
@@ -201,7 +265,7 @@ pub fn bench_sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             s.refs, s.pages, s.distinct, s.mem_pages
         )],
         figures,
-        tables: vec![data],
+        tables,
         file_schemas: Vec::new(),
         config,
         files: crate::report::existing(vec![(p.to_path_buf(), "the saved benchmark (JSON)")]),
@@ -250,5 +314,15 @@ mod tests {
         };
         assert_eq!(categories, &["lru"], "only policies the peer ran");
         assert_eq!(s.tables[0].rows.len(), 3);
+        assert_eq!(s.tables.len(), 1, "a result saved before the loads table");
+        let mut v = v;
+        v["loads"] = serde_json::json!([
+            {"format": "native", "cores": 2, "seconds": 1.0, "mrefs_per_s": 50.0,
+             "file_bytes_per_ref": 5.2, "vs_native": 1.0},
+            {"format": "csv", "cores": 2, "seconds": 2.0, "mrefs_per_s": 25.0,
+             "file_bytes_per_ref": 4.5, "vs_native": 0.5}
+        ]);
+        let s = bench_sim_section(Path::new("b.json"), &v).unwrap();
+        assert_eq!(s.tables[1].rows.len(), 2);
     }
 }
