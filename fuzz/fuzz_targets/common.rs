@@ -1,6 +1,6 @@
 // Shared by the import_* targets (included with `#[path]`).
 use swaplab_trace::import::{from_reader, Format, ImportOptions};
-use swaplab_trace::RefBatch;
+use swaplab_trace::{DenseTrace, RefBatch};
 
 /// Reads all of `data` as `format`; any error is fine, a panic is a bug. The
 /// batch contract is checked too.
@@ -10,9 +10,35 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
     };
     let mut b = RefBatch::default();
     let max = max.max(1);
-    while let Ok(true) = src.next_batch(&mut b, max) {
-        assert!(!b.is_empty() && b.len() <= max);
-        b.check().expect("batch invariant");
+    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let batches = loop {
+        match src.next_batch(&mut b, max) {
+            Ok(true) => {
+                assert!(!b.is_empty() && b.len() <= max);
+                b.check().expect("batch invariant");
+                pages.extend_from_slice(&b.page);
+                writes.extend_from_slice(&b.write);
+            }
+            Ok(false) => break true,
+            Err(_) => break false,
+        }
+    };
+    // The dense loader (parallel for csv and txt) agrees with the batches:
+    // the same trace, or an error too.
+    let Ok(mut again) = from_reader(data, "fuzz", format, opts) else {
+        panic!("opened once, not twice");
+    };
+    match DenseTrace::load(again.as_mut()) {
+        Ok(t) => {
+            assert!(batches, "the loader accepted what the batches rejected");
+            let want =
+                DenseTrace::from_arrays(&pages, Some(&writes), t.page_size, t.source.clone())
+                    .expect("a small trace");
+            assert_eq!(t.ids, want.ids);
+            assert_eq!(t.pages, want.pages);
+            assert_eq!(t.write_bits(), want.write_bits());
+        }
+        Err(_) => assert!(!batches, "the loader rejected what the batches accepted"),
     }
 }
 
