@@ -93,8 +93,12 @@ phase "cargo test"
 echo "== cargo test (workspace, every test binary even after a failure)"
 cargo test --workspace --no-fail-fast -- --quiet 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Doc-tests\|Finished\) '
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-# Each test binary's time (libtest's "finished in"), slowest first.
-awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)}
+# Each test binary's time (libtest's "finished in"), slowest first. A
+# crate's integration tests are one binary, tests/it/main.rs (it), named
+# here after the crate whose unit tests cargo ran just before it.
+awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)
+                    if (name ~ /^unittests src\/lib\.rs /) {crate = name; sub(/^.*\(/, "", crate); sub(/\)$/, "", crate)}
+                    if (name ~ /^tests\/it\/main\.rs /) name = "tests/it/main.rs (" crate ")"}
      /^ *Doc-tests / {name = "doc-tests of " $2}
      /^test result:/ {for (i = 1; i <= NF; i++) if ($i == "in") {t = $(i + 1); sub("s$", "", t); printf "%8.1f s  %s\n", t, name}}' \
   "$log" | sort -rn > target/test-times.txt

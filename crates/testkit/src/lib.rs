@@ -251,6 +251,28 @@ pub fn skip_unless_program(test: &str, program: &'static str, install: &str) -> 
     true
 }
 
+/// The name libtest gives the test `name` of the module `module_path`
+/// (`module_path!()` there): the path without the test binary's own crate
+/// (`it::kill` + `child_entry` → `kill::child_entry`), as `--exact` and
+/// libtest's output want it. See [`test_path!`].
+pub fn libtest_name(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, m)) => format!("{m}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// The libtest name (`module::function`, see [`libtest_name`]) of the test
+/// function `f` of the current module, checked to exist: for a test binary
+/// that runs one of its own tests in a child (`--exact`).
+#[macro_export]
+macro_rules! test_path {
+    ($f:ident) => {{
+        let _: fn() = $f;
+        $crate::libtest_name(::std::module_path!(), ::std::stringify!($f))
+    }};
+}
+
 /// `program` as found on PATH (or as an absolute path that exists).
 pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {

@@ -1,0 +1,15 @@
+//! The integration tests of swaplab-host: one test binary (`it`) with a module
+//! per test file, so the crate's tests link once (ripgrep's layout).
+//! A new test file here needs its `mod` line below.
+
+mod cgroup_fake;
+mod cgroup_real;
+mod common;
+mod doctor;
+mod faults;
+mod pagemap;
+mod procfs;
+mod recovery;
+mod session;
+mod signals;
+mod tracefs_mount;

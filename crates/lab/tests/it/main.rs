@@ -1,0 +1,17 @@
+//! The integration tests of swaplab-lab: one test binary (`it`) with a module
+//! per test file, so the crate's tests link once (ripgrep's layout).
+//! A new test file here needs its `mod` line below.
+
+mod common;
+mod fuzz_options;
+mod heap_sample;
+mod kill;
+mod parquet_pyarrow;
+mod prefetch;
+mod preload;
+mod refs;
+mod runs;
+mod sim_sites;
+mod symbolize;
+mod trace;
+mod trace_stream;

@@ -1,0 +1,6 @@
+//! The integration tests of swaplab-trace: one test binary (`it`) with a module
+//! per test file, so the crate's tests link once (ripgrep's layout).
+//! A new test file here needs its `mod` line below.
+
+mod fuzz_readers;
+mod import_real;
