@@ -14,6 +14,11 @@
 //! Only a *missing facility* is a reason to skip. An error while setting up
 //! something that is present is a test failure: probe the facility with
 //! [`Facility::missing`] (independent file checks), and unwrap the rest.
+//!
+//! A test states what it needs with [`require!`]`(Root, Swapfile)`, which
+//! returns from it (a counted skip) when one is missing; where a helper
+//! does the skipping, the test hands it [`test_name!`]`()`. A test's name
+//! is never typed: both take it from the function they are used in.
 
 pub mod browser;
 pub mod fuzz;
@@ -273,6 +278,59 @@ macro_rules! test_path {
     }};
 }
 
+/// The libtest name of the function that uses it (a test, or a helper
+/// called with it), `module::function`: the name is never typed by hand.
+/// A nested function's type name (`it::kill::oom_is_a_result::f`) without
+/// the test binary's crate, the nested function and any closure.
+#[macro_export]
+macro_rules! test_name {
+    () => {{
+        fn f() {}
+        $crate::test_name_of(::std::any::type_name_of_val(&f))
+    }};
+}
+
+/// [`test_name!`]'s work: `it::kill::oom_is_a_result::f` (or with
+/// `::{{closure}}` segments) → `kill::oom_is_a_result`.
+pub fn test_name_of(nested_fn: &str) -> String {
+    let path = nested_fn.strip_suffix("::f").unwrap_or(nested_fn);
+    let segments: Vec<&str> = path
+        .split("::")
+        .skip(1)
+        .filter(|s| *s != "{{closure}}")
+        .collect();
+    segments.join("::")
+}
+
+/// Returns from the test (a counted skip, see [`skip`]) unless this
+/// machine has every facility named; on CI a facility the CI machine kind
+/// has fails the test instead. The test's name comes from
+/// [`test_name!`]. `Facility::*` is in scope for the arguments:
+///
+/// ```
+/// # fn needs_swap() {
+/// swaplab_testkit::require!(Root, MemoryCgroup, Swapfile);
+/// // ... the test proper
+/// # }
+/// ```
+///
+/// With a slice of facilities: `require!(needs = &needs)`.
+#[macro_export]
+macro_rules! require {
+    (needs = $needs:expr) => {
+        if $crate::skip_unless(&$crate::test_name!(), $needs) {
+            return;
+        }
+    };
+    ($($facility:expr),+ $(,)?) => {{
+        #[allow(unused_imports)]
+        use $crate::Facility::*;
+        if $crate::skip_unless(&$crate::test_name!(), &[$($facility),+]) {
+            return;
+        }
+    }};
+}
+
 /// `program` as found on PATH (or as an absolute path that exists).
 pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
@@ -366,6 +424,21 @@ mod tests {
         let r = checkout_root(env!("CARGO_MANIFEST_DIR"));
         assert!(r.join("Cargo.lock").exists());
         assert!(r.join("crates/testkit/Cargo.toml").exists());
+    }
+
+    #[test]
+    fn a_test_knows_its_name() {
+        assert_eq!(crate::test_name!(), "tests::a_test_knows_its_name");
+        let in_closure = || crate::test_name!();
+        assert_eq!(in_closure(), "tests::a_test_knows_its_name");
+        assert_eq!(
+            crate::test_path!(required_facilities),
+            "tests::required_facilities"
+        );
+        assert_eq!(
+            test_name_of("it::kill::oom_is_a_result::f"),
+            "kill::oom_is_a_result"
+        );
     }
 
     #[test]

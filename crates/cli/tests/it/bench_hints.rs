@@ -27,7 +27,7 @@ fn assert_pinned(c: &serde_json::Value, locked: f64, name: &str) {
 
 #[test]
 fn hints_cells_agree_with_the_runs_and_the_kernel() {
-    let test = "hints_cells_agree_with_the_runs_and_the_kernel";
+    let test = &test_name!();
     let Some((dir, v)) = root_json(
         test,
         &ROOT_SWAP,
@@ -292,7 +292,7 @@ fn bad_hints_arguments_say_what_to_do() {
 /// but the direct one got no request at all (it watched the launcher).
 #[test]
 fn leap_saves_the_same_share_however_the_program_is_started() {
-    let test = "leap_saves_the_same_share_however_the_program_is_started";
+    let test = &test_name!();
     let w = swaplab_lab::workload::executable()
         .unwrap()
         .display()

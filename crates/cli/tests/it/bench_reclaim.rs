@@ -70,7 +70,7 @@ fn check_cpu_accounting(name: &str, run: &serde_json::Value) {
 
 #[test]
 fn memcg_reclaim_is_direct_and_thp_follows_the_mode() {
-    let test = "memcg_reclaim_is_direct_and_thp_follows_the_mode";
+    let test = &test_name!();
     if skip_unless(
         test,
         &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
@@ -159,7 +159,7 @@ fn memcg_reclaim_is_direct_and_thp_follows_the_mode() {
 
 #[test]
 fn machine_pressure_wakes_kswapd_and_the_balloon_leaves_nothing() {
-    let test = "machine_pressure_wakes_kswapd_and_the_balloon_leaves_nothing";
+    let test = &test_name!();
     if skip_unless(
         test,
         &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
@@ -205,7 +205,7 @@ fn machine_pressure_wakes_kswapd_and_the_balloon_leaves_nothing() {
 
 #[test]
 fn a_killed_bench_leaves_no_balloon() {
-    let test = "a_killed_bench_leaves_no_balloon";
+    let test = &test_name!();
     if skip_unless(test, &[Facility::Root, Facility::MemoryCgroup]) {
         return;
     }

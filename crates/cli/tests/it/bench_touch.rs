@@ -11,7 +11,7 @@ use swaplab_testkit::{browser, skip, Facility};
 
 #[test]
 fn touch_faults_agree_with_the_cgroup_and_rusage() {
-    let test = "touch_faults_agree_with_the_cgroup_and_rusage";
+    let test = &test_name!();
     let Some((dir, v)) = root_json(
         test,
         &ROOT_SWAP,

@@ -46,7 +46,7 @@ fn i(v: &serde_json::Value) -> i64 {
 
 #[test]
 fn each_pattern_makes_the_vmas_the_kernel_reports() {
-    let test = "each_pattern_makes_the_vmas_the_kernel_reports";
+    let test = &test_name!();
     let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let n: i64 = 16384;
@@ -121,7 +121,7 @@ fn each_pattern_makes_the_vmas_the_kernel_reports() {
 
 #[test]
 fn max_map_count_is_raised_for_the_run_and_restored() {
-    let test = "max_map_count_is_raised_for_the_run_and_restored";
+    let test = &test_name!();
     let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let before = max_map_count();
@@ -190,7 +190,7 @@ fn bad_input_gets_a_clear_error() {
 
 #[test]
 fn the_vma_report_holds_its_numbers_and_opens_in_a_browser() {
-    let test = "the_vma_report_holds_its_numbers_and_opens_in_a_browser";
+    let test = &test_name!();
     let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

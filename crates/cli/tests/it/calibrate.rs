@@ -13,7 +13,7 @@ use swaplab_testkit::{browser, skip, Facility};
 
 #[test]
 fn calibrate_agrees_with_the_kernels_counters() {
-    let test = "calibrate_agrees_with_the_kernels_counters";
+    let test = &test_name!();
     let needs = [&ROOT_SWAP[..], &[Facility::Zram]].concat();
     let Some((dir, v)) = root_json(
         test,

@@ -186,7 +186,7 @@ fn lru_mask() -> Option<u32> {
 /// subtree_control is back as before (swaplab enabled +memory for the run).
 #[test]
 fn v2_limit_is_enforced_and_swap_is_counted_per_group() {
-    let Some(g) = Guest::new("v2_limit_is_enforced_and_swap_is_counted_per_group") else {
+    let Some(g) = Guest::new(&test_name!()) else {
         return;
     };
     let limit: u64 = 32 << 20;
@@ -347,7 +347,7 @@ fn run_under_perf(g: &Guest, perf: &Path, args: &[&str]) -> ((f64, f64), (f64, f
 /// faults in all more than perf.
 #[test]
 fn v2_faults_agree_with_perf_stat() {
-    let test = "v2_faults_agree_with_perf_stat";
+    let test = &test_name!();
     let Some(g) = Guest::new(test) else {
         return;
     };
@@ -404,7 +404,7 @@ fn v2_faults_agree_with_perf_stat() {
 /// restores it; a kernel without lru_gen refuses it, naming the file.
 #[test]
 fn mglru_switch_is_recorded_and_restored() {
-    let Some(g) = Guest::new("mglru_switch_is_recorded_and_restored") else {
+    let Some(g) = Guest::new(&test_name!()) else {
         // Without a guest, still check the refusal where lru_gen is absent.
         if swaplab_testkit::is_root() && !Path::new(LRU_GEN).exists() {
             let dir = tempfile::tempdir_in("/var/tmp").unwrap();
@@ -458,7 +458,7 @@ fn mglru_switch_is_recorded_and_restored() {
 /// area and a group made): the next swaplab start undoes all of it.
 #[test]
 fn kill_9_in_a_guest_leaves_nothing_after_the_next_start() {
-    let Some(g) = Guest::new("kill_9_in_a_guest_leaves_nothing_after_the_next_start") else {
+    let Some(g) = Guest::new(&test_name!()) else {
         return;
     };
     let before = lru_mask().expect("guest kernels have lru_gen");
@@ -525,7 +525,7 @@ fn kill_9_in_a_guest_leaves_nothing_after_the_next_start() {
 fn v2_files_and_proactive_reclaim() {
     use swaplab_host::cgroup::{CgroupFs, CgroupOptions, CgroupVersion, MemoryLimits};
     use swaplab_host::journal::{Session, SessionOptions};
-    let Some(g) = Guest::new("v2_files_and_proactive_reclaim") else {
+    let Some(g) = Guest::new(&test_name!()) else {
         return;
     };
     let mut s = Session::begin_with(SessionOptions {

@@ -42,7 +42,7 @@ fn figure_csv(html: &str, fig: &str) -> Vec<csv::StringRecord> {
 
 #[test]
 fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
-    let test = "sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser";
+    let test = &test_name!();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     swaplab(
@@ -197,7 +197,7 @@ fn sim_and_mrc_reports_hold_the_simulated_numbers_and_open_in_a_browser() {
 /// speed bars hold the benchmark's own numbers.
 #[test]
 fn a_benchmark_report_holds_its_numbers_and_opens_in_a_browser() {
-    let test = "a_benchmark_report_holds_its_numbers_and_opens_in_a_browser";
+    let test = &test_name!();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let out = swaplab(

@@ -8,7 +8,7 @@ use common::*;
 
 #[test]
 fn serve_trace_then_advise() {
-    let test = "serve_trace_then_advise";
+    let test = &test_name!();
     let mut needs = ROOT_SWAP.to_vec();
     needs.push(swaplab_testkit::Facility::Perf);
     if swaplab_testkit::skip_unless(test, &needs)

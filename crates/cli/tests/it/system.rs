@@ -32,9 +32,10 @@ struct Lab {
 }
 
 impl Lab {
-    fn new() -> Option<Lab> {
+    /// `None` (a counted skip of `test`) without root.
+    fn new(test: &str) -> Option<Lab> {
         if !is_root() {
-            eprintln!("skipped: needs root");
+            swaplab_testkit::skip(test, swaplab_testkit::Facility::Root, "needs root");
             return None;
         }
         let lock = SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
@@ -115,7 +116,9 @@ fn json(s: &str) -> serde_json::Value {
 
 #[test]
 fn run_exits_with_the_programs_status() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     lab.expect(0, &["run", "--", "true"]);
     lab.expect(3, &["run", "--", "sh", "-c", "exit 3"]);
     // Killed at --timeout: 124, as timeout(1) says.
@@ -153,7 +156,9 @@ fn run_exits_with_the_programs_status() {
 
 #[test]
 fn run_runs_show_compare_and_a_closed_pipe() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let set = json(&lab.expect(0, &with_workload(&["run", "--repeat", "2", "--json"])));
     let ids: Vec<i64> = set["runs"]
         .as_array()
@@ -218,7 +223,9 @@ fn run_runs_show_compare_and_a_closed_pipe() {
 
 #[test]
 fn sweep_reports_cells_and_fails_when_a_cell_failed() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let out = lab.expect(
         0,
         &with_workload(&[
@@ -241,15 +248,20 @@ fn sweep_reports_cells_and_fails_when_a_cell_failed() {
 
 #[test]
 fn a_sweep_that_cannot_swap_is_warned_about_before_it_starts() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     if std::fs::read_to_string("/proc/swaps")
         .unwrap_or_default()
         .lines()
         .nth(1)
         .is_some()
     {
-        eprintln!("skipped: a swap area is active on this machine");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::MachineState,
+            "a swap area is active on this machine",
+        );
     }
     // The warning comes before the runs; a tiny command keeps it quick.
     let o = lab.run(&[
@@ -264,7 +276,9 @@ fn a_sweep_that_cannot_swap_is_warned_about_before_it_starts() {
 
 #[test]
 fn trace_analyze_advise() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let set = json(&lab.expect(
         0,
         &with_workload(&[
@@ -363,7 +377,9 @@ fn pids_with(needle: &str) -> Vec<u32> {
 
 #[test]
 fn kill_9_leftovers_are_reported_then_restored_and_the_workload_dies() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let state = lab.path("state");
     let marker = format!("swaplab-kill9-{}", std::process::id());
     let script = format!("sleep 60; : {marker}");
@@ -415,7 +431,9 @@ fn kill_9_leftovers_are_reported_then_restored_and_the_workload_dies() {
 
 #[test]
 fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let state = lab.path("state");
     // An absolute limit: with a share (100%) the sweep would first run
     // `sleep 30` unlimited to measure its peak, and the swap file would
@@ -449,8 +467,10 @@ fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
 #[test]
 fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     use swaplab_testkit::{browser, skip, Facility};
-    let test = "reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser";
-    let Some(lab) = Lab::new() else { return };
+    let test = &test_name!();
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let html = |name: &str| lab.path(name).display().to_string();
     let (sweep_html, trace_html, run_html) =
         (html("sweep.html"), html("trace.html"), html("run.html"));
@@ -586,8 +606,10 @@ fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
     use swaplab_testkit::{browser, skip, Facility};
-    let test = "a_command_that_is_not_utf8_runs_exactly_and_reads_correctly";
-    let Some(lab) = Lab::new() else { return };
+    let test = &test_name!();
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let mut prog = lab.dir.path().as_os_str().as_bytes().to_vec();
     prog.extend_from_slice(b"/echo\xff <i>");
     let prog = OsStr::from_bytes(&prog);
@@ -634,14 +656,16 @@ fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
 #[test]
 fn real_programs_run_checked_under_a_limit() {
     use swaplab_testkit::{find_program, skip, skip_unless, Facility};
-    let test = "real_programs_run_checked_under_a_limit";
+    let test = &test_name!();
     if skip_unless(
         test,
         &[Facility::Root, Facility::MemoryCgroup, Facility::Swapfile],
     ) {
         return;
     }
-    let Some(lab) = Lab::new() else { return };
+    let Some(lab) = Lab::new(&test_name!()) else {
+        return;
+    };
     let mut programs = Vec::new();
     for (p, exe) in [
         ("sqlite", "sqlite3"),

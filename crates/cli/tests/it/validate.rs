@@ -10,7 +10,7 @@ use common::{f, root_json, swaplab, ROOT_SWAP};
 
 #[test]
 fn validate_traverse_against_the_kernel() {
-    let test = "validate_traverse_against_the_kernel";
+    let test = &test_name!();
     let Some((dir, v)) = root_json(
         test,
         &ROOT_SWAP,

@@ -38,7 +38,7 @@ fn raw_field(text: &str, key: &str) -> Option<u64> {
 
 #[test]
 fn child_joins_before_exec_and_is_oom_killed_at_the_limit() {
-    if skip("child_joins_before_exec_and_is_oom_killed_at_the_limit") {
+    if skip(&test_name!()) {
         return;
     }
     // The state dir outlives the baseline guard, which may need to
@@ -168,7 +168,7 @@ fn child_joins_before_exec_and_is_oom_killed_at_the_limit() {
 
 #[test]
 fn stats_and_pressure_match_the_kernel_files() {
-    if skip("stats_and_pressure_match_the_kernel_files") {
+    if skip(&test_name!()) {
         return;
     }
     // The state dir outlives the baseline guard, which may need to
@@ -243,7 +243,7 @@ fn stats_and_pressure_match_the_kernel_files() {
 
 #[test]
 fn kill_all_catches_forked_children() {
-    if skip("kill_all_catches_forked_children") {
+    if skip(&test_name!()) {
         return;
     }
     // The state dir outlives the baseline guard, which may need to

@@ -190,10 +190,7 @@ fn report_matches_the_machine() {
 /// work, count the pages touched, and the doctor must say so.
 #[test]
 fn perf_counts_exactly_the_pages_touched() {
-    let test = "perf_counts_exactly_the_pages_touched";
-    if swaplab_testkit::skip_unless(test, &[swaplab_testkit::Facility::Perf]) {
-        return;
-    }
+    require!(Perf);
     let n = perf_count_page_faults(256).expect("perf_event_open of PAGE_FAULTS");
     assert!(
         (256..=300).contains(&n),

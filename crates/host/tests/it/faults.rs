@@ -181,7 +181,7 @@ fn run_child(
     };
     let mut cmd = Command::new(std::env::current_exe().unwrap());
     cmd.args([
-        &swaplab_testkit::libtest_name(module_path!(), test),
+        test,
         "--exact",
         "--nocapture",
         "--include-ignored",
@@ -377,34 +377,34 @@ fn major(test: &str, kind: FaultSourceKind) {
 
 #[test]
 fn perf_basic() {
-    if child_role() || skip("perf_basic", FaultSourceKind::Perf) {
+    if child_role() || skip(&test_name!(), FaultSourceKind::Perf) {
         return;
     }
-    basic("perf_basic", FaultSourceKind::Perf);
+    basic(&test_name!(), FaultSourceKind::Perf);
 }
 
 #[test]
 fn tracefs_basic() {
-    if child_role() || skip("tracefs_basic", FaultSourceKind::Tracefs) {
+    if child_role() || skip(&test_name!(), FaultSourceKind::Tracefs) {
         return;
     }
-    basic("tracefs_basic", FaultSourceKind::Tracefs);
+    basic(&test_name!(), FaultSourceKind::Tracefs);
 }
 
 #[test]
 fn perf_major() {
-    if child_role() || skip("perf_major", FaultSourceKind::Perf) {
+    if child_role() || skip(&test_name!(), FaultSourceKind::Perf) {
         return;
     }
-    major("perf_major", FaultSourceKind::Perf);
+    major(&test_name!(), FaultSourceKind::Perf);
 }
 
 #[test]
 fn tracefs_major() {
-    if child_role() || skip("tracefs_major", FaultSourceKind::Tracefs) {
+    if child_role() || skip(&test_name!(), FaultSourceKind::Tracefs) {
         return;
     }
-    major("tracefs_major", FaultSourceKind::Tracefs);
+    major(&test_name!(), FaultSourceKind::Tracefs);
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -415,7 +415,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[test]
 #[ignore = "measurement: run with --ignored --nocapture"]
 fn measure_cost() {
-    if child_role() || skip("measure_cost", FaultSourceKind::Tracefs) {
+    if child_role() || skip(&test_name!(), FaultSourceKind::Tracefs) {
         return;
     }
     let dir = common::state_dir();
@@ -432,7 +432,7 @@ fn measure_cost() {
     let mut per: Vec<Vec<f64>> = vec![Vec::new(); 3];
     for _round in 0..5 {
         for (i, k) in kinds.iter().enumerate() {
-            let tr = run_child("measure_cost", "cost", *k, &mut session).unwrap();
+            let tr = run_child(&test_name!(), "cost", *k, &mut session).unwrap();
             let ns: f64 = tr.line("cost_ns")[1].parse().unwrap();
             per[i].push(ns / COST_PAGES as f64);
             if k.is_some() {

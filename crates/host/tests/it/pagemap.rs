@@ -277,7 +277,7 @@ fn measure(label: &str, ranges: &[(u64, u64)]) {
 #[ignore = "measurement: 256 MiB paged out to a swap file; run with --ignored --nocapture"]
 fn scan_cost_256mib() {
     let _g = SWAP.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(mut session) = swap_session("scan_cost_256mib", "file:512M") else {
+    let Some(mut session) = swap_session(&test_name!(), "file:512M") else {
         return;
     };
     let ps = page_size();

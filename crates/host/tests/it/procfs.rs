@@ -82,7 +82,7 @@ fn kswapd_threads_and_cpu() {
         .unwrap_or(0);
     if nodes == 0 && k.threads.is_empty() {
         swaplab_testkit::skip(
-            "kswapd_threads_and_cpu",
+            &test_name!(),
             swaplab_testkit::Facility::Kswapd,
             "no NUMA node info and no kswapd",
         );

@@ -28,12 +28,7 @@ fn swaps_in(dir: &Path) -> Vec<String> {
 
 #[test]
 fn sigkilled_session_is_undone_by_recover_all() {
-    if common::skip_unless(
-        "sigkilled_session_is_undone_by_recover_all",
-        &[common::Facility::Root, common::Facility::MemoryCgroup],
-    ) {
-        return;
-    }
+    require!(Root, MemoryCgroup);
     // Temp dirs outlive the baseline guard, which may need to clean inside them.
     let state = common::state_dir();
     let swapdir = tempfile::tempdir_in("/var/tmp").unwrap();

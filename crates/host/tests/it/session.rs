@@ -42,9 +42,7 @@ fn journal_of(s: &Session) -> JournalFile {
 
 #[test]
 fn knobs_are_journaled_then_restored() {
-    if common::skip_unless_root("knobs_are_journaled_then_restored") {
-        return;
-    }
+    require!(Root);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -106,9 +104,7 @@ fn knobs_are_journaled_then_restored() {
 
 #[test]
 fn drop_restores_after_a_panic() {
-    if common::skip_unless_root("drop_restores_after_a_panic") {
-        return;
-    }
+    require!(Root);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -131,9 +127,7 @@ fn drop_restores_after_a_panic() {
 
 #[test]
 fn swap_file_lifecycle() {
-    if common::skip_unless_root("swap_file_lifecycle") {
-        return;
-    }
+    require!(Root);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -192,12 +186,7 @@ fn swap_file_lifecycle() {
 
 #[test]
 fn zram_lifecycle() {
-    if common::skip_unless(
-        "zram_lifecycle",
-        &[common::Facility::Root, common::Facility::Zram],
-    ) {
-        return;
-    }
+    require!(Root, Zram);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -270,12 +259,7 @@ fn zram_lifecycle() {
 
 #[test]
 fn zswap_needs_a_backing_area_and_is_restored() {
-    if common::skip_unless(
-        "zswap_needs_a_backing_area_and_is_restored",
-        &[common::Facility::Root, common::Facility::Zswap],
-    ) {
-        return;
-    }
+    require!(Root, Zswap);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -339,9 +323,7 @@ fn dead_pid() -> u32 {
 
 #[test]
 fn dead_journals_are_recovered_by_the_next_session() {
-    if common::skip_unless_root("dead_journals_are_recovered_by_the_next_session") {
-        return;
-    }
+    require!(Root);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();
@@ -495,9 +477,7 @@ fn failed_undo_stays_in_the_journal_until_it_succeeds() {
 
 #[test]
 fn global_changes_are_serialised_between_sessions() {
-    if common::skip_unless_root("global_changes_are_serialised_between_sessions") {
-        return;
-    }
+    require!(Root);
     // The state dir outlives the baseline guard, which may need to
     // clean swap files inside it.
     let dir = common::state_dir();

@@ -49,9 +49,7 @@ fn guard_sets_flag_and_forwards_in_process() {
 
 #[test]
 fn sigterm_lets_the_session_restore() {
-    if common::skip_unless_root("sigterm_lets_the_session_restore") {
-        return;
-    }
+    require!(Root);
     let state = common::state_dir();
     let base = Baseline::take();
     let before = raw("/proc/sys/vm/swappiness");
@@ -81,9 +79,7 @@ fn sigterm_lets_the_session_restore() {
 
 #[test]
 fn second_signal_exits_at_once_and_recovery_cleans_up() {
-    if common::skip_unless_root("second_signal_exits_at_once_and_recovery_cleans_up") {
-        return;
-    }
+    require!(Root);
     let state = common::state_dir();
     let base = Baseline::take();
     let before = raw("/proc/sys/vm/swappiness");

@@ -53,7 +53,7 @@ fn child_role() -> bool {
 
 #[test]
 fn sessions_mount_share_and_unmount_tracefs() {
-    let test = "sessions_mount_share_and_unmount_tracefs";
+    let test = &test_name!();
     if child_role() || common::skip_unless(test, &[Facility::Root, Facility::Tracefs]) {
         return;
     }
@@ -99,7 +99,7 @@ fn sessions_mount_share_and_unmount_tracefs() {
 
 #[test]
 fn a_killed_sessions_mount_is_undone_by_the_next_session() {
-    let test = "a_killed_sessions_mount_is_undone_by_the_next_session";
+    let test = &test_name!();
     if child_role() || common::skip_unless(test, &[Facility::Root, Facility::Tracefs]) {
         return;
     }
@@ -115,12 +115,7 @@ fn a_killed_sessions_mount_is_undone_by_the_next_session() {
         return;
     }
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            &swaplab_testkit::libtest_name(module_path!(), test),
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, dir.path())
         .stdout(Stdio::piped())
         .spawn()

@@ -61,7 +61,7 @@ fn sigma(sizes: &[u64]) -> f64 {
 
 #[test]
 fn small_objects_are_attributed_to_their_sites_by_sampling() {
-    let test = "small_objects_are_attributed_to_their_sites_by_sampling";
+    let test = &test_name!();
     if skip(test) {
         return;
     }

@@ -223,7 +223,7 @@ fn wait_gone(pid: u32) -> bool {
 
 #[test]
 fn sigkill_leaves_a_consistent_catalog_and_the_next_start_restores() {
-    if skip("sigkill_leaves_a_consistent_catalog_and_the_next_start_restores") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -324,7 +324,7 @@ fn journal_exists(pid: u32) -> bool {
 
 #[test]
 fn sigterm_kills_the_group_restores_and_records_interrupted() {
-    if skip("sigterm_kills_the_group_restores_and_records_interrupted") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();

@@ -116,7 +116,7 @@ impl Mix {
 
 #[test]
 fn native_trace_reads_the_same_in_pyarrow() {
-    let test = "native_trace_reads_the_same_in_pyarrow";
+    let test = &test_name!();
     if !have_pyarrow(test) {
         return;
     }
@@ -306,7 +306,7 @@ fn tables() -> TraceTables {
 
 #[test]
 fn trace_dir_event_tables_read_the_same_in_pyarrow() {
-    let test = "trace_dir_event_tables_read_the_same_in_pyarrow";
+    let test = &test_name!();
     if !have_pyarrow(test) {
         return;
     }
@@ -429,7 +429,7 @@ fn trace_dir_event_tables_read_the_same_in_pyarrow() {
 
 #[test]
 fn run_timeline_reads_the_same_in_pyarrow() {
-    let test = "run_timeline_reads_the_same_in_pyarrow";
+    let test = &test_name!();
     if !have_pyarrow(test) {
         return;
     }

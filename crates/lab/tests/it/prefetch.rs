@@ -168,7 +168,7 @@ fn request_log(r: &RunRecord, base: u64) -> Vec<Logged> {
 
 #[test]
 fn requests_land_ahead_of_a_sequential_walk() {
-    if skip("requests_land_ahead_of_a_sequential_walk") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -263,7 +263,7 @@ fn requests_land_ahead_of_a_sequential_walk() {
 
 #[test]
 fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
-    if skip("pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -323,7 +323,7 @@ fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
 
 #[test]
 fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
-    if skip("a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -398,7 +398,7 @@ fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
 
 #[test]
 fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
-    if skip("exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -458,7 +458,7 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
 
 #[test]
 fn a_random_walk_gets_almost_no_requests() {
-    if skip("a_random_walk_gets_almost_no_requests") {
+    if skip(&test_name!()) {
         return;
     }
     random_walk_goes_sparse(&chase_cmd(), "prefetch chase");
@@ -469,7 +469,7 @@ fn a_random_walk_gets_almost_no_requests() {
 /// (PERF_EVENT_IOC_PERIOD would not reach them; enable/disable does).
 #[test]
 fn a_forked_random_walk_goes_sparse_too() {
-    if skip("a_forked_random_walk_goes_sparse_too") {
+    if skip(&test_name!()) {
         return;
     }
     let line = format!("{}; true", chase_cmd().join(" "));
@@ -536,7 +536,7 @@ fn random_walk_goes_sparse(cmd: &[String], what: &str) {
 
 #[test]
 fn thread_mode_hands_the_preload_library_its_switch() {
-    if skip("thread_mode_hands_the_preload_library_its_switch") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();

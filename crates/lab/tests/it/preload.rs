@@ -287,8 +287,11 @@ fn vm_lck_kb(pid: u32) -> u64 {
 #[test]
 fn hints_from_a_first_run_apply_in_the_second() {
     if !swaplab_host::util::is_root() {
-        eprintln!("skipping: mlock of 8 MiB needs root (RLIMIT_MEMLOCK)");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::Root,
+            "mlock of 8 MiB needs root (RLIMIT_MEMLOCK)",
+        );
     }
     let (_, logs, objs) = run_and_check(&["traverse", "--size", "8M"]);
     let arr = &objs[0];
@@ -501,8 +504,11 @@ const MIB: u64 = 1 << 20;
 #[test]
 fn failed_mremap_logs_no_free_and_keeps_the_budget() {
     if !swaplab_host::util::is_root() {
-        eprintln!("skipping: mlock of 3 MiB needs root (RLIMIT_MEMLOCK)");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::Root,
+            "mlock of 3 MiB needs root (RLIMIT_MEMLOCK)",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let hints = probe_hints(dir.path());
@@ -549,8 +555,11 @@ fn failed_mremap_logs_no_free_and_keeps_the_budget() {
 #[test]
 fn forked_child_starts_with_no_locked_bytes() {
     if !swaplab_host::util::is_root() {
-        eprintln!("skipping: mlock of 3 MiB needs root (RLIMIT_MEMLOCK)");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::Root,
+            "mlock of 3 MiB needs root (RLIMIT_MEMLOCK)",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let hints = probe_hints(dir.path());
@@ -594,8 +603,11 @@ fn no_lock_is_held_across_the_background_madvise() {
 #[test]
 fn a_hints_budget_holds_across_every_allocation_it_matches() {
     if !swaplab_host::util::is_root() {
-        eprintln!("skipping: mlock of 1.5 MiB needs root (RLIMIT_MEMLOCK)");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::Root,
+            "mlock of 1.5 MiB needs root (RLIMIT_MEMLOCK)",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let hints = probe_hints(dir.path());
@@ -836,7 +848,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[test]
 fn the_prefetch_thread_follows_a_forked_child() {
     use swaplab_testkit::Facility::*;
-    let test = "the_prefetch_thread_follows_a_forked_child";
+    let test = &test_name!();
     if swaplab_testkit::skip_unless(test, &[Root, MemoryCgroup, Swapfile, Perf]) {
         return;
     }
@@ -911,7 +923,7 @@ fn the_prefetch_thread_follows_a_forked_child() {
 #[test]
 fn the_prefetch_thread_runs_in_an_exec_d_child() {
     use swaplab_testkit::Facility::*;
-    let test = "the_prefetch_thread_runs_in_an_exec_d_child";
+    let test = &test_name!();
     if swaplab_testkit::skip_unless(
         test,
         &[Root, MemoryCgroup, Swapfile, Perf, Program("python3")],

@@ -36,7 +36,7 @@ fn page_counts(path: &Path) -> (HashMap<u64, u64>, u64) {
 
 #[test]
 fn captures_every_page_of_a_traverse() {
-    if !have_valgrind("captures_every_page_of_a_traverse") {
+    if !have_valgrind(&test_name!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -80,7 +80,7 @@ fn captures_every_page_of_a_traverse() {
 
 #[test]
 fn failing_command_reports_its_exit_code() {
-    if !have_valgrind("failing_command_reports_its_exit_code") {
+    if !have_valgrind(&test_name!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -116,7 +116,7 @@ fn direct_wall(cmd: &[String]) -> f64 {
 #[test]
 #[ignore]
 fn measure_slowdown() {
-    if !have_valgrind("measure_slowdown") {
+    if !have_valgrind(&test_name!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -238,7 +238,7 @@ fn a_builtin_workload_records_the_references_the_model_predicts() {
 /// order, runs collapsed, reads and writes alike.
 #[test]
 fn the_recording_agrees_with_lackey_on_the_array() {
-    if !have_valgrind("the_recording_agrees_with_lackey_on_the_array") {
+    if !have_valgrind(&test_name!()) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -47,10 +47,10 @@ fn vmstat(name: &str) -> u64 {
 /// readahead), major-faults on nearly every page of every pass: ~32 k.
 #[test]
 fn major_faults_agree_with_time_and_perf() {
-    if skip("major_faults_agree_with_time_and_perf") {
+    if skip(&test_name!()) {
         return;
     }
-    let test = "major_faults_agree_with_time_and_perf";
+    let test = &test_name!();
     if swaplab_testkit::skip_unless_program(test, "/usr/bin/time", "apt-get install time")
         || swaplab_testkit::skip_unless_program(test, "perf", "apt-get install linux-perf")
     {
@@ -157,14 +157,14 @@ fn major_faults_agree_with_time_and_perf() {
         .iter()
         .any(|a| a.filename.to_string_lossy().contains("swaplab-")));
     drop(lab);
-    assert_restored(&before, "major_faults_agree_with_time_and_perf");
+    assert_restored(&before, &test_name!());
 }
 
 /// An OOM kill at a tiny limit is a recorded result, and the kernel's own
 /// global oom_kill counter saw it.
 #[test]
 fn oom_is_a_result() {
-    if skip("oom_is_a_result") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -191,7 +191,7 @@ fn oom_is_a_result() {
     let back = lab.catalog.run(r.id).unwrap();
     assert_eq!(back.outcome, Some(Outcome::Oom));
     drop(lab);
-    assert_restored(&before, "oom_is_a_result");
+    assert_restored(&before, &test_name!());
 }
 
 fn gone(pid: u32) -> bool {
@@ -217,7 +217,7 @@ fn gone(pid: u32) -> bool {
 /// `--timeout` kills the whole group, including a child the command forked.
 #[test]
 fn timeout_kills_the_whole_cgroup() {
-    if skip("timeout_kills_the_whole_cgroup") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -251,13 +251,13 @@ fn timeout_kills_the_whole_cgroup() {
     assert!(gone(child), "the forked child {child} survived the timeout");
     assert!(!r.cgroup.as_ref().unwrap().path.exists());
     drop(lab);
-    assert_restored(&before, "timeout_kills_the_whole_cgroup");
+    assert_restored(&before, &test_name!());
 }
 
 /// Tasks left in the group when the command exits are counted and killed.
 #[test]
 fn leftover_tasks_are_killed() {
-    if skip("leftover_tasks_are_killed") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -298,5 +298,5 @@ fn leftover_tasks_are_killed() {
         (Status::Failed, Some(Outcome::Error))
     );
     drop(lab);
-    assert_restored(&before, "leftover_tasks_are_killed");
+    assert_restored(&before, &test_name!());
 }

@@ -201,11 +201,7 @@ fn instrumented_capture_carries_the_array_site() {
 
 #[test]
 fn lackey_capture_carries_the_array_site() {
-    if swaplab_testkit::skip_unless_program(
-        "lackey_capture_carries_the_array_site",
-        "valgrind",
-        "apt-get install valgrind",
-    ) {
+    if swaplab_testkit::skip_unless_program(&test_name!(), "valgrind", "apt-get install valgrind") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

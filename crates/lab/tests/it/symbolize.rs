@@ -149,7 +149,9 @@ fn nm(exe: &Path, name: &str) -> Vec<u64> {
         .collect()
 }
 
-fn compile(dir: &Path, out: &str, extra: &[&str]) -> Option<PathBuf> {
+/// The test program built with `cc EXTRA`: `None` (a counted skip of
+/// `test`) when cc is missing or cannot build it so.
+fn compile(test: &str, dir: &Path, out: &str, extra: &[&str]) -> Option<PathBuf> {
     std::fs::write(dir.join("prog.c"), PROG_C).unwrap();
     std::fs::write(dir.join("other.c"), OTHER_C).unwrap();
     let exe = dir.join(out);
@@ -164,7 +166,11 @@ fn compile(dir: &Path, out: &str, extra: &[&str]) -> Option<PathBuf> {
     match st {
         Ok(s) if s.success() => Some(exe),
         other => {
-            eprintln!("SKIP: cc {extra:?} failed: {other:?}");
+            swaplab_testkit::skip(
+                test,
+                swaplab_testkit::Facility::Program("cc"),
+                format!("cc {extra:?} failed: {other:?}"),
+            );
             None
         }
     }
@@ -218,7 +224,7 @@ fn check_c_program(exe: &Path, base: u64) {
 #[test]
 fn c_program_pie() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "prog-pie", &["-fPIE", "-pie"]) else {
+    let Some(exe) = compile(&test_name!(), dir.path(), "prog-pie", &["-fPIE", "-pie"]) else {
         return;
     };
     check_c_program(&exe, 0);
@@ -227,11 +233,19 @@ fn c_program_pie() {
 #[test]
 fn c_program_non_pie() {
     if !cfg!(target_arch = "x86_64") {
-        eprintln!("SKIP c_program_non_pie: the 0x400000 base is x86-64's");
-        return;
+        return swaplab_testkit::skip(
+            &test_name!(),
+            swaplab_testkit::Facility::Arch,
+            "the 0x400000 base is x86-64's",
+        );
     }
     let dir = tempfile::tempdir().unwrap();
-    let Some(exe) = compile(dir.path(), "prog-nopie", &["-fno-pie", "-no-pie"]) else {
+    let Some(exe) = compile(
+        &test_name!(),
+        dir.path(),
+        "prog-nopie",
+        &["-fno-pie", "-no-pie"],
+    ) else {
         return;
     };
     // dli_fbase of a non-PIE x86-64 executable is 0x400000: offsets are

@@ -243,7 +243,7 @@ fn check(test: &str, args: &[&str], keep: f64, swap: &str, expect: &str, source:
 #[test]
 fn traverse_is_sequential_and_attributed() {
     check(
-        "traverse_is_sequential_and_attributed",
+        &test_name!(),
         &["traverse", "--size", "32M", "--passes", "2"],
         0.5,
         "file:256M",
@@ -255,7 +255,7 @@ fn traverse_is_sequential_and_attributed() {
 #[test]
 fn chase_is_random_and_attributed() {
     check(
-        "chase_is_random_and_attributed",
+        &test_name!(),
         &["chase", "--size", "24M", "--ops", "300000"],
         0.8,
         // zram, as for genome below. (chase at 80 % was OOM-killed at
@@ -270,7 +270,7 @@ fn chase_is_random_and_attributed() {
 #[test]
 fn genome_is_random_and_attributed() {
     check(
-        "genome_is_random_and_attributed",
+        &test_name!(),
         &["genome", "--size", "16M", "--ops", "200000"],
         0.75,
         // zram: swap-out is synchronous, so reclaim never waits on
@@ -286,7 +286,7 @@ fn genome_is_random_and_attributed() {
 #[test]
 fn attribution_holds_across_threads() {
     check(
-        "attribution_holds_across_threads",
+        &test_name!(),
         &[
             "traverse",
             "--size",
@@ -307,7 +307,7 @@ fn attribution_holds_across_threads() {
 /// and must still land on the parent's allocation (inherited at fork).
 #[test]
 fn attribution_holds_across_fork() {
-    let test = "attribution_holds_across_fork";
+    let test = &test_name!();
     if skip(test) {
         return;
     }
@@ -348,7 +348,7 @@ fn attribution_holds_across_fork() {
 #[test]
 fn tracefs_source_attributes_too() {
     check(
-        "tracefs_source_attributes_too",
+        &test_name!(),
         &["traverse", "--size", "32M", "--passes", "2"],
         0.5,
         "file:256M",
@@ -362,7 +362,7 @@ fn tracefs_source_attributes_too() {
 /// calibration, no failed rows in the catalog.
 #[test]
 fn bad_hint_files_fail_before_any_run() {
-    let test = "bad_hint_files_fail_before_any_run";
+    let test = &test_name!();
     if skip(test) {
         return;
     }

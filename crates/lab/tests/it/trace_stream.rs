@@ -116,7 +116,7 @@ fn scan_fault_times(path: &Path) -> (u64, usize, u64) {
 
 #[test]
 fn ten_million_faults_stream_in_bounded_memory() {
-    if skip("ten_million_faults_stream_in_bounded_memory") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();

@@ -61,7 +61,7 @@ fn redis_missing(test: &str) -> bool {
 /// cgroup), and the throughput falls.
 #[test]
 fn redis_preset_at_100_and_50_percent() {
-    let test = "redis_preset_at_100_and_50_percent";
+    let test = &test_name!();
     if skip(test) || redis_missing(test) {
         return;
     }
@@ -163,7 +163,7 @@ fn redis_preset_at_100_and_50_percent() {
 /// instead of hanging; the system is restored.
 #[test]
 fn a_server_that_never_answers_is_stopped() {
-    let test = "a_server_that_never_answers_is_stopped";
+    let test = &test_name!();
     if skip(test) {
         return;
     }
@@ -328,7 +328,7 @@ fn serving_child(home: &std::path::Path) -> (std::process::Child, u32, u32) {
 /// recovery (the journal) restores the system.
 #[test]
 fn sigterm_and_sigkill_during_the_load_restore_everything() {
-    let test = "sigterm_and_sigkill_during_the_load_restore_everything";
+    let test = &test_name!();
     if skip(test) || redis_missing(test) {
         return;
     }
@@ -412,7 +412,7 @@ fn groups_of(comm: &str) -> std::collections::BTreeMap<String, usize> {
 /// is left as it was.
 #[test]
 fn postgres_preset_at_100_and_30_percent() {
-    let test = "postgres_preset_at_100_and_30_percent";
+    let test = &test_name!();
     if skip(test) {
         return;
     }
@@ -539,7 +539,7 @@ fn postgres_preset_at_100_and_30_percent() {
 /// and advise's steps (analyze, advise, screen, hint file) run on it.
 #[test]
 fn a_traced_server_has_its_load_phase_for_advise() {
-    let test = "a_traced_server_has_its_load_phase_for_advise";
+    let test = &test_name!();
     if skip(test)
         || redis_missing(test)
         || swaplab_testkit::skip_unless(test, &[swaplab_testkit::Facility::Perf])

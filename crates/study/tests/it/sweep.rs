@@ -20,7 +20,7 @@ fn s(v: &[&str]) -> Vec<String> {
 /// are the medians of the runs' own run.json files.
 #[test]
 fn sweep_interleaves_and_keeps_every_run() {
-    if skip("sweep_interleaves_and_keeps_every_run") {
+    if skip(&test_name!()) {
         return;
     }
     let _g = serial();
@@ -208,5 +208,5 @@ fn sweep_interleaves_and_keeps_every_run() {
         "{e}"
     );
     drop(lab);
-    assert_restored(&before, "sweep_interleaves_and_keeps_every_run");
+    assert_restored(&before, &test_name!());
 }

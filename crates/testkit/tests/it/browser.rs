@@ -48,7 +48,7 @@ fn fails_with(name: &str, from: &str, to: &str, wanted: &str) {
 
 #[test]
 fn fixture_passes_with_the_right_counts() {
-    if browser_missing("fixture_passes_with_the_right_counts") {
+    if browser_missing(&test_name!()) {
         return;
     }
     let c = browser::check_report(
@@ -83,7 +83,7 @@ fn fixture_passes_with_the_right_counts() {
 
 #[test]
 fn an_injected_script_fails() {
-    if browser_missing("an_injected_script_fails") {
+    if browser_missing(&test_name!()) {
         return;
     }
     fails_with(
@@ -96,7 +96,7 @@ fn an_injected_script_fails() {
 
 #[test]
 fn a_wrong_csv_row_count_fails() {
-    if browser_missing("a_wrong_csv_row_count_fails") {
+    if browser_missing(&test_name!()) {
         return;
     }
     fails_with(
@@ -109,7 +109,7 @@ fn a_wrong_csv_row_count_fails() {
 
 #[test]
 fn a_series_missing_from_the_legend_fails() {
-    if browser_missing("a_series_missing_from_the_legend_fails") {
+    if browser_missing(&test_name!()) {
         return;
     }
     fails_with(
@@ -122,7 +122,7 @@ fn a_series_missing_from_the_legend_fails() {
 
 #[test]
 fn a_network_image_fails() {
-    if browser_missing("a_network_image_fails") {
+    if browser_missing(&test_name!()) {
         return;
     }
     fails_with(

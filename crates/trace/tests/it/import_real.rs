@@ -67,7 +67,7 @@ fn csv_opts() -> ImportOptions {
 
 #[test]
 fn cloudphysics_oracle_general_and_csv_agree() {
-    let test = "cloudphysics_oracle_general_and_csv_agree";
+    let test = &test_name!();
     let Some(bin) = shared(test, "cloudPhysicsIO.oracleGeneral.bin.zst") else {
         return;
     };
@@ -114,10 +114,7 @@ fn cloudphysics_oracle_general_and_csv_agree() {
 
 #[test]
 fn reexport_reproduces_next_access_vtime() {
-    let Some(bin) = shared(
-        "reexport_reproduces_next_access_vtime",
-        "cloudPhysicsIO.oracleGeneral.bin.zst",
-    ) else {
+    let Some(bin) = shared(&test_name!(), "cloudPhysicsIO.oracleGeneral.bin.zst") else {
         return;
     };
     let original = zstd::decode_all(std::fs::File::open(&bin).unwrap()).unwrap();

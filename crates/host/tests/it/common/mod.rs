@@ -16,12 +16,6 @@ pub static SYSTEM: Mutex<()> = Mutex::new(());
 
 pub use swaplab_testkit::Facility;
 
-/// True (after recording the skip, see `swaplab_testkit::skip`) when the
-/// test must be skipped for lack of root.
-pub fn skip_unless_root(test: &str) -> bool {
-    swaplab_testkit::skip_unless(test, &[Facility::Root])
-}
-
 /// True (after recording the skip) when one of `needs` is missing here.
 /// Only a missing facility skips: errors while using a present one fail.
 pub fn skip_unless(test: &str, needs: &[Facility]) -> bool {
