@@ -8,9 +8,10 @@
 # zram, perf, pagemap, process_madvise, tracefs, root, the browser for
 # report checks) fails instead.
 # The system state that tests may touch (swap areas, swaplab cgroups, zram,
-# zswap, sysctls, tracefs mounts and instances) is recorded before and
-# compared after: the suite fails if anything was left changed, even when a
-# test failed.
+# zswap, sysctls, tracefs mounts and instances, balloon processes: the
+# snapshot of crates/testkit/src/state.rs, which the tests use too) is
+# recorded before and compared after: the suite fails if anything was left
+# changed, even when a test failed.
 # Each phase prints its duration, the guest matrix its boots' and
 # configurations' too, and the end lists the phases and the slowest test
 # binaries (target/test-times.txt has them all).
@@ -19,21 +20,17 @@ cd "$(dirname "$0")/.."
 . scripts/setup.sh
 start=$(date +%s)
 
-snapshot() {
-  {
-    echo "swaps:"; tail -n +2 /proc/swaps 2>/dev/null | awk '{print $1, $2, $3}'
-    echo "cgroups:"; find /sys/fs/cgroup -maxdepth 3 -type d -iname '*swaplab*' 2>/dev/null | sort
-    for f in /proc/sys/vm/swappiness /proc/sys/vm/page-cluster /sys/kernel/mm/transparent_hugepage/enabled \
-             /sys/module/zswap/parameters/enabled /sys/module/zswap/parameters/compressor /sys/block/zram*/disksize; do
-      [ -r "$f" ] && echo "$f: $(cat "$f" 2>/dev/null)"
-    done
-    echo "tracefs mounts:"; awk '$3 == "tracefs" {print $2}' /proc/self/mounts | sort
-    echo "tracefs instances:"; ls /sys/kernel/tracing/instances 2>/dev/null | grep swaplab || true
-  }
-}
-before=$(snapshot)
-status=0
+# The system state is the tests' own snapshot (crates/testkit/src/state.rs),
+# printed by testkit's state-snapshot binary, built first (in the test
+# profile and with the workspace's features, as the test build below
+# builds testkit and its few dependencies).
 mkdir -p target
+echo "== state-snapshot (crates/testkit): the system state before the tests"
+cargo build --quiet --workspace --profile test --bin state-snapshot \
+  || { echo "could not build state-snapshot: the suite cannot check the system state"; exit 1; }
+snapshot() { "${CARGO_TARGET_DIR:-target}/debug/state-snapshot"; }
+before=$(snapshot) || { echo "state-snapshot failed"; exit 1; }
+status=0
 export SWAPLAB_SKIP_LOG="$PWD/target/test-skips.log"
 : > "$SWAPLAB_SKIP_LOG"
 log=target/cargo-test.log

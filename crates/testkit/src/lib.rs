@@ -22,6 +22,7 @@
 
 pub mod browser;
 pub mod fuzz;
+pub mod state;
 
 use std::fmt;
 use std::io::Write;
@@ -367,34 +368,11 @@ pub fn shared_data(manifest_dir: &str) -> Option<PathBuf> {
 }
 
 /// What a test that runs swaplab as root may change and must leave as it
-/// found it: the swap areas, every `swaplab-*` cgroup of every hierarchy,
-/// swappiness, page-cluster, THP, and any balloon process
-/// (`swaplab-workload balloon`). Compare the strings before and after.
+/// found it ([`state::SystemState`], as text: the swap areas, every
+/// swaplab cgroup of every hierarchy, zram, the knobs, tracefs mounts and
+/// instances, any balloon process). Compare the strings before and after.
 pub fn system_state() -> String {
-    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if let Ok(roots) = std::fs::read_dir("/sys/fs/cgroup") {
-        let mut groups: Vec<String> = roots
-            .flatten()
-            .flat_map(|h| std::fs::read_dir(h.path()).into_iter().flatten().flatten())
-            .map(|e| e.path().display().to_string())
-            .filter(|p| p.contains("/swaplab-"))
-            .collect();
-        groups.sort();
-        s.push_str(&groups.join("\n"));
-    }
-    for k in [
-        "/proc/sys/vm/swappiness",
-        "/proc/sys/vm/page-cluster",
-        "/sys/kernel/mm/transparent_hugepage/enabled",
-    ] {
-        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
-    }
-    let mut balloons: Vec<String> = balloon_pids().iter().map(|p| p.to_string()).collect();
-    balloons.sort();
-    if !balloons.is_empty() {
-        s.push_str(&format!("\nballoon processes: {}", balloons.join(" ")));
-    }
-    s
+    state::SystemState::capture().to_string()
 }
 
 /// Pids of running `swaplab-workload balloon` processes.

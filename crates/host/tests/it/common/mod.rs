@@ -1,7 +1,8 @@
 //! Shared test support: skip rules, the helper binary, and [`Baseline`], a
-//! guard that records the machine's swap/cgroup/knob state with plain file
-//! reads (independent of the crate's parsers), checks it is unchanged at
-//! the end, and forcibly puts it back on drop if a test failed half-way.
+//! guard that records the machine's swap/cgroup/knob state
+//! ([`SystemState`], testkit's snapshot: plain file reads, independent of
+//! the crate's parsers), checks it is unchanged at the end, and forcibly
+//! puts it back on drop if a test failed half-way.
 
 #![allow(dead_code)]
 
@@ -22,128 +23,14 @@ pub fn skip_unless(test: &str, needs: &[Facility]) -> bool {
     swaplab_testkit::skip_unless(test, needs)
 }
 
-const KNOB_FILES: &[&str] = &[
-    "/proc/sys/vm/swappiness",
-    "/proc/sys/vm/page-cluster",
-    "/sys/kernel/mm/transparent_hugepage/enabled",
-    "/sys/kernel/mm/transparent_hugepage/defrag",
-    "/sys/module/zswap/parameters/enabled",
-    "/sys/module/zswap/parameters/compressor",
-];
-
-const CGROUP_ROOTS: &[&str] = &[
-    "/sys/fs/cgroup/memory",
-    "/sys/fs/cgroup/unified",
-    "/sys/fs/cgroup",
-];
-
-/// The parts of the machine's state swaplab may change, read raw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SystemState {
-    /// Names of active swap areas (first column of /proc/swaps).
-    pub swaps: Vec<String>,
-    /// swaplab-* directories in the cgroup trees.
-    pub cgroups: Vec<PathBuf>,
-    /// (zram device, disksize, comp_algorithm) raw.
-    pub zram: Vec<(String, String, String)>,
-    /// (file, raw contents) of the knobs.
-    pub knobs: Vec<(String, String)>,
-    /// Mount points of tracefs (from /proc/self/mounts).
-    pub tracefs_mounts: Vec<String>,
-}
-
-/// Mount points of tracefs, read raw from /proc/self/mounts.
-pub fn tracefs_mounts() -> Vec<String> {
-    let mut v: Vec<String> = fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| f[1].to_string())
-        })
-        .collect();
-    v.sort();
-    v
-}
+/// The machine's state, read raw: testkit's one snapshot (scripts/test.sh
+/// prints the same with `state-snapshot`).
+pub use swaplab_testkit::state::{tracefs_mounts, SystemState};
 
 fn raw(path: &str) -> String {
     fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "<absent>".into())
-}
-
-impl SystemState {
-    pub fn capture() -> SystemState {
-        let swaps = fs::read_to_string("/proc/swaps")
-            .unwrap_or_default()
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-            .collect();
-        let mut cgroups = Vec::new();
-        for root in CGROUP_ROOTS {
-            if let Ok(rd) = fs::read_dir(root) {
-                for e in rd.flatten() {
-                    if e.file_name().to_string_lossy().starts_with("swaplab") {
-                        cgroups.push(e.path());
-                    }
-                }
-            }
-        }
-        cgroups.sort();
-        let mut zram = Vec::new();
-        if let Ok(rd) = fs::read_dir("/sys/block") {
-            for e in rd.flatten() {
-                let n = e.file_name().to_string_lossy().into_owned();
-                if n.starts_with("zram") {
-                    let p = e.path();
-                    zram.push((
-                        n,
-                        raw(&p.join("disksize").to_string_lossy()),
-                        raw(&p.join("comp_algorithm").to_string_lossy()),
-                    ));
-                }
-            }
-        }
-        zram.sort();
-        let knobs = KNOB_FILES.iter().map(|f| (f.to_string(), raw(f))).collect();
-        SystemState {
-            swaps,
-            cgroups,
-            zram,
-            knobs,
-            tracefs_mounts: tracefs_mounts(),
-        }
-    }
-
-    /// Human-readable differences from `other`.
-    pub fn diff(&self, other: &SystemState) -> Vec<String> {
-        let mut d = Vec::new();
-        if self.swaps != other.swaps {
-            d.push(format!("swap areas {:?} → {:?}", self.swaps, other.swaps));
-        }
-        if self.cgroups != other.cgroups {
-            d.push(format!(
-                "swaplab cgroups {:?} → {:?}",
-                self.cgroups, other.cgroups
-            ));
-        }
-        if self.zram != other.zram {
-            d.push(format!("zram {:?} → {:?}", self.zram, other.zram));
-        }
-        if self.tracefs_mounts != other.tracefs_mounts {
-            d.push(format!(
-                "tracefs mounts {:?} → {:?}",
-                self.tracefs_mounts, other.tracefs_mounts
-            ));
-        }
-        for ((f, a), (_, b)) in self.knobs.iter().zip(&other.knobs) {
-            if a != b {
-                d.push(format!("{f}: {a:?} → {b:?}"));
-            }
-        }
-        d
-    }
 }
 
 fn bracketed(raw: &str) -> Option<String> {
@@ -156,6 +43,7 @@ fn bracketed(raw: &str) -> Option<String> {
 pub fn force_restore(want: &SystemState) {
     let now = SystemState::capture();
     for s in now.swaps.iter().filter(|s| !want.swaps.contains(s)) {
+        let s = &s.name;
         let c = std::ffi::CString::new(s.as_str()).unwrap();
         // SAFETY: valid C string.
         unsafe { libc::swapoff(c.as_ptr()) };
@@ -163,7 +51,13 @@ pub fn force_restore(want: &SystemState) {
             let _ = fs::remove_file(s);
         }
     }
-    for g in now.cgroups.iter().filter(|g| !want.cgroups.contains(g)) {
+    // Deepest first: a group's children sort after it.
+    for g in now
+        .cgroups
+        .iter()
+        .rev()
+        .filter(|g| !want.cgroups.contains(g))
+    {
         for _ in 0..200 {
             let pids = fs::read_to_string(g.join("cgroup.procs")).unwrap_or_default();
             let pids: Vec<i32> = pids

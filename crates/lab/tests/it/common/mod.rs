@@ -1,6 +1,6 @@
 //! Shared helpers of the runner tests: root checks, a lock that serialises
-//! the tests of one binary (they change global settings), and a snapshot of
-//! the system state that every test must leave as it found it.
+//! the tests of one binary (they change global settings), and the system
+//! state (testkit's snapshot) that every test must leave as it found it.
 
 #![allow(dead_code)]
 
@@ -45,46 +45,28 @@ pub struct SysState {
     pub cgroups: Vec<PathBuf>,
 }
 
-fn read(p: &str) -> String {
-    std::fs::read_to_string(p)
-        .unwrap_or_default()
-        .trim()
-        .to_string()
-}
-
-/// swaplab groups created by *this* process (other processes' groups are
-/// not ours to judge).
-fn our_cgroups() -> Vec<PathBuf> {
-    let prefix = format!("swaplab-{}-", std::process::id());
-    let mut v = Vec::new();
-    for root in [
-        "/sys/fs/cgroup/memory",
-        "/sys/fs/cgroup/unified",
-        "/sys/fs/cgroup",
-    ] {
-        if let Ok(rd) = std::fs::read_dir(root) {
-            for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with(&prefix) {
-                    v.push(e.path());
-                }
-            }
-        }
-    }
-    v
-}
-
+/// The system state now ([`swaplab_testkit::state::SystemState`], the one
+/// snapshot), narrowed to what a run of this process may change: swaplab
+/// groups created by *this* process (other processes' groups are not ours
+/// to judge).
 pub fn sys_state() -> SysState {
-    let swaps = swaplab_host::swap::read_swaps()
-        .unwrap_or_default()
-        .into_iter()
-        .map(|a| a.filename)
-        .collect();
+    let s = swaplab_testkit::state::SystemState::capture();
+    let prefix = format!("swaplab-{}-", std::process::id());
     SysState {
-        swaps,
-        swappiness: read("/proc/sys/vm/swappiness"),
-        page_cluster: read("/proc/sys/vm/page-cluster"),
-        thp: read("/sys/kernel/mm/transparent_hugepage/enabled"),
-        cgroups: our_cgroups(),
+        swaps: s.swaps.iter().map(|a| PathBuf::from(&a.name)).collect(),
+        swappiness: s.knob("/proc/sys/vm/swappiness").to_string(),
+        page_cluster: s.knob("/proc/sys/vm/page-cluster").to_string(),
+        thp: s
+            .knob("/sys/kernel/mm/transparent_hugepage/enabled")
+            .to_string(),
+        cgroups: s
+            .cgroups
+            .into_iter()
+            .filter(|g| {
+                g.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+            .collect(),
     }
 }
 
@@ -164,16 +146,7 @@ pub fn exists(p: &Path) -> bool {
 
 /// Mount points of tracefs, read raw from /proc/self/mounts.
 pub fn tracefs_mounts() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 2 && f[2] == "tracefs").then(|| f[1].to_string())
-        })
-        .collect();
-    v.sort();
-    v
+    swaplab_testkit::state::tracefs_mounts()
 }
 
 /// The bytes of the main objects `swaplab-workload ARGS --objects`
