@@ -77,7 +77,7 @@
 //! `refault=1`, a 4-byte eviction age per page: 5 bytes per page (1 with
 //! `refault=0`), plus the queues, 4 bytes per resident page (their
 //! capacity grows in powers of two). With 1/8 of the pages resident, as in
-//! `tests/it/memory.rs`, that is 6 bytes per page (13 with the linked lists
+//! `tests/memory.rs`, that is 6 bytes per page (13 with the linked lists
 //! this replaced). A hit reads one byte.
 use crate::engine::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};

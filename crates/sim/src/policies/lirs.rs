@@ -78,7 +78,7 @@
 //!
 //! Memory: 8 bytes per page and 4 per queue entry; each queue holds at
 //! most ~3× its set (its capacity grows in powers of two): 12 bytes per
-//! page with 1/8 of the pages resident, as measured by `tests/it/memory.rs`
+//! page with 1/8 of the pages resident, as measured by `tests/memory.rs`
 //! (17 with the two sets of linked lists this replaced).
 use crate::engine::SimError;
 use crate::policy::{Access, Policy, PolicyInfo, Req};

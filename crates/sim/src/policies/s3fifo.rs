@@ -50,7 +50,7 @@
 //! Memory: the state byte (frequency, queue, stale G entries) per page,
 //! plus 4 bytes per entry of S, M and G (whose capacities grow in powers of
 //! two): 3 bytes per page with 1/8 of the pages resident, as in
-//! `tests/it/memory.rs` (9 with the linked lists this replaced).
+//! `tests/memory.rs` (9 with the linked lists this replaced).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
 use crate::util::prefetch;
 use std::collections::VecDeque;
