@@ -3,7 +3,7 @@
 # guest kernel that can build them: boots Debian's 6.12 kernel (or 6.1)
 # under qemu the way scripts/kernels.sh does (virtme-ng, TCG, the host's
 # root read-only over 9p, a 1 GiB ext4 disk image on virtio) and runs there
-#   * crates/host/tests/swap_devices.rs with SWAPLAB_GUEST_DEVICES=1 (a
+#   * crates/host/tests/it/swap_devices.rs with SWAPLAB_GUEST_DEVICES=1 (a
 #     missing facility fails): a two-tier run (a 16 MiB swap file at
 #     priority 10 over a 64 MiB dm-delay device at 5) showing which area
 #     receives the writes and when the lower tier starts filling; remote
@@ -44,7 +44,7 @@ guest() {
   echo "GUEST-INFO kernel=$(uname -r) booted_in=$(cut -d' ' -f1 /proc/uptime)s"
   log=$disk/devices.log
   local t0; t0=$(date +%s)
-  "$test" --test-threads=1 --nocapture > "$log" 2>&1
+  "$test" swap_devices:: --test-threads=1 --nocapture > "$log" 2>&1
   grep -E '^(TRAFFIC|REMOTE|built:|two-tier|SKIP)' "$log" | sed 's/^/  /'
   passed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
   failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
@@ -113,13 +113,15 @@ if [ ${#pkgs[@]} -gt 0 ]; then
 fi
 
 echo "== building swaplab and the device tests"
-test=$(cargo test -q --workspace --test swap_devices --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
+# swaplab-host's integration tests (one binary, `it`); the guest runs its
+# swap_devices module.
+test=$(cargo test -q -p swaplab-host --test it --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
 for l in sys.stdin:
     try: m = json.loads(l)
     except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "swap_devices":
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "it":
         print(m["executable"])')
-[ -x "$test" ] || { echo "could not build the device tests (cargo test --workspace --test swap_devices --no-run)"; exit 1; }
+[ -x "$test" ] || { echo "could not build the device tests (cargo test -p swaplab-host --test it --no-run)"; exit 1; }
 # The swaplab binary of the same build (workspace-wide features, as the tests).
 cargo build -q --workspace --bin swaplab 2>/dev/null || { echo "could not build swaplab (cargo build --workspace --bin swaplab)"; exit 1; }
 swaplab=$ROOT/target/debug/swaplab

@@ -3,8 +3,8 @@
 # qemu (software emulation, TCG: this machine's KVM cannot run an ordinary
 # guest), with the host's root filesystem shared read-only over 9p
 # (virtme-ng), and runs inside each the guest test subset
-# (crates/cli/tests/guest.rs and the host crate's doctor tests, built here,
-# run from the shared filesystem) and one smoke experiment, once per
+# (crates/cli/tests/it/guest.rs and the host crate's doctor tests, built
+# here, run from the shared filesystem) and one smoke experiment, once per
 # configuration:
 #   6.1  MGLRU off × {swapfile on a virtio ext4 disk, zram}   (one boot each;
 #   6.1  MGLRU on  × {swapfile, zram}                          swap set up in
@@ -56,8 +56,9 @@ KDIR=$ROOT/target/kernels
 # ---------------------------------------------------------------- in the guest
 guest() {
   # $1 = kernel label, $2 = MGLRU settings to run ("off", "on" or
-  # "off on"), $3 = test binaries run in every configuration, $4 = test
-  # binaries run in the first one only (colon-separated, may be empty),
+  # "off on"), $3 = tests run in every configuration, $4 = tests run in
+  # the first one only (colon-separated, may be empty; each BINARY@FILTER,
+  # a crate's test binary and libtest's filter of its modules' tests),
   # $5 = the swaplab binary.
   local label=$1 mglrus=$2 tests=$3 once=$4 swaplab=$5
   local disk=/tmp/swaplab-disk
@@ -90,7 +91,7 @@ guest() {
       local IFS=:
       for t in $run; do
         echo "== $t" >> "$log"
-        "$t" --test-threads=1 >> "$log" 2>&1
+        "${t%@*}" "${t##*@}" --test-threads=1 >> "$log" 2>&1
       done
       unset IFS
       # The smoke experiment: half the workload's peak, swap of this kind.
@@ -350,17 +351,20 @@ boot_twice() {
 # The guest tests, built with the same workspace-wide features and profile
 # as `cargo test --workspace` (so after scripts/test.sh's build nothing is
 # rebuilt; `-p swaplab` alone would resolve features differently and
-# rebuild half the workspace). Prints one path per line: guest, then doctor.
+# rebuild half the workspace): the integration-test binaries (`it`, one a
+# crate) of the cli and host crates. Prints one BINARY@FILTER a line: the
+# cli's guest tests, then the host's doctor tests.
 test_binaries() {
-  cargo test -q --workspace --test guest --test doctor --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json
+  cargo test -q --workspace --test it --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json, os
 found = {}
 for l in sys.stdin:
     try: m = json.loads(l)
     except ValueError: continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test"):
-        found[m["target"]["name"]] = m["executable"]
-if set(found) != {"guest", "doctor"}: sys.exit("built %s, not guest and doctor" % sorted(found))
-print(found["guest"]); print(found["doctor"])'
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m.get("profile", {}).get("test") \
+       and m["target"]["name"] == "it":
+        found[os.path.basename(os.path.dirname(m["manifest_path"]))] = m["executable"]
+if not {"cli", "host"} <= set(found): sys.exit("built the tests of %s, not of cli and host" % sorted(found))
+print(found["cli"] + "@guest::"); print(found["host"] + "@doctor::")'
 }
 
 # What the matrix needs on the host, installed and downloaded once.
@@ -406,10 +410,10 @@ main() {
     rm -rf "$VALIDATE_OUT"
   else
     echo "== building swaplab and the guest tests"
-    # Every configuration: crates/cli/tests/guest.rs. Once a kernel: the
+    # Every configuration: crates/cli/tests/it/guest.rs. Once a kernel: the
     # doctor's tests (they do not depend on MGLRU or the swap kind).
     mapfile -t bins < <(test_binaries)
-    [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test guest --test doctor --no-run)"; exit 1; }
+    [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test it --no-run)"; exit 1; }
     tests=${bins[0]}; once=${bins[1]}
     # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
     swaplab=$ROOT/target/debug/swaplab

@@ -8,9 +8,10 @@
 # zram, perf, pagemap, process_madvise, tracefs, root, the browser for
 # report checks) fails instead.
 # The system state that tests may touch (swap areas, swaplab cgroups, zram,
-# zswap, sysctls, tracefs mounts and instances) is recorded before and
-# compared after: the suite fails if anything was left changed, even when a
-# test failed.
+# zswap, sysctls, tracefs mounts and instances, balloon processes: the
+# snapshot of crates/testkit/src/state.rs, which the tests use too) is
+# recorded before and compared after: the suite fails if anything was left
+# changed, even when a test failed.
 # Each phase prints its duration, the guest matrix its boots' and
 # configurations' too, and the end lists the phases and the slowest test
 # binaries (target/test-times.txt has them all).
@@ -19,21 +20,17 @@ cd "$(dirname "$0")/.."
 . scripts/setup.sh
 start=$(date +%s)
 
-snapshot() {
-  {
-    echo "swaps:"; tail -n +2 /proc/swaps 2>/dev/null | awk '{print $1, $2, $3}'
-    echo "cgroups:"; find /sys/fs/cgroup -maxdepth 3 -type d -iname '*swaplab*' 2>/dev/null | sort
-    for f in /proc/sys/vm/swappiness /proc/sys/vm/page-cluster /sys/kernel/mm/transparent_hugepage/enabled \
-             /sys/module/zswap/parameters/enabled /sys/module/zswap/parameters/compressor /sys/block/zram*/disksize; do
-      [ -r "$f" ] && echo "$f: $(cat "$f" 2>/dev/null)"
-    done
-    echo "tracefs mounts:"; awk '$3 == "tracefs" {print $2}' /proc/self/mounts | sort
-    echo "tracefs instances:"; ls /sys/kernel/tracing/instances 2>/dev/null | grep swaplab || true
-  }
-}
-before=$(snapshot)
-status=0
+# The system state is the tests' own snapshot (crates/testkit/src/state.rs),
+# printed by testkit's state-snapshot binary, built first (in the test
+# profile and with the workspace's features, as the test build below
+# builds testkit and its few dependencies).
 mkdir -p target
+echo "== state-snapshot (crates/testkit): the system state before the tests"
+cargo build --quiet --workspace --profile test --bin state-snapshot \
+  || { echo "could not build state-snapshot: the suite cannot check the system state"; exit 1; }
+snapshot() { "${CARGO_TARGET_DIR:-target}/debug/state-snapshot"; }
+before=$(snapshot) || { echo "state-snapshot failed"; exit 1; }
+status=0
 export SWAPLAB_SKIP_LOG="$PWD/target/test-skips.log"
 : > "$SWAPLAB_SKIP_LOG"
 log=target/cargo-test.log
@@ -93,16 +90,47 @@ phase "cargo test"
 echo "== cargo test (workspace, every test binary even after a failure)"
 cargo test --workspace --no-fail-fast -- --quiet 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Doc-tests\|Finished\) '
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
-# Each test binary's time (libtest's "finished in"), slowest first.
-awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)}
+# Each test binary's time (libtest's "finished in"), slowest first. A
+# crate's integration tests are one binary, tests/it/main.rs (it), named
+# here after the crate whose unit tests cargo ran just before it.
+awk '/^ *Running / {name = $0; sub(/^ *Running /, "", name); sub(/target\/debug\/deps\//, "", name); sub(/-[0-9a-f]+\)$/, ")", name)
+                    if (name ~ /^unittests src\/lib\.rs /) {crate = name; sub(/^.*\(/, "", crate); sub(/\)$/, "", crate)}
+                    if (name ~ /^tests\/it\/main\.rs /) name = "tests/it/main.rs (" crate ")"}
      /^ *Doc-tests / {name = "doc-tests of " $2}
      /^test result:/ {for (i = 1; i <= NF; i++) if ($i == "in") {t = $(i + 1); sub("s$", "", t); printf "%8.1f s  %s\n", t, name}}' \
   "$log" | sort -rn > target/test-times.txt
 echo "   slowest test binaries (all in target/test-times.txt; sum $(awk '{s += $1} END {printf "%.0f", s}' target/test-times.txt) s):"
 head -6 target/test-times.txt
 
-phase python
+# The guest kernels and the python phase run side by side: three one-vCPU
+# guests under TCG keep both cores busy for about 340 s, while maturin's
+# compile of one crate and pytest use about one core, so the python phase
+# costs the guests about half its length instead of all of it. (Beside
+# `cargo test` they would slow and disturb the tests that measure the
+# machine: memory pressure, kswapd, timings.) The guests are started first
+# and their build step (a no-op after the build phase) is waited for, so
+# that it does not queue behind maturin's build for cargo's lock.
+phase "python and guest kernels"
+echo "== guest kernels (scripts/kernels.sh, in the background): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
+klog=target/kernels.log
+: > "$klog"
+kernels_pid=
+if [ "$kernels" = 0 ]; then
+  echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" > "$klog"
+else
+  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
+  cat target/kernels-prepare.log
+  k0=$(date +%s)
+  scripts/kernels.sh > "$klog" 2>&1 &
+  kernels_pid=$!
+  for _ in $(seq 300); do
+    grep -q '^== booting\|^could not' "$klog" && break
+    kill -0 "$kernels_pid" 2>/dev/null || break
+    sleep 1
+  done
+fi
 echo "== python: build the package into target/pyenv (maturin develop) and run its tests (pytest)"
+p0=$(date +%s)
 pylog=target/pytest.log
 : > "$pylog"
 wait "$pyenv_pid"; pyenv_status=$?
@@ -117,19 +145,13 @@ else
   echo "error: the Python package could not be set up (see above)" | tee -a "$pylog"
   status=1
 fi
-
-phase "guest kernels"
-echo "== guest kernels (scripts/kernels.sh): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
-klog=target/kernels.log
-: > "$klog"
-if [ "$kernels" = 0 ]; then
-  echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" | tee "$klog"
-else
-  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
-  cat target/kernels-prepare.log
-  scripts/kernels.sh 2>&1 | tee "$klog"
-  [ "${PIPESTATUS[0]}" = 0 ] || status=1
+echo "   (python: $(( $(date +%s) - p0 )) s)"
+echo "== guest kernels (scripts/kernels.sh): waiting for them"
+if [ -n "$kernels_pid" ]; then
+  wait "$kernels_pid" || status=1
+  echo "   (guest kernels: $(( $(date +%s) - k0 )) s)"
 fi
+cat "$klog"
 phase
 
 after=$(snapshot)

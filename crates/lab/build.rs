@@ -6,7 +6,7 @@
 //! * the LD_PRELOAD allocation tracer native/preload into
 //!   `$OUT_DIR/libswaplab-preload.so` (see `src/preload.rs`);
 //! * the library's self-checking test program native/tests/preload_probe.c
-//!   into `$OUT_DIR/swaplab-preload-probe`, for tests/preload.rs only (not
+//!   into `$OUT_DIR/swaplab-preload-probe`, for tests/it/preload.rs only (not
 //!   embedded).
 //!
 //! The flags are native/Makefile's, read from native/cflags.mk

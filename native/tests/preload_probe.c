@@ -1,6 +1,6 @@
 /* swaplab-preload-probe: a self-checking test program for
  * libswaplab-preload.so (run under LD_PRELOAD by native/tests/preload.sh
- * and crates/lab/tests/preload.rs).  Each mode exercises one property and
+ * and crates/lab/tests/it/preload.rs).  Each mode exercises one property and
  * checks it from the outside: its own allocation log (SWAPLAB_ALLOC_DIR,
  * re-read from disk: the library writes every ALLOC, FREE and HINT record
  * through at once), /proc/self/status VmLck, and swaplab_preload_stats.

@@ -1,4 +1,4 @@
-/* A test program for the external prefetcher (crates/lab/tests/prefetch.rs).
+/* A test program for the external prefetcher (crates/lab/tests/it/prefetch.rs).
  *
  *   prefetch_walker NPAGES WALK STEP_US MODE
  *

@@ -3,7 +3,7 @@
 //! commands, environment values). Only two things go in unescaped: the
 //! stylesheet and script below (constants), and the figures' SVG, which
 //! plotters writes with its text XML-escaped (tested in
-//! `tests/escaping.rs`).
+//! `tests/it/escaping.rs`).
 
 use askama::Template;
 use base64::Engine;

@@ -2,7 +2,7 @@
 """Miss counts of the peer (libCacheSim, via its PyPI package `libcachesim`)
 on an oracleGeneral trace, every object counted as one page
 (ignore_obj_size), no warm-up. Provenance of the numbers in
-crates/sim/tests/peer.rs.
+crates/sim/tests/it/peer.rs.
 
 usage: peer_misses.py TRACE.oracleGeneral[.zst] POLICY[,POLICY...] SIZE[,SIZE...]
 prints one line per (policy, size): policy size misses requests

@@ -7,13 +7,12 @@
 //!
 //! ```no_run
 //! use std::path::Path;
-//! use swaplab_testkit::{browser, skip, Facility};
+//! use swaplab_testkit::{browser, require};
 //!
 //! # fn report_shows_in_a_browser(html: &Path) {
-//! let test = "report_shows_in_a_browser";
-//! if let Some(why) = browser::missing() {
-//!     return skip(test, Facility::Browser, why);
-//! }
+//! // Skips (counted; fails on CI) unless chromium, node and playwright-core
+//! // are here: `Facility::Browser`, whose probe is `browser::missing()`.
+//! require!(Browser);
 //! // The screenshot lands in target/report-screenshots/report.png.
 //! let c = browser::check_report(html, Path::new("report.png"), &["prog <&> \"q\""])
 //!     .unwrap_or_else(|e| panic!("{e}"));

@@ -14,9 +14,15 @@
 //! Only a *missing facility* is a reason to skip. An error while setting up
 //! something that is present is a test failure: probe the facility with
 //! [`Facility::missing`] (independent file checks), and unwrap the rest.
+//!
+//! A test states what it needs with [`require!`]`(Root, Swapfile)`, which
+//! returns from it (a counted skip) when one is missing; where a helper
+//! does the skipping, the test hands it [`test_name!`]`()`. A test's name
+//! is never typed: both take it from the function they are used in.
 
 pub mod browser;
 pub mod fuzz;
+pub mod state;
 
 use std::fmt;
 use std::io::Write;
@@ -251,6 +257,81 @@ pub fn skip_unless_program(test: &str, program: &'static str, install: &str) -> 
     true
 }
 
+/// The name libtest gives the test `name` of the module `module_path`
+/// (`module_path!()` there): the path without the test binary's own crate
+/// (`it::kill` + `child_entry` → `kill::child_entry`), as `--exact` and
+/// libtest's output want it. See [`test_path!`].
+pub fn libtest_name(module_path: &str, name: &str) -> String {
+    match module_path.split_once("::") {
+        Some((_, m)) => format!("{m}::{name}"),
+        None => name.to_string(),
+    }
+}
+
+/// The libtest name (`module::function`, see [`libtest_name`]) of the test
+/// function `f` of the current module, checked to exist: for a test binary
+/// that runs one of its own tests in a child (`--exact`).
+#[macro_export]
+macro_rules! test_path {
+    ($f:ident) => {{
+        let _: fn() = $f;
+        $crate::libtest_name(::std::module_path!(), ::std::stringify!($f))
+    }};
+}
+
+/// The libtest name of the function that uses it (a test, or a helper
+/// called with it), `module::function`: the name is never typed by hand.
+/// A nested function's type name (`it::kill::oom_is_a_result::f`) without
+/// the test binary's crate, the nested function and any closure.
+#[macro_export]
+macro_rules! test_name {
+    () => {{
+        fn f() {}
+        $crate::test_name_of(::std::any::type_name_of_val(&f))
+    }};
+}
+
+/// [`test_name!`]'s work: `it::kill::oom_is_a_result::f` (or with
+/// `::{{closure}}` segments) → `kill::oom_is_a_result`.
+pub fn test_name_of(nested_fn: &str) -> String {
+    let path = nested_fn.strip_suffix("::f").unwrap_or(nested_fn);
+    let segments: Vec<&str> = path
+        .split("::")
+        .skip(1)
+        .filter(|s| *s != "{{closure}}")
+        .collect();
+    segments.join("::")
+}
+
+/// Returns from the test (a counted skip, see [`skip`]) unless this
+/// machine has every facility named; on CI a facility the CI machine kind
+/// has fails the test instead. The test's name comes from
+/// [`test_name!`]. `Facility::*` is in scope for the arguments:
+///
+/// ```
+/// # fn needs_swap() {
+/// swaplab_testkit::require!(Root, MemoryCgroup, Swapfile);
+/// // ... the test proper
+/// # }
+/// ```
+///
+/// With a slice of facilities: `require!(needs = &needs)`.
+#[macro_export]
+macro_rules! require {
+    (needs = $needs:expr) => {
+        if $crate::skip_unless(&$crate::test_name!(), $needs) {
+            return;
+        }
+    };
+    ($($facility:expr),+ $(,)?) => {{
+        #[allow(unused_imports)]
+        use $crate::Facility::*;
+        if $crate::skip_unless(&$crate::test_name!(), &[$($facility),+]) {
+            return;
+        }
+    }};
+}
+
 /// `program` as found on PATH (or as an absolute path that exists).
 pub fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
@@ -287,34 +368,11 @@ pub fn shared_data(manifest_dir: &str) -> Option<PathBuf> {
 }
 
 /// What a test that runs swaplab as root may change and must leave as it
-/// found it: the swap areas, every `swaplab-*` cgroup of every hierarchy,
-/// swappiness, page-cluster, THP, and any balloon process
-/// (`swaplab-workload balloon`). Compare the strings before and after.
+/// found it ([`state::SystemState`], as text: the swap areas, every
+/// swaplab cgroup of every hierarchy, zram, the knobs, tracefs mounts and
+/// instances, any balloon process). Compare the strings before and after.
 pub fn system_state() -> String {
-    let mut s = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if let Ok(roots) = std::fs::read_dir("/sys/fs/cgroup") {
-        let mut groups: Vec<String> = roots
-            .flatten()
-            .flat_map(|h| std::fs::read_dir(h.path()).into_iter().flatten().flatten())
-            .map(|e| e.path().display().to_string())
-            .filter(|p| p.contains("/swaplab-"))
-            .collect();
-        groups.sort();
-        s.push_str(&groups.join("\n"));
-    }
-    for k in [
-        "/proc/sys/vm/swappiness",
-        "/proc/sys/vm/page-cluster",
-        "/sys/kernel/mm/transparent_hugepage/enabled",
-    ] {
-        s.push_str(&std::fs::read_to_string(k).unwrap_or_default());
-    }
-    let mut balloons: Vec<String> = balloon_pids().iter().map(|p| p.to_string()).collect();
-    balloons.sort();
-    if !balloons.is_empty() {
-        s.push_str(&format!("\nballoon processes: {}", balloons.join(" ")));
-    }
-    s
+    state::SystemState::capture().to_string()
 }
 
 /// Pids of running `swaplab-workload balloon` processes.
@@ -344,6 +402,21 @@ mod tests {
         let r = checkout_root(env!("CARGO_MANIFEST_DIR"));
         assert!(r.join("Cargo.lock").exists());
         assert!(r.join("crates/testkit/Cargo.toml").exists());
+    }
+
+    #[test]
+    fn a_test_knows_its_name() {
+        assert_eq!(crate::test_name!(), "tests::a_test_knows_its_name");
+        let in_closure = || crate::test_name!();
+        assert_eq!(in_closure(), "tests::a_test_knows_its_name");
+        assert_eq!(
+            crate::test_path!(required_facilities),
+            "tests::required_facilities"
+        );
+        assert_eq!(
+            test_name_of("it::kill::oom_is_a_result::f"),
+            "kill::oom_is_a_result"
+        );
     }
 
     #[test]

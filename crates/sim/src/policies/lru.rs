@@ -14,7 +14,7 @@
 //! branch-free pass (O(1) amortised per append). The order is exactly a
 //! linked list's (checked against the one-pass exact miss-ratio curve at
 //! every size in `mrc/exact.rs`, and against libCacheSim in
-//! `tests/peer.rs`), without touching both list neighbours of every hit
+//! `tests/it/peer.rs`), without touching both list neighbours of every hit
 //! page, which on a trace of 5 M distinct pages were two cache misses per
 //! reference that no prefetch could hide (the neighbours are known only
 //! once the page's own links have arrived). The miss path is a separate

@@ -1,0 +1,397 @@
+//! `swaplab bench hints` against answers known without it: with swap
+//! readahead off (page-cluster 0) a sweep over an array that does not fit
+//! faults every page on every pass; the workload's own report of what it
+//! locked and advised; speed-ups and p recomputed from the recorded runs;
+//! the system as it was afterwards; the report's panels in a browser.
+use crate::common;
+use common::{f, root_json, swaplab, ROOT_SWAP};
+use std::path::Path;
+
+use swaplab_testkit::{browser, skip, Facility};
+
+fn show(dir: &Path, id: &serde_json::Value) -> serde_json::Value {
+    let o = swaplab(dir, &["show", &id.to_string(), "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The cell's simulation pins the `locked` bytes the workload reported.
+fn assert_pinned(c: &serde_json::Value, locked: f64, name: &str) {
+    let pinned = format!("{} pages pinned", locked as u64 / 4096);
+    assert!(
+        c["sim_model"].as_str().unwrap().contains(&pinned),
+        "{name}: {}",
+        c["sim_model"]
+    );
+}
+
+#[test]
+fn hints_cells_agree_with_the_runs_and_the_kernel() {
+    let test = &test_name!();
+    let Some((dir, v)) = root_json(
+        test,
+        &ROOT_SWAP,
+        "swaplab-hints-test-",
+        &[
+            "bench", "hints", "--quick", "--json", "--save", "h.json", "--report", "h.html",
+        ],
+    ) else {
+        return;
+    };
+    let d = dir.path();
+    let sizes = v["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 1, "--quick: one size");
+    let s = &sizes[0];
+    let size = f(&s["size_bytes"]);
+    assert_eq!(size, 32.0 * 1048576.0);
+    let peak = f(&s["peak_bytes"]);
+    assert!(peak >= size, "the peak {peak} holds the object {size}");
+    let pages = size / 4096.0;
+    let cells = s["cells"].as_array().unwrap();
+    let variants: Vec<&str> = cells
+        .iter()
+        .map(|c| c["variant"].as_str().unwrap())
+        .collect();
+    for want in [
+        "base",
+        "madvise",
+        "mlock",
+        "pc0",
+        "pc6",
+        "leap",
+        "mlock-leap",
+    ] {
+        assert_eq!(
+            variants.iter().filter(|v| **v == want).count(),
+            2,
+            "{want}: one cell per limit in {variants:?}"
+        );
+    }
+    let cell = |v: &str, pct: f64| {
+        cells
+            .iter()
+            .find(|c| c["variant"] == v && f(&c["limit_pct"]) == pct)
+            .unwrap_or_else(|| panic!("no cell {v} {pct}"))
+    };
+    for pct in [75.0, 50.0] {
+        let base = cell("base", pct);
+        assert_eq!(
+            f(&base["limit_bytes"]),
+            ((peak * pct / 100.0) as u64 & !4095) as f64,
+            "limits are shares of the base peak"
+        );
+        for c in cells.iter().filter(|c| f(&c["limit_pct"]) == pct) {
+            let name = format!("{} {pct}%", c["variant"]);
+            // Every variant got the same memory.
+            assert_eq!(c["limit_bytes"], base["limit_bytes"], "{name}");
+            // The cell's numbers are its runs' (one repeat: the run's own).
+            let ids = c["run_ids"].as_array().unwrap();
+            assert_eq!(ids.len(), 1, "{name}");
+            let r = show(d, &ids[0]);
+            if r["outcome"] != "ok" {
+                eprintln!("{test}: {name} ended {}: left out", r["outcome"]);
+                continue;
+            }
+            let wall = f(&r["metrics"]["wall_ns"]["value"]) / 1e9;
+            assert!((f(&c["wall_s"]) - wall).abs() < 1e-9, "{name}");
+            assert_eq!(
+                f(&c["majflt"]),
+                f(&r["metrics"]["majflt"]["value"]),
+                "{name}"
+            );
+            for m in ["swapin_pages", "swapout_pages"] {
+                assert_eq!(f(&c[m]), f(&r["metrics"][m]["value"]), "{name} {m}");
+            }
+            if let Some(bw) = base["wall_s"].as_f64() {
+                assert!((f(&c["speedup"]) - bw / wall).abs() < 1e-9, "{name}");
+            }
+            let out = &r["workload_output"];
+            match c["variant"].as_str().unwrap() {
+                "pc0" => {
+                    // No readahead: the array does not fit, so under LRU-like
+                    // reclaim every page of every pass comes back from swap.
+                    let m = f(&c["majflt"]);
+                    assert!(
+                        m >= 0.9 * 3.0 * pages && m <= 1.1 * 3.0 * pages + 200.0,
+                        "{name}: {m} major faults for 3 passes over {pages} pages"
+                    );
+                    assert_eq!(
+                        r["settings"]["page_cluster"], 0,
+                        "{name}: {}",
+                        r["settings"]
+                    );
+                }
+                "mlock" => {
+                    // What the workload locked: limit - usage - headroom
+                    // (an eighth of the limit, at least 4 MiB), never more.
+                    let locked = f(&out["mlocked"]);
+                    let limit = f(&c["limit_bytes"]);
+                    let room = (limit / 8.0).max(4.0 * 1048576.0);
+                    assert!(
+                        locked > 0.0 && locked <= limit - room,
+                        "{name}: locked {locked} under a {limit} limit"
+                    );
+                    // The simulation pins what the workload locked.
+                    assert_pinned(c, locked, &name);
+                }
+                "mlock-leap" => {
+                    // --mlock half: half the limit (page-rounded), never
+                    // more than --mlock max would lock; and the prefetcher ran
+                    let locked = f(&out["mlocked"]);
+                    let limit = f(&c["limit_bytes"]);
+                    let room = (limit / 8.0).max(4.0 * 1048576.0);
+                    assert!(
+                        locked <= (limit / 2.0).min(limit - room) && locked > limit / 2.0 - 8192.0,
+                        "{name}: locked {locked} under a {limit} limit"
+                    );
+                    assert!(
+                        f(&r["metrics"]["prefetch_cpu_ns"]["value"]) > 0.0,
+                        "{name}: the prefetcher did not run"
+                    );
+                    assert_pinned(c, locked, &name);
+                }
+                "leap" => {
+                    // leap's default pageout=auto: the 32M array is larger
+                    // than the limit (75 % or 50 % of its peak), so pageout
+                    // turned on at the first walk over it, and traverse
+                    // never comes back to a page before walking the whole
+                    // array, so it stayed on and paged out what the walk
+                    // passed, from 64 KiB behind the faulting page.
+                    let p = &r["options"]["prefetch"];
+                    assert_eq!(
+                        (&p["pageout"], &p["pageout_auto"], f(&p["lag"])),
+                        (
+                            &serde_json::Value::Bool(false),
+                            &serde_json::Value::Bool(true),
+                            65536.0
+                        ),
+                        "{name}: {p}"
+                    );
+                    let m = |k: &str| f(&r["metrics"][k]["value"]);
+                    assert_eq!(
+                        (m("prefetch_pageout_started"), m("prefetch_pageout_regrets")),
+                        (1.0, 0.0),
+                        "{name}: {:?}",
+                        r["notes"]
+                    );
+                    let paged = m("prefetch_pages_paged_out");
+                    assert!(paged > 0.0, "{name}: nothing paged out");
+                    // `show` says so in words, and places the faults left:
+                    // its three counts add up to at most the major faults.
+                    let o = swaplab(d, &["show", &ids[0].to_string()]);
+                    let text = String::from_utf8_lossy(&o.stdout);
+                    assert!(
+                        text.contains("pageout=auto     on, and it stayed on"),
+                        "{name}: {text}"
+                    );
+                    let placed = m("prefetch_pages_late")
+                        + m("prefetch_majors_skipped")
+                        + m("prefetch_majors_outran");
+                    assert!(
+                        placed <= m("prefetch_major_faults"),
+                        "{name}: {placed} placed of {} major faults",
+                        m("prefetch_major_faults")
+                    );
+                }
+                "madvise" => assert_eq!(out["madvise"], 3, "{name}: sequential + willneed"),
+                _ => {}
+            }
+            // One run a side: the test cannot say anything.
+            if c["variant"] != "base" {
+                assert_eq!(f(&c["p_value"]), 1.0, "{name}");
+            }
+        }
+        // Readahead saves major faults: pc6 fewer than pc0.
+        let (p0, p6) = (cell("pc0", pct), cell("pc6", pct));
+        if let (Some(a), Some(b)) = (p0["majflt"].as_f64(), p6["majflt"].as_f64()) {
+            assert!(b < a / 4.0, "{pct}%: pc6 {b} vs pc0 {a} major faults");
+        }
+    }
+    let html = std::fs::read_to_string(d.join("h.html")).unwrap();
+    assert!(html.contains("Hints and prefetching against base"));
+    // The benchmark is a catalog group of its own; its sweep holds the runs.
+    let id = v["sweep_id"].as_i64().expect("a catalog group id");
+    let o = swaplab(d, &["report", &format!("s{id}"), "-o", "s.html"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sweep = s["sweep_id"].as_i64().unwrap();
+    let o = swaplab(
+        d,
+        &[
+            "compare",
+            &format!("s{sweep}:base"),
+            &format!("s{sweep}:pc0"),
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(&d.join("h.html"), Path::new("bench-hints.png"), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+    assert!(!c.figures.is_empty(), "{c:?}");
+    for want in ["madvise", "mlock", "pc0", "pc6"] {
+        assert!(
+            c.figures[0].series_found.iter().any(|s| s == want),
+            "{want} not drawn: {:?}",
+            c.figures[0].series_found
+        );
+    }
+}
+
+#[test]
+fn bad_hints_arguments_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["bench", "hints", "--variants", "magic"][..],
+            "unknown variant",
+        ),
+        (
+            &[
+                "bench",
+                "hints",
+                "--workload",
+                "chase",
+                "--variants",
+                "mlock",
+            ][..],
+            "--mlock and --madvise",
+        ),
+        (
+            &["bench", "hints", "--workload", "nope"][..],
+            "not a built-in workload",
+        ),
+        (
+            &["bench", "hints", "--limits", "150%"][..],
+            "share of the peak",
+        ),
+        (
+            &["bench", "hints", "--limits", "64M"][..],
+            "share of the peak",
+        ),
+        (&["bench", "hints", "--sizes", "big"][..], "--sizes"),
+        (&["bench", "hints", "--page-cluster", "40"][..], "0..=31"),
+        (&["bench", "hints", "--repeat", "0"][..], "--repeat"),
+    ] {
+        let o = swaplab(dir.path(), args);
+        assert!(!o.status.success(), "{args:?}");
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert!(e.contains(want), "{args:?}: {e}");
+        assert!(!e.contains("panicked"), "{e}");
+    }
+}
+
+/// The prefetcher follows the process tree: traverse started directly,
+/// through `sh -c`, through `swaplab workload run`, through a Python
+/// launcher (`subprocess.call`) and with `--fork` (the parent fills the
+/// array, a forked child sweeps it) saves the same share of base's major
+/// faults (±5 points of the direct start's base, medians of 3; see below)
+/// under the same limit. Before the
+/// prefetcher served each process in its own address space, every start
+/// but the direct one got no request at all (it watched the launcher).
+#[test]
+fn leap_saves_the_same_share_however_the_program_is_started() {
+    let test = &test_name!();
+    let w = swaplab_lab::workload::executable()
+        .unwrap()
+        .display()
+        .to_string();
+    let me = env!("CARGO_BIN_EXE_swaplab");
+    let traverse = format!("{w} traverse --size 64M");
+    // cmd=... is split like a shell line (crates/lab/src/options.rs).
+    let starts = [
+        ("direct", traverse.clone()),
+        ("sh", format!("sh -c '{traverse}; true'")),
+        ("workload", format!("{me} workload run traverse --size 64M")),
+        (
+            "python",
+            format!(
+                "python3 -c 'import subprocess, sys; sys.exit(subprocess.call(\"{traverse}\".split()))'"
+            ),
+        ),
+        ("fork", format!("{traverse} --fork")),
+    ];
+    let mut args: Vec<String> = [
+        "sweep",
+        "--limits",
+        "32M",
+        "--repeat",
+        "3",
+        "--swap",
+        "file:512M",
+        "--json",
+    ]
+    .map(String::from)
+    .to_vec();
+    for (name, cmd) in &starts {
+        args.push("--variant".into());
+        args.push(format!("{name}-base=cmd={cmd}"));
+        args.push("--variant".into());
+        args.push(format!("{name}-leap=--prefetch leap cmd={cmd}"));
+    }
+    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let mut needs = ROOT_SWAP.to_vec();
+    needs.extend([
+        Facility::Perf,
+        Facility::ProcessMadvise,
+        Facility::Program("python3"),
+    ]);
+    let Some((_dir, v)) = root_json(test, &needs, "swaplab-tree-test-", &args) else {
+        return;
+    };
+    let cell = |name: &str| {
+        v["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["variant"] == name)
+            .unwrap_or_else(|| panic!("no cell {name}: {v}"))
+            .clone()
+    };
+    // Faults saved, as a share of the direct start's base: a launcher's
+    // own faults (python3's heap, swapped out while it waits and faulted
+    // back when it exits: about 1,000 here) are not traverse's, and no
+    // prefetcher could save them.
+    let majors = |c: &serde_json::Value| f(&c["majflt"]["median"]);
+    let direct_base = majors(&cell("direct-base"));
+    let mut saved = Vec::new();
+    for (name, _) in &starts {
+        let (b, l) = (cell(&format!("{name}-base")), cell(&format!("{name}-leap")));
+        for c in [&b, &l] {
+            assert_eq!(c["ok"], 3, "{name}: {c}");
+            assert!(
+                c.get("idle").is_none(),
+                "{name}: a mechanism acted on nothing: {c}"
+            );
+        }
+        let share = (majors(&b) - majors(&l)) / direct_base;
+        eprintln!(
+            "{name}: major faults {} -> {}: {:.1} % of the direct base saved",
+            majors(&b),
+            majors(&l),
+            share * 100.0
+        );
+        saved.push((name, share));
+    }
+    let direct = saved[0].1;
+    assert!(
+        direct > 0.5,
+        "leap should save most of traverse's major faults at half its array: {saved:?}"
+    );
+    // ±5 points. Every start goes to sparse sampling while traverse fills
+    // its array and finds the walk through one fault in 16 (enable and
+    // disable reach the whole tree), so each loses about the same few
+    // hundred faults before the first request. Seen here with other work
+    // on the machine: direct 93.3-94.4 %, the others 90.8-97.4 % (Python's
+    // own faults, paged back at its exit, are saved too); on a machine
+    // loaded four times over its CPUs the spread grew past 10 points.
+    for (name, share) in &saved {
+        assert!(
+            (share - direct).abs() <= 0.05,
+            "{name} saved {:.1} % of base's major faults, the direct start {:.1} %: {saved:?}",
+            share * 100.0,
+            direct * 100.0
+        );
+    }
+}

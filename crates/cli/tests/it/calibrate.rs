@@ -1,0 +1,164 @@
+//! `swaplab calibrate` against what the kernel itself reports: every timed
+//! swap-in pass is made of major faults (the process's getrusage, and the
+//! memory cgroup's pgmajfault covers them), the region was out of memory
+//! before each pass (mincore), swap-cache touches are minor faults and
+//! cheaper than swap-ins, zram's compression ratio is inside the bound the
+//! data's entropy sets; the profiles are saved where the simulator looks;
+//! the system is as it was; the report opens in a browser.
+use crate::common;
+use common::{f, root_json, swaplab, ROOT_SWAP};
+use std::path::Path;
+
+use swaplab_testkit::{browser, skip, Facility};
+
+#[test]
+fn calibrate_agrees_with_the_kernels_counters() {
+    let test = &test_name!();
+    let needs = [&ROOT_SWAP[..], &[Facility::Zram]].concat();
+    let Some((dir, v)) = root_json(
+        test,
+        &needs,
+        "swaplab-calibrate-test-",
+        &[
+            "calibrate",
+            "--kinds",
+            "zram,file",
+            "--size",
+            "16M",
+            "--rounds",
+            "1",
+            "--json",
+            "--save",
+            "c.json",
+            "--report",
+            "c.html",
+        ],
+    ) else {
+        return;
+    };
+    let d = dir.path();
+    let kinds = v["kinds"].as_array().unwrap();
+    assert_eq!(kinds.len(), 2);
+    let pages = 16.0 * 256.0;
+    for k in kinds {
+        let kind = k["kind"].as_str().unwrap();
+        assert_eq!(k["outcome"], "ok", "{kind}: {k}");
+        let phase = |p: &str| {
+            k["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|x| x["phase"] == p)
+                .unwrap_or_else(|| panic!("{kind}: no phase {p}"))
+                .clone()
+        };
+        // Before every timed pass the region was out of memory (mincore).
+        for e in k["evicted"].as_array().unwrap() {
+            assert!(
+                f(e) >= 0.9 * pages,
+                "{kind}: only {e} of {pages} pages evicted"
+            );
+        }
+        // The swap-in passes are major faults, one per touch (the
+        // process's own getrusage), and the cgroup counted at least those.
+        // Above one per touch: the program's own pages, which the eviction
+        // before the pass can take too (on v1 it squeezes the group to
+        // 64 KiB to drop the swap file's cache): its code (file pages, read
+        // back with a major fault: 4 097 for 4 096 touches was seen), and
+        // its arrays (latencies and the random order, 4 bytes a page each:
+        // 8 pages here) when their best-effort mlock failed.
+        let own_pages = (pages * 8.0 / 4096.0).ceil() + 8.0;
+        let mut own = 0.0;
+        for p in ["seq", "random"] {
+            let s = phase(p);
+            assert_eq!(f(&s["touches"]), pages, "{kind} {p}");
+            assert!(
+                f(&s["majflt"]) >= 0.9 * pages && f(&s["majflt"]) <= pages + own_pages,
+                "{kind} {p}: {} major faults for {pages} touches",
+                s["majflt"]
+            );
+            own += f(&s["majflt"]);
+        }
+        let cache = phase("cache");
+        assert!(
+            f(&cache["majflt"]) <= 0.01 * pages,
+            "{kind}: swap-cache touches were major faults: {cache}"
+        );
+        own += f(&cache["majflt"]) + f(&phase("minor")["majflt"]);
+        let cg = f(&k["majflt_cgroup"]);
+        assert!(
+            cg >= own && cg <= own * 1.05 + 200.0,
+            "{kind}: cgroup pgmajfault {cg} against the process's {own}"
+        );
+        // A fault served from the swap cache does no I/O: cheaper than a
+        // swap-in.
+        let prof = &k["profile"];
+        assert!(
+            f(&prof["fault_path_us"]) < f(&prof["read_seq_us"])
+                && f(&prof["fault_path_us"]) < f(&prof["read_rand_us"]),
+            "{kind}: {prof}"
+        );
+        // Saved where the simulator looks, and identical to the result.
+        let saved =
+            std::fs::read_to_string(d.join(format!("home/device-profiles/{kind}.toml"))).unwrap();
+        let t: toml::Value = toml::from_str(&saved).unwrap();
+        for key in [
+            "read_seq_us",
+            "read_rand_us",
+            "write_us",
+            "fault_path_us",
+            "compress_ratio",
+        ] {
+            // TOML and JSON print floats their own ways: equal to 1e-12.
+            let (a, b) = (t[key].as_float().unwrap(), f(&prof[key]));
+            assert!(
+                (a - b).abs() <= 1e-12 * b.abs(),
+                "{kind} {key}: {a} against {b}"
+            );
+        }
+        let ratio = f(&prof["compress_ratio"]);
+        match kind {
+            // Every 8-byte word holds a random 16-bit value: 2 of 8 bytes
+            // are entropy, so no compressor stores less than a quarter;
+            // the zero bytes make it compress well below 1.
+            "zram" => assert!(ratio > 0.25 && ratio < 0.9, "zram ratio {ratio}"),
+            _ => assert_eq!(ratio, 1.0),
+        }
+    }
+    // The swap file's profile is the default one (`sim --device file:this`).
+    let default = std::fs::read_to_string(d.join("home/device-profile.toml")).unwrap();
+    assert!(default.contains("kind = \"file\""), "{default}");
+    if let Some(why) = browser::missing() {
+        return skip(test, Facility::Browser, why);
+    }
+    let c = browser::check_report(&d.join("c.html"), Path::new("calibrate.png"), &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.sections, 1);
+    assert_eq!(c.figures.len(), 2, "{c:?}");
+}
+
+#[test]
+fn bad_calibrate_arguments_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, want) in [
+        (
+            &["calibrate", "--kinds", "ssd"][..],
+            "give file, zram, zswap or all",
+        ),
+        (
+            &["calibrate", "--size", "12Q"][..],
+            "give a size such as 64M",
+        ),
+        (&["calibrate", "--size", "64K"][..], "give 1M to 64G"),
+        (
+            &["calibrate", "--rounds", "0"][..],
+            "--rounds: give 1 to 16",
+        ),
+    ] {
+        let o = swaplab(dir.path(), args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -1,0 +1,21 @@
+//! The integration tests of swaplab-lab: one test binary (`it`) with a module
+//! per test file, so the crate's tests link once (ripgrep's layout).
+//! A new test file here needs its `mod` line below.
+
+// swaplab_testkit's macros (test_name!, require!, test_path!) in every module.
+#[macro_use]
+extern crate swaplab_testkit;
+
+mod common;
+mod fuzz_options;
+mod heap_sample;
+mod kill;
+mod parquet_pyarrow;
+mod prefetch;
+mod preload;
+mod refs;
+mod runs;
+mod sim_sites;
+mod symbolize;
+mod trace;
+mod trace_stream;

@@ -1,0 +1,11 @@
+//! The integration tests of swaplab-study: one test binary (`it`) with a module
+//! per test file, so the crate's tests link once (ripgrep's layout).
+//! A new test file here needs its `mod` line below.
+
+// swaplab_testkit's macros (test_name!, require!, test_path!) in every module.
+#[macro_use]
+extern crate swaplab_testkit;
+
+mod common;
+mod serve;
+mod sweep;
