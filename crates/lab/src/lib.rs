@@ -19,8 +19,6 @@
 //!   [`balloon`] — memory pressure from outside a run.
 //! * [`simulate`] — simulation jobs over swaplab-sim: every (policy, size)
 //!   pair in parallel, and the simulation half of `swaplab demo`.
-//! * [`serve`] — `swaplab serve`: a server under a limit and its load
-//!   generator (a study, to move to swaplab-study).
 //!
 //! Studies of many runs (sweep, compare, validate, calibrate, demo, the
 //! benchmarks) and their report sections are `swaplab-study`.
@@ -51,7 +49,6 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
-pub mod serve;
 pub mod simulate;
 pub mod statflush;
 pub mod timeline;

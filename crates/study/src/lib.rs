@@ -9,9 +9,8 @@
 //! * [`compare`] — runs and sweeps compared with a Mann–Whitney U test
 //!   (`swaplab_analysis::stats`); [`verify`] — `swaplab advise --verify`.
 //! * [`validate`], [`calibrate`], [`demo`] (the real-workload half of
-//!   `swaplab demo`), [`serve`] (its section; the study itself is still
-//!   `swaplab_lab::serve`), [`sim`] (saved simulations and miss-ratio
-//!   curves).
+//!   `swaplab demo`), [`serve`] (a server under a limit and its load
+//!   generator), [`sim`] (saved simulations and miss-ratio curves).
 //! * [`bench`] — the benchmarks: the runner's own cost, what tracing
 //!   costs, vma, touch, reclaim and hints, recorded as groups of the
 //!   catalog.

@@ -8,12 +8,12 @@ use std::path::Path;
 use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
+use super::{ServeCell, ServeResult};
 use crate::report::{col, mib, shell_line};
 use swaplab_lab::error::{Error, Result};
-use swaplab_lab::serve::{ServeCell, ServeResult};
 
 /// `"kind"` of a saved serve result.
-pub const SERVE_KIND: &str = swaplab_lab::serve::SERVE_KIND;
+pub const SERVE_KIND: &str = super::SERVE_KIND;
 
 /// The section of a saved serve result.
 pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
