@@ -597,7 +597,7 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
 /// simulation, the exact LRU curve as an MRC), through the same saved
 /// forms as `sim --save` and `mrc --save`.
 pub fn demo_sections(
-    d: &swaplab_lab::simulate::SimDemo,
+    d: &swaplab_sim::jobs::SimDemo,
     command: &[String],
     seed: u64,
     trace: Option<&Path>,
@@ -607,7 +607,7 @@ pub fn demo_sections(
             || {
                 PathBuf::from(format!(
                     "(generated: {})",
-                    swaplab_lab::simulate::DEMO_PATTERNS.join(" | ")
+                    swaplab_sim::jobs::DEMO_PATTERNS.join(" | ")
                 ))
             },
             Path::to_path_buf,
