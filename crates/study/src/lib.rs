@@ -16,12 +16,15 @@
 //!   catalog.
 //! * [`report`] — the sections of a report: what the user named (a run, a
 //!   sweep, a trace directory, a saved result) resolved into sections.
+//! * [`saved`] — every kind of saved result as one enum, decoded once, and
+//!   the one dispatch to its section; the writers of saved results.
 
 pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
 pub mod report;
+pub mod saved;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

@@ -1125,6 +1125,8 @@ pub struct ServeCell {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeResult {
     /// Always [`SERVE_KIND`].
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     /// The catalog group (`sN`).
     pub group_id: i64,
@@ -1571,27 +1573,7 @@ impl LabServe for Lab {
         });
         let id = self.catalog.begin_sweep(SERVE_KIND, &req.server, &spec)?;
         let r = serve_in(self, id, req, &variants, progress);
-        let saved = r.and_then(|res| {
-            let p = swaplab_lab::catalog::result_path(&self.catalog, id);
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
-            }
-            let text = serde_json::to_string_pretty(&res)
-                .map_err(|e| Error::Invalid(format!("serializing the result: {e}")))?;
-            swaplab_trace::atomic::write_atomic(&p, text.as_bytes())?;
-            Ok(res)
-        });
-        let status = match &saved {
-            Ok(_) => Status::Done,
-            Err(Error::Interrupted(_)) => Status::Interrupted,
-            Err(_) => Status::Failed,
-        };
-        self.catalog.finish_sweep(
-            id,
-            status,
-            saved.as_ref().err().map(|e| e.to_string()).as_deref(),
-        )?;
-        saved
+        crate::bench::group::finish(&self.catalog, id, r, crate::saved::save)
     }
 }
 
