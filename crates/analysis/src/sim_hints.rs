@@ -1,50 +1,15 @@
-//! Hint files resolved into the simulator's page ranges
-//! ([`resolve_sim_hints`]: a hint file, the trace's allocation sites and
-//! the program's modules), and [`run_costed`] with this crate's error. The
-//! simulation jobs themselves are [`swaplab_sim::jobs`].
+//! Hint files resolved into the simulator's page ranges: a hint file's
+//! range hints as pages, and its site hints matched against a trace's
+//! allocation sites and the program's modules ([`resolve_sim_hints`]), for
+//! `swaplab sim --hints`.
 
 use std::collections::{BTreeSet, HashMap};
 
-use swaplab_analysis::hints::{frame_module, HintAction, HintFile};
-use swaplab_sim::jobs;
-use swaplab_sim::{
-    DeviceSpec, FaultPath, HintKind, PolicySpec, PrefetchSpec, RangeHint, SimResult,
-};
+use swaplab_sim::{HintKind, RangeHint};
 use swaplab_trace::alloc_sites::AllocSites;
-use swaplab_trace::DenseTrace;
 
 use crate::error::{Error, Result};
-
-/// [`jobs::run_costed`]: every (policy, size, prefetcher, device, fault
-/// path) with their costs; the rows a device could not run are named in
-/// the second value, and when none could run the error is
-/// [`Error::Invalid`].
-#[allow(clippy::too_many_arguments)]
-pub fn run_costed(
-    t: &DenseTrace,
-    specs: &[PolicySpec],
-    sizes: &[(String, u64)],
-    prefetchers: &[PrefetchSpec],
-    hints: &[RangeHint],
-    devices: &[DeviceSpec],
-    paths: &[FaultPath],
-    base_time_s: Option<f64>,
-    seed: u64,
-    progress: &(dyn Fn(u64) + Sync),
-) -> Result<(Vec<SimResult>, Vec<String>)> {
-    Ok(jobs::run_costed(
-        t,
-        specs,
-        sizes,
-        prefetchers,
-        hints,
-        devices,
-        paths,
-        base_time_s,
-        seed,
-        progress,
-    )?)
-}
+use crate::hints::{frame_module, module_stem, HintAction, HintFile};
 
 /// A hint file's range hints as the simulator's page ranges, for a trace
 /// whose page numbers are byte addresses / `page_size`. mlock pins `bytes`
@@ -81,13 +46,13 @@ pub const MAX_HINTS_PER_ALLOCATION: usize = 4;
 /// True when hint frame `hint` names trace frame `frame`: the same key,
 /// or both in the captured program, whose file name a hint may spell with
 /// another build hash (`run --hints` looks such frames up in the program
-/// it runs; [`crate::tracing::module_stem`]).
+/// it runs; [`module_stem`]).
 fn frame_matches(hint: &str, frame: &str, program: &str) -> bool {
     if hint == frame {
         return true;
     }
     let (hm, fm) = (frame_module(hint), frame_module(frame));
-    let stem = crate::tracing::module_stem;
+    let stem = module_stem;
     fm == program && hm != fm && stem(hm) == stem(program) && hint[hm.len()..] == frame[fm.len()..]
 }
 
@@ -224,14 +189,11 @@ fn check_modules(file: &HintFile, sites: &AllocSites, site_hints: &[usize]) -> R
             };
             if let (Some(w), Some(h)) = (&want.build_id, &have.build_id) {
                 if w != h {
-                    return Err(Error::failed(
-                        format!("hint {} names module {m:?}", i + 1),
-                        format!(
-                            "it was build-id {w} when advised and {h} ({}) when this trace was captured",
-                            have.path
-                        ),
-                        "run `swaplab advise` again on a trace of this program",
-                    ));
+                    return Err(Error::Invalid(format!(
+                        "hint {} names module {m:?}: it was build-id {w} when advised and {h} ({}) when this trace was captured (run `swaplab advise` again on a trace of this program)",
+                        i + 1,
+                        have.path
+                    )));
                 }
             }
         }
@@ -441,12 +403,11 @@ mod tests {
             [[hint]]\nrange = [\"0x1000\", \"0x9000\"]\naction = \"mlock\"\nbytes = 0\n\
             [[hint]]\nrange = [\"0x10800\", \"0x20001\"]\naction = \"willneed\"\nwindow = 5000\n\
             [[hint]]\nrange = [\"0\", \"4096\"]\naction = \"pageout\"\ndelay_ms = 3\n";
-        let f = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        let f = crate::hints::parse(text, "h.toml").unwrap();
         // The mlock range is 8 pages but the budget is 2 pages: refused.
         let e = sim_hints(&f, 4096, 10).unwrap_err().to_string();
         assert!(e.contains("more than mlock_budget = 8192"), "{e}");
-        let f = swaplab_analysis::hints::parse(&text.replace("bytes = 0", "bytes = 5000"), "h")
-            .unwrap();
+        let f = crate::hints::parse(&text.replace("bytes = 0", "bytes = 5000"), "h").unwrap();
         let h = sim_hints(&f, 4096, 10).unwrap();
         assert_eq!(
             h,
@@ -471,7 +432,7 @@ mod tests {
             ]
         );
         let site = "version = 1\n[[hint]]\nsite = [\"w!f+0x1\"]\naction = \"cold\"\ndelay_ms = 1\n";
-        let f = swaplab_analysis::hints::parse(site, "h").unwrap();
+        let f = crate::hints::parse(site, "h").unwrap();
         let e = sim_hints(&f, 4096, 1).unwrap_err().to_string();
         assert!(
             e.contains("this trace has no allocation sites; use range hints"),
@@ -480,8 +441,9 @@ mod tests {
         assert!(e.contains("swaplab trace --refs"), "{e}");
     }
 
-    use swaplab_sim::{simulate_ext, Extras};
+    use swaplab_sim::{simulate_ext, Extras, PolicySpec, PrefetchSpec};
     use swaplab_trace::alloc_sites::{SiteAlloc, SiteEntry, SiteModule, SITES_KIND, SITES_VERSION};
+    use swaplab_trace::DenseTrace;
 
     const PROG: &str = "w-00112233aabbccdd";
 
@@ -523,7 +485,7 @@ mod tests {
     }
 
     fn hint_file(text: &str) -> HintFile {
-        swaplab_analysis::hints::parse(&format!("version = 1\n{text}"), "h.toml").unwrap()
+        crate::hints::parse(&format!("version = 1\n{text}"), "h.toml").unwrap()
     }
 
     /// Major faults of `t` under LRU with no readahead at `cap` pages.
