@@ -10,6 +10,7 @@
 #
 #   sudo scripts/bench-never-hurts.sh [SIZE] [REPEAT]     (default 64M 5)
 #   PROGRAMS="sqlite sort" TIMEOUT=120s scripts/bench-never-hurts.sh 64M 3
+#   PROGRAMS=xz TRAVERSE= scripts/bench-never-hurts.sh 32M 5   (no traverse)
 #
 # Targets: advised and leap each at most 1.05x base's run time on every
 # program; leap at least 2x faster than base on traverse through sh -c.
@@ -27,6 +28,7 @@ swap=file:2G
 # take minutes per run on a 2-CPU VM with a swap file).
 timeout=${TIMEOUT:-300s}
 programs=${PROGRAMS-sqlite sort xz pydict}
+traverse_sizes=${TRAVERSE-64M 128M}
 sweeps=()
 
 median_wall() { # JSON of a sweep, variant -> median wall s
@@ -35,6 +37,13 @@ d=json.load(open(sys.argv[1]))
 for c in d["cells"]:
     if c["variant"]==sys.argv[2]:
         print("%.3f" % (c["wall_ns"]["median"]/1e9) if c.get("wall_ns") else "nan")' "$1" "$2"
+}
+spread() { # JSON of a sweep -> each variant's runs as min-max over base's median
+  python3 -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+cs={c["variant"]: c.get("wall_ns") for c in d["cells"]}
+b=(cs.get("base") or {}).get("median")
+print(" ".join("%s %.2f-%.2f" % (v, w["min"]/b, w["max"]/b) for v, w in cs.items() if w and b))' "$1"
 }
 outcome() {
   python3 -c 'import json,sys
@@ -69,12 +78,12 @@ for p in $programs; do
   # advise may keep no hint: then the advised runs are the program alone
   # and their ratio is only the spread of identical runs.
   if grep -q '^\[\[hint\]\]' "$out/$p-hints.toml"; then va=$(verdict "$ra" 1.05 le); else va="n/a (no hint written)"; fi
-  printf '%-10s %9s %9s %9s  leap %s, advised %s; %s\n' "$p" "$b" "$rl" "$ra" \
-    "$(verdict "$rl" 1.05 le)" "$va" "$(outcome "$out/$p.json")"
+  printf '%-10s %9s %9s %9s  leap %s, advised %s; %s; runs/base median: %s\n' "$p" "$b" "$rl" "$ra" \
+    "$(verdict "$rl" 1.05 le)" "$va" "$(outcome "$out/$p.json")" "$(spread "$out/$p.json")"
 done
 
 w=$("$swaplab" workload list | awk '/^binary:/ {print $2}')
-for s in 64M 128M; do
+for s in $traverse_sizes; do
   "$swaplab" sweep --limits 50% --repeat "$repeat" --swap "$swap" --variant base= \
     --variant leap="--prefetch leap" --json -- sh -c "$w traverse --size $s; true" \
     > "$out/traverse-sh-$s.json" 2>"$out/traverse-sh-$s.err" || true

@@ -27,6 +27,16 @@
 #   scripts/kernels.sh --prepare  only install and download what it needs
 #                                 (scripts/test.sh runs this in the background
 #                                 while it builds)
+#   scripts/kernels.sh --validate [6.1|6.12]
+#                                 the fidelity benchmark instead of the tests:
+#                                 `swaplab validate --policy linux,mglru` on
+#                                 traverse, qsort, kv and chase at 90/75/50/25 %
+#                                 in each boot (sizes for emulation: VALIDATE_CELLS),
+#                                 the saved results brought back through a
+#                                 writable 9p folder (target/kernels/validate/BOOT/),
+#                                 one table per kernel and MGLRU state, and
+#                                 target/kernels/validate/fidelity.json and .html
+#                                 (the report's fidelity section)
 #   scripts/kernels.sh --guest …  (inside a guest; used by the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +77,10 @@ guest() {
       spec="$kind:256M"
       [ "$kind" = file ] && spec="file:256M,path=$disk/swapfile"
       export SWAPLAB_GUEST_SWAP=$spec SWAPLAB_SKIP_LOG=$disk/skips-$m-$kind.log
+      # One small `swaplab validate` cell (linux and mglru against the
+      # kernel) runs in one configuration only: 6.12's swap file (6.12's
+      # boot is the shortest of the three).
+      if [ "$label" = 6.12 ] && [ "$kind" = file ]; then export SWAPLAB_GUEST_VALIDATE=1; else unset SWAPLAB_GUEST_VALIDATE; fi
       : > "$SWAPLAB_SKIP_LOG"
       log=$disk/test-$m-$kind.log
       : > "$log"
@@ -118,9 +132,67 @@ PY
   umount "$disk" || true
 }
 
+# The fidelity benchmark's cells: workload, size, more arguments. Sized
+# for emulation (guest code runs 5–9× slower, three guests share two
+# cores): each validation's five runs and its simulations take a few
+# minutes at most.
+VALIDATE_CELLS=(
+  "traverse 16M --passes=4"
+  "qsort 4M"
+  "kv 8M --ops=100000"
+  "chase 4M --ops=60000"
+)
+VALIDATE_LIMITS=90%,75%,50%,25%
+VALIDATE_POLICIES=linux,mglru
+
+# In the guest: `swaplab validate` on each cell, with the swap file on the
+# ext4 disk; the saved results (and each run's output) go to $4, a
+# directory the host shares writable over 9p.
+guest_validate() {
+  local label=$1 m=$2 swaplab=$3 out=$4
+  local disk=/tmp/swaplab-disk
+  mkdir -p "$disk" && mount -t ext4 /dev/vda "$disk" || { echo "RESULT kernel $label mglru=$m validate: no ext4 disk at /dev/vda"; return 1; }
+  export SWAPLAB_HOME=$disk/home SWAPLAB_STATE_DIR=$disk/state SWAPLAB_CACHE_DIR=$disk/cache TMPDIR=$disk/tmp
+  mkdir -p "$TMPDIR" "$out"
+  if [ "$m" = on ]; then echo y > /sys/kernel/mm/lru_gen/enabled; else echo n > /sys/kernel/mm/lru_gen/enabled; fi
+  echo "GUEST-INFO kernel=$(uname -r) booted_in=$(cut -d' ' -f1 /proc/uptime)s lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)" \
+       "page-cluster=$(cat /proc/sys/vm/page-cluster) vma_ra_enabled=$(cat /sys/kernel/mm/swap/vma_ra_enabled 2>/dev/null || echo absent)"
+  uname -r > "$out/kernel"
+  echo "$m" > "$out/mglru"
+  local spec="file:256M,path=$disk/swapfile" t0 t cell w size args passed=0 failed=0
+  # The device profile validate costs faults with: the emulated disk's,
+  # measured once (small: only the fault counts are compared).
+  t0=$(date +%s)
+  "$swaplab" calibrate --kinds file --size 16M --rounds 1 --swap-dir "$disk" > "$out/calibrate.txt" 2>&1 \
+    || echo "  calibrate failed (validate calibrates itself): $(tail -3 "$out/calibrate.txt")"
+  echo "  TIME kernel $label mglru=$m calibrate: $(( $(date +%s) - t0 )) s"
+  for cell in "${VALIDATE_CELLS[@]}"; do
+    read -r w size args <<< "$cell"
+    t0=$(date +%s)
+    local a=()
+    [ -n "$args" ] && a=(--args "${args//=/ }")
+    if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$VALIDATE_LIMITS" --swap "$spec" \
+         --policy "$VALIDATE_POLICIES" --timeout 900 --save "$out/$w.json" > "$out/$w.txt" 2>&1; then
+      passed=$((passed + 1)); t=ok
+    else
+      failed=$((failed + 1)); t="FAILED: $(tail -2 "$out/$w.txt" | tr '\n' ' ')"
+    fi
+    echo "  VALIDATE kernel $label mglru=$m $w $size ${args}: $t ($(( $(date +%s) - t0 )) s)"
+  done
+  grep -h '^swaplab-\|^/' /proc/swaps | sed 's/^/  LEFT swap area: /'
+  sync
+  umount "$disk" || true
+  echo "RESULT kernel $label mglru=$m validate: $passed passed, $failed failed, 0 skipped"
+}
+
 if [ "${1:-}" = --guest ]; then
   shift
   guest "$@"
+  exit 0
+fi
+if [ "${1:-}" = --guest-validate ]; then
+  shift
+  guest_validate "$@"
   exit 0
 fi
 
@@ -197,6 +269,8 @@ fetch_kernel() {
 
 PGID=
 DISK=
+# --validate: where the guests' saved validations come back (one folder a boot).
+VALIDATE_OUT=
 cleanup() {
   if [ -n "$PGID" ] && kill -0 -- "-$PGID" 2>/dev/null; then
     kill -TERM -- "-$PGID" 2>/dev/null; sleep 2; kill -KILL -- "-$PGID" 2>/dev/null
@@ -228,10 +302,18 @@ boot() {
   # SWAPLAB_GUEST_VERBOSE=1: the guest kernel's console goes into the log too.
   local verbose=()
   [ "${SWAPLAB_GUEST_VERBOSE:-}" = 1 ] && verbose=(--verbose)
+  # The tests, or (--validate) the fidelity benchmark, whose results come
+  # back through a folder the guest may write (9p, like the root).
+  local exec="$ROOT/scripts/kernels.sh --guest '$label' '$mglrus' '$tests' '$once' '$swaplab'" rw=()
+  if [ -n "$VALIDATE_OUT" ]; then
+    mkdir -p "$VALIDATE_OUT/$id"
+    rw=(--rwdir "$VALIDATE_OUT/$id")
+    exec="$ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
+  fi
   PATH="$KDIR/venv/bin:$KDIR/bin:$PATH" setsid "$KDIR/venv/bin/vng" "${verbose[@]}" --force-9p --disable-kvm \
-    --cpus "$GUEST_CPUS" --memory 2G --run "$vmlinux" \
+    --cpus "$GUEST_CPUS" --memory 2G --run "$vmlinux" "${rw[@]}" \
     --qemu-opts="-drive file=$DISK,if=virtio,format=raw" \
-    --exec "$ROOT/scripts/kernels.sh --guest '$label' '$mglrus' '$tests' '$once' '$swaplab'" \
+    --exec "$exec" \
     > "$out" 2>&1 < /dev/null &
   PGID=$!
   local waited=0
@@ -248,7 +330,7 @@ boot() {
   PGID=
   cleanup
   sed -n '/^---- log of/,/^RESULT/p' "$out" | grep -v '^RESULT'
-  grep -E '^(GUEST-INFO|  GUEST-FILES|  SKIP|  smoke|  TIME|RESULT )' "$out" | sed 's/^RESULT //; s/^ */  /; s/^  kernel /kernel /'
+  grep -E '^(GUEST-INFO|  GUEST-FILES|  SKIP|  smoke|  TIME|  VALIDATE|  LEFT|  calibrate|RESULT )' "$out" | sed 's/^RESULT //; s/^ */  /; s/^  kernel /kernel /'
   echo "  (kernel $label, MGLRU $mglrus: $(( $(date +%s) - t0 )) s from start to power-off; log: ${out#"$ROOT"/})"
 }
 
@@ -299,26 +381,39 @@ main() {
   local only=${1:-all}
   local start; start=$(date +%s)
   local kernels=()
+  if [ "$only" = --validate ]; then
+    VALIDATE_OUT=$KDIR/validate
+    GUEST_TIMEOUT=${SWAPLAB_GUEST_TIMEOUT:-2700}
+    only=${2:-all}
+  fi
   case $only in
     all) kernels=(6.1 6.12) ;;
     6.1|6.12) kernels=("$only") ;;
     --prepare) prepare 6.1 6.12 > /dev/null || exit 1; echo "guest kernels prepared ($(( $(date +%s) - start )) s)"; exit 0 ;;
-    *) echo "usage: scripts/kernels.sh [6.1|6.12|--prepare]"; exit 2 ;;
+    *) echo "usage: scripts/kernels.sh [--validate] [6.1|6.12] | --prepare"; exit 2 ;;
   esac
   local vmlinux
   mapfile -t vmlinux < <(prepare "${kernels[@]}")
   if [ "${#vmlinux[@]}" != "${#kernels[@]}" ]; then
     echo "could not set up the guest kernels (see above)"; exit 1
   fi
-  echo "== building swaplab and the guest tests"
-  # Every configuration: crates/cli/tests/guest.rs. Once a kernel: the
-  # doctor's tests (they do not depend on MGLRU or the swap kind).
-  local bins tests once
-  mapfile -t bins < <(test_binaries)
-  [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test guest --test doctor --no-run)"; exit 1; }
-  tests=${bins[0]}; once=${bins[1]}
-  # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
-  local swaplab=$ROOT/target/debug/swaplab
+  local bins tests once swaplab
+  if [ -n "$VALIDATE_OUT" ]; then
+    # The benchmark simulates in the guest: the release build.
+    echo "== building swaplab (release)"
+    cargo build --release -q -p swaplab || { echo "could not build swaplab (cargo build --release -p swaplab)"; exit 1; }
+    swaplab=$ROOT/target/release/swaplab tests=- once=
+    rm -rf "$VALIDATE_OUT"
+  else
+    echo "== building swaplab and the guest tests"
+    # Every configuration: crates/cli/tests/guest.rs. Once a kernel: the
+    # doctor's tests (they do not depend on MGLRU or the swap kind).
+    mapfile -t bins < <(test_binaries)
+    [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test guest --test doctor --no-run)"; exit 1; }
+    tests=${bins[0]}; once=${bins[1]}
+    # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
+    swaplab=$ROOT/target/debug/swaplab
+  fi
   [ -x "$swaplab" ] || { echo "no $swaplab after the build"; exit 1; }
   # The boots: 6.1 once per MGLRU state (its four configurations in one
   # boot were the matrix's long pole: about 180 s against 6.12's 110 s,
@@ -342,6 +437,7 @@ main() {
     read -r id i m first <<< "$b"
     k=${kernels[$i]}
     expect=$((expect + 2))
+    [ -n "$VALIDATE_OUT" ] && expect=$((expect - 1))
     rm -f "$KDIR/run/out-$id.txt" "$KDIR/run/guest-$id.log"
     mkdir -p "$KDIR/run"
     local o=$once
@@ -374,7 +470,75 @@ main() {
     echo "$(( expect - n )) configuration(s) did not report (see target/kernels/run/guest-*.log)"
     status=1
   fi
+  [ -n "$VALIDATE_OUT" ] && { fidelity "$swaplab" "${ids[@]}" || status=1; }
   exit $status
+}
+
+# --validate, on the host: the guests' saved validations gathered into
+# one fidelity table ($VALIDATE_OUT/fidelity.json, the report's fidelity
+# section: $VALIDATE_OUT/fidelity.html), and one markdown table per
+# kernel and MGLRU state printed (linux and mglru side by side).
+fidelity() {
+  local swaplab=$1; shift
+  echo "== fidelity tables (saved results: ${VALIDATE_OUT#"$ROOT"/}/BOOT/WORKLOAD.json)"
+  python3 - "$VALIDATE_OUT" "$*" "${VALIDATE_CELLS[@]}" <<'PY' || return 1
+import json, os, sys
+out, ids, cells = sys.argv[1], sys.argv[2].split(), sys.argv[3:]
+names = {"6.1-off": "6.1 MGLRU off", "6.1-on": "6.1 MGLRU on", "6.12": "6.12 MGLRU on"}
+kernels = []
+for i in ids:
+    d = os.path.join(out, i)
+    read = lambda f, dflt="?": open(os.path.join(d, f)).read().strip() if os.path.exists(os.path.join(d, f)) else dflt
+    k = {"label": names.get(i, i), "kernel": read("kernel"), "mglru": read("mglru"), "results": [], "failed": []}
+    for c in cells:
+        w = c.split()[0]
+        p = os.path.join(d, w + ".json")
+        if os.path.exists(p):
+            k["results"].append(json.load(open(p)))
+        else:
+            k["failed"].append("validate %s did not finish (%s)" % (c, os.path.join(i, w + ".txt")))
+    kernels.append(k)
+cmd = ["scripts/kernels.sh", "--validate"]
+json.dump({"kind": "swaplab.fidelity", "version": 1, "command": cmd, "kernels": kernels},
+          open(os.path.join(out, "fidelity.json"), "w"), indent=1)
+def pct(x):
+    return "-" if x is None else "%+.0f %%" % (x * 100)
+def num(x):
+    return "-" if x is None else "{:,}".format(int(round(x)))
+for k in kernels:
+    pols = []
+    for r in k["results"]:
+        for p in r.get("policies") or ["linux"]:
+            if p not in pols:
+                pols.append(p)
+    print("\n**%s** (kernel %s): major faults, measured / predicted (error)\n" % (k["label"], k["kernel"]))
+    print("| cell | pages | measured | " + " | ".join(pols) + " | OPT ≤ swap-ins |")
+    print("|---|---|---|" + "---|" * len(pols) + "---|")
+    within = {p: [0, 0, 0] for p in pols}
+    for r in k["results"]:
+        c = r["workload_command"][1:]
+        c = [("%dM" % (int(x) >> 20) if i > 0 and c[i - 1] == "--size" and x.isdigit() else x) for i, x in enumerate(c)]
+        w = " ".join(x for x in c if x != "--size")
+        for row in r["rows"]:
+            preds = {p["policy"]: p for p in row.get("predictions") or
+                     [{"policy": "linux", "sim_majflt": row["sim_majflt"], "majflt_err": row["majflt_err"]}]}
+            cols = []
+            for p in pols:
+                x = preds.get(p)
+                cols.append("-" if x is None else "%s (%s)" % (num(x["sim_majflt"]), pct(x["majflt_err"])))
+                if x is not None and x["majflt_err"] is not None:
+                    e = abs(x["majflt_err"])
+                    within[p][0] += 1
+                    within[p][1] += e <= 0.15
+                    within[p][2] += e <= 0.25
+            oc = {True: "yes", False: "NO", None: "-"}[row["opt_check"]]
+            print("| %s at %g %% | %s | %s | %s | %s |" % (w, row["limit_pct"], num(row["capacity_pages"]),
+                  num(row["measured_majflt"]), " | ".join(cols), oc))
+    for f in k["failed"]:
+        print("| %s | | | %s | |" % (f, " | ".join("-" for _ in pols)))
+    print("\n" + "; ".join("%s: %d of %d cells within 15 %%, %d within 25 %%" % (p, v[1], v[0], v[2]) for p, v in within.items()))
+PY
+  "$swaplab" report "$VALIDATE_OUT/fidelity.json" -o "$VALIDATE_OUT/fidelity.html" || return 1
 }
 
 main "$@"

@@ -4,7 +4,8 @@
 //! pages), the simulated swap-outs are near the kernel's count, a missing
 //! device profile is calibrated first, the predicted run time is what
 //! `swaplab sim --device file:this --fault-path kernel --base-time T0`
-//! predicts, and the system is as it was.
+//! predicts, `--policy linux,mglru` predicts with both (each what `swaplab
+//! sim --policy P` predicts), and the system is as it was.
 mod common;
 use common::{f, root_json, swaplab, ROOT_SWAP};
 
@@ -24,6 +25,8 @@ fn validate_traverse_against_the_kernel() {
             "50%",
             "--swap",
             "file:256M",
+            "--policy",
+            "linux,mglru",
             "--json",
             "--save",
             "v.json",
@@ -60,15 +63,34 @@ fn validate_traverse_against_the_kernel() {
     // kernel swapped in.
     assert_eq!(r["opt_check"], true, "{r}");
     assert!(f(&r["opt_loads"]) <= f(&r["measured_swapin"]), "{r}");
+    // Both policies predicted, in the order asked; the row's own fields
+    // are the first's (linux), as in results saved before --policy.
+    assert_eq!(v["policies"], serde_json::json!(["linux", "mglru"]));
+    let preds = r["predictions"].as_array().unwrap();
+    let names: Vec<&str> = preds
+        .iter()
+        .map(|p| p["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["linux", "mglru"], "{r}");
+    assert_eq!(preds[0]["sim_majflt"], r["sim_majflt"]);
+    assert_eq!(preds[0]["predicted_wall_s"], r["predicted_wall_s"]);
     // Swap-outs: traverse writes every page of every pass, so each pass
-    // pushes out what does not fit; the simulation must be near the kernel.
-    let err = f(&r["swapout_err"]);
-    assert!(
-        err.abs() < 0.5,
-        "swap-outs predicted {} against {}",
-        r["sim_swapout"],
-        r["measured_swapout"]
-    );
+    // pushes out what does not fit; each policy's simulation must be near
+    // the kernel (a loop larger than memory: LRU, the classic lists and
+    // MGLRU's generations all evict the page used longest ago). Major
+    // faults are not bounded here: at 16 MiB the kernel's readahead and
+    // the machine-wide swap counters of cgroup v1 move them by tens of
+    // percent (docs/fidelity.md); the fidelity tables are benchmarks.
+    for p in preds {
+        let err = f(&p["swapout_err"]);
+        assert!(
+            err.abs() < 0.5,
+            "{}: swap-outs predicted {} against {}",
+            p["policy"],
+            p["sim_swapout"],
+            r["measured_swapout"]
+        );
+    }
     // Two code paths, one answer: `swaplab sim` on the validation's trace
     // at the row's effective memory, with the machine's readahead, the
     // calibrated profile (`file:this`), the kernel's fault path and the
@@ -77,41 +99,51 @@ fn validate_traverse_against_the_kernel() {
     assert!(t0 > 0.0, "{v}");
     let cap_s = (cap as u64).to_string();
     let t0_s = format!("{t0}");
-    let sim = swaplab(
-        d,
-        &[
-            "sim",
-            v["trace"].as_str().unwrap(),
-            "--policy",
-            "linux",
-            "--prefetch",
-            v["readahead"].as_str().unwrap(),
-            "--mem",
-            &cap_s,
-            "--device",
-            "file:this",
-            "--fault-path",
-            "kernel",
-            "--base-time",
-            &t0_s,
-            "--json",
-        ],
-    );
-    assert!(
-        sim.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sim.stderr)
-    );
-    let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
-    let s = &sim[0];
-    assert_eq!(s["capacity"], r["capacity_pages"], "{s}");
-    assert_eq!(s["major_faults"], r["sim_majflt"], "{s}");
-    assert_eq!(s["swap_outs"], r["sim_swapout"], "{s}");
-    let (p_sim, p_val) = (f(&s["cost"]["predicted_time_s"]), f(&r["predicted_wall_s"]));
-    assert!(
-        (p_sim - p_val).abs() <= 1e-12 * p_val,
-        "sim predicts {p_sim} s, validate {p_val} s"
-    );
+    for p in preds {
+        let policy = p["policy"].as_str().unwrap();
+        let sim = swaplab(
+            d,
+            &[
+                "sim",
+                v["trace"].as_str().unwrap(),
+                "--policy",
+                policy,
+                "--prefetch",
+                v["readahead"].as_str().unwrap(),
+                "--mem",
+                &cap_s,
+                "--device",
+                "file:this",
+                "--fault-path",
+                "kernel",
+                "--base-time",
+                &t0_s,
+                "--json",
+            ],
+        );
+        assert!(
+            sim.status.success(),
+            "{}",
+            String::from_utf8_lossy(&sim.stderr)
+        );
+        let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
+        let s = &sim[0];
+        assert_eq!(s["capacity"], r["capacity_pages"], "{s}");
+        assert_eq!(s["major_faults"], p["sim_majflt"], "{policy}: {s}");
+        assert_eq!(s["swap_outs"], p["sim_swapout"], "{policy}: {s}");
+        let (p_sim, p_val) = (f(&s["cost"]["predicted_time_s"]), f(&p["predicted_wall_s"]));
+        assert!(
+            (p_sim - p_val).abs() <= 1e-12 * p_val,
+            "{policy}: sim predicts {p_sim} s, validate {p_val} s"
+        );
+        assert!(
+            p["sim_command"]
+                .to_string()
+                .contains(&format!("\"{policy}\"")),
+            "{p}"
+        );
+    }
+    let p_val = f(&r["predicted_wall_s"]);
     // The prediction is the base plus the simulated stalls, and the row
     // says how to reproduce it.
     assert!((p_val - t0 - f(&r["sim_fault_time_s"])).abs() < 1e-9, "{r}");
@@ -200,10 +232,17 @@ fn validate_predicts_what_sim_predicts() {
     let device = swaplab_sim::DeviceSpec::parse(profile.to_str().unwrap(), None).unwrap();
     // A third of the 1,024 pages, with cluster readahead of 8 pages.
     let (cap, base) = (341u64, 0.25);
-    let p =
-        swaplab_study::validate::predict(&t, &trace_path, cap, "cluster:pc=3", &device, Some(base))
-            .unwrap()
-            .unwrap();
+    let p = swaplab_study::validate::predict(
+        &t,
+        &trace_path,
+        "linux",
+        cap,
+        "cluster:pc=3",
+        &device,
+        Some(base),
+    )
+    .unwrap()
+    .unwrap();
     assert!(p.sim.counters.major_faults > 0 && p.sim.counters.swap_outs > 0);
     let cost = p.cost.as_ref().unwrap();
     assert_eq!(p.predicted, cost.predicted_time_s);

@@ -142,6 +142,7 @@ impl Doctor {
         probes.push(probe_swap_areas());
         probes.push(probe_zram());
         probes.push(probe_zswap());
+        probes.push(probe_swap_kinds());
         probes.extend(probe_tracefs());
         probes.push(probe_perf(false));
         probes.push(probe_perf(true));
@@ -728,6 +729,68 @@ fn probe_zswap() -> Probe {
         ),
         &[],
         "",
+    )
+}
+
+/// Which `--swap` kinds this kernel can build, and why not the others
+/// (the emulated devices need modules that the host kernel cannot load).
+fn probe_swap_kinds() -> Probe {
+    let mut can = vec!["file".to_string()];
+    let mut cannot = Vec::new();
+    if swap::zram_available() || swap::kmod::module_state("zram").usable() {
+        can.push("zram".into());
+    } else {
+        cannot.push("zram: no zram module".to_string());
+    }
+    if Knob::zswap_enabled().exists() {
+        can.push("zswap".into());
+    } else {
+        cannot.push("zswap: CONFIG_ZSWAP off".to_string());
+    }
+    let short = |e: Error| match e {
+        Error::Unsupported { what, why, .. } => format!("{what}: {why}"),
+        other => other.to_string(),
+    };
+    match swap::delay::check(None) {
+        Ok(b) => can.push(format!("delay (over {b})")),
+        Err(e) => cannot.push(format!("delay: {}", short(e))),
+    }
+    match swap::nbd::check(true) {
+        Ok(()) => can.push("nbd (with rtt)".into()),
+        Err(e) => match swap::nbd::check(false) {
+            Ok(()) => can.push(format!("nbd (rtt=0 only: {})", short(e))),
+            Err(e) => cannot.push(format!("nbd: {}", short(e))),
+        },
+    }
+    let detail = if cannot.is_empty() {
+        format!("can build {}", can.join(", "))
+    } else {
+        format!(
+            "can build {}; cannot build {}",
+            can.join(", "),
+            cannot.join("; ")
+        )
+    };
+    let kinds: Vec<String> = cannot
+        .iter()
+        .filter_map(|c| c.split(':').next())
+        .map(|k| format!("--swap {k}:…"))
+        .collect();
+    let disables: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    probe(
+        "swap.kinds",
+        if cannot.is_empty() {
+            Status::Ok
+        } else {
+            Status::Partial
+        },
+        detail,
+        &disables,
+        if cannot.is_empty() {
+            ""
+        } else {
+            "emulated devices (delay, nbd) need dm-delay, brd or loop, nbd and sch_netem: run them in the guests of scripts/guest-devices.sh"
+        },
     )
 }
 

@@ -115,6 +115,40 @@ pub enum Undo {
         /// The instance directory.
         path: PathBuf,
     },
+    /// Unload a kernel module swaplab loaded (`modprobe -r`; dm_delay, brd,
+    /// loop, nbd for the emulated swap devices).
+    UnloadModule {
+        /// As /sys/module names it.
+        name: String,
+    },
+    /// Detach the loop device(s) over a file swaplab made (`losetup -d`).
+    DetachLoop {
+        /// The backing file.
+        file: PathBuf,
+    },
+    /// Remove a device-mapper device swaplab made (`dmsetup remove`; only
+    /// names starting `swaplab-`).
+    RemoveDm {
+        /// The dm device's name.
+        name: String,
+    },
+    /// Stop the nbd-server swaplab started and delete its directory
+    /// (`STATE/nbd/swaplab-nbd-*`: config, pid file, log, exported file).
+    StopNbdServer {
+        /// The server's directory.
+        dir: PathBuf,
+    },
+    /// Disconnect an NBD device (`nbd-client -d`).
+    NbdDisconnect {
+        /// /dev/nbdN.
+        dev: PathBuf,
+    },
+    /// Delete swaplab's root qdisc (the netem delay) on a network device
+    /// (`tc qdisc del dev lo root`; only `lo`, only swaplab's handle).
+    DeleteQdisc {
+        /// The network device (`lo`).
+        dev: String,
+    },
     /// Stop using tracefs; when swaplab mounted it and no other swaplab
     /// session still uses it, unmount it ([`crate::tracefs_mount::release_mount`]).
     ReleaseTracefs {
@@ -145,6 +179,16 @@ impl fmt::Display for Undo {
                 "write -{controller} to {}/cgroup.subtree_control",
                 path.display()
             ),
+            Undo::UnloadModule { name } => write!(f, "unload module {name}"),
+            Undo::DetachLoop { file } => {
+                write!(f, "detach the loop device over {}", file.display())
+            }
+            Undo::RemoveDm { name } => write!(f, "remove device-mapper device {name}"),
+            Undo::StopNbdServer { dir } => {
+                write!(f, "stop the nbd-server of {} and delete it", dir.display())
+            }
+            Undo::NbdDisconnect { dev } => write!(f, "disconnect {}", dev.display()),
+            Undo::DeleteQdisc { dev } => write!(f, "delete swaplab's netem qdisc on {dev}"),
             Undo::ReleaseTracefs { mountpoint } => write!(
                 f,
                 "unmount tracefs at {} if swaplab mounted it and no session uses it",
@@ -253,6 +297,22 @@ impl Undo {
             Undo::DisableController { path, controller } => {
                 crate::cgroup::disable_subtree_controller(path, controller)
             }
+            Undo::UnloadModule { name } => {
+                const OURS: [&str; 5] = ["dm_delay", "brd", "loop", "nbd", "sch_netem"];
+                if !OURS.contains(&name.as_str()) {
+                    return Err(Error::unsupported(
+                        format!("refusing to unload module {name}"),
+                        format!("swaplab only loads {}", OURS.join(", ")),
+                        "the journal may have been edited by hand; remove it",
+                    ));
+                }
+                swap::kmod::unload(name)
+            }
+            Undo::DetachLoop { file } => swap::delay::detach_loop(file),
+            Undo::RemoveDm { name } => swap::delay::remove_dm(name),
+            Undo::StopNbdServer { dir } => swap::nbd::stop_server(dir),
+            Undo::NbdDisconnect { dev } => swap::nbd::disconnect(dev),
+            Undo::DeleteQdisc { dev } => swap::nbd::delete_qdisc(dev),
             Undo::ReleaseTracefs { mountpoint } => {
                 if mountpoint != Path::new(crate::tracefs_mount::MOUNTPOINT) {
                     return Err(Error::unsupported(
@@ -784,6 +844,7 @@ impl Session {
                 spec: spec.clone(),
                 area: None,
                 zram_id: None,
+                built: None,
             }),
             SwapSpec::File { size, path, prio } => {
                 self.lock_global()?;
@@ -809,6 +870,7 @@ impl Session {
                     spec: spec.clone(),
                     area: Some(path),
                     zram_id: None,
+                    built: None,
                 })
             }
             SwapSpec::Zram { size, algo, prio } => {
@@ -840,7 +902,18 @@ impl Session {
                     spec: spec.clone(),
                     area: Some(dev),
                     zram_id: Some(id),
+                    built: None,
                 })
+            }
+            SwapSpec::Delay { .. } => {
+                spec.check_buildable()?;
+                self.lock_global()?;
+                swap::delay::setup(&mut self.journal, &self.state_dir, spec)
+            }
+            SwapSpec::Nbd { .. } => {
+                spec.check_buildable()?;
+                self.lock_global()?;
+                swap::nbd::setup(&mut self.journal, &self.state_dir, spec)
             }
             SwapSpec::Zswap { compressor } => {
                 self.lock_global()?;
@@ -875,6 +948,7 @@ impl Session {
                     spec: spec.clone(),
                     area: None,
                     zram_id: None,
+                    built: None,
                 })
             }
         }

@@ -1,7 +1,9 @@
 //! Swap areas scoped to an experiment: swap files, zram devices, zswap.
 //!
 //! [`SwapSpec`] is what a user writes (`file:1G,prio=5`, `zram:512M,algo=lz4`,
-//! `zswap:lzo`, `existing`). `journal::Session::add_swap` sets one
+//! `zswap:lzo`, `existing`, and the emulated devices
+//! `delay:512M,read=2ms,write=2ms` and `nbd:512M,rtt=200us`; see
+//! [`delay`] and [`nbd`], and docs/swap-devices.md). `journal::Session::add_swap` sets one
 //! up and records how to undo it; the functions here are the raw,
 //! unrecorded steps (create a swap file, write a swap header, swapon(2),
 //! swapoff(2), find/reset zram devices) plus a /proc/swaps reader.
@@ -28,6 +30,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::util::{self, format_size, parse_size};
+
+pub mod delay;
+pub mod kmod;
+pub mod nbd;
+pub mod traffic;
 
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
 const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
@@ -68,10 +75,168 @@ pub enum SwapSpec {
     },
     /// Use whatever swap is configured; change nothing: `existing`.
     Existing,
+    /// An emulated device with set latencies: device-mapper `delay` over a
+    /// brd ram disk (or a loop file):
+    /// `delay:SIZE[,read=LAT][,write=LAT][,on=brd|loop][,prio=N]`.
+    Delay {
+        /// Size in bytes.
+        size: u64,
+        /// Delay added to every read, in nanoseconds (whole milliseconds:
+        /// dm-delay's table takes ms).
+        read_ns: u64,
+        /// Delay added to every write, in nanoseconds (whole milliseconds).
+        write_ns: u64,
+        /// What the delay sits on (default: brd when its module can be
+        /// loaded fresh, else a loop file).
+        on: Option<DelayBacking>,
+        /// swapon priority.
+        prio: Option<u16>,
+    },
+    /// "Remote" swap: an NBD device whose server runs on the loopback
+    /// interface, with `tc netem` adding half the round-trip time in each
+    /// direction: `nbd:SIZE[,rtt=LAT][,prio=N]`.
+    Nbd {
+        /// Size in bytes.
+        size: u64,
+        /// Round-trip time added on the loopback connection, in nanoseconds.
+        rtt_ns: u64,
+        /// swapon priority.
+        prio: Option<u16>,
+    },
 }
 
-const SPEC_FORMS: &str =
-    "expected file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A][,prio=N], zswap[:COMPRESSOR] or existing";
+/// What a `delay` device sits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelayBacking {
+    /// A brd ram disk (`modprobe brd`): memory not charged to any cgroup.
+    Brd,
+    /// A loop device over a preallocated file in the state directory.
+    Loop,
+}
+
+impl fmt::Display for DelayBacking {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DelayBacking::Brd => "brd",
+            DelayBacking::Loop => "loop",
+        })
+    }
+}
+
+impl SwapSpec {
+    /// The spec's kind as written (`file`, `zram`, `zswap`, `existing`,
+    /// `delay`, `nbd`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SwapSpec::File { .. } => "file",
+            SwapSpec::Zram { .. } => "zram",
+            SwapSpec::Zswap { .. } => "zswap",
+            SwapSpec::Existing => "existing",
+            SwapSpec::Delay { .. } => "delay",
+            SwapSpec::Nbd { .. } => "nbd",
+        }
+    }
+
+    /// The swapon priority asked for, if any.
+    pub fn prio(&self) -> Option<u16> {
+        match self {
+            SwapSpec::File { prio, .. }
+            | SwapSpec::Zram { prio, .. }
+            | SwapSpec::Delay { prio, .. }
+            | SwapSpec::Nbd { prio, .. } => *prio,
+            SwapSpec::Zswap { .. } | SwapSpec::Existing => None,
+        }
+    }
+
+    /// Checks, without changing anything, that this kernel and machine can
+    /// build the swap this spec asks for. `file`, `zram`, `zswap` and
+    /// `existing` are checked when they are set up (their errors are
+    /// already specific); the emulated devices are checked here, naming
+    /// the missing facility ("no dm-delay: the dm_delay module is missing
+    /// and this kernel cannot load modules").
+    pub fn check_buildable(&self) -> Result<()> {
+        match self {
+            SwapSpec::Delay { on, .. } => delay::check(*on).map(|_| ()),
+            SwapSpec::Nbd { rtt_ns, .. } => nbd::check(*rtt_ns > 0),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Checks every spec with [`SwapSpec::check_buildable`] (call it before
+/// setting any of them up, so that a run fails before changing anything).
+pub fn check_buildable(specs: &[SwapSpec]) -> Result<()> {
+    specs.iter().try_for_each(SwapSpec::check_buildable)
+}
+
+/// Parses a latency: `0`, `250ns`, `100us` (or `µs`), `2ms`, `1.5ms`, `1s`;
+/// returns nanoseconds. A fraction must come out as whole nanoseconds.
+pub fn parse_latency(input: &str) -> Result<u64> {
+    let s = input.trim();
+    let bad = |why: &str| Error::parse("latency", input, why.to_string());
+    if s == "0" {
+        return Ok(0);
+    }
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| bad("needs a unit: ns, us, ms or s (e.g. 100us, 2ms)"))?;
+    let (num, unit) = s.split_at(split);
+    let scale: u64 = match unit {
+        "ns" => 1,
+        "us" | "µs" => 1_000,
+        "ms" => 1_000_000,
+        "s" => 1_000_000_000,
+        _ => return Err(bad("unknown unit; use ns, us, ms or s (e.g. 100us, 2ms)")),
+    };
+    let (int, frac) = match num.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (num, ""),
+    };
+    if int.is_empty() && frac.is_empty() || frac.contains('.') {
+        return Err(bad("expected a number before the unit (e.g. 100us, 2ms)"));
+    }
+    let whole: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse().map_err(|_| bad("not a number"))?
+    };
+    let mut ns = whole.checked_mul(scale).ok_or_else(|| bad("too large"))?;
+    let mut place = scale;
+    for c in frac.chars() {
+        place /= 10;
+        let d = c.to_digit(10).ok_or_else(|| bad("not a number"))? as u64;
+        if place == 0 {
+            if d != 0 {
+                return Err(bad("finer than a nanosecond"));
+            }
+            continue;
+        }
+        ns = ns.checked_add(d * place).ok_or_else(|| bad("too large"))?;
+    }
+    if ns > 3_600_000_000_000 {
+        return Err(bad("more than an hour"));
+    }
+    Ok(ns)
+}
+
+/// Formats nanoseconds the way [`parse_latency`] reads them, exactly, in the
+/// largest unit that divides them (`0`, `250ns`, `100us`, `2ms`, `1s`).
+pub fn format_latency(ns: u64) -> String {
+    if ns == 0 {
+        return "0".into();
+    }
+    for (scale, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
+        if ns % scale == 0 {
+            return format!("{}{unit}", ns / scale);
+        }
+    }
+    format!("{ns}ns")
+}
+
+const SPEC_FORMS: &str = "expected file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A][,prio=N], \
+     zswap[:COMPRESSOR], existing, delay:SIZE[,read=LAT][,write=LAT][,on=brd|loop][,prio=N] \
+     or nbd:SIZE[,rtt=LAT][,prio=N]";
 
 fn parse_prio(input: &str, v: &str) -> Result<u16> {
     match v.parse::<u16>() {
@@ -109,7 +274,16 @@ impl FromStr for SwapSpec {
             None => (s, None),
         };
         let bad = |reason: String| Error::parse("swap spec", input, reason);
+        if let Some((head, p)) = s
+            .rsplit_once('@')
+            .filter(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(bad(format!(
+                "write the priority as prio=N (e.g. {head},prio={p}); give several areas as several --swap"
+            )));
+        }
         match kind {
+            "delay" | "nbd" => parse_device(input, kind, rest),
             "existing" => match rest {
                 None => Ok(SwapSpec::Existing),
                 Some(_) => Err(bad("`existing` takes no arguments".into())),
@@ -177,6 +351,90 @@ impl FromStr for SwapSpec {
     }
 }
 
+/// The options of `delay:` and `nbd:` specs.
+fn parse_device(input: &str, kind: &str, rest: Option<&str>) -> Result<SwapSpec> {
+    let bad = |reason: String| Error::parse("swap spec", input, reason);
+    let example = if kind == "delay" {
+        "delay:512M,read=2ms,write=2ms"
+    } else {
+        "nbd:512M,rtt=200us"
+    };
+    let rest = rest.ok_or_else(|| bad(format!("`{kind}` needs a size, e.g. {example}")))?;
+    let mut parts = rest.split(',');
+    let size = parse_size(parts.next().unwrap_or("")).map_err(|e| bad(e.to_string()))?;
+    let min = MIN_SWAP_PAGES * util::page_size();
+    if size < min {
+        return Err(bad(format!(
+            "size must be at least {} ({MIN_SWAP_PAGES} pages)",
+            format_size(min)
+        )));
+    }
+    let (mut read, mut write, mut rtt, mut on, mut prio) = (None, None, None, None, None);
+    let latency = |k: &str, v: &str| -> Result<u64> {
+        let ns = parse_latency(v).map_err(|e| bad(format!("{k}: {e}")))?;
+        if kind == "delay" && ns % 1_000_000 != 0 {
+            return Err(bad(format!(
+                "{k}={v}: dm-delay delays in whole milliseconds (its table takes ms); \
+                 use {k}=0, {k}=1ms or more, or nbd:SIZE,rtt={v} for sub-millisecond latency"
+            )));
+        }
+        Ok(ns)
+    };
+    for kv in parts {
+        let (k, v) = kv
+            .split_once('=')
+            .ok_or_else(|| bad(format!("option {kv:?} is not KEY=VALUE")))?;
+        match (kind, k) {
+            (_, "prio") if prio.is_none() => prio = Some(parse_prio(input, v)?),
+            ("delay", "read") if read.is_none() => read = Some(latency(k, v)?),
+            ("delay", "write") if write.is_none() => write = Some(latency(k, v)?),
+            ("delay", "on") if on.is_none() => {
+                on = Some(match v {
+                    "brd" => DelayBacking::Brd,
+                    "loop" => DelayBacking::Loop,
+                    _ => return Err(bad(format!("on={v}: expected on=brd or on=loop"))),
+                })
+            }
+            ("delay", "bw") | ("nbd", "bw") => {
+                return Err(bad(format!(
+                    "bw= is not supported yet: {} and swaplab has no other throttle for swap I/O; leave bw= out",
+                    if kind == "delay" {
+                        "dm-delay delays each request but cannot cap bandwidth,"
+                    } else {
+                        "the netem qdisc is set up for delay only,"
+                    }
+                )))
+            }
+            ("nbd", "rtt") if rtt.is_none() => rtt = Some(latency(k, v)?),
+            _ => {
+                let known = if kind == "delay" {
+                    "read, write, on, prio"
+                } else {
+                    "rtt, prio"
+                };
+                return Err(bad(format!(
+                    "unknown or repeated option {k:?} for {kind} (known: {known})"
+                )));
+            }
+        }
+    }
+    Ok(if kind == "delay" {
+        SwapSpec::Delay {
+            size,
+            read_ns: read.unwrap_or(0),
+            write_ns: write.unwrap_or(0),
+            on,
+            prio,
+        }
+    } else {
+        SwapSpec::Nbd {
+            size,
+            rtt_ns: rtt.unwrap_or(0),
+            prio,
+        }
+    })
+}
+
 impl fmt::Display for SwapSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -205,6 +463,40 @@ impl fmt::Display for SwapSpec {
                 compressor: Some(c),
             } => write!(f, "zswap:{c}"),
             SwapSpec::Existing => f.write_str("existing"),
+            SwapSpec::Delay {
+                size,
+                read_ns,
+                write_ns,
+                on,
+                prio,
+            } => {
+                write!(
+                    f,
+                    "delay:{},read={},write={}",
+                    format_size(*size),
+                    format_latency(*read_ns),
+                    format_latency(*write_ns)
+                )?;
+                if let Some(o) = on {
+                    write!(f, ",on={o}")?;
+                }
+                if let Some(p) = prio {
+                    write!(f, ",prio={p}")?;
+                }
+                Ok(())
+            }
+            SwapSpec::Nbd { size, rtt_ns, prio } => {
+                write!(
+                    f,
+                    "nbd:{},rtt={}",
+                    format_size(*size),
+                    format_latency(*rtt_ns)
+                )?;
+                if let Some(p) = prio {
+                    write!(f, ",prio={p}")?;
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -651,6 +943,10 @@ pub struct ActiveSwap {
     pub area: Option<PathBuf>,
     /// The zram device number (zram).
     pub zram_id: Option<u32>,
+    /// How an emulated device was built, for people and the run record
+    /// (`dm-delay swaplab-delay-… over brd /dev/ram0`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built: Option<String>,
 }
 
 /// Whether the block device holding `path` is rotational (its queue's
@@ -732,6 +1028,21 @@ mod tests {
             ("zswap:l z4", "compressor"),
             ("zram:1G,algo=../x", "algo"),
             ("existing:1", "no arguments"),
+            ("delay", "needs a size"),
+            ("delay:1G,read=100us", "whole milliseconds"),
+            ("delay:1G,read=2", "unit"),
+            ("delay:1G,read=2xs", "unknown unit"),
+            ("delay:1G,read=1ms,read=2ms", "repeated"),
+            ("delay:1G,rtt=1ms", "unknown or repeated option"),
+            ("delay:1G,on=ssd", "on=brd or on=loop"),
+            ("delay:1G,bw=100M", "bw= is not supported yet"),
+            ("nbd:1G,bw=100M", "bw= is not supported yet"),
+            ("nbd:1G,read=1ms", "unknown or repeated option"),
+            ("nbd:1G,rtt=.", "needs a unit"),
+            ("nbd:1G,rtt=2h", "unknown unit"),
+            ("nbd:1G,rtt=0.5ns", "finer than a nanosecond"),
+            ("file:1G@10", "prio=N (e.g. file:1G,prio=10)"),
+            ("delay:512M,read=1ms@5", "several --swap"),
         ] {
             let e = bad.parse::<SwapSpec>().unwrap_err().to_string();
             assert!(e.contains(needle), "{bad:?} → {e}");
@@ -748,10 +1059,126 @@ mod tests {
             "zswap",
             "zswap:lzo",
             "existing",
+            "delay:512M,read=2ms,write=0",
+            "delay:16M,read=0,write=1s,on=loop,prio=5",
+            "nbd:64M,rtt=200us,prio=3",
+            "nbd:64M,rtt=0",
+            "nbd:64M,rtt=1500ns",
         ] {
             let spec: SwapSpec = s.parse().unwrap();
             assert_eq!(spec.to_string(), s);
             assert_eq!(spec.to_string().parse::<SwapSpec>().unwrap(), spec);
+        }
+    }
+
+    #[test]
+    fn device_specs_and_latencies() {
+        assert_eq!(
+            "delay:512M,read=2ms,prio=5".parse::<SwapSpec>().unwrap(),
+            SwapSpec::Delay {
+                size: 512 << 20,
+                read_ns: 2_000_000,
+                write_ns: 0,
+                on: None,
+                prio: Some(5)
+            }
+        );
+        assert_eq!(
+            "nbd:1G,rtt=0.25ms".parse::<SwapSpec>().unwrap(),
+            SwapSpec::Nbd {
+                size: 1 << 30,
+                rtt_ns: 250_000,
+                prio: None
+            }
+        );
+        // A path with an @ in it is still a path.
+        assert!("file:1G,path=/a@b/c".parse::<SwapSpec>().is_ok());
+        for (t, ns) in [
+            ("0", 0),
+            ("1ns", 1),
+            ("100us", 100_000),
+            ("100µs", 100_000),
+            ("1.5ms", 1_500_000),
+            (".5s", 500_000_000),
+            ("2s", 2_000_000_000),
+        ] {
+            assert_eq!(parse_latency(t).unwrap(), ns, "{t}");
+        }
+        for bad in [
+            "",
+            "ms",
+            "1",
+            "1.2.3ms",
+            "-1ms",
+            "1e3us",
+            "2h",
+            "99999999999s",
+        ] {
+            assert!(parse_latency(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(format_latency(1_500_000), "1500us");
+        assert_eq!(format_latency(7), "7ns");
+    }
+
+    /// Property: every spec prints in a form that parses back to itself,
+    /// over random specs of every kind (a fixed xorshift stream, so the
+    /// same 20 000 cases each run), and every latency prints back exactly.
+    #[test]
+    fn random_specs_round_trip() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let ps = util::page_size();
+        for _ in 0..20_000 {
+            let size = (MIN_SWAP_PAGES + next(1 << 20)) * ps;
+            let prio = (next(3) > 0).then(|| next(32768) as u16);
+            let ms = |n: u64| n * 1_000_000;
+            let spec = match next(6) {
+                0 => SwapSpec::File {
+                    size,
+                    path: (next(2) == 0).then(|| PathBuf::from(format!("/var/tmp/s{}", next(99)))),
+                    prio,
+                },
+                1 => SwapSpec::Zram {
+                    size,
+                    algo: (next(2) == 0).then(|| "lz4".to_string()),
+                    prio,
+                },
+                2 => SwapSpec::Delay {
+                    size,
+                    read_ns: ms(next(5000)),
+                    write_ns: ms(next(5000)),
+                    on: [None, Some(DelayBacking::Brd), Some(DelayBacking::Loop)][next(3) as usize],
+                    prio,
+                },
+                3 => SwapSpec::Nbd {
+                    size,
+                    rtt_ns: match next(3) {
+                        0 => next(10_000_000_000),
+                        1 => next(10_000) * 1000,
+                        _ => 0,
+                    },
+                    prio,
+                },
+                4 => SwapSpec::Zswap {
+                    compressor: (next(2) == 0).then(|| "lzo-rle".to_string()),
+                },
+                _ => SwapSpec::Existing,
+            };
+            let shown = spec.to_string();
+            let back: SwapSpec = shown
+                .parse()
+                .unwrap_or_else(|e| panic!("{spec:?} printed as {shown:?}, which fails: {e}"));
+            assert_eq!(back, spec, "{shown}");
+            assert_eq!(back.to_string(), shown);
+            assert_eq!(back.prio(), spec.prio());
+            assert!(shown.starts_with(spec.kind()));
+            let ns = next(3_600_000_000_000);
+            assert_eq!(parse_latency(&format_latency(ns)).unwrap(), ns);
         }
     }
 

@@ -35,13 +35,21 @@ fn write(p: &Path, bytes: serde_json::Result<Vec<u8>>) -> Result<()> {
 }
 
 /// A saved result's JSON as it is, for the sections that still decode it
-/// themselves (`validate`, `bench sim`): [`Saved`] hands them the object
+/// themselves (`validate`, the fidelity table, `bench sim`): [`Saved`] hands them the object
 /// with its `"kind"` put back.
 pub type Json = serde_json::Map<String, serde_json::Value>;
 
 fn validate_section(p: &Path, mut v: Json) -> Result<Section> {
     v.insert("kind".into(), crate::validate::VALIDATE_KIND.into());
     crate::validate::section::validate_section(p, &serde_json::Value::Object(v))
+}
+
+fn fidelity_section(p: &Path, mut v: Json) -> Result<Section> {
+    v.insert(
+        "kind".into(),
+        crate::validate::fidelity::FIDELITY_KIND.into(),
+    );
+    crate::validate::fidelity::fidelity_section(p, &serde_json::Value::Object(v))
 }
 
 fn bench_sim_section(p: &Path, mut v: Json) -> Result<Section> {
@@ -111,6 +119,7 @@ saved_kinds! {
     BenchHints(HintsResult) = "swaplab.bench.hints", "a saved bench hints result", "save it again with this swaplab" => bench_hints::section;
     Calibrate(CalibrateResult) = "swaplab.calibrate", "a saved calibrate result", "run swaplab calibrate again" => calibrate::section;
     Validate(Json) = "swaplab.validate", "a saved validation", "run swaplab validate again" => validate_section;
+    Fidelity(Json) = "swaplab.fidelity", "a saved fidelity table", "make it again with scripts/kernels.sh --validate" => fidelity_section;
     Serve(ServeResult) = "serve", "a saved serve result", "run swaplab serve again" => serve::section;
 }
 
@@ -210,6 +219,7 @@ mod tests {
             crate::bench::hints::BENCH_HINTS_KIND,
             crate::calibrate::CALIBRATE_KIND,
             crate::validate::VALIDATE_KIND,
+            crate::validate::fidelity::FIDELITY_KIND,
             crate::serve::SERVE_KIND,
         ];
         assert_eq!(KINDS, consts);

@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64;
 use std::path::Path;
 use swaplab_trace::import::{self, Column, Format, ImportOptions};
-use swaplab_trace::RefBatch;
+use swaplab_trace::{DenseTrace, RefBatch};
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(
@@ -289,4 +289,204 @@ fn valid_seeds_are_accepted() {
             assert!(n > 0, "{format} seed yielded nothing");
         }
     }
+}
+
+/// A whole input read batch by batch (the sequential readers), as a dense
+/// trace, or the error.
+fn by_batches(format: Format, opts: &ImportOptions, data: &[u8]) -> Result<DenseTrace, String> {
+    let mut src = import::from_reader(data, "fuzz", format, opts).map_err(|e| e.to_string())?;
+    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let mut b = RefBatch::default();
+    while src.next_batch(&mut b, 777).map_err(|e| e.to_string())? {
+        pages.extend_from_slice(&b.page);
+        writes.extend_from_slice(&b.write);
+    }
+    DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
+        .map_err(|e| e.to_string())
+}
+
+/// The same input through the dense loader (parallel for csv and txt).
+fn by_loader(format: Format, opts: &ImportOptions, data: &[u8]) -> Result<DenseTrace, String> {
+    let mut src = import::from_reader(data, "fuzz", format, opts).map_err(|e| e.to_string())?;
+    DenseTrace::load(src.as_mut()).map_err(|e| e.to_string())
+}
+
+/// Both ways give the same trace, or the same error. For CSV the line of
+/// an error may differ where empty rows come before it: the csv crate
+/// numbers a row from where the previous one ended, the parallel loader
+/// from where it starts; there only the rest of the message must agree.
+fn same_both_ways(format: Format, opts: &ImportOptions, data: &[u8]) -> bool {
+    let (a, b) = (
+        by_batches(format, opts, data),
+        by_loader(format, opts, data),
+    );
+    match (&a, &b) {
+        (Ok(a), Ok(b)) => {
+            assert_eq!(
+                a.ids,
+                b.ids,
+                "{format}: ids differ on {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(a.pages, b.pages, "{format}: pages differ");
+            assert_eq!(a.write_bits(), b.write_bits(), "{format}: writes differ");
+            assert_eq!(a.page_size, b.page_size);
+            assert_eq!(a.source, b.source);
+            true
+        }
+        (Err(x), Err(y)) => {
+            let blank_rows = data.windows(2).any(|w| w == b"\n\n" || w[0] == b'\r')
+                || data.first().is_some_and(|&c| c == b'\n' || c == b'\r');
+            if format == Format::Csv && blank_rows {
+                let strip = |s: &str| {
+                    s.replace(" (if the first row is a header, say so)", "")
+                        .split_whitespace()
+                        .filter(|w| {
+                            !w.trim_end_matches([',', ':'])
+                                .bytes()
+                                .all(|c| c.is_ascii_digit())
+                        })
+                        .map(str::to_string)
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                assert_eq!(
+                    strip(x),
+                    strip(y),
+                    "{format} on {:?}",
+                    String::from_utf8_lossy(data)
+                );
+            } else {
+                assert_eq!(x, y, "{format} on {:?}", String::from_utf8_lossy(data));
+            }
+            false
+        }
+        _ => panic!(
+            "{format}: batches {:?} but loader {:?} on {:?}",
+            a.as_ref().map(|t| t.len()),
+            b.as_ref().map(|t| t.len()),
+            String::from_utf8_lossy(data)
+        ),
+    }
+}
+
+/// The dense loaders (csv and txt on all cores, oracleGeneral on two
+/// threads) equal the batch readers on the fuzzer's mutated inputs.
+#[test]
+fn dense_loaders_equal_the_batch_readers_on_mutated_input() {
+    let mut rng = Pcg64::seed_from_u64(0xde75e);
+    let mut ok = 0;
+    for format in [Format::Csv, Format::Text, Format::OracleGeneral] {
+        let seeds = seeds(format);
+        let opts = option_sets(format);
+        for i in 0..3000 {
+            let o = &opts[i % opts.len()];
+            let data = if i % 5 == 0 {
+                let n = rng.random_range(0..256);
+                (0..n).map(|_| rng.random()).collect()
+            } else {
+                let s = &seeds[rng.random_range(0..seeds.len())];
+                mutate(&mut rng, s)
+            };
+            ok += usize::from(same_both_ways(format, o, &data));
+        }
+    }
+    assert!(ok > 500, "only {ok} inputs loaded");
+}
+
+/// Inputs of many chunks (the parallel loader cuts at 1 MiB), valid and
+/// with an error far in: the same trace, the same error and line.
+#[test]
+fn dense_loaders_equal_the_batch_readers_over_many_chunks() {
+    let mut rng = Pcg64::seed_from_u64(29);
+    let lines = 600_000;
+    let id = |rng: &mut Pcg64| -> u64 {
+        if rng.random_bool(0.5) {
+            rng.random_range(0..5000)
+        } else {
+            rng.random_range(0..1u64 << 40)
+        }
+    };
+    // Text: ids in decimal and hex, ops, comments, blank lines, CRLF.
+    let mut txt = Vec::new();
+    for i in 0..lines {
+        let p = id(&mut rng);
+        let l = match i % 7 {
+            0 => format!("{p}\n"),
+            1 => format!("0x{p:x} w\n"),
+            2 => format!("{p},read # c\r\n"),
+            3 => "# comment\n".to_string(),
+            4 => "\n".to_string(),
+            5 => format!("  {p}\tW\n"),
+            _ => format!("{p} r\n"),
+        };
+        txt.extend_from_slice(l.as_bytes());
+    }
+    let d = ImportOptions::default();
+    assert!(same_both_ways(Format::Text, &d, &txt));
+    for at in [5, txt.len() / 2, txt.len() - 3] {
+        let mut bad = txt.clone();
+        bad.splice(at..at, b"\n0xZ1\n".iter().copied());
+        assert!(!same_both_ways(Format::Text, &d, &bad));
+        let line = 2 + bad[..at].iter().filter(|&&b| b == b'\n').count();
+        let e = by_loader(Format::Text, &d, &bad).unwrap_err();
+        assert!(e.contains(&format!("line {line}:")), "{e}");
+    }
+    // CSV with a header: times, ops, ids.
+    let mut csv = b"version,time,op,size,lbn\n".to_vec();
+    for i in 0..lines {
+        let op = ["28", "2a", "r", "W"][i % 4];
+        csv.extend_from_slice(
+            format!("1,{}.{},{op},512,{}\n", i / 10, i % 10, id(&mut rng)).as_bytes(),
+        );
+    }
+    let o = option_sets(Format::Csv)[1].clone();
+    assert!(same_both_ways(Format::Csv, &o, &csv));
+    let t = by_loader(Format::Csv, &o, &csv).unwrap();
+    assert_eq!(t.len(), lines);
+    assert_eq!(t.write_count() as usize, lines / 2);
+    for (at, bad_row) in [
+        (csv.len() / 3, "1,5,28,512,0xZZ\n"),
+        (csv.len() / 2, "1,5,xx,512,7\n"),
+        (csv.len() - 1, "\n1,5,28,512\n"),
+    ] {
+        let at = at + csv[at..].iter().position(|&b| b == b'\n').unwrap_or(0) + 1;
+        let mut bad = csv.clone();
+        bad.splice(at..at, bad_row.bytes());
+        assert!(!same_both_ways(Format::Csv, &o, &bad));
+        let line = 1
+            + bad[..at].iter().filter(|&&b| b == b'\n').count()
+            + usize::from(bad_row.starts_with('\n'));
+        let e = by_loader(Format::Csv, &o, &bad).unwrap_err();
+        assert!(
+            e.contains(&format!("line {line}")),
+            "{e} (want line {line})"
+        );
+    }
+    // A quoted field far in: read by the csv crate from that chunk on.
+    let mut quoted = csv.clone();
+    let at = quoted.len() / 2;
+    let at = at + quoted[at..].iter().position(|&b| b == b'\n').unwrap() + 1;
+    quoted.splice(at..at, b"1,\"7\",28,512,\"4\n2\"\n".iter().copied());
+    assert!(
+        !same_both_ways(Format::Csv, &o, &quoted),
+        "a newline in an id is an error"
+    );
+    let mut quoted = csv.clone();
+    quoted.splice(at..at, b"1,\"7\",28,\"5\n12\",\"42\"\n".iter().copied());
+    assert!(same_both_ways(Format::Csv, &o, &quoted));
+    // Without a header, a time column in other units, semicolons.
+    let semi: Vec<u8> = String::from_utf8(csv[25..].to_vec())
+        .unwrap()
+        .replace(',', ";")
+        .into_bytes();
+    let o = ImportOptions {
+        id_column: Column::Index(4),
+        op_column: Some(Column::Index(2)),
+        time_column: Some(Column::Index(1)),
+        time_unit_ns: 1000,
+        delimiter: b';',
+        ..Default::default()
+    };
+    assert!(same_both_ways(Format::Csv, &o, &semi));
 }

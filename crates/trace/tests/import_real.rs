@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use swaplab_trace::export::write_oracle_general;
 use swaplab_trace::import::{self, Column, Format, ImportOptions};
-use swaplab_trace::{RefBatch, RefSource, Source};
+use swaplab_trace::{DenseTrace, RefBatch, RefSource, Source};
 
 /// A file of the shared data directory, `../shared/data` beside the
 /// checkout root (found from this crate's directory, never from one
@@ -110,6 +110,71 @@ fn cloudphysics_oracle_general_and_csv_agree() {
     // 66,898 rows have op 2a (write), 46,974 have 28 (read) (counted with
     // Python's csv module).
     assert_eq!(csv_refs.iter().filter(|r| r.1).count(), 66_898);
+}
+
+/// The dense loaders (oracleGeneral on two threads, csv and txt on all
+/// cores) give the trace the batch readers give on the shared
+/// cloudPhysicsIO files (and on its ids written as a text trace).
+#[test]
+fn cloudphysics_dense_loaders_equal_the_batch_readers() {
+    let test = "cloudphysics_dense_loaders_equal_the_batch_readers";
+    let Some(bin) = shared(test, "cloudPhysicsIO.oracleGeneral.bin.zst") else {
+        return;
+    };
+    let Some(csv) = shared(test, "cloudPhysicsIO.csv.zst") else {
+        return;
+    };
+    let dense_of = |refs: &[(u64, bool)]| {
+        let pages: Vec<u64> = refs.iter().map(|r| r.0).collect();
+        let writes: Vec<bool> = refs.iter().map(|r| r.1).collect();
+        DenseTrace::from_arrays(&pages, Some(&writes), 4096, Source::Unknown).unwrap()
+    };
+    let same = |a: &DenseTrace, b: &DenseTrace| {
+        assert_eq!(a.ids, b.ids);
+        assert_eq!(a.pages, b.pages);
+        assert_eq!(a.write_bits(), b.write_bits());
+    };
+    let opts = ImportOptions::default();
+    let (og_refs, _, _) = read_all(
+        import::open(&bin, Format::OracleGeneral, &opts)
+            .unwrap()
+            .as_mut(),
+    );
+    let og = DenseTrace::load(
+        import::open(&bin, Format::OracleGeneral, &opts)
+            .unwrap()
+            .as_mut(),
+    )
+    .unwrap();
+    same(&og, &dense_of(&og_refs));
+    assert_eq!((og.len(), og.distinct()), (113_872, 48_974));
+
+    let (csv_refs, _, _) = read_all(
+        import::open(&csv, Format::Csv, &csv_opts())
+            .unwrap()
+            .as_mut(),
+    );
+    let c = DenseTrace::load(
+        import::open(&csv, Format::Csv, &csv_opts())
+            .unwrap()
+            .as_mut(),
+    )
+    .unwrap();
+    same(&c, &dense_of(&csv_refs));
+    assert_eq!(c.write_count(), 66_898);
+    assert_eq!(c.ids, og.ids);
+
+    let mut txt = Vec::new();
+    for (p, w) in &csv_refs {
+        txt.extend_from_slice(format!("{p} {}\n", if *w { "w" } else { "r" }).as_bytes());
+    }
+    let t = DenseTrace::load(
+        import::from_reader(&txt[..], "t.txt", Format::Text, &opts)
+            .unwrap()
+            .as_mut(),
+    )
+    .unwrap();
+    same(&t, &c);
 }
 
 #[test]

@@ -1,14 +1,8 @@
 use crate::out::{self, num, Rows};
 use anyhow::Result;
 use clap::Subcommand;
-use serde::Serialize;
 use std::time::Instant;
-use swaplab_sim::mrc::{self, ShardsConfig};
-use swaplab_sim::{simulate, PolicySpec};
-use swaplab_trace::gen::standard_bench;
-use swaplab_trace::import::{self, Format, ImportOptions};
-use swaplab_trace::native::{write_source, NativeReader};
-use swaplab_trace::{DenseTrace, RefBatch, RefSource};
+use swaplab_sim::PolicySpec;
 
 #[derive(Subcommand)]
 pub enum BenchCmd {
@@ -28,6 +22,11 @@ pub enum BenchCmd {
         /// Policies to time.
         #[arg(long, default_value = "all")]
         policy: String,
+        /// Install the peer (PyPI libcachesim) in a private venv
+        /// (~/.cache/swaplab/peer-venv) and run it side by side. Without
+        /// it the peer runs only if that venv or python3 has the package.
+        #[arg(long)]
+        peer: bool,
         /// Save the result as JSON (for `swaplab report`).
         #[arg(long, value_name = "FILE")]
         save: Option<std::path::PathBuf>,
@@ -194,137 +193,6 @@ pub enum BenchCmd {
     },
 }
 
-/// The speed targets of issue 2, in millions of references per second.
-fn target(name: &str) -> Option<f64> {
-    Some(match name {
-        "fifo" | "clock" | "sieve" => 80.0,
-        "lru" => 40.0,
-        "opt" => 10.0,
-        "lfu" => return None,
-        "exact-mrc" => 8.0,
-        "shards-1%" => 150.0,
-        "native-read" => 100.0,
-        _ => 20.0,
-    })
-}
-
-#[derive(Serialize)]
-struct Row {
-    what: String,
-    seconds: f64,
-    mrefs_per_s: f64,
-    target_mrefs_per_s: Option<f64>,
-    meets_target: Option<bool>,
-    bytes_per_page: Option<usize>,
-    miss_ratio: Option<f64>,
-    note: String,
-    /// swaplab end to end: loading the native file (dense ids) + simulating.
-    end_to_end_seconds: Option<f64>,
-    /// swaplab importing the peer's oracleGeneral file + simulating.
-    import_and_sim_seconds: Option<f64>,
-    /// The peer (libCacheSim's Python package) reading its oracleGeneral
-    /// file and simulating, same memory, every object one page.
-    peer_seconds: Option<f64>,
-    peer_miss_ratio: Option<f64>,
-}
-
-/// The peer's run, through its Python package: for each policy, reads the
-/// oracleGeneral file and simulates (one pass, as its `cachesim` does).
-/// Prints `policy seconds miss_ratio` per line.
-const PEER_SCRIPT: &str = r#"
-import sys, time
-import libcachesim as lcs
-path, mem = sys.argv[1], int(sys.argv[2])
-P = {"lru": lcs.LRU, "fifo": lcs.FIFO, "arc": lcs.ARC, "lirs": lcs.LIRS, "sieve": lcs.Sieve,
-     "s3fifo": lcs.S3FIFO, "clock": lcs.Clock, "2q": lcs.TwoQ, "lfu": lcs.LFU, "opt": lcs.Belady}
-for name in sys.argv[3].split(","):
-    if name not in P:
-        continue
-    t0 = time.perf_counter()
-    r = lcs.TraceReader(path, lcs.TraceType.ORACLE_GENERAL_TRACE,
-                        reader_init_params=lcs.ReaderInitParam(ignore_obj_size=True))
-    mr, _ = P[name](mem).process_trace(r)
-    print(name, time.perf_counter() - t0, mr, flush=True)
-"#;
-
-/// Runs the peer if its Python package is importable: policy → (seconds, miss ratio).
-fn run_peer(
-    path: &std::path::Path,
-    mem: u64,
-    policies: &[String],
-) -> Result<std::collections::HashMap<String, (f64, f64)>, String> {
-    let ok = std::process::Command::new("python3")
-        .args(["-c", "import libcachesim"])
-        .output()
-        .map_err(|e| format!("python3 not found ({e})"))?;
-    if !ok.status.success() {
-        return Err("the peer's Python package is not installed (pip install libcachesim)".into());
-    }
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(PEER_SCRIPT)
-        .arg(path)
-        .arg(mem.to_string())
-        .arg(policies.join(","))
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(format!(
-            "the peer failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            let name = w.next()?.to_string();
-            let secs = w.next()?.parse().ok()?;
-            let mr = w.next()?.parse().ok()?;
-            Some((name, (secs, mr)))
-        })
-        .collect())
-}
-
-impl Row {
-    /// A row for `what`, which took `secs` for `n` references (printed as it is made).
-    fn timed(
-        n: f64,
-        what: String,
-        secs: f64,
-        bytes_per_page: Option<usize>,
-        miss_ratio: Option<f64>,
-        note: String,
-    ) -> Row {
-        let rate = n / secs / 1e6;
-        let tg = target(&what);
-        eprintln!("  {what:<14} {rate:>8.1} M refs/s");
-        Row {
-            what,
-            seconds: secs,
-            mrefs_per_s: rate,
-            target_mrefs_per_s: tg,
-            meets_target: tg.map(|x| rate >= x),
-            bytes_per_page,
-            miss_ratio,
-            note,
-            end_to_end_seconds: None,
-            import_and_sim_seconds: None,
-            peer_seconds: None,
-            peer_miss_ratio: None,
-        }
-    }
-}
-
-fn peak_rss_bytes() -> Option<u64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let l = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    Some(l.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
-}
-
 pub fn run(cmd: BenchCmd) -> Result<()> {
     match cmd {
         BenchCmd::Sim {
@@ -332,10 +200,11 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             pages,
             mem,
             policy,
+            peer,
             save,
             report,
             out,
-        } => run_sim(refs, pages, mem, policy, save, report, out),
+        } => run_sim(refs, pages, mem, policy, peer, save, report, out),
         BenchCmd::Vma {
             ops,
             quick,
@@ -862,170 +731,20 @@ fn run_sim(
     pages: u64,
     mem: u64,
     policy: String,
+    peer: bool,
     save: Option<std::path::PathBuf>,
     report: Option<std::path::PathBuf>,
     of: crate::OutFlags,
 ) -> Result<()> {
-    let specs = PolicySpec::parse_list(&policy)?;
-    eprintln!(
-        "generating the standard trace: {} refs, Zipf 1.0 over {} pages, seed 42 …",
-        num(refs),
-        num(pages)
-    );
-    let t0 = Instant::now();
-    let t = DenseTrace::load(&mut standard_bench(refs, pages)?)?;
-    eprintln!(
-        "  {} distinct pages, loaded in {:.1}s",
-        num(t.distinct() as u64),
-        t0.elapsed().as_secs_f64()
-    );
-    let n = t.len() as f64;
-    // Loading as users do: the native file (with dense ids) and the peer's
-    // own format (oracleGeneral, uncompressed), each to the dense form.
-    let dir = std::env::temp_dir().join(format!("swaplab-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir)?;
-    let native = dir.join("standard.parquet");
-    let og = dir.join("standard.oracleGeneral.bin");
-    let loads = (|| -> Result<(f64, f64, u64)> {
-        eprintln!("  writing the trace as a native file and as oracleGeneral …");
-        write_source(&mut standard_bench(refs, pages)?, &native, |_| {})?;
-        swaplab_trace::export::write_oracle_general_file(&mut standard_bench(refs, pages)?, &og)?;
-        let size = std::fs::metadata(&native)?.len();
-        let st = Instant::now();
-        let a = DenseTrace::load(&mut NativeReader::open(&native)?)?;
-        let native_s = st.elapsed().as_secs_f64();
-        anyhow::ensure!(a.ids == t.ids, "the native file loaded differently");
-        drop(a);
-        let st = Instant::now();
-        let mut src = import::open(&og, Format::OracleGeneral, &ImportOptions::default())?;
-        let b = DenseTrace::load(src.as_mut())?;
-        let og_s = st.elapsed().as_secs_f64();
-        anyhow::ensure!(
-            b.len() == t.len(),
-            "the oracleGeneral file loaded differently"
-        );
-        Ok((native_s, og_s, size))
-    })();
-    let (load_native, load_og, native_size) = match loads {
-        Ok(x) => x,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(e);
-        }
+    use swaplab_study::bench::sim as bench_sim;
+    let opts = bench_sim::SimOptions {
+        refs,
+        pages,
+        mem,
+        specs: PolicySpec::parse_list(&policy)?,
+        install_peer: peer,
     };
-    eprintln!(
-        "  load to dense form: native {load_native:.2}s ({:.0} M refs/s, file {:.2} bytes/ref), oracleGeneral import {load_og:.2}s",
-        n / load_native / 1e6,
-        native_size as f64 / n
-    );
-    let peer_names: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
-    eprintln!("  running the peer (libCacheSim via python3) on the oracleGeneral file …");
-    let peer = run_peer(&og, mem, &peer_names);
-    if let Err(e) = &peer {
-        eprintln!("  peer column skipped: {e}");
-    }
-    let mut rows: Vec<Row> = Vec::new();
-    let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
-        rows.push(Row::timed(n, what, secs, bpp, mr, note))
-    };
-    let next = specs.iter().any(|s| s.info().needs_future).then(|| {
-        let s = Instant::now();
-        let nu = t.next_use();
-        eprintln!(
-            "  next-use pass for OPT: {:.2}s (not counted in OPT's rate)",
-            s.elapsed().as_secs_f64()
-        );
-        nu
-    });
-    let mut policy_rows = Vec::new();
-    for s in &specs {
-        let st = Instant::now();
-        let r = simulate(&t, next.as_deref(), s, mem as usize, 42, &|_| {})?;
-        let secs = st.elapsed().as_secs_f64();
-        push(
-            s.to_string(),
-            secs,
-            Some(r.bytes_per_page),
-            Some(r.miss_ratio),
-            String::new(),
-        );
-        policy_rows.push((s.to_string(), secs));
-    }
-    for (row, (name, secs)) in rows.iter_mut().zip(&policy_rows) {
-        row.end_to_end_seconds = Some(load_native + secs);
-        row.import_and_sim_seconds = Some(load_og + secs);
-        if let Some(&(ps, pmr)) = peer.as_ref().ok().and_then(|p| p.get(name)) {
-            row.peer_seconds = Some(ps);
-            row.peer_miss_ratio = Some(pmr);
-        }
-    }
-    let mut push = |what: String, secs: f64, bpp: Option<usize>, mr: Option<f64>, note: String| {
-        rows.push(Row::timed(n, what, secs, bpp, mr, note))
-    };
-    push(
-        "load-native".into(),
-        load_native,
-        None,
-        None,
-        format!(
-            "file → dense, {:.2} bytes/ref; target ≤ 0.5 s at 50 M",
-            native_size as f64 / n
-        ),
-    );
-    push(
-        "load-oracleGeneral".into(),
-        load_og,
-        None,
-        None,
-        "import of the peer's format → dense".into(),
-    );
-    let st = Instant::now();
-    let exact = mrc::stack_histogram(&t)?;
-    push(
-        "exact-mrc".into(),
-        st.elapsed().as_secs_f64(),
-        None,
-        Some(exact.miss_ratio_at(mem)),
-        "all sizes, one pass".into(),
-    );
-    let st = Instant::now();
-    let sh = mrc::shards(&t, &ShardsConfig::fixed_rate(0.01))?;
-    let secs = st.elapsed().as_secs_f64();
-    let mae = mrc::mae(&exact, &sh, &mrc::mae_sizes(t.distinct() as u64));
-    push(
-        "shards-1%".into(),
-        secs,
-        None,
-        Some(mrc::MissRatioCurve::miss_ratio_at(&sh, mem)),
-        format!("MAE {mae:.4} (target ≤ 0.01)"),
-    );
-    // Native file reading (streaming batches, no dense form).
-    let path = native.clone();
-    let r = (|| -> Result<(f64, u64)> {
-        let size = std::fs::metadata(&path)?.len();
-        let st = Instant::now();
-        let mut rd = NativeReader::open(&path)?;
-        let mut b = RefBatch::default();
-        let mut cnt = 0u64;
-        let mut sum = 0u64;
-        while rd.next_batch(&mut b, 1 << 16)? {
-            cnt += b.len() as u64;
-            sum = sum.wrapping_add(b.page.iter().sum::<u64>());
-        }
-        std::hint::black_box(sum);
-        anyhow::ensure!(cnt == refs, "read {cnt} refs, wrote {refs}");
-        Ok((st.elapsed().as_secs_f64(), size))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    let (secs, size) = r?;
-    push(
-        "native-read".into(),
-        secs,
-        None,
-        None,
-        format!("file {:.2} bytes/ref", size as f64 / n),
-    );
-    let rss = peak_rss_bytes();
+    let result = bench_sim::run(&opts, crate::cmd::report::argv(), &mut |l| eprintln!("{l}"))?;
     let mut tr = Rows::new(&[
         "what",
         "M refs/s",
@@ -1043,11 +762,7 @@ fn run_sim(
         "note",
     ]);
     let f2 = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.2}"));
-    for r in &rows {
-        let ratio = |ours: Option<f64>| match (r.peer_seconds, ours) {
-            (Some(p), Some(o)) => format!("{:.1}", p / o),
-            _ => "-".into(),
-        };
+    for r in &result.rows {
         tr.push(vec![
             r.what.clone(),
             format!("{:.1}", r.mrefs_per_s),
@@ -1061,64 +776,115 @@ fn run_sim(
             f2(r.import_and_sim_seconds),
             f2(r.peer_seconds),
             r.peer_miss_ratio.map_or("-".into(), out::pct),
-            ratio(r.end_to_end_seconds),
-            ratio(r.import_and_sim_seconds),
+            f1(r.ratio_native()),
+            f1(r.ratio_import()),
             r.note.clone(),
         ]);
     }
-    #[derive(Serialize)]
-    struct Report<'a> {
-        /// `swaplab.bench.sim` (the saved form `swaplab report` reads).
-        kind: &'static str,
-        command: Vec<String>,
-        machine: Option<swaplab_host::procfs::Environment>,
-        refs: u64,
-        pages: u64,
-        distinct: usize,
-        mem_pages: u64,
-        threads: usize,
-        peak_rss_bytes: Option<u64>,
-        load_native_seconds: f64,
-        load_oracle_general_seconds: f64,
-        peer_note: Option<String>,
-        rows: &'a [Row],
-    }
-    let result = Report {
-        kind: swaplab_study::bench::sim::section::BENCH_SIM_KIND,
-        command: crate::cmd::report::argv(),
-        machine: swaplab_host::procfs::Environment::capture().ok(),
-        refs,
-        pages,
-        distinct: t.distinct(),
-        mem_pages: mem,
-        threads: 1,
-        peak_rss_bytes: rss,
-        load_native_seconds: load_native,
-        load_oracle_general_seconds: load_og,
-        peer_note: peer.as_ref().err().cloned(),
-        rows: &rows,
-    };
     out::print(of.format(), &tr, &result)?;
     save_and_report(
         &result,
         save.as_deref(),
         report.as_deref(),
         |p, r| Ok(swaplab_study::sim::section::save(p, r)?),
-        swaplab_study::bench::sim::section::bench_sim_section,
+        bench_sim::section::bench_sim_section,
     )?;
-    if of.format() == out::Format::Table {
+    if of.format() != out::Format::Table {
+        return Ok(());
+    }
+    let rss = result.peak_rss_bytes;
+    println!(
+        "peak RSS {} (trace in memory: {} bytes/ref + {} bytes/distinct page); policies run one at a time on one core",
+        rss.map_or("?".into(), swaplab_trace::units::format_bytes),
+        4,
+        8
+    );
+    match &result.peer_note {
+        None => println!(
+            "peer: libCacheSim (PyPI libcachesim) reading the same trace as oracleGeneral and simulating, \
+             timed inside python3; ×peer = peer time / ours (load+sim, or import of oracleGeneral+sim)"
+        ),
+        Some(e) => println!("peer columns empty: {e}"),
+    }
+    let mut lt = Rows::new(&[
+        "format",
+        "cores",
+        "load s",
+        "M refs/s",
+        "× native",
+        "file bytes/ref",
+    ]);
+    for l in &result.loads {
+        lt.push(vec![
+            l.format.clone(),
+            l.cores.to_string(),
+            format!("{:.2}", l.seconds),
+            format!("{:.1}", l.mrefs_per_s),
+            format!("{:.2}", l.vs_native),
+            format!("{:.2}", l.file_bytes_per_ref),
+        ]);
+    }
+    println!(
+        "\nloading each format to the dense form (best of {} rounds; × native: this rate / the native file's at the same cores, target ≥ 1):\n{}",
+        result.load_rounds,
+        lt.render()
+    );
+    if let Some(p) = &result.peer {
+        let mut pt = Rows::new(&[
+            "policy",
+            "ours: import+sim s",
+            "ours: load+sim s",
+            "peer s",
+            "misses",
+            "peer misses",
+            "×peer import",
+            "×peer native",
+            "targets",
+        ]);
+        for r in result.rows.iter().filter(|r| r.peer_seconds.is_some()) {
+            let (ri, rn) = (r.ratio_import(), r.ratio_native());
+            let met = |x: Option<f64>, t: f64| x.is_some_and(|x| x >= t);
+            let eq = match (r.misses, r.peer_misses) {
+                (Some(a), Some(b)) if a == b => "=".to_string(),
+                (Some(a), Some(b)) => format!(" ({:+})", a as i64 - b as i64),
+                _ => String::new(),
+            };
+            pt.push(vec![
+                r.what.clone(),
+                f2(r.import_and_sim_seconds),
+                f2(r.end_to_end_seconds),
+                f2(r.peer_seconds),
+                format!("{}{eq}", r.misses.map_or("-".into(), num)),
+                r.peer_misses.map_or("-".into(), num),
+                f1(ri),
+                f1(rn),
+                format!(
+                    "≥{}× import {}, ≥{}× native {}",
+                    bench_sim::PEER_TARGET_IMPORT,
+                    if met(ri, bench_sim::PEER_TARGET_IMPORT) {
+                        "yes"
+                    } else {
+                        "NO"
+                    },
+                    bench_sim::PEER_TARGET_NATIVE,
+                    if met(rn, bench_sim::PEER_TARGET_NATIVE) {
+                        "yes"
+                    } else {
+                        "NO"
+                    },
+                ),
+            ]);
+        }
         println!(
-            "peak RSS {} (trace in memory: {} bytes/ref + {} bytes/distinct page); policies run one at a time on one core",
-            rss.map_or("?".into(), swaplab_trace::units::format_bytes),
-            4,
-            8
+            "\nside by side with the peer, {p}, on the same oracleGeneral file (misses: \"=\" equal, else ours − the peer's; \
+             docs/policies.md explains LIRS and S3-FIFO):\n{}",
+            pt.render()
         );
-        match &peer {
-            Ok(_) => println!(
-                "peer: libCacheSim (PyPI libcachesim) reading the same trace as oracleGeneral and simulating, \
-                 timed inside python3; ×peer = peer time / ours (load+sim, or import of oracleGeneral+sim)"
-            ),
-            Err(e) => println!("peer columns empty: {e}"),
+        if !result.peer_missing.is_empty() {
+            println!(
+                "the peer's package has no {}: timed here only",
+                result.peer_missing.join(", ")
+            );
         }
     }
     Ok(())

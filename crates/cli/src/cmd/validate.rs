@@ -11,15 +11,16 @@ use swaplab_study::validate::{self, ValidateOptions};
 #[derive(Args)]
 #[command(
     after_help = "Needs root. Records the workload's own page references, runs it \
-unlimited and at each limit (a share of its peak) with the swap area, simulates `linux` with \
-this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
+unlimited and at each limit (a share of its peak) with the swap area, simulates each \
+--policy (`linux` unless asked) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
 (the limit minus what else the unlimited run's cgroup held), and predicts the run time with \
 the simulator's device model on the calibrated device profile (swaplab calibrate; measured \
 first when missing): what `swaplab sim --device PROFILE --fault-path kernel --base-time T0` \
 predicts, T0 the unlimited run's time. See \
 docs/fidelity.md.\n\n\
 EXAMPLES\n  swaplab validate traverse --size 64M --limits 75%,50%\n  \
-swaplab validate qsort --limits 90%,75%,50%,25% --repeat 3 --report validate.html"
+swaplab validate qsort --limits 90%,75%,50%,25% --repeat 3 --report validate.html\n  \
+swaplab validate kv --size 8M --policy linux,mglru --save kv.json"
 )]
 pub struct ValidateArgs {
     /// A built-in workload (traverse, qsort, chase, kv or genome; they record their own
@@ -35,6 +36,10 @@ pub struct ValidateArgs {
     /// The swap area: file:SIZE or zram:SIZE.
     #[arg(long, default_value = "file:1G")]
     swap: String,
+    /// The policies that predict, comma-separated (`sim --policy` names): `linux,mglru`
+    /// shows the classic lists and MGLRU side by side, each with its errors.
+    #[arg(long, default_value = "linux", value_name = "P[,P…]")]
+    policy: String,
     /// Runs per limit.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
@@ -101,6 +106,13 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             .as_deref()
             .map(swaplab_lab::options::parse_duration)
             .transpose()?,
+        policies: a
+            .policy
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect(),
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;
@@ -115,49 +127,74 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     );
     bar.finish();
     let r = r?;
-    let mut t = Rows::new(&[
-        "limit",
-        "memory (pages)",
-        "runs",
-        "major faults",
-        "predicted",
-        "error",
-        "swap-outs",
-        "predicted",
-        "error",
-        "time s",
-        "predicted s",
-        "error",
-        "OPT loads ≤ swap-ins",
-    ]);
+    let policies = r.policy_names();
+    // One policy: predicted and error after each measured count; several:
+    // one predicted and error column pair per policy, named by it.
+    let named = |what: &str, p: &str| {
+        if policies.len() == 1 {
+            what.to_string()
+        } else {
+            format!("{what} {p}")
+        }
+    };
+    let mut header = vec!["limit".to_string(), "memory (pages)".into(), "runs".into()];
+    for (measured, what) in [
+        ("major faults", "predicted"),
+        ("swap-outs", "predicted"),
+        ("time s", "predicted s"),
+    ] {
+        header.push(measured.into());
+        for p in &policies {
+            header.push(named(what, p));
+            header.push(named("error", p));
+        }
+    }
+    header.push("OPT loads ≤ swap-ins".into());
+    let mut t = Rows::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
     for row in &r.rows {
-        t.push(vec![
+        let preds = row.policy_predictions();
+        let of = |p: &str| preds.iter().find(|x| x.policy == p);
+        let mut cells = vec![
             format!("{}%", row.limit_pct),
             row.capacity_pages.to_string(),
             row.ok_runs.to_string(),
-            n(row.measured_majflt),
-            crate::out::num(row.sim_majflt),
-            pct(row.majflt_err),
-            n(row.measured_swapout),
-            crate::out::num(row.sim_swapout),
-            pct(row.swapout_err),
+        ];
+        cells.push(n(row.measured_majflt));
+        for p in &policies {
+            let x = of(p);
+            cells.push(x.map_or("-".into(), |x| crate::out::num(x.sim_majflt)));
+            cells.push(pct(x.and_then(|x| x.majflt_err)));
+        }
+        cells.push(n(row.measured_swapout));
+        for p in &policies {
+            let x = of(p);
+            cells.push(x.map_or("-".into(), |x| crate::out::num(x.sim_swapout)));
+            cells.push(pct(x.and_then(|x| x.swapout_err)));
+        }
+        cells.push(
             row.measured_wall_s
                 .map_or("-".into(), |v| format!("{v:.2}")),
-            row.predicted_wall_s
-                .map_or("-".into(), |v| format!("{v:.2}")),
-            pct(row.wall_err),
-            match row.opt_check {
-                Some(true) => format!("yes ({} ≤ {})", row.opt_loads, n(row.measured_swapin)),
-                Some(false) => format!("NO ({} > {})", row.opt_loads, n(row.measured_swapin)),
-                None => "-".into(),
-            },
-        ]);
+        );
+        for p in &policies {
+            let x = of(p);
+            cells.push(
+                x.and_then(|x| x.predicted_wall_s)
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+            );
+            cells.push(pct(x.and_then(|x| x.wall_err)));
+        }
+        cells.push(match row.opt_check {
+            Some(true) => format!("yes ({} ≤ {})", row.opt_loads, n(row.measured_swapin)),
+            Some(false) => format!("NO ({} > {})", row.opt_loads, n(row.measured_swapin)),
+            None => "-".into(),
+        });
+        t.push(cells);
     }
     let fmt = a.out.format();
     out::print(fmt, &t, &r)?;
     if fmt == out::Format::Table {
         println!(
-            "{} references over {} pages ({} accesses) captured in {:.1} s; peak {}, of which {} not the traced data; {} with {} readahead; sweep s{}",
+            "{} references over {} pages ({} accesses) captured in {:.1} s; peak {}, of which {} not the traced data; {} with {} readahead; predicted by {}; sweep s{}",
             r.refs,
             r.footprint_pages,
             r.accesses.map_or("?".into(), |a| a.to_string()),
@@ -166,6 +203,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             swaplab_trace::units::format_bytes(r.overhead_bytes),
             r.swap,
             r.readahead,
+            policies.join(", "),
             r.sweep_id
         );
         for note in &r.notes {

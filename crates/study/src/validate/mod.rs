@@ -11,10 +11,12 @@
 //!    distinct pages — the rest of the peak (binary, libraries, stack, page
 //!    tables, page cache) is measured, not guessed, and taken to stay
 //!    charged at every limit.
-//! 4. The trace is simulated with `linux` and the kernel's swap readahead as
-//!    this machine has it (cluster or VMA at its page-cluster; none on zram)
-//!    at each effective memory, and with `opt` without readahead.
-//! 5. Run time is predicted by the simulator's device model: the `linux`
+//! 4. The trace is simulated with each asked policy (`linux` by default;
+//!    `--policy linux,mglru` for the classic lists and MGLRU side by side)
+//!    and the kernel's swap readahead as this machine has it (cluster or VMA
+//!    at its page-cluster; none on zram) at each effective memory, and with
+//!    `opt` without readahead.
+//! 5. Run time is predicted by the simulator's device model: each policy's
 //!    simulation runs on the calibrated device profile ([`crate::calibrate`];
 //!    measured first when missing) as `--device PROFILE.toml` with the
 //!    `kernel` fault path and the unlimited run's wall time as the base
@@ -27,6 +29,7 @@
 //! can be made demand-driven without more fetches), so OPT's misses beyond
 //! the first touches must not exceed the pages the kernel swapped in.
 
+pub mod fidelity;
 pub mod section;
 
 use std::path::{Path, PathBuf};
@@ -75,6 +78,34 @@ pub struct ValidateOptions {
     /// a small, fast-churning group's statistics fresh, without which cgroup
     /// v1 reclaim can OOM-kill it with swap to spare.
     pub flush_stats: Option<std::time::Duration>,
+    /// The policies that predict (`sim --policy` names), the first one also
+    /// in the row's own `sim_*` fields; empty means `linux`.
+    pub policies: Vec<String>,
+}
+
+/// The policy validate predicts with when none is asked.
+pub const DEFAULT_POLICY: &str = "linux";
+
+/// One policy's prediction at one limit, and its errors against the
+/// measured medians of the row.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PolicyPrediction {
+    /// The policy (`sim --policy`).
+    pub policy: String,
+    pub sim_majflt: u64,
+    pub sim_swapout: u64,
+    pub sim_prefetch_reads: u64,
+    /// `cost.predicted_time_s`.
+    pub predicted_wall_s: Option<f64>,
+    /// `cost.fault_time_s`.
+    pub sim_fault_time_s: Option<f64>,
+    pub cost: Option<CostReport>,
+    /// The `swaplab sim` command that computes this prediction.
+    pub sim_command: Vec<String>,
+    /// (predicted − measured) / measured.
+    pub majflt_err: Option<f64>,
+    pub swapout_err: Option<f64>,
+    pub wall_err: Option<f64>,
 }
 
 /// One limit: measured against predicted.
@@ -112,6 +143,11 @@ pub struct ValidateRow {
     pub majflt_err: Option<f64>,
     pub swapout_err: Option<f64>,
     pub wall_err: Option<f64>,
+    /// Every asked policy's prediction, in the order asked (the first is
+    /// the one in the `sim_*` fields above). Empty in results saved before
+    /// `--policy` (version 2): there the fields above are `linux`'s.
+    #[serde(default)]
+    pub predictions: Vec<PolicyPrediction>,
     /// OPT's misses without readahead, and beyond the first touches.
     pub opt_misses: u64,
     pub opt_loads: u64,
@@ -150,6 +186,54 @@ pub struct ValidateResult {
     pub profile_path: PathBuf,
     pub rows: Vec<ValidateRow>,
     pub notes: Vec<String>,
+    /// The policies that predicted, in order (results of version 2 and
+    /// before predicted with `linux` only and have none here).
+    #[serde(default)]
+    pub policies: Vec<String>,
+}
+
+impl ValidateRow {
+    /// Every policy's prediction: the saved ones, or for a result of
+    /// version 2 (no `predictions`) `linux`'s from the row's own fields.
+    pub fn policy_predictions(&self) -> Vec<PolicyPrediction> {
+        if !self.predictions.is_empty() {
+            return self.predictions.clone();
+        }
+        vec![PolicyPrediction {
+            policy: DEFAULT_POLICY.into(),
+            sim_majflt: self.sim_majflt,
+            sim_swapout: self.sim_swapout,
+            sim_prefetch_reads: self.sim_prefetch_reads,
+            predicted_wall_s: self.predicted_wall_s,
+            sim_fault_time_s: self.sim_fault_time_s,
+            cost: self.cost.clone(),
+            sim_command: self.sim_command.clone(),
+            majflt_err: self.majflt_err,
+            swapout_err: self.swapout_err,
+            wall_err: self.wall_err,
+        }]
+    }
+}
+
+impl ValidateResult {
+    /// The policies that predicted (`linux` for results saved before
+    /// `--policy`).
+    pub fn policy_names(&self) -> Vec<String> {
+        if self.policies.is_empty() {
+            vec![DEFAULT_POLICY.into()]
+        } else {
+            self.policies.clone()
+        }
+    }
+}
+
+/// The asked policies, or `linux`.
+pub fn policies_of(o: &ValidateOptions) -> Vec<String> {
+    if o.policies.is_empty() {
+        vec![DEFAULT_POLICY.into()]
+    } else {
+        o.policies.clone()
+    }
 }
 
 /// Checks the options before anything runs.
@@ -175,6 +259,13 @@ pub fn check(o: &ValidateOptions) -> Result<()> {
     }
     if o.repeat == 0 || o.repeat > 100 {
         return Err(Error::Invalid("--repeat: give 1 to 100".into()));
+    }
+    let policies = policies_of(o);
+    for (i, p) in policies.iter().enumerate() {
+        PolicySpec::parse(p).map_err(|e| Error::Invalid(format!("--policy {p:?}: {e}")))?;
+        if policies[..i].contains(p) {
+            return Err(Error::Invalid(format!("--policy: {p} is named twice")));
+        }
     }
     if matches!(o.swap, SwapSpec::Zswap { .. } | SwapSpec::Existing) {
         return Err(Error::Invalid(
@@ -239,7 +330,7 @@ pub const FAULT_PATH: &str = "kernel";
 /// What the simulator predicts at one effective memory.
 #[derive(Debug, Clone)]
 pub struct Prediction {
-    /// `linux` with the readahead, costed.
+    /// The policy with the readahead, costed.
     pub sim: swaplab_sim::SimResult,
     pub cost: Option<CostReport>,
     /// `cost.predicted_time_s`.
@@ -248,7 +339,7 @@ pub struct Prediction {
     pub sim_command: Vec<String>,
 }
 
-/// Simulates `linux` with `readahead` at `capacity` pages, costed on
+/// Simulates `policy` with `readahead` at `capacity` pages, costed on
 /// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
 /// [`swaplab_lab::simulate::run_costed`], the function behind `swaplab sim
 /// --device`, so validate and sim cannot disagree. `None` when the device
@@ -256,17 +347,18 @@ pub struct Prediction {
 pub fn predict(
     trace: &DenseTrace,
     trace_path: &Path,
+    policy: &str,
     capacity: u64,
     readahead: &str,
     device: &DeviceSpec,
     base_wall: Option<f64>,
 ) -> Result<Option<Prediction>> {
-    let linux = PolicySpec::parse("linux").map_err(|e| Error::Invalid(e.to_string()))?;
+    let spec = PolicySpec::parse(policy).map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
     let (res, _) = match swaplab_lab::simulate::run_costed(
         trace,
-        &[linux],
+        &[spec],
         &[(capacity.to_string(), capacity)],
         &[pf],
         &[],
@@ -293,7 +385,7 @@ pub fn predict(
         "sim",
         &trace_path.display().to_string(),
         "--policy",
-        "linux",
+        policy,
         "--prefetch",
         readahead,
         "--mem",
@@ -437,6 +529,7 @@ pub fn run(
     let device = DeviceSpec::parse(&profile_path.to_string_lossy(), None)
         .map_err(|e| Error::Invalid(e.to_string()))?;
     let next_use = trace.next_use();
+    let policies = policies_of(o);
     let mut rows = Vec::new();
     for (pct, limit) in o.limits.iter().zip(&limits[1..]) {
         let LimitSpec::Bytes(lb) = *limit else {
@@ -446,22 +539,50 @@ pub fn run(
         let cell = cell_runs(&label);
         let capacity = (lb.saturating_sub(overhead) / 4096).max(1);
         say(&format!(
-            "simulating linux + {readahead} and opt at {capacity} pages ({pct}% of the peak)"
+            "simulating {} + {readahead} and opt at {capacity} pages ({pct}% of the peak)",
+            policies.join(", ")
         ));
-        let Some(Prediction {
-            sim,
-            cost,
-            predicted,
-            sim_command,
-        }) = predict(
-            &trace,
-            &trace_path,
-            capacity,
-            &readahead,
-            &device,
-            base_wall,
-        )?
-        else {
+        let m_maj = median(cell.iter().filter_map(|r| r.get("majflt")).collect());
+        let m_out = median(cell.iter().filter_map(|r| r.get("swapout_pages")).collect());
+        let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
+        let m_wall =
+            median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
+        let mut predictions = Vec::new();
+        for policy in &policies {
+            let Some(Prediction {
+                sim,
+                cost,
+                predicted,
+                sim_command,
+            }) = predict(
+                &trace,
+                &trace_path,
+                policy,
+                capacity,
+                &readahead,
+                &device,
+                base_wall,
+            )?
+            else {
+                continue;
+            };
+            let c = sim.counters;
+            predictions.push(PolicyPrediction {
+                policy: policy.clone(),
+                sim_majflt: c.major_faults,
+                sim_swapout: c.swap_outs,
+                sim_prefetch_reads: c.prefetch_reads,
+                predicted_wall_s: predicted,
+                sim_fault_time_s: cost.as_ref().map(|c| c.fault_time_s),
+                cost,
+                sim_command,
+                majflt_err: rel(c.major_faults as f64, m_maj),
+                swapout_err: rel(c.swap_outs as f64, m_out),
+                wall_err: predicted.and_then(|p| rel(p, m_wall)),
+            });
+        }
+        // The device left no memory at this limit (a zram profile).
+        let Some(first) = predictions.first().cloned() else {
             continue;
         };
         let o_sim = simulate_ext(
@@ -477,12 +598,6 @@ pub fn run(
             &|_| {},
         )
         .map_err(|e| Error::Invalid(e.to_string()))?;
-        let c = sim.counters;
-        let m_maj = median(cell.iter().filter_map(|r| r.get("majflt")).collect());
-        let m_out = median(cell.iter().filter_map(|r| r.get("swapout_pages")).collect());
-        let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
-        let m_wall =
-            median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
         let opt_misses = o_sim.counters.misses();
         let opt_loads = opt_misses.saturating_sub(footprint);
         rows.push(ValidateRow {
@@ -495,16 +610,17 @@ pub fn run(
             measured_swapout: m_out,
             measured_swapin: m_in,
             measured_wall_s: m_wall,
-            sim_majflt: c.major_faults,
-            sim_swapout: c.swap_outs,
-            sim_prefetch_reads: c.prefetch_reads,
-            predicted_wall_s: predicted,
-            sim_fault_time_s: cost.as_ref().map(|c| c.fault_time_s),
-            cost,
-            sim_command,
-            majflt_err: rel(c.major_faults as f64, m_maj),
-            swapout_err: rel(c.swap_outs as f64, m_out),
-            wall_err: predicted.and_then(|p| rel(p, m_wall)),
+            sim_majflt: first.sim_majflt,
+            sim_swapout: first.sim_swapout,
+            sim_prefetch_reads: first.sim_prefetch_reads,
+            predicted_wall_s: first.predicted_wall_s,
+            sim_fault_time_s: first.sim_fault_time_s,
+            cost: first.cost,
+            sim_command: first.sim_command,
+            majflt_err: first.majflt_err,
+            swapout_err: first.swapout_err,
+            wall_err: first.wall_err,
+            predictions,
             opt_misses,
             opt_loads,
             opt_check: m_in.map(|i| opt_loads as f64 <= i),
@@ -521,7 +637,7 @@ pub fn run(
     }
     Ok(ValidateResult {
         kind: VALIDATE_KIND.into(),
-        version: 2,
+        version: 3,
         sweep_id: report.sweep_id,
         command,
         workload_command: workload,
@@ -542,6 +658,7 @@ pub fn run(
         profile_path,
         rows,
         notes,
+        policies,
     })
 }
 

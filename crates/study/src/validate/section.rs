@@ -7,7 +7,7 @@ use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
 use crate::report::{col, shell_line};
-use crate::validate::ValidateResult;
+use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
 use swaplab_lab::error::{Error, Result};
 
 /// `"kind"` of a saved validation.
@@ -21,49 +21,11 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             p.display()
         ))
     })?;
-    let mut t = Table::new(
-        "validate",
-        "one row per limit: medians of the real runs against the simulation at the effective memory",
-        vec![
-            col("limit_pct", "float", "%", "the limit, percent of the unlimited peak"),
-            col("limit_bytes", "integer", "bytes", "the limit"),
-            col("capacity_pages", "integer", "pages", "effective memory: limit − (peak − footprint), in pages"),
-            col("ok_runs", "integer", "", "real runs that ended ok"),
-            col("measured_majflt", "float", "count", "major faults (rusage), median"),
-            col("sim_majflt", "integer", "count", "simulated major faults (linux + the kernel's readahead)"),
-            col("majflt_err", "float", "ratio", "(predicted − measured) / measured"),
-            col("measured_swapout", "float", "pages", "pages swapped out, median"),
-            col("sim_swapout", "integer", "pages", "simulated swap-outs"),
-            col("swapout_err", "float", "ratio", "(predicted − measured) / measured"),
-            col("measured_wall_s", "float", "s", "run time, median"),
-            col("predicted_wall_s", "float", "s", "T0 + the simulated stalls on the calibrated device (sim --device PROFILE --fault-path kernel --base-time T0)"),
-            col("sim_fault_time_s", "float", "s", "the simulated stalls: major and minor faults, swap-cache hits, reclaim"),
-            col("wall_err", "float", "ratio", "(predicted − measured) / measured"),
-            col("measured_swapin", "float", "pages", "pages swapped in, median"),
-            col("opt_loads", "integer", "pages", "OPT's misses beyond the first touches (no readahead)"),
-        ],
-    );
-    for row in &r.rows {
-        t.push(vec![
-            row.limit_pct.into(),
-            row.limit_bytes.into(),
-            row.capacity_pages.into(),
-            (row.ok_runs as u64).into(),
-            row.measured_majflt.into(),
-            row.sim_majflt.into(),
-            row.majflt_err.into(),
-            row.measured_swapout.into(),
-            row.sim_swapout.into(),
-            row.swapout_err.into(),
-            row.measured_wall_s.into(),
-            row.predicted_wall_s.into(),
-            row.sim_fault_time_s.into(),
-            row.wall_err.into(),
-            row.measured_swapin.into(),
-            row.opt_loads.into(),
-        ]);
-    }
-    let series = |name: &str, f: &dyn Fn(&crate::validate::ValidateRow) -> Option<f64>| Series {
+    let t = validate_table(&r);
+    let policies = r.policy_names();
+    let pred =
+        |row: &ValidateRow, p: &str| row.policy_predictions().into_iter().find(|x| x.policy == p);
+    let series = |name: &str, f: &dyn Fn(&ValidateRow) -> Option<f64>| Series {
         name: name.into(),
         points: r
             .rows
@@ -71,6 +33,20 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
             .filter_map(|row| Some((row.limit_pct, f(row)?)))
             .collect(),
         err: Vec::new(),
+    };
+    // One "predicted" line per policy ("predicted" alone for one policy).
+    let predicted = |f: &dyn Fn(&PolicyPrediction) -> Option<f64>| -> Vec<Series> {
+        policies
+            .iter()
+            .map(|p| {
+                let name = if policies.len() == 1 {
+                    "predicted".to_string()
+                } else {
+                    format!("predicted: {p}")
+                };
+                series(&name, &|row| pred(row, p).and_then(|x| f(&x)))
+            })
+            .collect()
     };
     let fig = |title: &str, y: &str, caption: String, s: Vec<Series>| Figure {
         title: title.into(),
@@ -83,29 +59,36 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         },
         data: t.clone(),
     };
+    let with = |first: Vec<Series>, mid: Vec<Series>, last: Vec<Series>| {
+        first.into_iter().chain(mid).chain(last).collect::<Vec<_>>()
+    };
     let figures = vec![
         fig(
             "Major faults: measured and predicted",
             "major faults",
             format!(
-                "Measured (median of the real runs) against simulated (linux + {}) at the effective memory of each limit; OPT's page loads without readahead are a lower bound on the pages the kernel must swap in.",
+                "Measured (median of the real runs) against simulated ({} + {}) at the effective memory of each limit; OPT's page loads without readahead are a lower bound on the pages the kernel must swap in.",
+                policies.join(", "),
                 r.readahead
             ),
-            vec![
-                series("measured", &|x| x.measured_majflt),
-                series("predicted", &|x| Some(x.sim_majflt as f64)),
-                series("measured swap-ins", &|x| x.measured_swapin),
-                series("OPT loads", &|x| Some(x.opt_loads as f64)),
-            ],
+            with(
+                vec![series("measured", &|x| x.measured_majflt)],
+                predicted(&|x| Some(x.sim_majflt as f64)),
+                vec![
+                    series("measured swap-ins", &|x| x.measured_swapin),
+                    series("OPT loads", &|x| Some(x.opt_loads as f64)),
+                ],
+            ),
         ),
         fig(
             "Swap-outs: measured and predicted",
             "pages swapped out",
             "Pages written to swap.".into(),
-            vec![
-                series("measured", &|x| x.measured_swapout),
-                series("predicted", &|x| Some(x.sim_swapout as f64)),
-            ],
+            with(
+                vec![series("measured", &|x| x.measured_swapout)],
+                predicted(&|x| Some(x.sim_swapout as f64)),
+                Vec::new(),
+            ),
         ),
         fig(
             "Run time: measured and predicted",
@@ -119,10 +102,11 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 r.profile.read_seq_us,
                 r.profile.write_us
             ),
-            vec![
-                series("measured", &|x| x.measured_wall_s),
-                series("predicted", &|x| x.predicted_wall_s),
-            ],
+            with(
+                vec![series("measured", &|x| x.measured_wall_s)],
+                predicted(&|x| x.predicted_wall_s),
+                Vec::new(),
+            ),
         ),
     ];
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
@@ -148,10 +132,11 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
                 r.swap
             ),
             format!(
-                "Effective memory = limit − (unlimited peak {} − footprint {} pages × 4 KiB) = limit − {} MiB. The trace was simulated with linux + {} and with opt at each.",
+                "Effective memory = limit − (unlimited peak {} − footprint {} pages × 4 KiB) = limit − {} MiB. The trace was simulated with {} (each with {}) and with opt at each.",
                 r.base_peak_bytes.map_or("?".into(), |p| format!("{:.1} MiB", p / 1048576.0)),
                 r.footprint_pages,
                 r.overhead_bytes >> 20,
+                policies.join(" and "),
                 r.readahead
             ),
         ],
@@ -165,4 +150,273 @@ pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
         ]),
         notes: r.notes.clone(),
     })
+}
+
+/// The table of a validation: one row per limit. With one policy its
+/// columns are those of every result since version 2 (`sim_majflt`,
+/// `majflt_err`, …); with several, each policy has its own `POLICY_majflt`,
+/// `POLICY_majflt_err`, … columns instead, side by side.
+pub fn validate_table(r: &ValidateResult) -> Table {
+    let policies = r.policy_names();
+    let one = policies.len() == 1;
+    let mut cols = vec![
+        col(
+            "limit_pct",
+            "float",
+            "%",
+            "the limit, percent of the unlimited peak",
+        ),
+        col("limit_bytes", "integer", "bytes", "the limit"),
+        col(
+            "capacity_pages",
+            "integer",
+            "pages",
+            "effective memory: limit − (peak − footprint), in pages",
+        ),
+        col("ok_runs", "integer", "", "real runs that ended ok"),
+        col(
+            "measured_majflt",
+            "float",
+            "count",
+            "major faults (rusage), median",
+        ),
+        col(
+            "measured_swapout",
+            "float",
+            "pages",
+            "pages swapped out, median",
+        ),
+        col("measured_wall_s", "float", "s", "run time, median"),
+        col(
+            "measured_swapin",
+            "float",
+            "pages",
+            "pages swapped in, median",
+        ),
+        col(
+            "opt_loads",
+            "integer",
+            "pages",
+            "OPT's misses beyond the first touches (no readahead)",
+        ),
+    ];
+    for p in &policies {
+        let name = |what: &str| {
+            if one {
+                what.to_string()
+            } else {
+                format!("{p}_{}", what.trim_start_matches("sim_"))
+            }
+        };
+        let err = "(predicted − measured) / measured";
+        cols.extend([
+            col(&name("sim_majflt"), "integer", "count", &format!("simulated major faults ({p} + the kernel's readahead)")),
+            col(&name("majflt_err"), "float", "ratio", err),
+            col(&name("sim_swapout"), "integer", "pages", &format!("simulated swap-outs ({p})")),
+            col(&name("swapout_err"), "float", "ratio", err),
+            col(&name("predicted_wall_s"), "float", "s", &format!("T0 + the simulated stalls of {p} on the calibrated device (sim --device PROFILE --fault-path kernel --base-time T0)")),
+            col(&name("sim_fault_time_s"), "float", "s", "the simulated stalls: major and minor faults, swap-cache hits, reclaim"),
+            col(&name("wall_err"), "float", "ratio", err),
+        ]);
+    }
+    let mut t = Table::new(
+        "validate",
+        "one row per limit: medians of the real runs against the simulation at the effective memory",
+        cols,
+    );
+    for row in &r.rows {
+        let preds = row.policy_predictions();
+        let mut cells: Vec<swaplab_report::Value> = vec![
+            row.limit_pct.into(),
+            row.limit_bytes.into(),
+            row.capacity_pages.into(),
+            (row.ok_runs as u64).into(),
+            row.measured_majflt.into(),
+            row.measured_swapout.into(),
+            row.measured_wall_s.into(),
+            row.measured_swapin.into(),
+            row.opt_loads.into(),
+        ];
+        for p in &policies {
+            let x = preds.iter().find(|x| &x.policy == p);
+            cells.extend([
+                x.map(|x| x.sim_majflt).into(),
+                x.and_then(|x| x.majflt_err).into(),
+                x.map(|x| x.sim_swapout).into(),
+                x.and_then(|x| x.swapout_err).into(),
+                x.and_then(|x| x.predicted_wall_s).into(),
+                x.and_then(|x| x.sim_fault_time_s).into(),
+                x.and_then(|x| x.wall_err).into(),
+            ]);
+        }
+        t.push(cells);
+    }
+    t
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
+
+    fn prediction(policy: &str, majflt: u64, measured: f64) -> PolicyPrediction {
+        PolicyPrediction {
+            policy: policy.into(),
+            sim_majflt: majflt,
+            sim_swapout: majflt * 2,
+            sim_prefetch_reads: 0,
+            predicted_wall_s: Some(1.0),
+            sim_fault_time_s: Some(0.5),
+            cost: None,
+            sim_command: vec!["swaplab".into(), "sim".into()],
+            majflt_err: Some((majflt as f64 - measured) / measured),
+            swapout_err: None,
+            wall_err: None,
+        }
+    }
+
+    /// A validation of two limits predicted by `policies` (majflt 100 and
+    /// 200 measured; linux predicts 110 and 200, mglru 90 and 260).
+    pub(crate) fn sample(policies: &[&str]) -> ValidateResult {
+        let rows = [(75.0, 100.0, 110, 90), (50.0, 200.0, 200, 260)]
+            .iter()
+            .map(|&(pct, m, l, g)| {
+                let preds: Vec<PolicyPrediction> = policies
+                    .iter()
+                    .map(|p| prediction(p, if *p == "mglru" { g } else { l }, m))
+                    .collect();
+                let first = preds[0].clone();
+                ValidateRow {
+                    limit_pct: pct,
+                    limit_bytes: 1 << 20,
+                    capacity_pages: 200,
+                    runs: vec![1],
+                    ok_runs: 1,
+                    measured_majflt: Some(m),
+                    measured_swapout: Some(2.0 * m),
+                    measured_swapin: Some(m),
+                    measured_wall_s: Some(1.0),
+                    sim_majflt: first.sim_majflt,
+                    sim_swapout: first.sim_swapout,
+                    sim_prefetch_reads: 0,
+                    predicted_wall_s: first.predicted_wall_s,
+                    sim_fault_time_s: first.sim_fault_time_s,
+                    cost: None,
+                    sim_command: first.sim_command.clone(),
+                    majflt_err: first.majflt_err,
+                    swapout_err: None,
+                    wall_err: None,
+                    predictions: preds,
+                    opt_misses: 10,
+                    opt_loads: 5,
+                    opt_check: Some(true),
+                }
+            })
+            .collect();
+        ValidateResult {
+            kind: VALIDATE_KIND.into(),
+            version: 3,
+            sweep_id: 1,
+            command: vec!["swaplab".into(), "validate".into(), "traverse".into()],
+            workload_command: vec![
+                "swaplab-workload".into(),
+                "traverse".into(),
+                "--size".into(),
+                "1048576".into(),
+            ],
+            machine: None,
+            trace: "/nonexistent/t.parquet".into(),
+            refs: 1000,
+            footprint_pages: 256,
+            accesses: None,
+            capture_s: 0.1,
+            swap: "file:256M".into(),
+            readahead: "cluster:pc=3".into(),
+            device: "p.toml".into(),
+            fault_path: "kernel".into(),
+            base_wall_s: Some(0.5),
+            base_peak_bytes: Some(2e6),
+            overhead_bytes: 1 << 20,
+            profile: swaplab_sim::device::DeviceProfile::example(),
+            profile_path: "p.toml".into(),
+            rows,
+            notes: Vec::new(),
+            policies: policies.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    fn names(t: &Table) -> Vec<String> {
+        t.doc.names().into_iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_result_saved_before_policy_reads_as_linux() {
+        // Version 2: no `policies`, no rows' `predictions`.
+        let mut v = serde_json::to_value(sample(&["linux"])).unwrap();
+        v.as_object_mut().unwrap().remove("policies");
+        v["version"] = 2.into();
+        for row in v["rows"].as_array_mut().unwrap() {
+            row.as_object_mut().unwrap().remove("predictions");
+        }
+        let r = ValidateResult::deserialize(&v).unwrap();
+        assert_eq!(r.policy_names(), ["linux"]);
+        let p = r.rows[0].policy_predictions();
+        assert_eq!(
+            (p.len(), p[0].policy.as_str(), p[0].sim_majflt),
+            (1, "linux", 110)
+        );
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        let cols = names(&s.tables[0]);
+        for c in [
+            "sim_majflt",
+            "majflt_err",
+            "predicted_wall_s",
+            "measured_majflt",
+        ] {
+            assert!(cols.iter().any(|x| x == c), "{c} in {cols:?}");
+        }
+        match &s.figures[0].chart {
+            Chart::Lines { series, .. } => {
+                let n: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
+                assert_eq!(
+                    n,
+                    ["measured", "predicted", "measured swap-ins", "OPT loads"]
+                );
+                assert_eq!(series[1].points, [(75.0, 110.0), (50.0, 200.0)]);
+            }
+            c => panic!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn two_policies_side_by_side() {
+        let r = sample(&["linux", "mglru"]);
+        let v = serde_json::to_value(&r).unwrap();
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        let cols = names(&s.tables[0]);
+        for c in [
+            "linux_majflt",
+            "linux_majflt_err",
+            "mglru_majflt",
+            "mglru_majflt_err",
+            "mglru_predicted_wall_s",
+        ] {
+            assert!(cols.iter().any(|x| x == c), "{c} in {cols:?}");
+        }
+        assert!(!cols.iter().any(|x| x == "sim_majflt"), "{cols:?}");
+        match &s.figures[0].chart {
+            Chart::Lines { series, .. } => {
+                let g = series
+                    .iter()
+                    .find(|s| s.name == "predicted: mglru")
+                    .unwrap();
+                assert_eq!(g.points, [(75.0, 90.0), (50.0, 260.0)]);
+                assert!(series.iter().any(|s| s.name == "predicted: linux"));
+            }
+            c => panic!("{c:?}"),
+        }
+        // Every row has a value per column.
+        let csv = String::from_utf8(s.tables[0].to_csv().unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 3, "{csv}");
+    }
 }

@@ -16,9 +16,10 @@
 //!
 //! Every row must have as many fields as the first; errors name the line and
 //! the column.
+use super::par::{self, fast_id, LineError, Parsed};
 use super::{parse_decimal_time, parse_id, shorten, Column, Format, ImportOptions};
-use crate::{Error, RefBatch, RefSource, Result, Source};
-use std::io::Read;
+use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source};
+use std::io::{BufRead, Read};
 
 /// A resolved column: its index and, when known, its header name.
 #[derive(Debug, Clone)]
@@ -36,38 +37,219 @@ impl Col {
     }
 }
 
-/// Streams references from a CSV file.
-pub struct CsvReader<R: Read> {
-    reader: ::csv::Reader<R>,
-    record: ::csv::ByteRecord,
-    name: String,
-    opts: ImportOptions,
+/// How a row becomes a reference: the columns and options, shared by the
+/// batch reader and the parallel loader's workers.
+#[derive(Debug, Clone)]
+struct Rows {
     id: Col,
     op: Option<Col>,
     time: Option<Col>,
+    time_unit_ns: u64,
+    has_header: bool,
+}
+
+/// One row's reference: (page, is write); the time is checked, not kept
+/// (the dense form has no times), unless `keep_time`.
+type Row = (u64, bool, Option<u64>);
+
+impl Rows {
+    fn field<'a>(
+        rec: &dyn Fn(usize) -> Option<&'a [u8]>,
+        len: usize,
+        col: &Col,
+    ) -> std::result::Result<&'a str, LineError> {
+        let Some(raw) = rec(col.index) else {
+            return Err(LineError {
+                line: 0,
+                what: "missing column",
+                column: String::new(),
+                why: format!(
+                    "no {}: the row has {len} columns (columns are numbered from 0)",
+                    col.describe(),
+                ),
+                line1_hint: "",
+            });
+        };
+        let s = std::str::from_utf8(raw).map_err(|_| Self::bad(col, "not UTF-8 text".into()))?;
+        Ok(s.trim())
+    }
+
+    fn bad(col: &Col, why: String) -> LineError {
+        LineError {
+            line: 0,
+            what: "bad csv field",
+            column: format!(", {}", col.describe()),
+            why,
+            line1_hint: "",
+        }
+    }
+
+    /// A row's reference, from its fields (`rec(i)`: field i of `len`).
+    fn parse<'a>(
+        &self,
+        rec: &dyn Fn(usize) -> Option<&'a [u8]>,
+        len: usize,
+        keep_time: bool,
+    ) -> std::result::Result<Row, LineError> {
+        let fast = |c: &Col| {
+            rec(c.index).filter(|f| {
+                f.first().is_some_and(|&b| b > b' ' && b < 0x80)
+                    && f.last().is_some_and(|&b| b > b' ' && b < 0x80)
+            })
+        };
+        let page = match fast(&self.id).and_then(fast_id) {
+            Some(p) => p,
+            None => {
+                let s = Self::field(rec, len, &self.id)?;
+                parse_id(s).map_err(|why| {
+                    let mut e = Self::bad(&self.id, why);
+                    if !self.has_header {
+                        e.line1_hint = " (if the first row is a header, say so)";
+                    }
+                    e
+                })?
+            }
+        };
+        let write = match &self.op {
+            None => false,
+            Some(c) => match fast(c).and_then(fast_op) {
+                Some(w) => w,
+                None => {
+                    let s = Self::field(rec, len, c)?;
+                    parse_op(s).ok_or_else(|| {
+                        Self::bad(
+                            c,
+                            format!(
+                                "bad op '{}': expected r/read/28/0x28 or w/write/2a/0x2a",
+                                shorten(s)
+                            ),
+                        )
+                    })?
+                }
+            },
+        };
+        let time = match &self.time {
+            Some(c)
+                if keep_time
+                    || self.time_unit_ns > 1_000_000_000
+                    || !fast(c).is_some_and(plain_time) =>
+            {
+                let s = Self::field(rec, len, c)?;
+                Some(parse_decimal_time(s, self.time_unit_ns).map_err(|why| Self::bad(c, why))?)
+            }
+            _ => None,
+        };
+        Ok((page, write, time))
+    }
+}
+
+/// An op field as [`parse_op`] reads it, without allocating.
+#[inline]
+fn fast_op(s: &[u8]) -> Option<bool> {
+    match s.len() {
+        1 | 4 | 5 => {}
+        2 => {
+            if s == b"28" {
+                return Some(false);
+            }
+            if s.eq_ignore_ascii_case(b"2a") {
+                return Some(true);
+            }
+            return None;
+        }
+        _ => {}
+    }
+    if s.eq_ignore_ascii_case(b"r")
+        || s.eq_ignore_ascii_case(b"read")
+        || s.eq_ignore_ascii_case(b"0x28")
+    {
+        Some(false)
+    } else if s.eq_ignore_ascii_case(b"w")
+        || s.eq_ignore_ascii_case(b"write")
+        || s.eq_ignore_ascii_case(b"0x2a")
+    {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// A time that [`parse_decimal_time`] surely accepts at any unit up to
+/// 1 s: at most 9 digits, a point and more digits (the loader, which keeps
+/// no times, checks only that).
+#[inline]
+fn plain_time(s: &[u8]) -> bool {
+    let (int, frac) = match s.iter().position(|&b| b == b'.') {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, &s[s.len()..]),
+    };
+    !int.is_empty()
+        && int.len() <= 9
+        && int.iter().all(u8::is_ascii_digit)
+        && frac.iter().all(u8::is_ascii_digit)
+}
+
+/// Streams references from a CSV file.
+pub struct CsvReader<R: BufRead> {
+    /// The input after the header, until the first batch.
+    input: Option<R>,
+    reader: Option<::csv::Reader<R>>,
+    record: ::csv::ByteRecord,
+    name: String,
+    opts: ImportOptions,
+    rows: Rows,
+    /// Fields of every row: the header's, else the first row's.
+    fields: Option<usize>,
+    /// Lines the header took.
+    header_lines: u64,
     done: bool,
 }
 
-impl<R: Read> CsvReader<R> {
+/// Reads one record with csv-core, consuming exactly its bytes (and so
+/// leaving the rest of the input to another reader): (fields, lines).
+fn read_header<R: BufRead>(r: &mut R, delimiter: u8, name: &str) -> Result<(Vec<String>, u64)> {
+    use ::csv_core::ReadRecordResult as Res;
+    let mut core = ::csv_core::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .build();
+    let (mut out, mut ends) = (vec![0u8; 1024], vec![0usize; 64]);
+    let (mut outlen, mut endlen) = (0, 0);
+    loop {
+        let input = match r.fill_buf() {
+            Ok(i) => i,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(name, e)),
+        };
+        let (res, nin, nout, nend) =
+            core.read_record(input, &mut out[outlen..], &mut ends[endlen..]);
+        r.consume(nin);
+        outlen += nout;
+        endlen += nend;
+        match res {
+            Res::InputEmpty => {}
+            Res::OutputFull => out.resize(out.len() * 2, 0),
+            Res::OutputEndsFull => ends.resize(ends.len() * 2, 0),
+            Res::Record | Res::End => break,
+        }
+    }
+    let mut fields = Vec::with_capacity(endlen);
+    let mut at = 0;
+    for &e in &ends[..endlen] {
+        fields.push(String::from_utf8_lossy(&out[at..e]).trim().to_string());
+        at = e;
+    }
+    Ok((fields, core.line() - 1))
+}
+
+impl<R: BufRead> CsvReader<R> {
     /// Reads the header (if any) and resolves the columns.
-    pub fn new(inner: R, name: &str, opts: &ImportOptions) -> Result<Self> {
+    pub fn new(mut inner: R, name: &str, opts: &ImportOptions) -> Result<Self> {
         opts.check()?;
-        let mut reader = ::csv::ReaderBuilder::new()
-            .has_headers(opts.has_header)
-            .delimiter(opts.delimiter)
-            .flexible(false)
-            .from_reader(inner);
-        let header: Option<Vec<String>> = if opts.has_header {
-            let h = reader
-                .byte_headers()
-                .map_err(|e| csv_error(e, name, "header"))?;
-            Some(
-                h.iter()
-                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
-                    .collect(),
-            )
+        let (header, header_lines) = if opts.has_header {
+            let (h, lines) = read_header(&mut inner, opts.delimiter, name)?;
+            (Some(h), lines)
         } else {
-            None
+            (None, 0)
         };
         let resolve = |c: &Column, role: &str| -> Result<Col> {
             match (c, &header) {
@@ -123,38 +305,209 @@ impl<R: Read> CsvReader<R> {
             .map(|c| resolve(c, "time"))
             .transpose()?;
         Ok(CsvReader {
-            reader,
+            input: Some(inner),
+            reader: None,
             record: ::csv::ByteRecord::new(),
             name: name.to_string(),
             opts: opts.clone(),
-            id,
-            op,
-            time,
+            rows: Rows {
+                id,
+                op,
+                time,
+                time_unit_ns: opts.time_unit_ns,
+                has_header: opts.has_header,
+            },
+            fields: header.map(|h| h.len()),
+            header_lines,
             done: false,
         })
     }
 
-    fn field<'a>(rec: &'a ::csv::ByteRecord, col: &Col, line: u64) -> Result<&'a str> {
-        let Some(raw) = rec.get(col.index) else {
-            return Err(Error::parse(
-                "missing column",
-                format!("line {line}"),
-                format!(
-                    "no {}: the row has {} columns (columns are numbered from 0)",
-                    col.describe(),
-                    rec.len()
-                ),
-            ));
-        };
-        let s = std::str::from_utf8(raw).map_err(|_| {
-            Error::parse(
-                "bad csv field",
-                format!("line {line}, {}", col.describe()),
-                "not UTF-8 text",
-            )
-        })?;
-        Ok(s.trim())
+    /// A csv reader of the rows (no header: it was read), every row's
+    /// length checked here against [`fields`](Self::fields).
+    fn rows_reader<T: Read>(delimiter: u8, input: T) -> ::csv::Reader<T> {
+        ::csv::ReaderBuilder::new()
+            .has_headers(false)
+            .delimiter(delimiter)
+            .flexible(true)
+            .from_reader(input)
     }
+
+    /// The next row's reference from `reader`, `None` at the end; its line
+    /// (as the csv crate counts it from the reader's start) and error.
+    fn next_row<T: Read>(
+        reader: &mut ::csv::Reader<T>,
+        record: &mut ::csv::ByteRecord,
+        rows: &Rows,
+        fields: &mut Option<usize>,
+        keep_time: bool,
+        name: &str,
+        line_offset: u64,
+    ) -> Result<Option<std::result::Result<Row, LineError>>> {
+        let more = reader
+            .read_byte_record(record)
+            .map_err(|e| csv_error(e, name, "record", line_offset))?;
+        if !more {
+            return Ok(None);
+        }
+        let line = record.position().map_or(0, |p| p.line());
+        let len = record.len();
+        match *fields {
+            None => *fields = Some(len),
+            Some(want) if want != len => {
+                return Ok(Some(Err(LineError {
+                    line,
+                    what: "wrong column count",
+                    column: String::new(),
+                    why: format!("{len} columns, but the first row has {want}"),
+                    line1_hint: "",
+                })));
+            }
+            Some(_) => {}
+        }
+        let rec: &::csv::ByteRecord = record;
+        Ok(Some(
+            rows.parse(&|i| rec.get(i), len, keep_time)
+                .map_err(|e| LineError { line, ..e }),
+        ))
+    }
+
+    /// The parallel loader (see [`par`]): chunks of rows parsed on every
+    /// core, ids mapped on one more thread. Input with a quote character
+    /// (where a field may hold a newline) is read by the csv crate from the
+    /// first chunk that has one on, on this thread.
+    fn load_dense_par(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
+        self.done = true;
+        let mut inner = self.input.take().expect("not read yet");
+        let (name, rows, delim) = (self.name.clone(), self.rows.clone(), self.opts.delimiter);
+        let fields = std::sync::OnceLock::new();
+        if let Some(n) = self.fields {
+            let _ = fields.set(n);
+        }
+        let plain = !matches!(delim, b'"' | b'\n' | b'\r');
+        let parse = |bytes: &[u8]| parse_chunk(bytes, &rows, delim, fields.get().copied());
+        par::load(
+            parse,
+            |feed| {
+                let rest = if plain {
+                    par::chunk_lines(
+                        &mut inner,
+                        &name,
+                        Vec::new(),
+                        None,
+                        &|c| c.contains(&b'"'),
+                        &mut |c| {
+                            if fields.get().is_none() {
+                                if let Some(n) = first_row_fields(&c, delim) {
+                                    let _ = fields.set(n);
+                                }
+                            }
+                            let more = feed.chunk(c);
+                            progress(feed.mapped());
+                            more
+                        },
+                    )?
+                } else {
+                    Some(Vec::new())
+                };
+                let Some(rest) = rest else { return Ok(()) };
+                // The rest, row by row: lines counted from its start.
+                let mut reader = Self::rows_reader(delim, std::io::Cursor::new(rest).chain(inner));
+                let mut record = ::csv::ByteRecord::new();
+                let mut n = fields.get().copied();
+                let mut p = Parsed::default();
+                loop {
+                    let row =
+                        Self::next_row(&mut reader, &mut record, &rows, &mut n, false, &name, 0);
+                    let end = match row {
+                        Ok(None) => true,
+                        Ok(Some(Ok((page, write, _)))) => {
+                            p.push(page, write);
+                            false
+                        }
+                        Ok(Some(Err(e))) => {
+                            p.err = Some(e);
+                            true
+                        }
+                        Err(e) => {
+                            feed.parsed(p);
+                            return Err(e);
+                        }
+                    };
+                    if end || p.keys.len() >= 1 << 16 {
+                        if !feed.parsed(std::mem::take(&mut p)) || end {
+                            return Ok(());
+                        }
+                        progress(feed.mapped());
+                    }
+                }
+            },
+            self.header_lines + 1,
+            self.opts.page_size,
+            self.source(),
+        )
+    }
+}
+
+/// Fields of the first row of a chunk without quotes, if it has a row.
+fn first_row_fields(bytes: &[u8], delim: u8) -> Option<usize> {
+    let row = bytes
+        .split(|&b| b == b'\n' || b == b'\r')
+        .find(|r| !r.is_empty())?;
+    Some(1 + row.iter().filter(|&&b| b == delim).count())
+}
+
+/// Parses a chunk of whole lines without quote characters (the parallel
+/// loader's worker): rows end at `\n` or `\r`, empty rows are skipped, as
+/// the csv crate reads them. `fields`: every row's field count, if known
+/// (else the chunk's first row's).
+fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> Parsed {
+    let mut p = Parsed::default();
+    p.keys.reserve(bytes.len() / 8);
+    let mut want = fields;
+    let mut ends: Vec<usize> = Vec::with_capacity(16);
+    'lines: for (i, l) in bytes.split(|&b| b == b'\n').enumerate() {
+        let line = i as u64 + 1;
+        for row in l.split(|&b| b == b'\r').filter(|r| !r.is_empty()) {
+            ends.clear();
+            ends.extend(
+                row.iter()
+                    .enumerate()
+                    .filter(|(_, &b)| b == delim)
+                    .map(|(i, _)| i),
+            );
+            ends.push(row.len());
+            let len = ends.len();
+            match want {
+                None => want = Some(len),
+                Some(w) if w != len => {
+                    p.err = Some(LineError {
+                        line,
+                        what: "wrong column count",
+                        column: String::new(),
+                        why: format!("{len} columns, but the first row has {w}"),
+                        line1_hint: "",
+                    });
+                    break 'lines;
+                }
+                Some(_) => {}
+            }
+            let field = |i: usize| -> Option<&[u8]> {
+                let end = *ends.get(i)?;
+                let start = if i == 0 { 0 } else { ends[i - 1] + 1 };
+                Some(&row[start..end])
+            };
+            match rows.parse(&field, len, false) {
+                Ok((page, write, _)) => p.push(page, write),
+                Err(e) => {
+                    p.err = Some(LineError { line, ..e });
+                    break 'lines;
+                }
+            }
+        }
+    }
+    p.lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    p
 }
 
 /// Parses an op field: `Some(true)` for a write.
@@ -166,8 +519,8 @@ pub(crate) fn parse_op(s: &str) -> Option<bool> {
     }
 }
 
-fn csv_error(e: ::csv::Error, name: &str, what: &str) -> Error {
-    let line = e.position().map(|p| p.line());
+fn csv_error(e: ::csv::Error, name: &str, what: &str, line_offset: u64) -> Error {
+    let line = e.position().map(|p| p.line() + line_offset);
     let loc = match line {
         Some(l) => format!("line {l}"),
         None => what.to_string(),
@@ -185,71 +538,39 @@ fn csv_error(e: ::csv::Error, name: &str, what: &str) -> Error {
     }
 }
 
-impl<R: Read> RefSource for CsvReader<R> {
+impl<R: BufRead> RefSource for CsvReader<R> {
     fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> Result<bool> {
         batch.clear();
+        if self.reader.is_none() {
+            if let Some(input) = self.input.take() {
+                self.reader = Some(Self::rows_reader(self.opts.delimiter, input));
+            }
+        }
         while !self.done && batch.len() < max.max(1) {
-            let more = match self.reader.read_byte_record(&mut self.record) {
-                Ok(m) => m,
-                Err(e) => {
-                    self.done = true;
-                    return Err(csv_error(e, &self.name, "record"));
-                }
-            };
-            if !more {
+            let Some(reader) = self.reader.as_mut() else {
                 self.done = true;
                 break;
-            }
-            let line = self.record.position().map_or(0, |p| p.line());
-            let r = (|| -> Result<(u64, bool, Option<u64>)> {
-                let s = Self::field(&self.record, &self.id, line)?;
-                let page = parse_id(s).map_err(|why| {
-                    let hint = if line == 1 && !self.opts.has_header {
-                        " (if the first row is a header, say so)"
-                    } else {
-                        ""
-                    };
-                    Error::parse(
-                        "bad csv field",
-                        format!("line {line}, {}", self.id.describe()),
-                        format!("{why}{hint}"),
-                    )
-                })?;
-                let write = match &self.op {
-                    None => false,
-                    Some(c) => {
-                        let s = Self::field(&self.record, c, line)?;
-                        parse_op(s).ok_or_else(|| {
-                            Error::parse(
-                                "bad csv field",
-                                format!("line {line}, {}", c.describe()),
-                                format!(
-                                    "bad op '{}': expected r/read/28/0x28 or w/write/2a/0x2a",
-                                    shorten(s)
-                                ),
-                            )
-                        })?
-                    }
-                };
-                let time = match &self.time {
-                    None => None,
-                    Some(c) => {
-                        let s = Self::field(&self.record, c, line)?;
-                        Some(
-                            parse_decimal_time(s, self.opts.time_unit_ns).map_err(|why| {
-                                Error::parse(
-                                    "bad csv field",
-                                    format!("line {line}, {}", c.describe()),
-                                    why,
-                                )
-                            })?,
-                        )
-                    }
-                };
-                Ok((page, write, time))
-            })();
-            let (page, write, time) = match r {
-                Ok(x) => x,
+            };
+            let row = Self::next_row(
+                reader,
+                &mut self.record,
+                &self.rows,
+                &mut self.fields,
+                true,
+                &self.name,
+                self.header_lines,
+            );
+            let (page, write, time) = match row {
+                Ok(Some(Ok(r))) => r,
+                Ok(None) => {
+                    self.done = true;
+                    break;
+                }
+                Ok(Some(Err(e))) => {
+                    self.done = true;
+                    let line = e.line + self.header_lines;
+                    return Err(e.at(line));
+                }
                 Err(e) => {
                     self.done = true;
                     return Err(e);
@@ -263,6 +584,14 @@ impl<R: Read> RefSource for CsvReader<R> {
         }
         batch.check()?;
         Ok(!batch.is_empty())
+    }
+
+    /// Straight to the dense form on all cores, before any batch was read.
+    fn load_dense(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<DenseTrace>> {
+        if self.done || self.input.is_none() {
+            return None;
+        }
+        Some(self.load_dense_par(progress))
     }
 
     fn source(&self) -> Source {

@@ -26,6 +26,7 @@ use std::str::FromStr;
 pub mod csv;
 pub mod lackey;
 pub mod oracle_general;
+mod par;
 pub mod perf;
 pub mod txt;
 
@@ -346,6 +347,11 @@ impl<R: BufRead> Lines<R> {
             line: 0,
             name: name.to_string(),
         }
+    }
+
+    /// The input, for a reader that takes over from here.
+    pub fn inner_mut(&mut self) -> &mut R {
+        &mut self.inner
     }
 
     /// The next line, or `None` at the end of the input.

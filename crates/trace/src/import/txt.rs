@@ -4,8 +4,9 @@
 //! optionally `r`/`read` or `w`/`write` (case-insensitive; default read),
 //! separated by white space or a comma. Blank lines and `#` comments (a whole
 //! line, or the rest of a line) are skipped.
-use super::{shorten, Format, ImportOptions, Lines};
-use crate::{Error, RefBatch, RefSource, Result, Source};
+use super::par::{self, fast_id, LineError, Parsed};
+use super::{shorten, Format, ImportOptions, Lines, MAX_LINE};
+use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source};
 use std::io::BufRead;
 
 /// Streams references from a text file of ids.
@@ -60,6 +61,126 @@ fn parse_line(line: &str) -> std::result::Result<Option<(u64, bool)>, String> {
     Ok(Some((page, write)))
 }
 
+/// White space as `char::is_whitespace` has it in ASCII, or a comma: what
+/// separates the tokens of a line.
+#[inline]
+fn is_sep(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b',')
+}
+
+/// The common line, `id [r|w]` in ASCII, as [`parse_line`] reads it;
+/// `None`: anything else (let `parse_line` decide).
+#[inline]
+fn fast_line(line: &[u8]) -> Option<Option<(u64, bool)>> {
+    let mut rest = line;
+    if let Some(i) = rest.iter().position(|&b| b == b'#' || b >= 0x80) {
+        if rest[i] >= 0x80 {
+            return None;
+        }
+        rest = &rest[..i];
+    }
+    let mut tokens = rest.split(|&b| is_sep(b)).filter(|t| !t.is_empty());
+    let Some(id) = tokens.next() else {
+        return Some(None);
+    };
+    let page = fast_id(id)?;
+    let write = match tokens.next() {
+        None => false,
+        Some(op) if op.eq_ignore_ascii_case(b"r") || op.eq_ignore_ascii_case(b"read") => false,
+        Some(op) if op.eq_ignore_ascii_case(b"w") || op.eq_ignore_ascii_case(b"write") => true,
+        Some(_) => return None,
+    };
+    if tokens.next().is_some() {
+        return None;
+    }
+    Some(Some((page, write)))
+}
+
+/// Parses a chunk of whole lines (the parallel loader's worker).
+fn parse_chunk(bytes: &[u8]) -> Parsed {
+    let mut p = Parsed::default();
+    p.keys.reserve(bytes.len() / 8);
+    let mut rest = bytes;
+    let mut line = 0u64;
+    while !rest.is_empty() {
+        line += 1;
+        let (mut l, next, len) = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rest[..i], &rest[i + 1..], i + 1),
+            None => (rest, &rest[rest.len()..], rest.len()),
+        };
+        rest = next;
+        if len > MAX_LINE + 2 {
+            p.err = Some(LineError {
+                line,
+                what: "over-long line",
+                column: String::new(),
+                why: format!(
+                    "longer than {MAX_LINE} bytes; is this a text file of the right format?"
+                ),
+                line1_hint: "",
+            });
+            break;
+        }
+        if let [head @ .., b'\r'] = l {
+            l = head;
+        }
+        let r = match fast_line(l) {
+            Some(r) => Ok(r),
+            None => parse_line(&String::from_utf8_lossy(l)),
+        };
+        match r {
+            Ok(None) => {}
+            Ok(Some((page, write))) => p.push(page, write),
+            Err(why) => {
+                p.err = Some(LineError {
+                    line,
+                    what: "bad text trace line",
+                    column: String::new(),
+                    why,
+                    line1_hint: "",
+                });
+                break;
+            }
+        }
+    }
+    p.lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    p
+}
+
+impl<R: BufRead> TxtReader<R> {
+    /// The parallel loader (see [`par`]): chunks of lines parsed on every
+    /// core, ids mapped on one more thread.
+    fn load_dense_par(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
+        self.done = true;
+        let name = self.name.clone();
+        let first = self.lines.line + 1;
+        let source = self.source();
+        let page_size = self.opts.page_size;
+        let inner = self.lines.inner_mut();
+        par::load(
+            parse_chunk,
+            |feed| {
+                par::chunk_lines(
+                    inner,
+                    &name,
+                    Vec::new(),
+                    Some(MAX_LINE + 2),
+                    &|_| false,
+                    &mut |c| {
+                        let more = feed.chunk(c);
+                        progress(feed.mapped());
+                        more
+                    },
+                )?;
+                Ok(())
+            },
+            first,
+            page_size,
+            source,
+        )
+    }
+}
+
 impl<R: BufRead> RefSource for TxtReader<R> {
     fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> Result<bool> {
         batch.clear();
@@ -93,6 +214,14 @@ impl<R: BufRead> RefSource for TxtReader<R> {
         }
         batch.check()?;
         Ok(!batch.is_empty())
+    }
+
+    /// Straight to the dense form on all cores, before any batch was read.
+    fn load_dense(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<DenseTrace>> {
+        if self.done || self.lines.line != 0 {
+            return None;
+        }
+        Some(self.load_dense_par(progress))
     }
 
     fn source(&self) -> Source {

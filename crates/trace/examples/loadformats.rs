@@ -1,0 +1,86 @@
+//! Writes the standard trace in every format swaplab loads (native Parquet,
+//! oracleGeneral .bin and .zst, csv, txt) and loads each to the dense form,
+//! alternating, printing each time:
+//! `cargo run --release -p swaplab-trace --example loadformats -- DIR [refs] [rounds]`.
+//! Compare formats within one run; absolute times on a shared machine vary.
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+use swaplab_trace::gen::standard_bench;
+use swaplab_trace::import::{self, Column, Format, ImportOptions};
+use swaplab_trace::native::{write_source, NativeReader};
+use swaplab_trace::{DenseTrace, RefBatch, RefSource};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let dir = Path::new(&args[0]);
+    let refs: u64 = args.get(1).map_or(50_000_000, |s| s.parse().unwrap());
+    let rounds: usize = args.get(2).map_or(2, |s| s.parse().unwrap());
+    std::fs::create_dir_all(dir).unwrap();
+    let gen = || standard_bench(refs, 10_000_000).unwrap();
+    let native = dir.join("t.parquet");
+    let bin = dir.join("t.oracleGeneral.bin");
+    let zst = dir.join("t.oracleGeneral.bin.zst");
+    let csv = dir.join("t.csv");
+    let txt = dir.join("t.txt");
+    if !native.exists() {
+        write_source(&mut gen(), &native, |_| {}).unwrap();
+        swaplab_trace::export::write_oracle_general_file(&mut gen(), &bin).unwrap();
+        swaplab_trace::export::write_oracle_general_file(&mut gen(), &zst).unwrap();
+        let mut c = std::io::BufWriter::new(std::fs::File::create(&csv).unwrap());
+        let mut t = std::io::BufWriter::new(std::fs::File::create(&txt).unwrap());
+        writeln!(c, "id,op").unwrap();
+        let mut g = gen();
+        let mut b = RefBatch::default();
+        while g.next_batch(&mut b, 1 << 16).unwrap() {
+            for (p, w) in b.page.iter().zip(&b.write) {
+                let op = if *w { "w" } else { "r" };
+                writeln!(c, "{p},{op}").unwrap();
+                writeln!(t, "{p} {op}").unwrap();
+            }
+        }
+    }
+    let csv_opts = ImportOptions {
+        has_header: true,
+        id_column: Column::Name("id".into()),
+        op_column: Some(Column::Name("op".into())),
+        ..Default::default()
+    };
+    for round in 0..rounds {
+        for (what, p) in [
+            ("native", &native),
+            ("og-bin", &bin),
+            ("og-zst", &zst),
+            ("csv", &csv),
+            ("txt", &txt),
+        ] {
+            let st = Instant::now();
+            let t = match what {
+                "native" => DenseTrace::load(&mut NativeReader::open(p).unwrap()).unwrap(),
+                "csv" => {
+                    DenseTrace::load(import::open(p, Format::Csv, &csv_opts).unwrap().as_mut())
+                        .unwrap()
+                }
+                "txt" => DenseTrace::load(
+                    import::open(p, Format::Text, &ImportOptions::default())
+                        .unwrap()
+                        .as_mut(),
+                )
+                .unwrap(),
+                _ => DenseTrace::load(
+                    import::open(p, Format::OracleGeneral, &ImportOptions::default())
+                        .unwrap()
+                        .as_mut(),
+                )
+                .unwrap(),
+            };
+            let s = st.elapsed().as_secs_f64();
+            println!(
+                "round {round} {what:<7} {s:.3} s {:.1} M refs/s ({} refs, {} distinct)",
+                t.len() as f64 / s / 1e6,
+                t.len(),
+                t.distinct()
+            );
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Parallel loading of the line-based formats (csv, txt) to the dense form.
+//!
+//! The calling thread reads the input (and decompresses a `.zst`) in chunks
+//! of whole lines, worker threads (one per core) parse chunks into page
+//! numbers, and one more thread takes the parsed chunks in input order and
+//! gives each page its dense id ([`Builder`], the hand-written
+//! [`IdMap`](crate::dense::IdMap)), as the oracleGeneral loader does. Line
+//! numbers are counted per chunk, so an error names its line in the whole
+//! file: the first error in input order is the one reported, as reading
+//! line by line would.
+use crate::dense::Builder;
+use crate::{DenseTrace, Error, Result, Source};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+
+/// Bytes of input per chunk (whole lines: a chunk ends at its last newline).
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// A parse error inside a chunk; the loader turns it into an [`Error`]
+/// naming the line in the whole input.
+#[derive(Debug, Clone)]
+pub(crate) struct LineError {
+    /// 1-based line within the chunk (or within the stream it came from).
+    pub line: u64,
+    pub what: &'static str,
+    /// What follows the line number in the location (", column 1 ('lbn')").
+    pub column: String,
+    pub why: String,
+    /// Appended to `why` when the error is on line 1 of the input.
+    pub line1_hint: &'static str,
+}
+
+impl LineError {
+    /// The error at absolute line `line`.
+    pub fn at(self, line: u64) -> Error {
+        let hint = if line == 1 { self.line1_hint } else { "" };
+        Error::parse(
+            self.what,
+            format!("line {line}{}", self.column),
+            format!("{}{hint}", self.why),
+        )
+    }
+}
+
+/// What parsing one chunk gives.
+#[derive(Debug, Default)]
+pub(crate) struct Parsed {
+    pub keys: Vec<u64>,
+    /// As long as `keys`, or empty when every reference is a read.
+    pub writes: Vec<bool>,
+    /// Newlines in the chunk (the line numbers it moves on by).
+    pub lines: u64,
+    /// The chunk's first error: the references before it are in `keys`.
+    pub err: Option<LineError>,
+}
+
+impl Parsed {
+    /// Appends a reference, keeping `writes` empty while all are reads.
+    #[inline]
+    pub fn push(&mut self, page: u64, write: bool) {
+        if write && self.writes.len() < self.keys.len() {
+            self.writes.resize(self.keys.len(), false);
+        }
+        self.keys.push(page);
+        if !self.writes.is_empty() || write {
+            self.writes.push(write);
+        }
+    }
+
+    /// Makes `writes` as long as `keys` (or empty).
+    fn finish(&mut self) {
+        if !self.writes.is_empty() {
+            self.writes.resize(self.keys.len(), false);
+        }
+    }
+}
+
+/// The calling thread's handle on the pipeline: it sends chunks of lines to
+/// the parsers, or chunks it parsed itself.
+pub(crate) struct Feed {
+    work: SyncSender<(u64, Vec<u8>)>,
+    done: SyncSender<(u64, Parsed)>,
+    seq: u64,
+    mapped: Arc<AtomicU64>,
+}
+
+impl Feed {
+    /// Sends whole lines to be parsed; false when the loader has stopped
+    /// (an error further on: its own is the one to report).
+    pub fn chunk(&mut self, bytes: Vec<u8>) -> bool {
+        self.seq += 1;
+        self.work.send((self.seq - 1, bytes)).is_ok()
+    }
+
+    /// Sends references parsed here.
+    pub fn parsed(&mut self, mut p: Parsed) -> bool {
+        p.finish();
+        self.seq += 1;
+        self.done.send((self.seq - 1, p)).is_ok()
+    }
+
+    /// References given dense ids so far.
+    pub fn mapped(&self) -> u64 {
+        self.mapped.load(Ordering::Relaxed)
+    }
+}
+
+/// Runs the pipeline: `feed` (on this thread) reads the input and sends
+/// chunks, `parse` (on one worker per core) parses one chunk of whole
+/// lines; `first_line` is the input line number of the first chunk's first
+/// line.
+pub(crate) fn load<P, F>(
+    parse: P,
+    feed: F,
+    first_line: u64,
+    page_size: u64,
+    source: Source,
+) -> Result<DenseTrace>
+where
+    P: Fn(&[u8]) -> Parsed + Sync,
+    F: FnOnce(&mut Feed) -> Result<()>,
+{
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let (work_tx, work_rx) = sync_channel::<(u64, Vec<u8>)>(workers * 2);
+    let (done_tx, done_rx) = sync_channel::<(u64, Parsed)>(workers * 2);
+    let work_rx = Arc::new(Mutex::new(work_rx));
+    let mapped = Arc::new(AtomicU64::new(0));
+    std::thread::scope(|scope| {
+        let parse = &parse;
+        for _ in 0..workers {
+            let rx = Arc::clone(&work_rx);
+            let tx = done_tx.clone();
+            scope.spawn(move || loop {
+                let next = rx.lock().map(|r| r.recv());
+                let Ok(Ok((seq, bytes))) = next else { return };
+                let mut p = parse(&bytes);
+                p.finish();
+                if tx.send((seq, p)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(work_rx);
+        let counter = Arc::clone(&mapped);
+        let mapper = scope.spawn(move || map_in_order(done_rx, first_line, &counter));
+        let mut f = Feed {
+            work: work_tx,
+            done: done_tx,
+            seq: 0,
+            mapped,
+        };
+        let fed = feed(&mut f);
+        drop(f);
+        let built = mapper
+            .join()
+            .map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
+        // A parse error further on stops the feed: it is the one to report.
+        let b = built?;
+        fed?;
+        Ok(b.finish(page_size, source))
+    })
+}
+
+/// The mapping thread: parsed chunks in input order into the builder.
+fn map_in_order(
+    rx: Receiver<(u64, Parsed)>,
+    first_line: u64,
+    mapped: &AtomicU64,
+) -> Result<Builder> {
+    let mut b = Builder::default();
+    let mut waiting: BTreeMap<u64, Parsed> = BTreeMap::new();
+    let mut next = 0u64;
+    let mut line = first_line;
+    for (seq, p) in rx {
+        waiting.insert(seq, p);
+        while let Some(p) = waiting.remove(&next) {
+            next += 1;
+            b.push_batch(&p.keys, &p.writes)?;
+            mapped.fetch_add(p.keys.len() as u64, Ordering::Relaxed);
+            if let Some(e) = p.err {
+                let at = line + e.line - 1;
+                return Err(e.at(at));
+            }
+            line += p.lines;
+        }
+    }
+    Ok(b)
+}
+
+/// Reads `r` in chunks of whole lines (at least [`CHUNK`] bytes, more for a
+/// longer line), starting with the bytes already read in `carry`, and
+/// hands each to `each`, which returns false to stop. A line longer than
+/// `max_line` bytes is handed over unfinished (the parser reports it) and
+/// the reading stops. `divert(chunk)` true stops the chunking there:
+/// the chunk and everything after it is returned, to be read otherwise.
+pub(crate) fn chunk_lines(
+    r: &mut dyn Read,
+    name: &str,
+    mut carry: Vec<u8>,
+    max_line: Option<usize>,
+    divert: &dyn Fn(&[u8]) -> bool,
+    each: &mut dyn FnMut(Vec<u8>) -> bool,
+) -> Result<Option<Vec<u8>>> {
+    let mut eof = false;
+    loop {
+        let mut buf = Vec::with_capacity(CHUNK + carry.len() + 4096);
+        buf.append(&mut carry);
+        let mut over_long = false;
+        loop {
+            if buf.len() >= CHUNK || eof {
+                if let Some(i) = buf.iter().rposition(|&b| b == b'\n') {
+                    carry = buf.split_off(i + 1);
+                    break;
+                }
+                if eof {
+                    break;
+                }
+                if max_line.is_some_and(|m| buf.len() > m) {
+                    over_long = true;
+                    break;
+                }
+            }
+            let want = CHUNK.max(buf.len() / 2);
+            let start = buf.len();
+            buf.resize(start + want, 0);
+            let n = read_full(r, &mut buf[start..], name)?;
+            buf.truncate(start + n);
+            eof = n < want;
+        }
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        if divert(&buf) {
+            buf.append(&mut carry);
+            return Ok(Some(buf));
+        }
+        if !each(buf) || over_long || (eof && carry.is_empty()) {
+            return Ok(None);
+        }
+    }
+}
+
+/// Fills `buf` as far as the input allows; returns the bytes read.
+fn read_full(r: &mut dyn Read, buf: &mut [u8], name: &str) -> Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(Error::io(name, e)),
+        }
+    }
+    Ok(n)
+}
+
+/// Parses a page id written as decimal digits or `0x` and at most 16 hex
+/// digits: the common case of [`super::parse_id`], which gives the same
+/// value for it. `None`: anything else (let `parse_id` decide).
+#[inline]
+pub(crate) fn fast_id(s: &[u8]) -> Option<u64> {
+    match s {
+        [b'0', b'x' | b'X', hex @ ..] => {
+            if hex.is_empty() || hex.len() > 16 {
+                return None;
+            }
+            let mut v = 0u64;
+            for &c in hex {
+                let d = match c {
+                    b'0'..=b'9' => c - b'0',
+                    b'a'..=b'f' => c - b'a' + 10,
+                    b'A'..=b'F' => c - b'A' + 10,
+                    _ => return None,
+                };
+                v = (v << 4) | u64::from(d);
+            }
+            Some(v)
+        }
+        _ => {
+            if s.is_empty() || s.len() > 20 {
+                return None;
+            }
+            let mut v = 0u64;
+            for &c in s {
+                let d = c.wrapping_sub(b'0');
+                if d > 9 {
+                    return None;
+                }
+                v = v.checked_mul(10)?.checked_add(u64::from(d))?;
+            }
+            Some(v)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_ids_agree_with_parse_id() {
+        for s in [
+            "0",
+            "42",
+            "0x2A",
+            "0Xff",
+            "18446744073709551615",
+            "18446744073709551616",
+            "00000000000000000000001",
+            "0x",
+            "0xffffffffffffffff",
+            "0x10000000000000000",
+            "0x00000000000000001",
+            "-1",
+            "+1",
+            "1 ",
+            "",
+            "0x-1",
+            "٣",
+        ] {
+            if let Some(v) = fast_id(s.as_bytes()) {
+                assert_eq!(super::super::parse_id(s), Ok(v), "{s}");
+            }
+        }
+        assert_eq!(fast_id(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(fast_id(b"18446744073709551616"), None);
+        assert_eq!(fast_id(b"0xffffffffffffffff"), Some(u64::MAX));
+    }
+
+    /// Chunks end at newlines, carry the rest, and stop at an over-long line.
+    #[test]
+    fn chunks_are_whole_lines() {
+        let mut text = Vec::new();
+        for i in 0..400_000u32 {
+            text.extend_from_slice(format!("{i}\n").as_bytes());
+        }
+        text.extend_from_slice(b"tail");
+        let mut got = Vec::new();
+        let mut n = 0;
+        chunk_lines(
+            &mut &text[..],
+            "t",
+            Vec::new(),
+            None,
+            &|_| false,
+            &mut |c| {
+                assert!(c.ends_with(b"\n") || c.ends_with(b"tail"));
+                got.extend_from_slice(&c);
+                n += 1;
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!(got, text);
+        assert!(n > 1);
+        let long = vec![b'7'; 3 * CHUNK];
+        let mut seen = Vec::new();
+        chunk_lines(
+            &mut &long[..],
+            "t",
+            b"1\n".to_vec(),
+            Some(CHUNK),
+            &|_| false,
+            &mut |c| {
+                seen.push(c.len());
+                true
+            },
+        )
+        .unwrap();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(seen[0], 2);
+        assert!(seen[1] > CHUNK && seen[1] < 3 * CHUNK, "{seen:?}");
+    }
+}
