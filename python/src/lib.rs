@@ -468,7 +468,7 @@ fn sim(
                     Some(p) => p,
                     None => PrefetchSpec::parse_list("none")?,
                 };
-                swaplab_lab::simulate::run_costed(
+                swaplab_sim::jobs::run_costed(
                     &t, &specs, &sizes, &pfs, &hints, &devices, &paths, base_time, seed, &none,
                 )?
                 .0
@@ -483,9 +483,9 @@ fn sim(
                     Some(p) => p,
                     None => PrefetchSpec::parse_list("none")?,
                 };
-                swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, seed, &none)?
+                swaplab_sim::jobs::run_grid(&t, &specs, &sizes, &pfs, &hints, seed, &none)?
             } else {
-                swaplab_lab::simulate::run_pairs(&t, &specs, &sizes, seed, &none)?
+                swaplab_sim::jobs::run_pairs(&t, &specs, &sizes, seed, &none)?
             };
             let json = serde_json::to_string(&res)?;
             if let Some(p) = save {
@@ -569,7 +569,7 @@ fn mrc_curves(
         if let Some(p) = &policies {
             let specs = PolicySpec::parse_list(p)?;
             let sz: Vec<(String, u64)> = sizes.iter().map(|&c| (c.to_string(), c)).collect();
-            let res = swaplab_lab::simulate::run_pairs(&t, &specs, &sz, seed, &|_| {})?;
+            let res = swaplab_sim::jobs::run_pairs(&t, &specs, &sz, seed, &|_| {})?;
             for s in &specs {
                 let name = s.to_string();
                 let mr: Vec<f64> = res

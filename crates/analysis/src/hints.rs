@@ -115,6 +115,15 @@ pub struct ModuleId {
     pub build_id: Option<String>,
 }
 
+/// Strips a `-<hex hash>` suffix (the embedded workload's file name) so
+/// that keys stay valid when the workload is rebuilt.
+pub fn module_stem(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((stem, h)) if h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => stem,
+        _ => name,
+    }
+}
+
 /// The module name of a frame key (`libc.so.6!malloc+0x1a` → `libc.so.6`).
 pub fn frame_module(key: &str) -> &str {
     if let Some((m, _)) = key.split_once('!') {

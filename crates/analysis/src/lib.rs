@@ -15,6 +15,9 @@
 //!   gain is left out.
 //! * [`hints`] — the hint file (TOML) that `advise` writes and
 //!   `swaplab run --hints` applies: writer, parser with line-numbered errors.
+//! * [`sim_hints`] — a hint file as the simulator's page ranges, site
+//!   hints matched against a trace's allocation sites (`swaplab sim
+//!   --hints`).
 //! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
 //!   and a stable key (DWARF and the ELF symbol table).
 //! * [`output`] — the files `swaplab analyze` writes (`analysis.json`,
@@ -30,6 +33,7 @@ pub mod error;
 pub mod hints;
 pub mod output;
 pub mod predict;
+pub mod sim_hints;
 pub mod stats;
 pub mod symbolize;
 

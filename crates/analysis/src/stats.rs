@@ -62,6 +62,11 @@ pub fn median(values: &[f64]) -> f64 {
     summarize(values).map_or(f64::NAN, |s| s.median)
 }
 
+/// The median of the values present (`None` without any).
+pub fn median_of(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| median(values))
+}
+
 /// Result of a Mann–Whitney U test.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct MannWhitney {

@@ -79,6 +79,16 @@ fn hint_suffix(hint: &str) -> String {
     }
 }
 
+impl From<swaplab_sim::error::Error> for Error {
+    fn from(e: swaplab_sim::error::Error) -> Self {
+        match e {
+            swaplab_sim::error::Error::Sim(e) => Error::Sim(e),
+            swaplab_sim::error::Error::Trace(e) => Error::Trace(e),
+            swaplab_sim::error::Error::Invalid(m) => Error::Invalid(m),
+        }
+    }
+}
+
 impl Error {
     pub fn io(op: &'static str, path: &Path, source: std::io::Error) -> Self {
         let hint = match source.raw_os_error() {

@@ -17,10 +17,8 @@
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
 //!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary;
 //!   [`balloon`] — memory pressure from outside a run.
-//! * [`simulate`] — simulation jobs over swaplab-sim: every (policy, size)
-//!   pair in parallel, and the simulation half of `swaplab demo`.
-//! * [`serve`] — `swaplab serve`: a server under a limit and its load
-//!   generator (a study, to move to swaplab-study).
+//! * [`simulate`] — hint files resolved into the simulator's page ranges
+//!   (the simulation jobs themselves are `swaplab_sim::jobs`).
 //!
 //! Studies of many runs (sweep, compare, validate, calibrate, demo, the
 //! benchmarks) and their report sections are `swaplab-study`.
@@ -51,7 +49,6 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
-pub mod serve;
 pub mod simulate;
 pub mod statflush;
 pub mod timeline;

@@ -54,6 +54,7 @@ use swaplab_host::journal::Session;
 use swaplab_host::pagemap::{read_entries, PM_PRESENT, PM_SWAP};
 use swaplab_host::remote::{PidFd, MADV_PAGEOUT, MADV_WILLNEED};
 use swaplab_host::util::{format_size, parse_size};
+use swaplab_sim::prefetch::leap::majority;
 
 use crate::{Error, Result};
 
@@ -530,22 +531,6 @@ impl PagedRange {
         };
         self.walked_end.saturating_sub(back.max(0) as u64)
     }
-}
-
-/// Boyer-Moore majority of `d` (Some only if it is a strict majority).
-fn majority(d: &[i64]) -> Option<i64> {
-    let (mut cand, mut n) = (0i64, 0usize);
-    for &x in d {
-        if n == 0 {
-            cand = x;
-            n = 1;
-        } else if x == cand {
-            n += 1;
-        } else {
-            n -= 1;
-        }
-    }
-    (n > 0 && d.iter().filter(|&&x| x == cand).count() * 2 > d.len()).then_some(cand)
 }
 
 /// The detector's verdict on a history (most recent delta last).

@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use swaplab_analysis::hints::module_stem;
 use swaplab_host::cgroup::{Cgroup, MemoryGroup};
 use swaplab_host::faults::{FaultOptions, FaultSample, FaultSourceKind, FaultTracer};
 use swaplab_host::journal::Session;
@@ -1026,15 +1027,6 @@ pub fn read_hint_report(path: &Path) -> Vec<AppliedHint> {
             })
         })
         .collect()
-}
-
-/// Strips a `-<hex hash>` suffix (the embedded workload's file name) so
-/// that keys stay valid when the workload is rebuilt.
-pub(crate) fn module_stem(name: &str) -> &str {
-    match name.rsplit_once('-') {
-        Some((stem, h)) if h.len() >= 8 && h.bytes().all(|b| b.is_ascii_hexdigit()) => stem,
-        _ => name,
-    }
 }
 
 /// Splits a frame key into its module file name and the rest.

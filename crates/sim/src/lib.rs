@@ -13,6 +13,9 @@
 //!   measured profiles) behind the small [`Device`](device::Device) trait,
 //!   and the fault path that turns faults into time.
 //! * [`mrc`]: miss-ratio curves (exact one-pass LRU, SHARDS).
+//! * [`jobs`]: many simulations of one trace in parallel (every policy ×
+//!   size × prefetcher × device), and the simulated half of `swaplab demo`;
+//!   their [`error`].
 //!
 //! The simulator is hand-written rather than built on a library because it
 //! is the product's hot path: every policy works on flat arrays indexed by
@@ -21,6 +24,8 @@
 
 pub mod device;
 pub mod engine;
+pub mod error;
+pub mod jobs;
 pub mod lazy_lists;
 pub mod mrc;
 pub mod policies;

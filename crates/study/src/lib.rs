@@ -9,20 +9,22 @@
 //! * [`compare`] — runs and sweeps compared with a Mann–Whitney U test
 //!   (`swaplab_analysis::stats`); [`verify`] — `swaplab advise --verify`.
 //! * [`validate`], [`calibrate`], [`demo`] (the real-workload half of
-//!   `swaplab demo`), [`serve`] (its section; the study itself is still
-//!   `swaplab_lab::serve`), [`sim`] (saved simulations and miss-ratio
-//!   curves).
+//!   `swaplab demo`), [`serve`] (a server under a limit and its load
+//!   generator), [`sim`] (saved simulations and miss-ratio curves).
 //! * [`bench`] — the benchmarks: the runner's own cost, what tracing
 //!   costs, vma, touch, reclaim and hints, recorded as groups of the
 //!   catalog.
 //! * [`report`] — the sections of a report: what the user named (a run, a
 //!   sweep, a trace directory, a saved result) resolved into sections.
+//! * [`saved`] — every kind of saved result as one enum, decoded once, and
+//!   the one dispatch to its section; the writers of saved results.
 
 pub mod bench;
 pub mod calibrate;
 pub mod compare;
 pub mod demo;
 pub mod report;
+pub mod saved;
 pub mod serve;
 pub mod sim;
 pub mod sweep;

@@ -1,9 +1,9 @@
 //! `swaplab demo`: prints what swaplab_study::demo (real programs) and
-//! swaplab_lab::simulate::sim_demo (policies on a generated trace) compute.
+//! swaplab_sim::jobs::sim_demo (policies on a generated trace) compute.
 use crate::out::{curve_chart, num, pct, Rows};
 use anyhow::Result;
 use clap::Args;
-use swaplab_lab::simulate::{sim_demo, DEMO_PATTERNS};
+use swaplab_sim::jobs::{sim_demo, DEMO_PATTERNS};
 use swaplab_trace::units::format_bytes;
 
 #[derive(Args)]

@@ -1,11 +1,11 @@
 //! `swaplab serve`: argument parsing and printing; the work is in
-//! swaplab_lab::serve.
+//! swaplab_study::serve.
 use anyhow::{Context, Result};
 use clap::Args;
 use std::time::Duration;
 use swaplab_lab::options::{parse_duration, parse_limits, Variant};
 use swaplab_lab::runner::Lab;
-use swaplab_lab::serve::{self, PostgresSetup, RedisPreset, ServeRequest};
+use swaplab_study::serve::{self, LabServe, PostgresSetup, RedisPreset, ServeRequest};
 
 #[derive(Args)]
 pub struct ServeArgs {

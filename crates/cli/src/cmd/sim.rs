@@ -114,7 +114,7 @@ pub fn run_pairs(
         t.len() as u64 * (specs.len() * sizes.len()) as u64,
         "simulating",
     );
-    let res = swaplab_lab::simulate::run_pairs(t, specs, sizes, seed, &|n| pb.inc(n));
+    let res = swaplab_sim::jobs::run_pairs(t, specs, sizes, seed, &|n| pb.inc(n));
     pb.finish_and_clear();
     Ok(res?)
 }
@@ -392,7 +392,7 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             .unwrap_or_else(|| PrefetchSpec::parse_list("none").expect("none is registered"));
         let jobs = specs.len() * sizes.len() * pfs.len() * devices.len() * paths.len();
         let pb = out::progress(t.len() as u64 * jobs as u64, "simulating");
-        let r = swaplab_lab::simulate::run_costed(
+        let r = swaplab_sim::jobs::run_costed(
             &t,
             &specs,
             &sizes,
@@ -421,9 +421,8 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             t.len() as u64 * (specs.len() * sizes.len() * pfs.len()) as u64,
             "simulating",
         );
-        let r = swaplab_lab::simulate::run_grid(&t, &specs, &sizes, &pfs, &hints, a.seed, &|n| {
-            pb.inc(n)
-        });
+        let r =
+            swaplab_sim::jobs::run_grid(&t, &specs, &sizes, &pfs, &hints, a.seed, &|n| pb.inc(n));
         pb.finish_and_clear();
         r?
     } else {

@@ -99,6 +99,35 @@ struct Leap {
     po: Option<(u64, u64)>,
 }
 
+/// The Boyer–Moore majority vote of `deltas`, then a count to confirm
+/// it: `Some` only for a strict majority (more than half of them). Leap's
+/// FindTrend votes with it here and in the live prefetcher
+/// (`swaplab_lab::prefetcher`).
+pub fn majority<'a, I>(deltas: I) -> Option<i64>
+where
+    I: IntoIterator<Item = &'a i64>,
+    I::IntoIter: Clone,
+{
+    let deltas = deltas.into_iter();
+    let (mut cand, mut n) = (0i64, 0usize);
+    for &x in deltas.clone() {
+        if n == 0 {
+            cand = x;
+            n = 1;
+        } else if x == cand {
+            n += 1;
+        } else {
+            n -= 1;
+        }
+    }
+    let (mut len, mut votes) = (0usize, 0usize);
+    for &x in deltas {
+        len += 1;
+        votes += usize::from(x == cand);
+    }
+    (n > 0 && votes * 2 > len).then_some(cand)
+}
+
 impl Leap {
     /// Logs an access to `page`; returns its delta from the last one.
     fn log(&mut self, page: u64) -> Option<i64> {
@@ -119,21 +148,8 @@ impl Leap {
         let mut w = (self.h / self.split).max(1);
         while n > 0 && w <= self.h {
             let win = w.min(n);
-            let recent = self.hist.range(n - win..);
-            // Boyer–Moore vote, then a count to confirm the majority.
-            let (mut cand, mut count) = (0i64, 0usize);
-            for &d in recent.clone() {
-                if count == 0 {
-                    cand = d;
-                    count = 1;
-                } else if d == cand {
-                    count += 1;
-                } else {
-                    count -= 1;
-                }
-            }
-            if recent.filter(|&&d| d == cand).count() > win / 2 {
-                return Some(cand);
+            if let Some(m) = majority(self.hist.range(n - win..)) {
+                return Some(m);
             }
             if win == n {
                 break;

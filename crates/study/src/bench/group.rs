@@ -108,7 +108,10 @@ pub fn record<T>(
     Ok(id)
 }
 
-fn finish<T>(
+/// Ends group `id` of `catalog`: on success saves the result (with
+/// `save`) where [`result_path`] says and marks the group done; on failure
+/// marks it failed or interrupted, with the error.
+pub(crate) fn finish<T>(
     catalog: &Catalog,
     id: i64,
     result: Result<T>,

@@ -179,6 +179,8 @@ pub struct KindResult {
 /// A whole `swaplab calibrate`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CalibrateResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     #[serde(default)]
@@ -194,9 +196,7 @@ pub struct CalibrateResult {
 
 /// Saves a result (JSON).
 pub fn save(p: &Path, r: &CalibrateResult) -> Result<()> {
-    let bytes =
-        serde_json::to_vec(r).map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save_compact(p, r)
 }
 
 /// Checks the options before anything runs.

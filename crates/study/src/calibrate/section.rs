@@ -4,12 +4,11 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
 use crate::calibrate::{CalibrateResult, PHASES};
 use crate::report::{col, shell_line};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved calibrate result.
 pub const CALIBRATE_KIND: &str = crate::calibrate::CALIBRATE_KIND;
@@ -22,13 +21,10 @@ const PHASE_TEXT: [&str; 4] = [
 ];
 
 /// The section of a saved calibrate result.
-pub fn calibrate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let r = CalibrateResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved calibrate result of an unexpected shape ({e}); run swaplab calibrate again",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as calibrate_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
     let mut profiles = Table::new(
         "calibrate-profiles",
         "one row per swap kind: the device profile saved for the simulator (docs/calibrate.md)",

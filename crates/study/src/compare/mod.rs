@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use swaplab_analysis::stats::{mann_whitney, median, power_note};
+use swaplab_analysis::stats::{mann_whitney, median_of, power_note};
 use swaplab_lab::catalog::Catalog;
 use swaplab_lab::error::{Error, Result};
 use swaplab_lab::record::{Outcome, Role, RunRecord, METRICS};
@@ -311,10 +311,7 @@ pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) 
             }
             min_n = min_n.min(xa.len().min(xb.len()));
             max_n = max_n.max(xa.len().max(xb.len()));
-            let (ma, mb) = (
-                (!xa.is_empty()).then(|| median(&xa)),
-                (!xb.is_empty()).then(|| median(&xb)),
-            );
+            let (ma, mb) = (median_of(&xa), median_of(&xb));
             rows.push(CompareRow {
                 cell: cell.clone(),
                 metric: m.to_string(),

@@ -3,8 +3,8 @@
 //! benchmarks). Each builder turns one result into a
 //! [`swaplab_report::Section`]; [`sections_for`] resolves what the user
 //! named (`12`, `s3`, a directory, a file) into sections. A new kind of
-//! saved result adds one line to [`FILE_KINDS`] and a builder, nothing in
-//! the report core.
+//! saved result adds one line to `crate::saved`'s list of kinds and its
+//! section, nothing in the report core.
 
 use std::path::{Path, PathBuf};
 
@@ -18,17 +18,11 @@ use swaplab_lab::record::{CgroupInfo, RunRecord, Settings};
 pub mod run;
 pub mod trace;
 
-// Each study's section lives beside its result, in the study's folder.
-use crate::bench::hints::section as hints;
-use crate::bench::reclaim::section as bench_reclaim;
-use crate::bench::sim::section as bench_sim;
-use crate::bench::touch::section as bench_touch;
-use crate::bench::vma::section as bench_vma;
-use crate::calibrate::section as calibrate;
+// Each study's section lives beside its result, in the study's folder;
+// saved results reach theirs through `crate::saved::Saved`.
+use crate::saved::{LoadError, Saved};
 use crate::serve::section as serve;
-use crate::sim::section as sim;
 use crate::sweep::section as sweep;
-use crate::validate::section as validate;
 
 /// A column with its documentation.
 pub(crate) fn col(name: &str, ty: &str, unit: &str, meaning: &str) -> ColumnDoc {
@@ -48,31 +42,6 @@ pub fn shell_line(argv: &[String]) -> String {
 
 /// Builds a section from a saved result file and its parsed JSON.
 pub type SectionBuilder = fn(&Path, &serde_json::Value) -> Result<Section>;
-
-/// Saved result files: the value of their `"kind"` field and the builder.
-/// Benchmarks add their kinds here.
-pub const FILE_KINDS: &[(&str, SectionBuilder)] = &[
-    (sim::SIM_KIND, sim::sim_section),
-    (sim::MRC_KIND, sim::mrc_section),
-    (bench_sim::BENCH_SIM_KIND, bench_sim::bench_sim_section),
-    (bench_vma::BENCH_VMA_KIND, bench_vma::bench_vma_section),
-    (
-        bench_touch::BENCH_TOUCH_KIND,
-        bench_touch::bench_touch_section,
-    ),
-    (
-        bench_reclaim::BENCH_RECLAIM_KIND,
-        bench_reclaim::bench_reclaim_section,
-    ),
-    (hints::BENCH_HINTS_KIND, hints::bench_hints_section),
-    (calibrate::CALIBRATE_KIND, calibrate::calibrate_section),
-    (validate::VALIDATE_KIND, validate::validate_section),
-    (
-        crate::validate::fidelity::FIDELITY_KIND,
-        crate::validate::fidelity::fidelity_section,
-    ),
-    (serve::SERVE_KIND, serve::serve_section),
-];
 
 /// The sections for one source argument: a run id (`12`; a traced run adds
 /// its trace's section), a sweep (`s3`), a trace directory, a run
@@ -102,14 +71,13 @@ pub fn sections_for(
                 "{arg} is a page-reference trace: draw it with `swaplab sim {arg} --report OUT.html` or `swaplab mrc {arg} --report OUT.html`"
             )));
         }
-        let v: serde_json::Value = read_json(p)?;
-        let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-        return match FILE_KINDS.iter().find(|k| k.0 == kind) {
-            Some((_, build)) => Ok(vec![build(p, &v)?]),
-            None => Err(Error::Invalid(format!(
-                "{arg}: not a saved swaplab result (its \"kind\" is {kind:?}; known: {}); make one with `swaplab sim --save FILE` or `swaplab mrc --save FILE`",
-                FILE_KINDS.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+        return match Saved::load(p) {
+            Ok(saved) => Ok(vec![saved.section(p)?]),
+            Err(e @ LoadError::UnknownKind(_)) => Err(Error::Invalid(format!(
+                "{arg}: {}; make one with `swaplab sim --save FILE` or `swaplab mrc --save FILE`",
+                Error::from(e)
             ))),
+            Err(LoadError::Other(e)) => Err(e),
         };
     }
     if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
@@ -126,14 +94,13 @@ pub fn sections_for(
                     p.display()
                 )));
             }
-            let v: serde_json::Value = read_json(&p)?;
-            let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
-            return match FILE_KINDS.iter().find(|k| k.0 == kind) {
-                Some((_, build)) => Ok(vec![build(&p, &v)?]),
-                None => Err(Error::Invalid(format!(
+            return match Saved::load(&p) {
+                Ok(saved) => Ok(vec![saved.section(&p)?]),
+                Err(LoadError::UnknownKind(_)) => Err(Error::Invalid(format!(
                     "{}: not a saved benchmark result",
                     p.display()
                 ))),
+                Err(LoadError::Other(e)) => Err(e),
             };
         }
         let rep = crate::sweep::report_from_catalog(&c, id)?;

@@ -5,24 +5,20 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
+use super::{ServeCell, ServeResult};
 use crate::report::{col, mib, shell_line};
-use swaplab_lab::error::{Error, Result};
-use swaplab_lab::serve::{ServeCell, ServeResult};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved serve result.
-pub const SERVE_KIND: &str = swaplab_lab::serve::SERVE_KIND;
+pub const SERVE_KIND: &str = super::SERVE_KIND;
 
 /// The section of a saved serve result.
-pub fn serve_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let r = ServeResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved serve result of an unexpected shape ({e}); run swaplab serve again",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as serve_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
     let mut variants: Vec<String> = Vec::new();
     for c in &r.cells {
         if !variants.contains(&c.variant) {

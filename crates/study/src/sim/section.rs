@@ -38,6 +38,8 @@ pub struct TraceInfo {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SavedSim {
     /// [`SIM_KIND`].
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     /// The swaplab command line that made it.
     pub command: Vec<String>,
@@ -68,6 +70,8 @@ pub struct SavedCurve {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SavedMrc {
     /// [`MRC_KIND`].
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     /// The swaplab command line that made it.
     pub command: Vec<String>,
@@ -93,22 +97,7 @@ impl TraceInfo {
     }
 }
 
-/// Writes a saved result as pretty JSON, atomically.
-pub fn save<T: Serialize>(path: &Path, v: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(v)
-        .map_err(|e| Error::Invalid(format!("encoding {}: {e}", path.display())))?;
-    swaplab_trace::atomic::write_atomic(path, text.as_bytes())
-        .map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))
-}
-
-fn parse<T: serde::de::DeserializeOwned>(p: &Path, v: &serde_json::Value) -> Result<T> {
-    T::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved result of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })
-}
+pub use crate::saved::save;
 
 /// Simulated results have no Linux run: say so, and where it ran.
 fn sim_config(
@@ -288,8 +277,10 @@ fn time_figure(s: &SavedSim, sizes: &[u64], policies: &[String]) -> Option<Figur
 }
 
 /// A saved simulation's section.
-pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let s: SavedSim = parse(p, v)?;
+pub use crate::saved::section_of as sim_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn sim(p: &Path, s: SavedSim) -> Result<Section> {
     let ps = s.trace.page_size;
     let mut policies: Vec<String> = Vec::new();
     for r in &s.results {
@@ -459,8 +450,10 @@ pub fn sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
 }
 
 /// A saved miss-ratio curve's section.
-pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let m: SavedMrc = parse(p, v)?;
+pub use crate::saved::section_of as mrc_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn mrc(p: &Path, m: SavedMrc) -> Result<Section> {
     let ps = m.trace.page_size;
     for c in &m.curves {
         if c.miss_ratio.len() != m.sizes.len() {
@@ -597,7 +590,7 @@ pub fn mrc_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
 /// simulation, the exact LRU curve as an MRC), through the same saved
 /// forms as `sim --save` and `mrc --save`.
 pub fn demo_sections(
-    d: &swaplab_lab::simulate::SimDemo,
+    d: &swaplab_sim::jobs::SimDemo,
     command: &[String],
     seed: u64,
     trace: Option<&Path>,
@@ -607,7 +600,7 @@ pub fn demo_sections(
             || {
                 PathBuf::from(format!(
                     "(generated: {})",
-                    swaplab_lab::simulate::DEMO_PATTERNS.join(" | ")
+                    swaplab_sim::jobs::DEMO_PATTERNS.join(" | ")
                 ))
             },
             Path::to_path_buf,
@@ -803,14 +796,14 @@ pub struct SimPair {
 
 /// Reads a saved simulation (`sim --save`).
 pub fn read_saved_sim(p: &Path) -> Result<SavedSim> {
-    let v: serde_json::Value = crate::report::read_json(p)?;
-    if v.get("kind").and_then(|k| k.as_str()) != Some(SIM_KIND) {
-        return Err(Error::Invalid(format!(
+    match crate::saved::Saved::load(p) {
+        Ok(crate::saved::Saved::Sim(s)) => Ok(s),
+        Ok(_) | Err(crate::saved::LoadError::UnknownKind(_)) => Err(Error::Invalid(format!(
             "{}: not a saved simulation (make one with `swaplab sim TRACE --save FILE`)",
             p.display()
-        )));
+        ))),
+        Err(crate::saved::LoadError::Other(e)) => Err(e),
     }
-    parse(p, &v)
 }
 
 /// The (policy, prefetcher, device, fault path, size) results two saved

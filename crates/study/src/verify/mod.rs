@@ -231,7 +231,7 @@ pub fn verify(
             .all(|r| r.outcome == Some(swaplab_lab::record::Outcome::Ok));
         let hw = wall(&h);
         let (pays, reason) = judge(&base_wall, &hw, completed, p);
-        let med = |x: &[f64]| (!x.is_empty()).then(|| swaplab_analysis::stats::median(x));
+        let med = swaplab_analysis::stats::median_of;
         rows.push(VerifyRow {
             variant: v.name.clone(),
             what: what[k].clone(),

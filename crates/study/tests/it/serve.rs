@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::serve::{self, RedisPreset, ServeRequest};
+use swaplab_study::serve::{self, LabServe, RedisPreset, ServeRequest};
 
 /// A preset's request: its commands, these limits and swap, one run per
 /// limit, 120 s per run, 30 s to be ready and 10 s of grace (tests change

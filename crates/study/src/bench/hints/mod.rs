@@ -230,6 +230,8 @@ pub struct HintsSize {
 /// The whole benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HintsResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     /// Its group in the catalog (`sN`).
@@ -703,7 +705,5 @@ pub fn readahead_kind(swap: &str) -> String {
 
 /// Writes a result as JSON.
 pub fn save(p: &std::path::Path, r: &HintsResult) -> Result<()> {
-    let json = serde_json::to_vec_pretty(r)
-        .map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &json)?)
+    crate::saved::save(p, r)
 }

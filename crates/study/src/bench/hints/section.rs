@@ -4,13 +4,12 @@
 //! bar, and measured against simulated fault reduction.
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, ScatterGroup, Section, Table};
 
 use crate::bench::hints::{HintsCell, HintsResult, BENCH_HINTS_KIND as KIND};
 use crate::report::{col, shell_line};
 use swaplab_host::util::format_size;
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved `swaplab bench hints` result.
 pub const BENCH_HINTS_KIND: &str = KIND;
@@ -193,13 +192,10 @@ fn panel(title: &str, size: &str, cells: &[HintsCell]) -> Figure {
 }
 
 /// A saved `bench hints` result's section.
-pub fn bench_hints_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let r = HintsResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved bench hints result of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as bench_hints_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: HintsResult) -> Result<Section> {
     let mut figures = Vec::new();
     for s in &r.sizes {
         let size = format_size(s.size_bytes);

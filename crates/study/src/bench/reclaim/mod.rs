@@ -151,6 +151,8 @@ pub struct BalloonInfo {
 /// A whole `bench reclaim`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReclaimResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
@@ -433,9 +435,7 @@ fn reduce(m: &mut ReclaimMode, notes: &mut Vec<String>) -> Result<()> {
 
 /// Writes a result as JSON.
 pub fn save(p: &std::path::Path, r: &ReclaimResult) -> Result<()> {
-    let bytes =
-        serde_json::to_vec(r).map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save_compact(p, r)
 }
 
 #[cfg(test)]

@@ -2,25 +2,21 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
+use crate::bench::reclaim::{Pressure, ReclaimResult};
 use crate::report::{col, shell_line};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved `swaplab bench reclaim` result.
 pub const BENCH_RECLAIM_KIND: &str = crate::bench::reclaim::BENCH_RECLAIM_KIND;
 
 /// A saved `bench reclaim` result's section: kswapd's share of the machine
 /// against direct reclaim, and the THP counters, per THP mode.
-pub fn bench_reclaim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench::reclaim::{Pressure, ReclaimResult};
-    let r = ReclaimResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved bench reclaim result of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as bench_reclaim_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: ReclaimResult) -> Result<Section> {
     let mut summary = Table::new(
         "bench-reclaim-summary",
         "one row per THP mode: medians across its repeats",

@@ -218,6 +218,8 @@ pub struct TouchConfig {
 /// A whole `bench touch`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TouchResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
@@ -391,7 +393,7 @@ pub fn read_rss(p: &Path) -> Result<Vec<(u64, f64)>> {
 
 /// The median of the values present (`None` without any).
 pub(crate) fn median(xs: Vec<f64>) -> Option<f64> {
-    (!xs.is_empty()).then(|| swaplab_analysis::stats::median(&xs))
+    swaplab_analysis::stats::median_of(&xs)
 }
 
 fn plateau(rss: &[(u64, f64)]) -> Option<f64> {
@@ -700,9 +702,7 @@ fn reduce(c: &mut TouchConfig, limit: u64, notes: &mut Vec<String>) -> Result<()
 
 /// Writes a result as JSON.
 pub fn save(p: &Path, r: &TouchResult) -> Result<()> {
-    let bytes =
-        serde_json::to_vec(r).map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save_compact(p, r)
 }
 
 /// `Nx` (a positive multiple, `2x`, `1.125x`) as N; `None` for text

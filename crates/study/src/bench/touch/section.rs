@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
+use crate::bench::touch::TouchResult;
 use crate::report::{col, shell_line};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved `swaplab bench touch` result.
 pub const BENCH_TOUCH_KIND: &str = crate::bench::touch::BENCH_TOUCH_KIND;
@@ -14,14 +14,10 @@ pub const BENCH_TOUCH_KIND: &str = crate::bench::touch::BENCH_TOUCH_KIND;
 /// A saved `bench touch` result's section: the Journey study's touch
 /// figures (latency CDF and its tails, run time by latency, latency and RSS
 /// against the touch index) per pattern and swap configuration.
-pub fn bench_touch_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench::touch::TouchResult;
-    let r = TouchResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved bench touch result of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as bench_touch_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: TouchResult) -> Result<Section> {
     let name = |c: &crate::bench::touch::TouchConfig| format!("{} {}", c.pattern, c.swap);
     let mut summary = Table::new(
         "bench-touch-summary",

@@ -150,10 +150,9 @@ pub fn bench_trace(
             index += 1;
         }
     }
-    let med = |v: &[f64]| if v.is_empty() { f64::NAN } else { median(v) };
-    let base = med(&modes[0].wall_ns);
+    let base = median(&modes[0].wall_ns);
     for m in &mut modes {
-        m.wall_ratio = med(&m.wall_ns) / base;
+        m.wall_ratio = median(&m.wall_ns) / base;
         let per: Vec<f64> = m
             .trace_bytes
             .iter()
@@ -161,11 +160,7 @@ pub fn bench_trace(
             .filter(|(_, e)| **e > 0.0)
             .map(|(b, e)| b / e * 1e6)
             .collect();
-        m.bytes_per_mfault = if per.is_empty() {
-            f64::NAN
-        } else {
-            median(&per)
-        };
+        m.bytes_per_mfault = median(&per);
     }
     Ok(TraceBench {
         command: command.to_vec(),

@@ -302,6 +302,8 @@ pub struct Extrapolation {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VmaResult {
     /// [`BENCH_VMA_KIND`].
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     /// Its record in the catalog (`swaplab report sN`).
     #[serde(default)]
@@ -904,9 +906,7 @@ use std::os::unix::fs::DirBuilderExt;
 
 /// Saves the result as JSON (atomically).
 pub fn save(p: &Path, r: &VmaResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)
-        .map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save(p, r)
 }
 
 #[cfg(test)]

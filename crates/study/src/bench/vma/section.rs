@@ -2,11 +2,11 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
+use crate::bench::vma::VmaResult;
 use crate::report::{col, shell_line};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved `swaplab bench vma` result.
 pub const BENCH_VMA_KIND: &str = crate::bench::vma::BENCH_VMA_KIND;
@@ -14,14 +14,10 @@ pub const BENCH_VMA_KIND: &str = crate::bench::vma::BENCH_VMA_KIND;
 /// A saved `bench vma` result's section: the Journey study's figures (mmap
 /// latency against the VMA count, Δ memory adjusted for control, VMA count)
 /// and the summary and extrapolation tables.
-pub fn bench_vma_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    use crate::bench::vma::VmaResult;
-    let r = VmaResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved VMA benchmark of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })?;
+pub use crate::saved::section_of as bench_vma_section;
+
+/// The section of the decoded result ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: VmaResult) -> Result<Section> {
     let mut points = Table::new(
         "bench-vma-points",
         "one row per pattern and sample point; values are medians across the repeats",

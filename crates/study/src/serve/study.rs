@@ -30,10 +30,10 @@ use serde::{Deserialize, Serialize};
 use swaplab_analysis::stats::{summarize, Summary};
 use swaplab_host::procfs::Environment;
 
-use crate::error::{Error, Result};
-use crate::options::{LimitSpec, RunOptions, Variant};
-use crate::record::{Outcome, Role, RunRecord, Settings, Status};
-use crate::runner::{die_with_parent, Lab, Progress, ProgressFn, RunPlan};
+use swaplab_lab::error::{Error, Result};
+use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
+use swaplab_lab::record::{Outcome, Role, RunRecord, Settings, Status};
+use swaplab_lab::runner::{die_with_parent, Lab, Progress, ProgressFn, RunPlan};
 
 /// `"kind"` of a saved serve result, and the kind of its catalog group.
 pub const SERVE_KIND: &str = "serve";
@@ -1125,6 +1125,8 @@ pub struct ServeCell {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServeResult {
     /// Always [`SERVE_KIND`].
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     /// The catalog group (`sN`).
     pub group_id: i64,
@@ -1528,140 +1530,18 @@ const SERVER_METRICS: &[&str] = &[
     "sys_ns",
 ];
 
-impl Lab {
-    /// One run of the server driven through ready, fill and load.
-    fn serve_once(
-        &self,
-        req: &ServeRequest,
-        server: &[String],
-        mut plan: RunPlan,
-    ) -> Result<(RunRecord, ServeRun)> {
-        let stage = tempdir_in(self.catalog.home())?;
-        let plan_traced = plan.options.trace.is_some();
-        let pidfile = stage.join("server.pid");
-        let mut command = vec![
-            "sh".to_string(),
-            "-c".into(),
-            format!(
-                "echo $$ > '{}' && exec \"$@\"",
-                pidfile.display().to_string().replace('\'', "'\\''")
-            ),
-            "sh".into(),
-        ];
-        command.extend(server.iter().cloned());
-        plan.command = command;
-        let done = AtomicBool::new(false);
-        let driver = Driver {
-            req,
-            pidfile,
-            stage: stage.clone(),
-            done: &done,
-            interrupted: self.signals().flag(),
-        };
-        let (rec, driven) = std::thread::scope(|s| {
-            let h = s.spawn(|| driver.drive());
-            let rec = self.run_plan(&plan);
-            done.store(true, Ordering::SeqCst);
-            let driven = h.join().unwrap_or_else(|_| Driven {
-                error: Some("the driver thread panicked".into()),
-                ..Default::default()
-            });
-            (rec, driven)
-        });
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = std::fs::remove_dir_all(&stage);
-                return Err(e);
-            }
-        };
-        // The driver's files (the commands' output, and what they wrote
-        // into $SWAPLAB_SERVE_DIR) into the run directory.
-        for e in std::fs::read_dir(&stage).into_iter().flatten().flatten() {
-            let from = e.path();
-            if e.file_name() == "server.pid" || !from.is_file() {
-                continue;
-            }
-            let to = rec.dir.join(e.file_name());
-            if std::fs::rename(&from, &to).is_err() {
-                let _ = std::fs::copy(&from, &to);
-            }
-        }
-        let _ = std::fs::remove_dir_all(&stage);
-        let load = if driven.load_s.is_some() {
-            parse_load_dir(&rec.dir)
-        } else {
-            None
-        };
-        let mut error = driven.error.clone();
-        if error.is_none() && load.is_none() {
-            error = Some("the load's output (load.stdout.txt) is not one swaplab reads (redis-benchmark's default text or --csv, or pgbench's report)".into());
-        }
-        let mut trace_dir = None;
-        if plan_traced {
-            if let Some(dir) = rec.trace_dir.clone() {
-                match cut_trace_to_load(&dir, &driven.phases) {
-                    Ok(()) => trace_dir = Some(dir),
-                    Err(e) => {
-                        if error.is_none() {
-                            error = Some(format!("cutting the trace to the load phase: {e}"));
-                        }
-                    }
-                }
-            } else if error.is_none() {
-                error = Some("the run was to be traced but has no trace directory".into());
-            }
-        }
-        // How the server ended matters only when swaplab did not stop it,
-        // or when the kernel or the timeout ended it.
-        let stopped_by_us = driven.stopped.starts_with("SIG");
-        let ended_badly = matches!(
-            rec.outcome,
-            Some(Outcome::Oom | Outcome::Timeout | Outcome::Interrupted | Outcome::Error)
-        );
-        if ended_badly || (!stopped_by_us && rec.outcome != Some(Outcome::Ok)) {
-            // The server's end first: it explains a failed load.
-            let why = format!("the server ended with {}", rec.outcome_text());
-            error = Some(match error {
-                Some(e) => format!("{why}; {e}"),
-                None => why,
-            });
-        }
-        let metrics = SERVER_METRICS
-            .iter()
-            .filter_map(|m| Some((m.to_string(), rec.get(m)?)))
-            .collect();
-        let run = ServeRun {
-            run_id: rec.id,
-            variant: rec.variant.clone().unwrap_or_else(|| "default".into()),
-            limit_label: rec.limit_label.clone(),
-            limit_bytes: rec.limit_bytes,
-            repeat: rec.repeat_idx,
-            run_dir: rec.dir.clone(),
-            server_outcome: rec.outcome_text(),
-            ok: error.is_none(),
-            error,
-            stopped: driven.stopped,
-            ready_s: driven.ready_s,
-            fill_s: driven.fill_s,
-            load_s: driven.load_s,
-            load,
-            metrics,
-            phases: driven.phases,
-            trace_dir,
-        };
-        let _ = swaplab_trace::atomic::write_atomic(
-            &rec.dir.join("serve.json"),
-            serde_json::to_string_pretty(&run)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
-        Ok((rec, run))
-    }
-
+/// `swaplab serve` on a [`Lab`]: the server study's operations on lab's
+/// run engine.
+pub trait LabServe {
     /// `swaplab serve`: the calibration run, then every cell; recorded as
     /// one catalog group of kind `serve` with its result saved.
-    pub fn serve(&self, req: &ServeRequest, progress: &mut ProgressFn<'_>) -> Result<ServeResult> {
+    fn serve(&self, req: &ServeRequest, progress: &mut ProgressFn<'_>) -> Result<ServeResult>;
+}
+
+impl LabServe for Lab {
+    /// `swaplab serve`: the calibration run, then every cell; recorded as
+    /// one catalog group of kind `serve` with its result saved.
+    fn serve(&self, req: &ServeRequest, progress: &mut ProgressFn<'_>) -> Result<ServeResult> {
         if req.server.is_empty() || req.load.is_empty() {
             return Err(Error::Invalid(
                 "a server and a load command are needed: --server CMD --ready tcp:PORT --load CMD (or --preset redis)".into(),
@@ -1673,8 +1553,8 @@ impl Lab {
             ));
         }
         req.options.validate()?;
-        Self::require_runner()?;
-        let variants = crate::options::variants_or_default(&req.variants)?;
+        Lab::require_runner()?;
+        let variants = swaplab_lab::options::variants_or_default(&req.variants)?;
         for v in &variants {
             let o = req.options.overridden_by(&v.options);
             o.validate()?;
@@ -1692,160 +1572,270 @@ impl Lab {
             "order": "calibration (unlimited), then repeat-major round-robin over (variant, limit) cells",
         });
         let id = self.catalog.begin_sweep(SERVE_KIND, &req.server, &spec)?;
-        let r = self.serve_in(id, req, &variants, progress);
-        let saved = r.and_then(|res| {
-            let p = crate::catalog::result_path(&self.catalog, id);
-            if let Some(dir) = p.parent() {
-                std::fs::create_dir_all(dir).map_err(|e| Error::io("creating", dir, e))?;
-            }
-            let text = serde_json::to_string_pretty(&res)
-                .map_err(|e| Error::Invalid(format!("serializing the result: {e}")))?;
-            swaplab_trace::atomic::write_atomic(&p, text.as_bytes())?;
-            Ok(res)
-        });
-        let status = match &saved {
-            Ok(_) => Status::Done,
-            Err(Error::Interrupted(_)) => Status::Interrupted,
-            Err(_) => Status::Failed,
-        };
-        self.catalog.finish_sweep(
-            id,
-            status,
-            saved.as_ref().err().map(|e| e.to_string()).as_deref(),
-        )?;
-        saved
+        let r = serve_in(self, id, req, &variants, progress);
+        crate::bench::group::finish(&self.catalog, id, r, crate::saved::save)
     }
+}
 
-    fn serve_in(
-        &self,
-        id: i64,
-        req: &ServeRequest,
-        variants: &[Variant],
-        progress: &mut ProgressFn<'_>,
-    ) -> Result<ServeResult> {
-        let mut notes = Vec::new();
-        // The peak: an unlimited start + fill + load of the base server.
-        let needs_peak = req.limits.iter().any(|l| l.needs_peak());
-        let mut calibration = None;
-        let mut peak = None;
-        if needs_peak {
-            progress(Progress::Calibrating {
-                command: &req.server,
-            });
-            let base = RunOptions {
-                mem_limit: Some(LimitSpec::None),
-                thp: req.options.thp.clone(),
-                timeout: req.options.timeout,
-                ..Default::default()
-            };
-            let plan = RunPlan {
-                command: req.server.clone(),
-                options: base,
-                limit_label: "none".into(),
-                limit_bytes: None,
-                role: Role::Calibrate,
-                sweep: Some((id, Some("calibration".into()), 0)),
-            };
-            let (rec, run) = self.serve_once(req, &req.server, plan)?;
-            if let Some(s) = self.interrupted() {
-                return Err(Error::Interrupted(s));
-            }
-            match (&run.error, rec.get("peak_bytes")) {
-                (None, Some(p)) if p > 0.0 => peak = Some(p as u64),
-                (e, _) => {
-                    return Err(Error::failed(
-                        "cannot measure the server's peak memory",
-                        format!(
-                            "its unlimited run (run {}) {}",
-                            rec.id,
-                            e.clone().unwrap_or_else(|| "recorded no peak".into())
-                        ),
-                        format!(
-                            "look at {} (stderr.txt, load.stdout.txt); make the server and the load work on their own first, or give limits in bytes",
-                            rec.dir.display()
-                        ),
-                    ))
-                }
-            }
-            calibration = Some(run);
+/// One run of the server driven through ready, fill and load.
+fn serve_once(
+    lab: &Lab,
+    req: &ServeRequest,
+    server: &[String],
+    mut plan: RunPlan,
+) -> Result<(RunRecord, ServeRun)> {
+    let stage = tempdir_in(lab.catalog.home())?;
+    let plan_traced = plan.options.trace.is_some();
+    let pidfile = stage.join("server.pid");
+    let mut command = vec![
+        "sh".to_string(),
+        "-c".into(),
+        format!(
+            "echo $$ > '{}' && exec \"$@\"",
+            pidfile.display().to_string().replace('\'', "'\\''")
+        ),
+        "sh".into(),
+    ];
+    command.extend(server.iter().cloned());
+    plan.command = command;
+    let done = AtomicBool::new(false);
+    let driver = Driver {
+        req,
+        pidfile,
+        stage: stage.clone(),
+        done: &done,
+        interrupted: lab.signals().flag(),
+    };
+    let (rec, driven) = std::thread::scope(|s| {
+        let h = s.spawn(|| driver.drive());
+        let rec = lab.run_plan(&plan);
+        done.store(true, Ordering::SeqCst);
+        let driven = h.join().unwrap_or_else(|_| Driven {
+            error: Some("the driver thread panicked".into()),
+            ..Default::default()
+        });
+        (rec, driven)
+    });
+    let rec = match rec {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&stage);
+            return Err(e);
         }
-        let mut plans = Vec::new();
-        for rep in 0..req.repeat.max(1) {
-            for v in variants {
-                for l in &req.limits {
-                    plans.push((v, *l, l.resolve(peak)?, rep));
-                }
-            }
+    };
+    // The driver's files (the commands' output, and what they wrote
+    // into $SWAPLAB_SERVE_DIR) into the run directory.
+    for e in std::fs::read_dir(&stage).into_iter().flatten().flatten() {
+        let from = e.path();
+        if e.file_name() == "server.pid" || !from.is_file() {
+            continue;
         }
-        let total = plans.len();
-        let mut runs = Vec::new();
-        let mut records = Vec::new();
-        for (i, (v, l, bytes, rep)) in plans.into_iter().enumerate() {
-            if let Some(s) = self.interrupted() {
-                return Err(Error::Interrupted(s));
-            }
-            let options = RunOptions {
-                mem_limit: Some(l),
-                ..req.options.overridden_by(&v.options)
-            };
-            let server = v.command.clone().unwrap_or_else(|| req.server.clone());
-            let plan = RunPlan {
-                command: server.clone(),
-                options,
-                limit_label: l.to_string(),
-                limit_bytes: bytes,
-                role: Role::Measure,
-                sweep: Some((id, Some(v.name.clone()), rep)),
-            };
-            progress(Progress::RunStarted {
-                index: i,
-                total,
-                plan: &plan,
-            });
-            let (rec, run) = self.serve_once(req, &server, plan)?;
-            progress(Progress::RunFinished {
-                index: i,
-                total,
-                record: &rec,
-            });
-            if rec.status == Status::Interrupted {
-                return Err(Error::Interrupted(
-                    self.interrupted().unwrap_or(libc::SIGINT),
-                ));
-            }
-            runs.push(run);
-            records.push(rec);
+        let to = rec.dir.join(e.file_name());
+        if std::fs::rename(&from, &to).is_err() {
+            let _ = std::fs::copy(&from, &to);
         }
-        if req.repeat <= 1 {
-            notes.push(
-                "one run per cell: no spread; use --repeat 3 or more for medians you can compare"
-                    .into(),
-            );
-        }
-        if req.options.trace.is_some() {
-            notes.push("traced run: its faults were recorded (perf events, pagemap scans), which slows the server; compare throughput and latency with untraced runs only".into());
-        }
-        if records.iter().any(|r| {
-            r.metrics
-                .get("swapin_pages")
-                .is_some_and(|m| m.scope == crate::timeline::Scope::System)
-        }) {
-            notes.push("swap traffic is machine-wide (/proc/vmstat deltas): this cgroup version has no per-group swap-in/out counters".into());
-        }
-        let cells = cells_of(variants, &req.limits, &runs, peak);
-        Ok(ServeResult {
-            kind: SERVE_KIND.into(),
-            group_id: id,
-            request: req.clone(),
-            peak_bytes: peak,
-            calibration,
-            machine: records.iter().find_map(|r| r.env.clone()),
-            settings: records.iter().find_map(|r| r.settings.clone()),
-            runs,
-            cells,
-            notes,
-        })
     }
+    let _ = std::fs::remove_dir_all(&stage);
+    let load = if driven.load_s.is_some() {
+        parse_load_dir(&rec.dir)
+    } else {
+        None
+    };
+    let mut error = driven.error.clone();
+    if error.is_none() && load.is_none() {
+        error = Some("the load's output (load.stdout.txt) is not one swaplab reads (redis-benchmark's default text or --csv, or pgbench's report)".into());
+    }
+    let mut trace_dir = None;
+    if plan_traced {
+        if let Some(dir) = rec.trace_dir.clone() {
+            match cut_trace_to_load(&dir, &driven.phases) {
+                Ok(()) => trace_dir = Some(dir),
+                Err(e) => {
+                    if error.is_none() {
+                        error = Some(format!("cutting the trace to the load phase: {e}"));
+                    }
+                }
+            }
+        } else if error.is_none() {
+            error = Some("the run was to be traced but has no trace directory".into());
+        }
+    }
+    // How the server ended matters only when swaplab did not stop it,
+    // or when the kernel or the timeout ended it.
+    let stopped_by_us = driven.stopped.starts_with("SIG");
+    let ended_badly = matches!(
+        rec.outcome,
+        Some(Outcome::Oom | Outcome::Timeout | Outcome::Interrupted | Outcome::Error)
+    );
+    if ended_badly || (!stopped_by_us && rec.outcome != Some(Outcome::Ok)) {
+        // The server's end first: it explains a failed load.
+        let why = format!("the server ended with {}", rec.outcome_text());
+        error = Some(match error {
+            Some(e) => format!("{why}; {e}"),
+            None => why,
+        });
+    }
+    let metrics = SERVER_METRICS
+        .iter()
+        .filter_map(|m| Some((m.to_string(), rec.get(m)?)))
+        .collect();
+    let run = ServeRun {
+        run_id: rec.id,
+        variant: rec.variant.clone().unwrap_or_else(|| "default".into()),
+        limit_label: rec.limit_label.clone(),
+        limit_bytes: rec.limit_bytes,
+        repeat: rec.repeat_idx,
+        run_dir: rec.dir.clone(),
+        server_outcome: rec.outcome_text(),
+        ok: error.is_none(),
+        error,
+        stopped: driven.stopped,
+        ready_s: driven.ready_s,
+        fill_s: driven.fill_s,
+        load_s: driven.load_s,
+        load,
+        metrics,
+        phases: driven.phases,
+        trace_dir,
+    };
+    let _ = swaplab_trace::atomic::write_atomic(
+        &rec.dir.join("serve.json"),
+        serde_json::to_string_pretty(&run)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    Ok((rec, run))
+}
+
+fn serve_in(
+    lab: &Lab,
+    id: i64,
+    req: &ServeRequest,
+    variants: &[Variant],
+    progress: &mut ProgressFn<'_>,
+) -> Result<ServeResult> {
+    let mut notes = Vec::new();
+    // The peak: an unlimited start + fill + load of the base server.
+    let needs_peak = req.limits.iter().any(|l| l.needs_peak());
+    let mut calibration = None;
+    let mut peak = None;
+    if needs_peak {
+        progress(Progress::Calibrating {
+            command: &req.server,
+        });
+        let base = RunOptions {
+            mem_limit: Some(LimitSpec::None),
+            thp: req.options.thp.clone(),
+            timeout: req.options.timeout,
+            ..Default::default()
+        };
+        let plan = RunPlan {
+            command: req.server.clone(),
+            options: base,
+            limit_label: "none".into(),
+            limit_bytes: None,
+            role: Role::Calibrate,
+            sweep: Some((id, Some("calibration".into()), 0)),
+        };
+        let (rec, run) = serve_once(lab, req, &req.server, plan)?;
+        if let Some(s) = lab.interrupted() {
+            return Err(Error::Interrupted(s));
+        }
+        match (&run.error, rec.get("peak_bytes")) {
+            (None, Some(p)) if p > 0.0 => peak = Some(p as u64),
+            (e, _) => {
+                return Err(Error::failed(
+                    "cannot measure the server's peak memory",
+                    format!(
+                        "its unlimited run (run {}) {}",
+                        rec.id,
+                        e.clone().unwrap_or_else(|| "recorded no peak".into())
+                    ),
+                    format!(
+                        "look at {} (stderr.txt, load.stdout.txt); make the server and the load work on their own first, or give limits in bytes",
+                        rec.dir.display()
+                    ),
+                ))
+            }
+        }
+        calibration = Some(run);
+    }
+    let mut plans = Vec::new();
+    for rep in 0..req.repeat.max(1) {
+        for v in variants {
+            for l in &req.limits {
+                plans.push((v, *l, l.resolve(peak)?, rep));
+            }
+        }
+    }
+    let total = plans.len();
+    let mut runs = Vec::new();
+    let mut records = Vec::new();
+    for (i, (v, l, bytes, rep)) in plans.into_iter().enumerate() {
+        if let Some(s) = lab.interrupted() {
+            return Err(Error::Interrupted(s));
+        }
+        let options = RunOptions {
+            mem_limit: Some(l),
+            ..req.options.overridden_by(&v.options)
+        };
+        let server = v.command.clone().unwrap_or_else(|| req.server.clone());
+        let plan = RunPlan {
+            command: server.clone(),
+            options,
+            limit_label: l.to_string(),
+            limit_bytes: bytes,
+            role: Role::Measure,
+            sweep: Some((id, Some(v.name.clone()), rep)),
+        };
+        progress(Progress::RunStarted {
+            index: i,
+            total,
+            plan: &plan,
+        });
+        let (rec, run) = serve_once(lab, req, &server, plan)?;
+        progress(Progress::RunFinished {
+            index: i,
+            total,
+            record: &rec,
+        });
+        if rec.status == Status::Interrupted {
+            return Err(Error::Interrupted(
+                lab.interrupted().unwrap_or(libc::SIGINT),
+            ));
+        }
+        runs.push(run);
+        records.push(rec);
+    }
+    if req.repeat <= 1 {
+        notes.push(
+            "one run per cell: no spread; use --repeat 3 or more for medians you can compare"
+                .into(),
+        );
+    }
+    if req.options.trace.is_some() {
+        notes.push("traced run: its faults were recorded (perf events, pagemap scans), which slows the server; compare throughput and latency with untraced runs only".into());
+    }
+    if records.iter().any(|r| {
+        r.metrics
+            .get("swapin_pages")
+            .is_some_and(|m| m.scope == swaplab_lab::timeline::Scope::System)
+    }) {
+        notes.push("swap traffic is machine-wide (/proc/vmstat deltas): this cgroup version has no per-group swap-in/out counters".into());
+    }
+    let cells = cells_of(variants, &req.limits, &runs, peak);
+    Ok(ServeResult {
+        kind: SERVE_KIND.into(),
+        group_id: id,
+        request: req.clone(),
+        peak_bytes: peak,
+        calibration,
+        machine: records.iter().find_map(|r| r.env.clone()),
+        settings: records.iter().find_map(|r| r.settings.clone()),
+        runs,
+        cells,
+        notes,
+    })
 }
 
 fn tempdir_in(home: &Path) -> Result<PathBuf> {
@@ -1987,7 +1977,7 @@ impl ServeResult {
         for c in &self.cells {
             out.push(vec![
                 c.variant.clone(),
-                crate::options::limit_text(&c.limit_label, c.limit_bytes),
+                swaplab_lab::options::limit_text(&c.limit_label, c.limit_bytes),
                 format!("{}/{}", c.ok, c.runs),
                 f(&c.throughput_rps, 0),
                 c.throughput_ratio
@@ -2009,7 +1999,7 @@ impl ServeResult {
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = include_str!("../tests/data/redis-benchmark-7.0.15.txt");
+    const SAMPLE: &str = include_str!("../../tests/data/redis-benchmark-7.0.15.txt");
 
     /// The numbers below are read by hand off the captured output.
     #[test]
@@ -2063,10 +2053,10 @@ mod tests {
         assert!(parse_load("hello\n").is_none());
     }
 
-    const PGBENCH: &str = include_str!("../tests/data/pgbench-15.18.txt");
-    const PGBENCH_LOG0: &str = include_str!("../tests/data/pgbench-15.18.log.8011");
-    const PGBENCH_LOG1: &str = include_str!("../tests/data/pgbench-15.18.log.8011.1");
-    const PGBENCH_T: &str = include_str!("../tests/data/pgbench-15.18-duration.txt");
+    const PGBENCH: &str = include_str!("../../tests/data/pgbench-15.18.txt");
+    const PGBENCH_LOG0: &str = include_str!("../../tests/data/pgbench-15.18.log.8011");
+    const PGBENCH_LOG1: &str = include_str!("../../tests/data/pgbench-15.18.log.8011.1");
+    const PGBENCH_T: &str = include_str!("../../tests/data/pgbench-15.18-duration.txt");
 
     /// pgbench 15.18 `-S -c 4 -j 2 -t 300 -l`: the report and its two
     /// per-thread logs (1200 transactions). The quantiles were read off

@@ -1,0 +1,238 @@
+//! Saved results: every study's result is one JSON file whose `"kind"`
+//! says which. [`Saved`] is all of them as one enum, decoded once (the
+//! kind picks the type), and [`Saved::section`] the one dispatch to their
+//! report sections. Adding a study adds one line to [`saved_kinds!`]'s
+//! list below. [`save`] and [`save_compact`] write them.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use swaplab_lab::error::{Error, Result};
+use swaplab_report::Section;
+
+use crate::bench::hints::{section as bench_hints, HintsResult};
+use crate::bench::reclaim::{section as bench_reclaim, ReclaimResult};
+use crate::bench::touch::{section as bench_touch, TouchResult};
+use crate::bench::vma::{section as bench_vma, VmaResult};
+use crate::calibrate::{section as calibrate, CalibrateResult};
+use crate::serve::{section as serve, ServeResult};
+use crate::sim::section::{self as sim, SavedMrc, SavedSim};
+
+/// Writes a result as pretty JSON at `p`, atomically.
+pub fn save<T: Serialize>(p: &Path, r: &T) -> Result<()> {
+    write(p, serde_json::to_vec_pretty(r))
+}
+
+/// Writes a result as compact JSON (one line) at `p`, atomically: for
+/// results with long series (latency distributions).
+pub fn save_compact<T: Serialize>(p: &Path, r: &T) -> Result<()> {
+    write(p, serde_json::to_vec(r))
+}
+
+fn write(p: &Path, bytes: serde_json::Result<Vec<u8>>) -> Result<()> {
+    let bytes = bytes.map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
+    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+}
+
+/// A saved result's JSON as it is, for the sections that still decode it
+/// themselves (`validate`, the fidelity table, `bench sim`): [`Saved`] hands them the object
+/// with its `"kind"` put back.
+pub type Json = serde_json::Map<String, serde_json::Value>;
+
+fn validate_section(p: &Path, mut v: Json) -> Result<Section> {
+    v.insert("kind".into(), crate::validate::VALIDATE_KIND.into());
+    crate::validate::section::validate_section(p, &serde_json::Value::Object(v))
+}
+
+fn fidelity_section(p: &Path, mut v: Json) -> Result<Section> {
+    v.insert(
+        "kind".into(),
+        crate::validate::fidelity::FIDELITY_KIND.into(),
+    );
+    crate::validate::fidelity::fidelity_section(p, &serde_json::Value::Object(v))
+}
+
+fn bench_sim_section(p: &Path, mut v: Json) -> Result<Section> {
+    v.insert(
+        "kind".into(),
+        crate::bench::sim::section::BENCH_SIM_KIND.into(),
+    );
+    crate::bench::sim::section::bench_sim_section(p, &serde_json::Value::Object(v))
+}
+
+/// One line per kind of saved result: the variant and its type, the
+/// `"kind"`, what it is and what to do when a file of it cannot be read,
+/// and its section.
+macro_rules! saved_kinds {
+    ($($variant:ident($ty:ty) = $kind:literal, $what:literal, $again:literal => $section:path;)*) => {
+        /// A saved result of any kind, decoded once: its `"kind"` picks the
+        /// type ([`KINDS`] lists them).
+        // One value at a time, decoded and drawn: the variants' sizes do
+        // not matter.
+        #[allow(clippy::large_enum_variant)]
+        #[derive(Deserialize)]
+        #[serde(tag = "kind")]
+        pub enum Saved {
+            $(
+                #[doc = $what]
+                #[serde(rename = $kind)]
+                $variant($ty),
+            )*
+        }
+
+        /// The `"kind"` of every saved result, in [`Saved`]'s order.
+        pub const KINDS: &[&str] = &[$($kind),*];
+
+        impl Saved {
+            /// Its `"kind"`.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Saved::$variant(_) => $kind,)*
+                }
+            }
+
+            /// Its report section (`p`: the file it was read from).
+            pub fn section(self, p: &Path) -> Result<Section> {
+                match self {
+                    $(Saved::$variant(r) => $section(p, r),)*
+                }
+            }
+        }
+
+        /// What a result of `kind` is, and what to do when it cannot be read.
+        fn describe(kind: &str) -> Option<(&'static str, &'static str)> {
+            match kind {
+                $($kind => Some(($what, $again)),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+saved_kinds! {
+    Sim(SavedSim) = "swaplab.sim", "a saved result", "save it again with this swaplab" => sim::sim;
+    Mrc(SavedMrc) = "swaplab.mrc", "a saved result", "save it again with this swaplab" => sim::mrc;
+    BenchSim(Json) = "swaplab.bench.sim", "a saved benchmark", "save it again with this swaplab" => bench_sim_section;
+    BenchVma(VmaResult) = "swaplab.bench.vma", "a saved VMA benchmark", "save it again with this swaplab" => bench_vma::section;
+    BenchTouch(TouchResult) = "swaplab.bench.touch", "a saved bench touch result", "save it again with this swaplab" => bench_touch::section;
+    BenchReclaim(ReclaimResult) = "swaplab.bench.reclaim", "a saved bench reclaim result", "save it again with this swaplab" => bench_reclaim::section;
+    BenchHints(HintsResult) = "swaplab.bench.hints", "a saved bench hints result", "save it again with this swaplab" => bench_hints::section;
+    Calibrate(CalibrateResult) = "swaplab.calibrate", "a saved calibrate result", "run swaplab calibrate again" => calibrate::section;
+    Validate(Json) = "swaplab.validate", "a saved validation", "run swaplab validate again" => validate_section;
+    Fidelity(Json) = "swaplab.fidelity", "a saved fidelity table", "make it again with scripts/kernels.sh --validate" => fidelity_section;
+    Serve(ServeResult) = "serve", "a saved serve result", "run swaplab serve again" => serve::section;
+}
+
+/// Why a saved result could not be read.
+#[derive(Debug)]
+pub enum LoadError {
+    /// A JSON object whose `"kind"` (here; `""` without one) is none of
+    /// [`KINDS`].
+    UnknownKind(String),
+    /// Anything else: the file unreadable, not JSON, or a known kind of an
+    /// unexpected shape (the message says which and what to do).
+    Other(Error),
+}
+
+impl From<LoadError> for Error {
+    fn from(e: LoadError) -> Error {
+        match e {
+            LoadError::UnknownKind(kind) => Error::Invalid(format!(
+                "not a saved swaplab result (its \"kind\" is {kind:?}; known: {})",
+                KINDS.join(", ")
+            )),
+            LoadError::Other(e) => e,
+        }
+    }
+}
+
+impl Saved {
+    /// Reads and decodes the saved result at `p`.
+    pub fn load(p: &Path) -> std::result::Result<Saved, LoadError> {
+        let bytes = std::fs::read(p).map_err(|e| LoadError::Other(Error::io("reading", p, e)))?;
+        serde_json::from_slice(&bytes).map_err(|e| {
+            match serde_json::from_slice::<KindOf>(&bytes) {
+                Ok(k) => shape_error(p, k.kind.as_deref().unwrap_or(""), e),
+                Err(e) => LoadError::Other(Error::Invalid(format!(
+                    "{}: not a swaplab result file ({e}); reports read run.json and the files of `sim --save`, `mrc --save`, `bench sim --save` and `bench vma --save`",
+                    p.display()
+                ))),
+            }
+        })
+    }
+
+    /// Decodes a saved result already parsed as JSON (`p`: where it is or
+    /// will be saved, for messages).
+    pub fn from_value(p: &Path, v: &serde_json::Value) -> Result<Saved> {
+        Saved::deserialize(v).map_err(|e| {
+            let kind = v.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+            match shape_error(p, kind, e) {
+                LoadError::UnknownKind(_) => Error::Invalid(format!(
+                    "{}: {}",
+                    p.display(),
+                    Error::from(LoadError::UnknownKind(kind.into()))
+                )),
+                LoadError::Other(e) => e,
+            }
+        })
+    }
+}
+
+/// The section of a saved result given as JSON (`p`: its file, for
+/// messages), whatever its kind: the
+/// [`SectionBuilder`](crate::report::SectionBuilder) of every study.
+pub fn section_of(p: &Path, v: &serde_json::Value) -> Result<Section> {
+    Saved::from_value(p, v)?.section(p)
+}
+
+/// Only the `"kind"` of a JSON object: what a file that failed to decode
+/// says it is.
+#[derive(Deserialize)]
+struct KindOf {
+    kind: Option<String>,
+}
+
+fn shape_error(p: &Path, kind: &str, e: serde_json::Error) -> LoadError {
+    match describe(kind) {
+        Some((what, again)) => LoadError::Other(Error::Invalid(format!(
+            "{}: {what} of an unexpected shape ({e}); {again}",
+            p.display()
+        ))),
+        None => LoadError::UnknownKind(kind.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kinds the enum reads are the ones the studies write.
+    #[test]
+    fn kinds_are_the_studies_constants() {
+        let consts = [
+            sim::SIM_KIND,
+            sim::MRC_KIND,
+            crate::bench::sim::section::BENCH_SIM_KIND,
+            crate::bench::vma::BENCH_VMA_KIND,
+            crate::bench::touch::BENCH_TOUCH_KIND,
+            crate::bench::reclaim::BENCH_RECLAIM_KIND,
+            crate::bench::hints::BENCH_HINTS_KIND,
+            crate::calibrate::CALIBRATE_KIND,
+            crate::validate::VALIDATE_KIND,
+            crate::validate::fidelity::FIDELITY_KIND,
+            crate::serve::SERVE_KIND,
+        ];
+        assert_eq!(KINDS, consts);
+    }
+
+    #[test]
+    fn an_unknown_kind_is_named() {
+        let v = serde_json::json!({ "kind": "nope", "x": 1 });
+        let e = Saved::from_value(Path::new("x.json"), &v)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("x.json: not a saved swaplab result"), "{e}");
+        assert!(e.contains("\"nope\""), "{e}");
+    }
+}
