@@ -421,6 +421,9 @@ impl Lab {
         let opts = &plan.options;
         let mut session = Session::begin_with(self.session.clone())?;
         let setup = (|| -> Result<MemoryGroup> {
+            // An emulated device this kernel cannot build (no dm-delay, brd,
+            // nbd) fails here, before any area of the run is made.
+            swaplab_host::swap::check_buildable(&opts.swap)?;
             for spec in &opts.swap {
                 session.add_swap(spec)?;
             }

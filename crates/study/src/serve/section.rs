@@ -41,6 +41,7 @@ pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
             col("limit_pct_of_peak", "float", "%", "the limit as a share of the server's peak (empty without % limits)"),
             col("runs", "integer", "count", "runs made"),
             col("ok", "integer", "count", "runs that served the whole load (ready, fill and load exited 0, output parsed)"),
+            col("outcome", "text", "", "ok/runs, with the mechanisms that acted on nothing or turned themselves off (`prefetch idle`, `hints idle`, `prefetch off`) and in how many runs"),
             col("throughput_rps", "float", "requests/s", "requests per second of the load, median"),
             col("throughput_min", "float", "requests/s", "smallest"),
             col("throughput_max", "float", "requests/s", "largest"),
@@ -64,6 +65,7 @@ pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
             c.limit_pct.into(),
             (c.runs as u64).into(),
             (c.ok as u64).into(),
+            c.runs_text().into(),
             t.map(|s| s.median).into(),
             t.map(|s| s.min).into(),
             t.map(|s| s.max).into(),
@@ -210,6 +212,14 @@ pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
         }
     };
     let mut notes = r.notes.clone();
+    for c in r.cells.iter().filter(|c| !c.idle.is_empty()) {
+        notes.push(format!(
+            "{} at {}: {} (the mechanism did nothing for the server; see `swaplab show` of its runs)",
+            c.variant,
+            c.limit_label,
+            c.runs_text()
+        ));
+    }
     if has_cdf {
         figures.push(cdf_fig(
             "Request latency CDF",

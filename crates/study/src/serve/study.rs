@@ -18,6 +18,7 @@
 //! The whole study is one group of the catalog (kind `serve`), its result
 //! saved as `$SWAPLAB_HOME/benches/sN.json`, which `swaplab report sN` draws.
 
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -1077,13 +1078,17 @@ pub struct ServeRun {
     /// Server metrics from the run record (majflt, cg_pgmajfault,
     /// swapin_pages, swapout_pages, peak_bytes, psi_some_us, kswapd_cpu_ns,
     /// wall_ns, …).
-    pub metrics: std::collections::BTreeMap<String, f64>,
+    pub metrics: BTreeMap<String, f64>,
     /// The phases (start to readiness, fill, load) in CLOCK_MONOTONIC.
     #[serde(default)]
     pub phases: Vec<Phase>,
     /// A traced run's trace directory, cut to the load phase.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_dir: Option<PathBuf>,
+    /// Mechanisms of the run that acted on nothing or turned themselves
+    /// off (`prefetch idle`, `hints idle`, `prefetch off`), as in a sweep.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub idle: Vec<String>,
 }
 
 /// One (variant, limit) cell.
@@ -1119,6 +1124,27 @@ pub struct ServeCell {
     pub throughput_ratio: Option<f64>,
     /// The distribution pooled over the ok runs: (latency ms, requests at most this slow).
     pub cdf: Vec<(f64, u64)>,
+    /// Per label (`prefetch idle`, `hints idle`, `prefetch off`), in how
+    /// many of the cell's runs a mechanism acted on nothing or turned
+    /// itself off.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub idle: BTreeMap<String, usize>,
+}
+
+impl ServeCell {
+    /// "ok/runs" with the idle labels, as a sweep's outcome column says
+    /// them: `5/5, prefetch idle` (all runs) or `5/5, hints idle 1/5`.
+    pub fn runs_text(&self) -> String {
+        let mut t = format!("{}/{}", self.ok, self.runs);
+        for (label, &k) in &self.idle {
+            if k == self.runs {
+                t.push_str(&format!(", {label}"));
+            } else {
+                t.push_str(&format!(", {label} {k}/{}", self.runs));
+            }
+        }
+        t
+    }
 }
 
 /// A serve study's result (saved, reported).
@@ -1697,6 +1723,7 @@ fn serve_once(
         metrics,
         phases: driven.phases,
         trace_dir,
+        idle: crate::sweep::idle_labels(&rec),
     };
     let _ = swaplab_trace::atomic::write_atomic(
         &rec.dir.join("serve.json"),
@@ -1916,6 +1943,13 @@ pub fn cells_of(
                 } else {
                     merge_cdfs(&cdfs)
                 },
+                idle: rs.iter().flat_map(|r| r.idle.iter()).fold(
+                    BTreeMap::new(),
+                    |mut m, label| {
+                        *m.entry(label.clone()).or_insert(0) += 1;
+                        m
+                    },
+                ),
             });
         }
     }
@@ -1978,7 +2012,7 @@ impl ServeResult {
             out.push(vec![
                 c.variant.clone(),
                 swaplab_lab::options::limit_text(&c.limit_label, c.limit_bytes),
-                format!("{}/{}", c.ok, c.runs),
+                c.runs_text(),
                 f(&c.throughput_rps, 0),
                 c.throughput_ratio
                     .map(|r| format!("{r:.2}x"))
@@ -1998,6 +2032,64 @@ impl ServeResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of a cell as `cells_of` sees it (only what it reads).
+    fn served(variant: &str, idle: &[&str]) -> ServeRun {
+        ServeRun {
+            run_id: 1,
+            variant: variant.into(),
+            limit_label: "50%".into(),
+            limit_bytes: Some(32 << 20),
+            repeat: 0,
+            run_dir: PathBuf::from("/nonexistent"),
+            server_outcome: "ok".into(),
+            ok: true,
+            error: None,
+            stopped: "SIGTERM".into(),
+            ready_s: None,
+            fill_s: None,
+            load_s: None,
+            load: None,
+            metrics: BTreeMap::new(),
+            phases: Vec::new(),
+            trace_dir: None,
+            idle: idle.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// A cell counts its runs' idle labels and says them beside ok/runs,
+    /// the way a sweep's outcome column does: all runs without a count,
+    /// some with k/n; a variant whose mechanisms acted says nothing more.
+    #[test]
+    fn a_cell_says_which_mechanisms_did_nothing() {
+        let variants: Vec<Variant> = vec![
+            "base=".parse().unwrap(),
+            "leap=--prefetch leap".parse().unwrap(),
+        ];
+        let limits = vec!["50%".parse().unwrap()];
+        let runs = vec![
+            served("base", &[]),
+            served("leap", &["prefetch idle"]),
+            served("base", &[]),
+            served("leap", &["prefetch idle", "prefetch off"]),
+            served("leap", &["prefetch idle"]),
+        ];
+        let cells = cells_of(&variants, &limits, &runs, Some(64 << 20));
+        assert_eq!(cells[0].runs_text(), "2/2");
+        assert!(cells[0].idle.is_empty());
+        assert_eq!(cells[1].idle["prefetch idle"], 3);
+        assert_eq!(cells[1].runs_text(), "3/3, prefetch idle, prefetch off 1/3");
+        // The saved form keeps them, and an old cell without them loads.
+        let back: ServeCell =
+            serde_json::from_str(&serde_json::to_string(&cells[1]).unwrap()).unwrap();
+        assert_eq!(back.idle, cells[1].idle);
+        let mut old = serde_json::to_value(&cells[0]).unwrap();
+        old.as_object_mut().unwrap().remove("idle");
+        assert!(serde_json::from_value::<ServeCell>(old)
+            .unwrap()
+            .idle
+            .is_empty());
+    }
 
     const SAMPLE: &str = include_str!("../../tests/data/redis-benchmark-7.0.15.txt");
 

@@ -429,14 +429,26 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
 fn idle_counts(rs: &[&RunRecord]) -> BTreeMap<String, usize> {
     let mut idle = BTreeMap::new();
     for r in rs {
-        for m in r.idle_mechanisms() {
-            *idle.entry(format!("{m} idle")).or_insert(0) += 1;
-        }
-        if r.get("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
-            *idle.entry(PREFETCH_OFF.to_string()).or_insert(0) += 1;
+        for label in idle_labels(r) {
+            *idle.entry(label).or_insert(0) += 1;
         }
     }
     idle
+}
+
+/// A run's outcome labels for mechanisms that acted on nothing
+/// (`prefetch idle`, `hints idle`) or turned themselves off
+/// (`prefetch off`): what a sweep's or serve's cell counts.
+pub fn idle_labels(r: &RunRecord) -> Vec<String> {
+    let mut labels: Vec<String> = r
+        .idle_mechanisms()
+        .into_iter()
+        .map(|m| format!("{m} idle"))
+        .collect();
+    if r.get("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
+        labels.push(PREFETCH_OFF.to_string());
+    }
+    labels
 }
 
 /// The outcome label of runs whose prefetcher turned itself off.
@@ -652,9 +664,15 @@ pub fn no_swap_warning(
         return None;
     }
     let adds = |o: &RunOptions| {
-        o.swap
-            .iter()
-            .any(|s| matches!(s, SwapSpec::File { .. } | SwapSpec::Zram { .. }))
+        o.swap.iter().any(|s| {
+            matches!(
+                s,
+                SwapSpec::File { .. }
+                    | SwapSpec::Zram { .. }
+                    | SwapSpec::Delay { .. }
+                    | SwapSpec::Nbd { .. }
+            )
+        })
     };
     let requested =
         adds(options) || (!variants.is_empty() && variants.iter().all(|v| adds(&v.options)));
