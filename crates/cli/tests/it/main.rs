@@ -6,7 +6,6 @@
 #[macro_use]
 extern crate swaplab_testkit;
 
-mod bench_hints;
 mod bench_reclaim;
 mod bench_touch;
 mod bench_vma;

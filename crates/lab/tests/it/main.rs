@@ -14,8 +14,6 @@ mod parquet_pyarrow;
 mod prefetch;
 mod preload;
 mod refs;
-mod runs;
 mod sim_sites;
 mod symbolize;
 mod trace;
-mod trace_stream;

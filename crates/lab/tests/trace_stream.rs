@@ -14,8 +14,14 @@
 //! 64 MiB anonymous region and drops it with MADV_DONTNEED until it has
 //! taken N faults (minor faults at about 1 M/s here: the run takes
 //! 15–40 s with tracing on a shared 2-CPU machine).
-
-use crate::common;
+// Its own test binary, not a module of tests/it: it bounds the test
+// process's own peak resident set while tracing (the tracer runs in it),
+// which the other modules' allocations would raise (205 MiB at its start
+// inside the one `it` binary).
+#[macro_use]
+extern crate swaplab_testkit;
+#[path = "it/common/mod.rs"]
+mod common;
 
 use std::path::Path;
 use std::time::Duration;
