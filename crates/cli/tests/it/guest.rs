@@ -644,7 +644,7 @@ fn v2_files_and_proactive_reclaim() {
 /// calibration (times under emulation are not compared).
 #[test]
 fn validate_a_small_cell_with_linux_and_mglru() {
-    let test = "validate_a_small_cell_with_linux_and_mglru";
+    let test = &test_name!();
     let Some(g) = Guest::new(test) else {
         return;
     };
