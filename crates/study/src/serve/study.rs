@@ -1135,15 +1135,9 @@ impl ServeCell {
     /// "ok/runs" with the idle labels, as a sweep's outcome column says
     /// them: `5/5, prefetch idle` (all runs) or `5/5, hints idle 1/5`.
     pub fn runs_text(&self) -> String {
-        let mut t = format!("{}/{}", self.ok, self.runs);
-        for (label, &k) in &self.idle {
-            if k == self.runs {
-                t.push_str(&format!(", {label}"));
-            } else {
-                t.push_str(&format!(", {label} {k}/{}", self.runs));
-            }
-        }
-        t
+        let mut parts = vec![format!("{}/{}", self.ok, self.runs)];
+        parts.extend(crate::sweep::idle_parts(&self.idle, self.runs));
+        parts.join(", ")
     }
 }
 
@@ -1943,13 +1937,7 @@ pub fn cells_of(
                 } else {
                     merge_cdfs(&cdfs)
                 },
-                idle: rs.iter().flat_map(|r| r.idle.iter()).fold(
-                    BTreeMap::new(),
-                    |mut m, label| {
-                        *m.entry(label.clone()).or_insert(0) += 1;
-                        m
-                    },
-                ),
+                idle: crate::sweep::count_labels(rs.iter().flat_map(|r| r.idle.iter().cloned())),
             });
         }
     }

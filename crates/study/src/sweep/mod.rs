@@ -119,9 +119,7 @@ impl Cell {
         }
         // A prefetcher or hints that acted on nothing show here, beside
         // how the runs ended ("ok, prefetch idle", "ok, hints idle 1/3").
-        for (label, &k) in &self.idle {
-            parts.push(format!("{label}{}", frac(k)));
-        }
+        parts.extend(idle_parts(&self.idle, n));
         parts.join(", ")
     }
 }
@@ -427,13 +425,30 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
 /// Per label (`prefetch idle`, `hints idle`, `prefetch off`), how many of
 /// `rs` a mechanism acted on nothing in, or turned itself off in.
 fn idle_counts(rs: &[&RunRecord]) -> BTreeMap<String, usize> {
-    let mut idle = BTreeMap::new();
-    for r in rs {
-        for label in idle_labels(r) {
-            *idle.entry(label).or_insert(0) += 1;
-        }
+    count_labels(rs.iter().flat_map(|r| idle_labels(r)))
+}
+
+/// How many times each label occurs (a cell's [`idle_labels`] over its runs).
+pub fn count_labels(labels: impl IntoIterator<Item = String>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for label in labels {
+        *counts.entry(label).or_insert(0) += 1;
     }
-    idle
+    counts
+}
+
+/// The idle labels of a cell of `n` runs as its outcome says them: the
+/// label alone when every run had it, else with `k/n`.
+pub fn idle_parts(idle: &BTreeMap<String, usize>, n: usize) -> Vec<String> {
+    idle.iter()
+        .map(|(label, &k)| {
+            if k == n {
+                label.clone()
+            } else {
+                format!("{label} {k}/{n}")
+            }
+        })
+        .collect()
 }
 
 /// A run's outcome labels for mechanisms that acted on nothing
