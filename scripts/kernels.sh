@@ -57,7 +57,7 @@ KDIR=$ROOT/target/kernels
 guest() {
   # $1 = kernel label, $2 = MGLRU settings to run ("off", "on" or
   # "off on"), $3 = tests run in every configuration, $4 = tests run in
-  # the first one only (colon-separated, may be empty; each BINARY@FILTER,
+  # the first one only ('|'-separated, may be empty; each BINARY@FILTER,
   # a crate's test binary and libtest's filter of its modules' tests),
   # $5 = the swaplab binary.
   local label=$1 mglrus=$2 tests=$3 once=$4 swaplab=$5
@@ -86,9 +86,10 @@ guest() {
       log=$disk/test-$m-$kind.log
       : > "$log"
       local run=$tests
-      [ -n "$once" ] && run="$tests:$once"
+      [ -n "$once" ] && run="$tests|$once"
       once=
-      local IFS=:
+      # Not ':': the filters end in '::' (libtest's module paths).
+      local IFS='|'
       for t in $run; do
         echo "== $t" >> "$log"
         "${t%@*}" "${t##*@}" --test-threads=1 >> "$log" 2>&1

@@ -157,7 +157,11 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         let mut cells = vec![
             format!("{}%", row.limit_pct),
             row.capacity_pages.to_string(),
-            row.ok_runs.to_string(),
+            if row.not_ok.is_empty() {
+                row.ok_runs.to_string()
+            } else {
+                format!("{} ({})", row.ok_runs, row.not_ok.join(", "))
+            },
         ];
         cells.push(n(row.measured_majflt));
         for p in &policies {

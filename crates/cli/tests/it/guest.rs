@@ -661,7 +661,7 @@ fn validate_a_small_cell_with_linux_and_mglru() {
     profile.kind = kind.clone();
     std::fs::write(profiles.join(format!("{kind}.toml")), profile.to_toml()).unwrap();
     let t0 = Instant::now();
-    let v = json(&g.expect_ok(&[
+    let o = g.run(&[
         "validate",
         "traverse",
         "--size",
@@ -674,7 +674,12 @@ fn validate_a_small_cell_with_linux_and_mglru() {
         "--policy",
         "linux,mglru",
         "--json",
-    ]));
+    ]);
+    // validate's progress and its notes (a run that did not end ok, and
+    // why), for every assertion below.
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "swaplab validate: {stderr}");
+    let v = json(&String::from_utf8_lossy(&o.stdout));
     eprintln!(
         "validate traverse 8M x2 at 50% in {:.1} s: {}",
         t0.elapsed().as_secs_f64(),
@@ -684,7 +689,7 @@ fn validate_a_small_cell_with_linux_and_mglru() {
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{v}");
     let r = &rows[0];
-    assert_eq!(r["ok_runs"], 1, "{r}");
+    assert_eq!(r["ok_runs"], 1, "{r}\nstderr of validate:\n{stderr}");
     let measured = r["measured_majflt"].as_f64().unwrap();
     assert!(measured > 0.0, "the 50 % run did not swap: {r}");
     assert_eq!(r["opt_check"], true, "{r}");

@@ -117,6 +117,11 @@ pub struct ValidateRow {
     pub capacity_pages: u64,
     pub runs: Vec<i64>,
     pub ok_runs: usize,
+    /// The outcome of each run at this limit that did not end ok ("oom",
+    /// "timeout", "error: …" with the run's error): why a row has fewer
+    /// ok runs than asked, or none.
+    #[serde(default)]
+    pub not_ok: Vec<String>,
     /// Medians over the ok runs.
     pub measured_majflt: Option<f64>,
     pub measured_swapout: Option<f64>,
@@ -537,6 +542,29 @@ pub fn run(
         };
         let label = limit.to_string();
         let cell = cell_runs(&label);
+        let not_ok: Vec<String> = runs
+            .iter()
+            .filter(|r| r.limit_label == label)
+            .filter_map(|r| {
+                let what = match r.outcome {
+                    Some(swaplab_lab::record::Outcome::Ok) => return None,
+                    Some(o) => o.as_str(),
+                    None => "unfinished",
+                };
+                Some(match &r.error {
+                    Some(e) => format!("{what}: {e}"),
+                    None => what.to_string(),
+                })
+            })
+            .collect();
+        if !not_ok.is_empty() {
+            say(&format!(
+                "{pct}% of the peak: {} of {} runs did not end ok ({})",
+                not_ok.len(),
+                not_ok.len() + cell.len(),
+                not_ok.join(", ")
+            ));
+        }
         let capacity = (lb.saturating_sub(overhead) / 4096).max(1);
         say(&format!(
             "simulating {} + {readahead} and opt at {capacity} pages ({pct}% of the peak)",
@@ -606,6 +634,7 @@ pub fn run(
             capacity_pages: capacity,
             runs: cell.iter().map(|r| r.id).collect(),
             ok_runs: cell.len(),
+            not_ok,
             measured_majflt: m_maj,
             measured_swapout: m_out,
             measured_swapin: m_in,

@@ -175,6 +175,12 @@ pub fn validate_table(r: &ValidateResult) -> Table {
         ),
         col("ok_runs", "integer", "", "real runs that ended ok"),
         col(
+            "not_ok",
+            "text",
+            "",
+            "the outcome of each run that did not end ok (oom, timeout, …)",
+        ),
+        col(
             "measured_majflt",
             "float",
             "count",
@@ -231,6 +237,7 @@ pub fn validate_table(r: &ValidateResult) -> Table {
             row.limit_bytes.into(),
             row.capacity_pages.into(),
             (row.ok_runs as u64).into(),
+            row.not_ok.join(", ").into(),
             row.measured_majflt.into(),
             row.measured_swapout.into(),
             row.measured_wall_s.into(),
@@ -292,6 +299,7 @@ pub(crate) mod tests {
                     capacity_pages: 200,
                     runs: vec![1],
                     ok_runs: 1,
+                    not_ok: Vec::new(),
                     measured_majflt: Some(m),
                     measured_swapout: Some(2.0 * m),
                     measured_swapin: Some(m),
