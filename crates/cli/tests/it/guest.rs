@@ -668,7 +668,9 @@ fn validate_a_small_cell_with_linux_and_mglru() {
         "8M",
         "--args=--passes 2",
         "--limits",
-        "50%",
+        "75%",
+        "--repeat",
+        "2",
         "--swap",
         &g.swap,
         "--policy",
@@ -681,7 +683,7 @@ fn validate_a_small_cell_with_linux_and_mglru() {
     assert_eq!(o.status.code(), Some(0), "swaplab validate: {stderr}");
     let v = json(&String::from_utf8_lossy(&o.stdout));
     eprintln!(
-        "validate traverse 8M x2 at 50% in {:.1} s: {}",
+        "validate traverse 8M x2 at 75% in {:.1} s: {}",
         t0.elapsed().as_secs_f64(),
         v["rows"]
     );
@@ -689,9 +691,23 @@ fn validate_a_small_cell_with_linux_and_mglru() {
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{v}");
     let r = &rows[0];
-    assert_eq!(r["ok_runs"], 1, "{r}\nstderr of validate:\n{stderr}");
+    // 6.12 with MGLRU OOM-kills a run now and then in a memory.max this
+    // small (at 50 % of the peak, 4.3 MB: 1 run in 3, with 56 kB of anon
+    // memory resident when killed): the kernel's result, which validate
+    // lists in `not_ok`. Hence 75 % and two runs, of which one must end ok
+    // and any other only by the OOM killer.
+    let ok = r["ok_runs"].as_u64().unwrap();
+    let not_ok: Vec<&str> = r["not_ok"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert!(ok >= 1, "{r}\nstderr of validate:\n{stderr}");
+    assert_eq!(ok as usize + not_ok.len(), 2, "{r}");
+    assert!(not_ok.iter().all(|x| *x == "oom"), "{r}\n{stderr}");
     let measured = r["measured_majflt"].as_f64().unwrap();
-    assert!(measured > 0.0, "the 50 % run did not swap: {r}");
+    assert!(measured > 0.0, "the 75 % run did not swap: {r}");
     assert_eq!(r["opt_check"], true, "{r}");
     let preds = r["predictions"].as_array().unwrap();
     let names: Vec<&str> = preds
