@@ -15,13 +15,13 @@
 //!   hint files resolved for a run; [`refs`] — full page-reference capture
 //!   (valgrind lackey).
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
-//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary;
-//!   [`balloon`] — memory pressure from outside a run.
+//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
 //! * [`simulate`] — hint files resolved into the simulator's page ranges
 //!   (the simulation jobs themselves are `swaplab_sim::jobs`).
 //!
 //! Studies of many runs (sweep, compare, validate, calibrate, demo, the
-//! benchmarks) and their report sections are `swaplab-study`.
+//! benchmarks, and what only they use, such as the `--machine-mem`
+//! balloon) and their report sections are `swaplab-study`.
 //!
 //! Offline analysis of a trace (attribution, advice, hint files,
 //! symbolization) is `swaplab_analysis`: it needs none of this crate.
@@ -40,7 +40,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod balloon;
 pub mod catalog;
 pub mod error;
 pub mod options;

@@ -6,7 +6,7 @@
 //! Pressure comes from a memory cgroup limit (`--mem-limit`, where reclaim
 //! is almost all direct: the task that hits the limit reclaims) or from the
 //! whole machine (`--machine-mem`, an mlocked balloon leaves that much
-//! available: [`swaplab_lab::balloon`]; then kswapd works). The workload is the
+//! available: [`balloon`]; then kswapd works). The workload is the
 //! embedded `bench-touch --pattern random` with huge pages left to the
 //! system's THP setting. Each (repeat, THP mode) is an ordinary swaplab run
 //! (`--thp` journaled and restored by the runner, a catalog entry, the
@@ -15,6 +15,7 @@
 //! (`/proc/stat`), the vmstat reclaim counters by who reclaimed, and the
 //! THP counters.
 
+pub mod balloon;
 pub mod section;
 
 use std::time::{Duration, Instant};
@@ -26,7 +27,7 @@ use swaplab_host::util::format_size;
 
 use crate::bench::group::BenchGroup;
 use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun};
-use swaplab_lab::balloon::Balloon;
+use balloon::Balloon;
 use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
