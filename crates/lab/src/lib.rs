@@ -16,8 +16,6 @@
 //!   (valgrind lackey).
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
 //!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
-//! * [`simulate`] — hint files resolved into the simulator's page ranges
-//!   (the simulation jobs themselves are `swaplab_sim::jobs`).
 //!
 //! Studies of many runs (sweep, compare, validate, calibrate, demo, the
 //! benchmarks, and what only they use, such as the `--machine-mem`
@@ -48,7 +46,6 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
-pub mod simulate;
 pub mod statflush;
 pub mod timeline;
 pub mod tracing;

@@ -474,12 +474,16 @@ fn hint_ranges(
     } else {
         None
     };
-    let h =
-        swaplab_lab::simulate::resolve_sim_hints(file, t.page_size, refs_per_ms, loaded.as_ref())
-            .map_err(|e| match &loaded {
-            None if site_hints => anyhow::anyhow!("{e} (looked for {})", sites_path.display()),
-            _ => e.into(),
-        })?;
+    let h = swaplab_analysis::sim_hints::resolve_sim_hints(
+        file,
+        t.page_size,
+        refs_per_ms,
+        loaded.as_ref(),
+    )
+    .map_err(|e| match &loaded {
+        None if site_hints => anyhow::anyhow!("{e} (looked for {})", sites_path.display()),
+        _ => e.into(),
+    })?;
     for (i, m) in h.matched.iter().enumerate() {
         if let Some(m) = m.filter(|m| *m > 0) {
             eprintln!(

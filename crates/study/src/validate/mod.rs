@@ -20,7 +20,7 @@
 //!    simulation runs on the calibrated device profile ([`crate::calibrate`];
 //!    measured first when missing) as `--device PROFILE.toml` with the
 //!    `kernel` fault path and the unlimited run's wall time as the base
-//!    ([`swaplab_lab::simulate::run_costed`], the function `swaplab sim --device`
+//!    ([`swaplab_sim::jobs::run_costed`], the function `swaplab sim --device`
 //!    calls), so `validate` and `sim` cannot disagree. Each row carries the
 //!    `swaplab sim` command that reproduces it.
 //!
@@ -341,7 +341,7 @@ pub struct Prediction {
 
 /// Simulates `policy` with `readahead` at `capacity` pages, costed on
 /// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
-/// [`swaplab_lab::simulate::run_costed`], the function behind `swaplab sim
+/// [`swaplab_sim::jobs::run_costed`], the function behind `swaplab sim
 /// --device`, so validate and sim cannot disagree. `None` when the device
 /// leaves no memory (a zram profile at a tiny capacity).
 pub fn predict(
@@ -356,7 +356,7 @@ pub fn predict(
     let spec = PolicySpec::parse(policy).map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
-    let (res, _) = match swaplab_lab::simulate::run_costed(
+    let (res, _) = match swaplab_sim::jobs::run_costed(
         trace,
         &[spec],
         &[(capacity.to_string(), capacity)],
@@ -370,10 +370,12 @@ pub fn predict(
     ) {
         Ok(r) => r,
         // Every row skipped: the device took all the memory.
-        Err(Error::Invalid(_)) if device.profile().is_some_and(|p| p.kind != "file") => {
+        Err(swaplab_sim::error::Error::Invalid(_))
+            if device.profile().is_some_and(|p| p.kind != "file") =>
+        {
             return Ok(None)
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let Some(sim) = res.into_iter().next() else {
         return Ok(None);
