@@ -243,7 +243,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 None => Vec::new(),
             };
             let dir = dir.join(format!("swaplab-bench-capture-{}", std::process::id()));
-            let rows = swaplab_lab::refs::bench_capture(
+            let rows = swaplab_study::bench::capture::bench_capture(
                 &workloads,
                 &size,
                 &args,
