@@ -6,6 +6,9 @@
 //!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
 //! * [`statflush`] — `--flush-stats`: fresh memory-cgroup statistics
 //!   during a run (a guard against spurious OOM kills in small groups).
+//! * [`prefetcher`] — `--prefetch`: prefetching a running program's
+//!   swapped pages from outside it (what to ask for is decided by
+//!   `swaplab_sim::prefetch::detector`).
 //! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
 //!   hints, variants) and the parsers of their human forms.
 //! * [`catalog`] — the SQLite catalog and run directories.
