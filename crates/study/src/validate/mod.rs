@@ -158,6 +158,8 @@ pub struct ValidateRow {
 /// A whole validation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidateResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     pub sweep_id: i64,
