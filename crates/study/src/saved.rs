@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use swaplab_host::procfs::Environment;
 use swaplab_lab::error::{Error, Result};
 use swaplab_report::Section;
 
@@ -20,6 +21,38 @@ use crate::serve::{section as serve, ServeResult};
 use crate::sim::section::{self as sim, SavedMrc, SavedSim};
 use crate::validate::fidelity::{self, FidelityResult};
 use crate::validate::{section as validate, ValidateResult};
+
+/// The fields every study's result begins with, flattened into it (the
+/// files keep them at the top level, in this order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Header {
+    /// (Defaulted: [`Saved`] reads it as the tag.)
+    #[serde(default)]
+    pub kind: String,
+    /// The version of the result's format.
+    pub version: u32,
+    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
+    /// The command line that made it.
+    pub command: Vec<String>,
+    /// The machine it ran on.
+    pub machine: Option<Environment>,
+}
+
+impl Header {
+    /// The header of a result of `kind` (format `version`) made by
+    /// `command` on this machine, now.
+    pub fn new(kind: &str, version: u32, sweep_id: Option<i64>, command: Vec<String>) -> Header {
+        Header {
+            kind: kind.into(),
+            version,
+            sweep_id,
+            command,
+            machine: Environment::capture().ok(),
+        }
+    }
+}
 
 /// Writes a result as pretty JSON at `p`, atomically.
 pub fn save<T: Serialize>(p: &Path, r: &T) -> Result<()> {

@@ -396,7 +396,7 @@ fn run_reclaim(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_reclaim::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.2}", v * 100.0));
@@ -516,7 +516,7 @@ fn run_touch(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_touch::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let ms = |ns: f64| format!("{:.1}", ns / 1e6);

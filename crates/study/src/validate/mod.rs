@@ -321,7 +321,7 @@ fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(Device
         Some(x) => Ok(x),
         None => Err(Error::Invalid(format!(
             "calibrating {kind} failed: see `swaplab show s{}`",
-            r.sweep_id.unwrap_or(0)
+            r.header.sweep_id.unwrap_or(0)
         ))),
     }
 }
@@ -668,7 +668,5 @@ pub fn run(
 
 /// Saves a result (JSON).
 pub fn save(p: &Path, r: &ValidateResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)
-        .map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save(p, r)
 }

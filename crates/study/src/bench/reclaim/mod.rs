@@ -21,12 +21,12 @@ pub mod section;
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 
 use crate::bench::group::BenchGroup;
 use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun};
+use crate::saved::Header;
 use balloon::Balloon;
 use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
 use swaplab_lab::runner::Lab;
@@ -152,15 +152,9 @@ pub struct BalloonInfo {
 /// A whole `bench reclaim`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReclaimResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
-    #[serde(default)]
-    pub sweep_id: Option<i64>,
-    pub command: Vec<String>,
-    pub machine: Option<Environment>,
+    /// `kind`, `version`, `sweep_id`, `command` and `machine`.
+    #[serde(flatten)]
+    pub header: Header,
     pub pressure: Pressure,
     pub region_bytes: u64,
     pub touches: u64,
@@ -222,7 +216,7 @@ pub fn run(
     let names: Vec<String> = modes.iter().map(|m| format!("THP {m}")).collect();
     let group = BenchGroup::begin(lab, "bench-reclaim", &command, limit, &names)?;
     let result = measure(lab, &group, opts, &modes, command, progress).map(|mut r| {
-        r.sweep_id = Some(group.id);
+        r.header.sweep_id = Some(group.id);
         r
     });
     group.finish(result, save)
@@ -352,11 +346,7 @@ fn measure(
         reduce(m, &mut notes)?;
     }
     Ok(ReclaimResult {
-        kind: BENCH_RECLAIM_KIND.into(),
-        sweep_id: None,
-        version: 1,
-        command,
-        machine: Environment::capture().ok(),
+        header: Header::new(BENCH_RECLAIM_KIND, 1, None, command),
         pressure: opts.pressure,
         region_bytes: opts.size,
         touches: opts.touches,
