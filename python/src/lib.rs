@@ -461,7 +461,7 @@ fn sim(
                     }
                 }
                 let hints = match &hint_file {
-                    Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
+                    Some(f) => swaplab_analysis::sim_hints::sim_hints(f, t.page_size, refs_per_ms)?,
                     None => Vec::new(),
                 };
                 let pfs = match pfs {
@@ -476,7 +476,7 @@ fn sim(
                 anyhow::bail!("fault_path and base_time cost faults on a device: give device= too (e.g. device=\"ssd\")");
             } else if pfs.is_some() || hint_file.is_some() {
                 let hints = match &hint_file {
-                    Some(f) => swaplab_lab::simulate::sim_hints(f, t.page_size, refs_per_ms)?,
+                    Some(f) => swaplab_analysis::sim_hints::sim_hints(f, t.page_size, refs_per_ms)?,
                     None => Vec::new(),
                 };
                 let pfs = match pfs {

@@ -6,6 +6,9 @@
 //!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
 //! * [`statflush`] — `--flush-stats`: fresh memory-cgroup statistics
 //!   during a run (a guard against spurious OOM kills in small groups).
+//! * [`prefetcher`] — `--prefetch`: prefetching a running program's
+//!   swapped pages from outside it (what to ask for is decided by
+//!   `swaplab_sim::prefetch::detector`).
 //! * [`options`] — what a run asks for (limit, swap, sysctls, timeout,
 //!   hints, variants) and the parsers of their human forms.
 //! * [`catalog`] — the SQLite catalog and run directories.
@@ -15,13 +18,11 @@
 //!   hint files resolved for a run; [`refs`] — full page-reference capture
 //!   (valgrind lackey).
 //! * [`workload`] and [`preload`] — the built-in C workloads and the
-//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary;
-//!   [`balloon`] — memory pressure from outside a run.
-//! * [`simulate`] — hint files resolved into the simulator's page ranges
-//!   (the simulation jobs themselves are `swaplab_sim::jobs`).
+//!   LD_PRELOAD allocation tracer / hint applier, embedded in the binary.
 //!
 //! Studies of many runs (sweep, compare, validate, calibrate, demo, the
-//! benchmarks) and their report sections are `swaplab-study`.
+//! benchmarks, and what only they use, such as the `--machine-mem`
+//! balloon) and their report sections are `swaplab-study`.
 //!
 //! Offline analysis of a trace (attribution, advice, hint files,
 //! symbolization) is `swaplab_analysis`: it needs none of this crate.
@@ -40,7 +41,6 @@
 //! # Ok(()) }
 //! ```
 
-pub mod balloon;
 pub mod catalog;
 pub mod error;
 pub mod options;
@@ -49,7 +49,6 @@ pub mod preload;
 pub mod record;
 pub mod refs;
 pub mod runner;
-pub mod simulate;
 pub mod statflush;
 pub mod timeline;
 pub mod tracing;

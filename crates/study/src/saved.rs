@@ -7,16 +7,52 @@
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use swaplab_host::procfs::Environment;
 use swaplab_lab::error::{Error, Result};
 use swaplab_report::Section;
 
 use crate::bench::hints::{section as bench_hints, HintsResult};
 use crate::bench::reclaim::{section as bench_reclaim, ReclaimResult};
+use crate::bench::sim::section::{self as bench_sim, SavedBenchSim};
 use crate::bench::touch::{section as bench_touch, TouchResult};
 use crate::bench::vma::{section as bench_vma, VmaResult};
 use crate::calibrate::{section as calibrate, CalibrateResult};
 use crate::serve::{section as serve, ServeResult};
 use crate::sim::section::{self as sim, SavedMrc, SavedSim};
+use crate::validate::fidelity::{self, FidelityResult};
+use crate::validate::{section as validate, ValidateResult};
+
+/// The fields every study's result begins with, flattened into it (the
+/// files keep them at the top level, in this order).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Header {
+    /// (Defaulted: [`Saved`] reads it as the tag.)
+    #[serde(default)]
+    pub kind: String,
+    /// The version of the result's format.
+    pub version: u32,
+    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
+    #[serde(default)]
+    pub sweep_id: Option<i64>,
+    /// The command line that made it.
+    pub command: Vec<String>,
+    /// The machine it ran on.
+    pub machine: Option<Environment>,
+}
+
+impl Header {
+    /// The header of a result of `kind` (format `version`) made by
+    /// `command` on this machine, now.
+    pub fn new(kind: &str, version: u32, sweep_id: Option<i64>, command: Vec<String>) -> Header {
+        Header {
+            kind: kind.into(),
+            version,
+            sweep_id,
+            command,
+            machine: Environment::capture().ok(),
+        }
+    }
+}
 
 /// Writes a result as pretty JSON at `p`, atomically.
 pub fn save<T: Serialize>(p: &Path, r: &T) -> Result<()> {
@@ -32,32 +68,6 @@ pub fn save_compact<T: Serialize>(p: &Path, r: &T) -> Result<()> {
 fn write(p: &Path, bytes: serde_json::Result<Vec<u8>>) -> Result<()> {
     let bytes = bytes.map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
     Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
-}
-
-/// A saved result's JSON as it is, for the sections that still decode it
-/// themselves (`validate`, the fidelity table, `bench sim`): [`Saved`] hands them the object
-/// with its `"kind"` put back.
-pub type Json = serde_json::Map<String, serde_json::Value>;
-
-fn validate_section(p: &Path, mut v: Json) -> Result<Section> {
-    v.insert("kind".into(), crate::validate::VALIDATE_KIND.into());
-    crate::validate::section::validate_section(p, &serde_json::Value::Object(v))
-}
-
-fn fidelity_section(p: &Path, mut v: Json) -> Result<Section> {
-    v.insert(
-        "kind".into(),
-        crate::validate::fidelity::FIDELITY_KIND.into(),
-    );
-    crate::validate::fidelity::fidelity_section(p, &serde_json::Value::Object(v))
-}
-
-fn bench_sim_section(p: &Path, mut v: Json) -> Result<Section> {
-    v.insert(
-        "kind".into(),
-        crate::bench::sim::section::BENCH_SIM_KIND.into(),
-    );
-    crate::bench::sim::section::bench_sim_section(p, &serde_json::Value::Object(v))
 }
 
 /// One line per kind of saved result: the variant and its type, the
@@ -112,14 +122,14 @@ macro_rules! saved_kinds {
 saved_kinds! {
     Sim(SavedSim) = "swaplab.sim", "a saved result", "save it again with this swaplab" => sim::sim;
     Mrc(SavedMrc) = "swaplab.mrc", "a saved result", "save it again with this swaplab" => sim::mrc;
-    BenchSim(Json) = "swaplab.bench.sim", "a saved benchmark", "save it again with this swaplab" => bench_sim_section;
+    BenchSim(SavedBenchSim) = "swaplab.bench.sim", "a saved benchmark", "save it again with this swaplab" => bench_sim::section;
     BenchVma(VmaResult) = "swaplab.bench.vma", "a saved VMA benchmark", "save it again with this swaplab" => bench_vma::section;
     BenchTouch(TouchResult) = "swaplab.bench.touch", "a saved bench touch result", "save it again with this swaplab" => bench_touch::section;
     BenchReclaim(ReclaimResult) = "swaplab.bench.reclaim", "a saved bench reclaim result", "save it again with this swaplab" => bench_reclaim::section;
     BenchHints(HintsResult) = "swaplab.bench.hints", "a saved bench hints result", "save it again with this swaplab" => bench_hints::section;
     Calibrate(CalibrateResult) = "swaplab.calibrate", "a saved calibrate result", "run swaplab calibrate again" => calibrate::section;
-    Validate(Json) = "swaplab.validate", "a saved validation", "run swaplab validate again" => validate_section;
-    Fidelity(Json) = "swaplab.fidelity", "a saved fidelity table", "make it again with scripts/kernels.sh --validate" => fidelity_section;
+    Validate(ValidateResult) = "swaplab.validate", "a saved validation", "run swaplab validate again" => validate::section;
+    Fidelity(FidelityResult) = "swaplab.fidelity", "a saved fidelity table", "make it again with scripts/kernels.sh --validate" => fidelity::section;
     Serve(ServeResult) = "serve", "a saved serve result", "run swaplab serve again" => serve::section;
 }
 

@@ -243,7 +243,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 None => Vec::new(),
             };
             let dir = dir.join(format!("swaplab-bench-capture-{}", std::process::id()));
-            let rows = swaplab_lab::refs::bench_capture(
+            let rows = swaplab_study::bench::capture::bench_capture(
                 &workloads,
                 &size,
                 &args,
@@ -396,7 +396,7 @@ fn run_reclaim(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_reclaim::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let pct = |x: Option<f64>| x.map_or("-".into(), |v| format!("{:.2}", v * 100.0));
@@ -516,7 +516,7 @@ fn run_touch(
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = bench_touch::run(&lab, opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let ms = |ns: f64| format!("{:.1}", ns / 1e6);

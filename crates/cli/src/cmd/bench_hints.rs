@@ -138,7 +138,7 @@ pub fn run(a: HintsArgs) -> Result<()> {
     });
     bar.finish();
     let r = r?;
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let f2 = |v: Option<f64>| v.map_or("-".into(), |x| format!("{x:.2}"));

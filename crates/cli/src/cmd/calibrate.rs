@@ -60,7 +60,7 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     let lab = swaplab_lab::runner::Lab::open()?;
     let r = calibrate::run(&lab, &opts, crate::cmd::report::argv(), &mut run_progress())?;
     end_progress();
-    if let Some(id) = r.sweep_id {
+    if let Some(id) = r.header.sweep_id {
         eprintln!("recorded as s{id} (`swaplab show s{id}`, `swaplab report s{id}`)");
     }
     let f = |x: f64| format!("{x:.1}");

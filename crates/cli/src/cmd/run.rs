@@ -647,7 +647,7 @@ fn demo_touch_part() -> Option<String> {
                     s.slow_1ms_time_share * 100.0
                 );
             }
-            let id = r.sweep_id?;
+            let id = r.header.sweep_id?;
             println!(
                 "Recorded as s{id} (`swaplab show s{id}`); the full benchmark: `swaplab bench touch --mem-limit 1G --swap file:2x,file:8x` (docs/journey.md).\n"
             );

@@ -440,12 +440,12 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             results: res,
             machine: swaplab_host::procfs::Environment::capture().ok(),
         };
-        save_and_report(
+        crate::cmd::bench::save_and_report(
             &saved,
             a.save.as_deref(),
             a.report.as_deref(),
+            |p, r| Ok(save(p, r)?),
             sim_section,
-            save,
         )?;
     }
     Ok(())
@@ -474,12 +474,16 @@ fn hint_ranges(
     } else {
         None
     };
-    let h =
-        swaplab_lab::simulate::resolve_sim_hints(file, t.page_size, refs_per_ms, loaded.as_ref())
-            .map_err(|e| match &loaded {
-            None if site_hints => anyhow::anyhow!("{e} (looked for {})", sites_path.display()),
-            _ => e.into(),
-        })?;
+    let h = swaplab_analysis::sim_hints::resolve_sim_hints(
+        file,
+        t.page_size,
+        refs_per_ms,
+        loaded.as_ref(),
+    )
+    .map_err(|e| match &loaded {
+        None if site_hints => anyhow::anyhow!("{e} (looked for {})", sites_path.display()),
+        _ => e.into(),
+    })?;
     for (i, m) in h.matched.iter().enumerate() {
         if let Some(m) = m.filter(|m| *m > 0) {
             eprintln!(
@@ -495,31 +499,6 @@ fn hint_ranges(
         eprintln!("warning: {w}");
     }
     Ok(h.ranges)
-}
-
-/// `--save FILE` and `--report OUT.html` of `sim` and `mrc`.
-fn save_and_report<T: Serialize>(
-    saved: &T,
-    save_to: Option<&std::path::Path>,
-    report_to: Option<&std::path::Path>,
-    section: swaplab_study::report::SectionBuilder,
-    save: fn(&std::path::Path, &T) -> swaplab_lab::error::Result<()>,
-) -> Result<()> {
-    if let Some(p) = save_to {
-        save(p, saved)?;
-        eprintln!(
-            "saved {} (read it with `swaplab report {}`)",
-            p.display(),
-            p.display()
-        );
-    }
-    if let Some(r) = report_to {
-        let v = serde_json::to_value(saved)?;
-        let sec = section(save_to.unwrap_or(std::path::Path::new("")), &v)?;
-        let argv = crate::cmd::report::argv();
-        crate::cmd::report::write(&swaplab_study::report::report_of(vec![sec], None, &argv), r)?;
-    }
-    Ok(())
 }
 
 #[derive(Args)]
@@ -682,12 +661,12 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
                 .collect(),
             machine: swaplab_host::procfs::Environment::capture().ok(),
         };
-        save_and_report(
+        crate::cmd::bench::save_and_report(
             &saved,
             a.save.as_deref(),
             a.report.as_deref(),
+            |p, r| Ok(save(p, r)?),
             mrc_section,
-            save,
         )?;
     }
     if a.out.format() == out::Format::Table {

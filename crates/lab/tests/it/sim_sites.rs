@@ -12,8 +12,8 @@ use std::path::Path;
 
 use swaplab_analysis::advise::{Action, Advice};
 use swaplab_analysis::hints::{self, HintFile};
+use swaplab_analysis::sim_hints::resolve_sim_hints;
 use swaplab_lab::refs::{capture_refs, RefOptions};
-use swaplab_lab::simulate::resolve_sim_hints;
 use swaplab_sim::{simulate_ext, Counters, Extras, PolicySpec, PrefetchSpec, RangeHint};
 use swaplab_trace::alloc_sites::{sidecar_path, AllocSites};
 use swaplab_trace::native::NativeReader;

@@ -20,6 +20,7 @@ use crate::engine::SimError;
 use crate::policy::Params;
 
 pub mod cluster;
+pub mod detector;
 pub mod leap;
 pub mod next;
 pub mod none;

@@ -27,6 +27,7 @@ use swaplab_host::util::format_size;
 
 use crate::bench::group::BenchGroup;
 use crate::bench::touch::{cdfs, read_latencies, Curve, Scratch};
+use crate::saved::Header;
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::record::Outcome;
 use swaplab_lab::runner::Lab;
@@ -179,14 +180,9 @@ pub struct KindResult {
 /// A whole `swaplab calibrate`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CalibrateResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    #[serde(default)]
-    pub sweep_id: Option<i64>,
-    pub command: Vec<String>,
-    pub machine: Option<Environment>,
+    /// `kind`, `version`, `sweep_id`, `command` and `machine`.
+    #[serde(flatten)]
+    pub header: Header,
     pub region_bytes: u64,
     pub rounds: u32,
     pub kinds: Vec<KindResult>,
@@ -243,11 +239,7 @@ pub fn run(
     )?;
     let measured = measure(lab, &group, opts, &exe, progress);
     let result = measured.map(|(kinds, notes)| CalibrateResult {
-        kind: CALIBRATE_KIND.into(),
-        version: 1,
-        sweep_id: Some(group.id),
-        command,
-        machine: Environment::capture().ok(),
+        header: Header::new(CALIBRATE_KIND, 1, Some(group.id), command),
         region_bytes: opts.size,
         rounds: opts.rounds,
         kinds,

@@ -223,12 +223,12 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
         }
     }
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: None,
         swap_asked: r.kinds.iter().map(|k| k.swap.clone()).collect(),
-        reproduce: shell_line(&r.command),
+        reproduce: shell_line(&r.header.command),
     });
     config.insert(0, ("page-cluster".into(), "0 for the runs".into()));
     let mut files = vec![(p.to_path_buf(), "the saved calibration (JSON)")];

@@ -12,7 +12,7 @@ use swaplab_report::{Axis, Chart, Figure, ScatterGroup, Section, Table};
 
 use crate::report::{col, shell_line};
 use crate::validate::ValidateResult;
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved fidelity table.
 pub const FIDELITY_KIND: &str = "swaplab.fidelity";
@@ -41,6 +41,8 @@ pub struct KernelFidelity {
 /// Validations of several kernels.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FidelityResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     /// The command that made it (`scripts/kernels.sh --validate`).
@@ -116,14 +118,12 @@ impl KernelFidelity {
     }
 }
 
-/// The section of a saved fidelity table.
-pub fn fidelity_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let r = FidelityResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved fidelity table of an unexpected shape ({e}); make it again with scripts/kernels.sh --validate",
-            p.display()
-        ))
-    })?;
+/// The section of a saved fidelity table given as JSON, whatever its
+/// kind ([`crate::saved::Saved`] decodes it).
+pub use crate::saved::section_of as fidelity_section;
+
+/// The section of the decoded fidelity table ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: FidelityResult) -> Result<Section> {
     let mut policies: Vec<String> = Vec::new();
     for k in &r.kernels {
         for x in k.policies() {

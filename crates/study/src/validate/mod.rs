@@ -20,7 +20,7 @@
 //!    simulation runs on the calibrated device profile ([`crate::calibrate`];
 //!    measured first when missing) as `--device PROFILE.toml` with the
 //!    `kernel` fault path and the unlimited run's wall time as the base
-//!    ([`swaplab_lab::simulate::run_costed`], the function `swaplab sim --device`
+//!    ([`swaplab_sim::jobs::run_costed`], the function `swaplab sim --device`
 //!    calls), so `validate` and `sim` cannot disagree. Each row carries the
 //!    `swaplab sim` command that reproduces it.
 //!
@@ -163,6 +163,8 @@ pub struct ValidateRow {
 /// A whole validation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidateResult {
+    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
+    #[serde(default)]
     pub kind: String,
     pub version: u32,
     pub sweep_id: i64,
@@ -324,7 +326,7 @@ fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(Device
         Some(x) => Ok(x),
         None => Err(Error::Invalid(format!(
             "calibrating {kind} failed: see `swaplab show s{}`",
-            r.sweep_id.unwrap_or(0)
+            r.header.sweep_id.unwrap_or(0)
         ))),
     }
 }
@@ -346,7 +348,7 @@ pub struct Prediction {
 
 /// Simulates `policy` with `readahead` at `capacity` pages, costed on
 /// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
-/// [`swaplab_lab::simulate::run_costed`], the function behind `swaplab sim
+/// [`swaplab_sim::jobs::run_costed`], the function behind `swaplab sim
 /// --device`, so validate and sim cannot disagree. `None` when the device
 /// leaves no memory (a zram profile at a tiny capacity).
 pub fn predict(
@@ -361,7 +363,7 @@ pub fn predict(
     let spec = PolicySpec::parse(policy).map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
-    let (res, _) = match swaplab_lab::simulate::run_costed(
+    let (res, _) = match swaplab_sim::jobs::run_costed(
         trace,
         &[spec],
         &[(capacity.to_string(), capacity)],
@@ -375,10 +377,12 @@ pub fn predict(
     ) {
         Ok(r) => r,
         // Every row skipped: the device took all the memory.
-        Err(Error::Invalid(_)) if device.profile().is_some_and(|p| p.kind != "file") => {
+        Err(swaplab_sim::error::Error::Invalid(_))
+            if device.profile().is_some_and(|p| p.kind != "file") =>
+        {
             return Ok(None)
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let Some(sim) = res.into_iter().next() else {
         return Ok(None);
@@ -693,7 +697,5 @@ pub fn run(
 
 /// Saves a result (JSON).
 pub fn save(p: &Path, r: &ValidateResult) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(r)
-        .map_err(|e| Error::Invalid(format!("encoding the result: {e}")))?;
-    Ok(swaplab_trace::atomic::write_atomic(p, &bytes)?)
+    crate::saved::save(p, r)
 }

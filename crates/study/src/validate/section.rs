@@ -3,24 +3,21 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 
 use crate::report::{col, shell_line};
 use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved validation.
 pub const VALIDATE_KIND: &str = crate::validate::VALIDATE_KIND;
 
-/// The section of a saved validation.
-pub fn validate_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let r = ValidateResult::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved validation of an unexpected shape ({e}); run swaplab validate again",
-            p.display()
-        ))
-    })?;
+/// The section of a saved validation given as JSON, whatever its kind
+/// ([`crate::saved::Saved`] decodes it).
+pub use crate::saved::section_of as validate_section;
+
+/// The section of the decoded validation ([`crate::saved::Saved`]).
+pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
     let t = validate_table(&r);
     let policies = r.policy_names();
     let pred =
@@ -264,6 +261,7 @@ pub fn validate_table(r: &ValidateResult) -> Table {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use serde::Deserialize;
     use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
 
     fn prediction(policy: &str, majflt: u64, measured: f64) -> PolicyPrediction {

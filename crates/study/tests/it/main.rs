@@ -6,6 +6,7 @@
 #[macro_use]
 extern crate swaplab_testkit;
 
+mod capture;
 mod common;
 mod serve;
 mod sweep;

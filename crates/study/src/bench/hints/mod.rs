@@ -32,9 +32,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::bench::group as bench_group;
 use crate::bench::touch::median;
+use crate::saved::Header;
 use crate::sweep::{LabSweep, SweepRequest};
 use swaplab_analysis::stats::mann_whitney;
-use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
@@ -230,14 +230,9 @@ pub struct HintsSize {
 /// The whole benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HintsResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    /// Its group in the catalog (`sN`).
-    pub sweep_id: Option<i64>,
-    pub command: Vec<String>,
-    pub machine: Option<Environment>,
+    /// `kind`, `version`, `sweep_id`, `command` and `machine`.
+    #[serde(flatten)]
+    pub header: Header,
     pub options: HintsOptions,
     /// The swap readahead the kernel uses for the swap area ("cluster" or
     /// "vma"), which the simulation models for base.
@@ -432,11 +427,7 @@ pub fn run(
     }
     let average = average(&sizes);
     let mut result = HintsResult {
-        kind: BENCH_HINTS_KIND.into(),
-        version: 1,
-        sweep_id: None,
-        command: command_line.clone(),
-        machine: Environment::capture().ok(),
+        header: Header::new(BENCH_HINTS_KIND, 1, None, command_line.clone()),
         options: opts.clone(),
         readahead,
         page_cluster,
@@ -450,7 +441,7 @@ pub fn run(
         "bench-hints",
         &command_line,
         &mut result,
-        |r, id| r.sweep_id = Some(id),
+        |r, id| r.header.sweep_id = Some(id),
         save,
     )?;
     Ok(result)

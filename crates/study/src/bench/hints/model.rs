@@ -154,7 +154,7 @@ fn advise_hints(file: &HintFile, pages: u64, refs_per_ms: u64) -> Option<Vec<Ran
     for h in on_array.hints.iter_mut() {
         h.range = Some((0, pages * 4096));
     }
-    swaplab_lab::simulate::sim_hints(&on_array, 4096, refs_per_ms.max(1)).ok()
+    swaplab_analysis::sim_hints::sim_hints(&on_array, 4096, refs_per_ms.max(1)).ok()
 }
 
 /// Fills the simulated columns of one size's cells.

@@ -300,9 +300,9 @@ pub fn section(p: &Path, r: HintsResult) -> Result<Section> {
             s.advice.join("; ").into(),
         ]);
     }
-    let reproduce = shell_line(&r.command);
+    let reproduce = shell_line(&r.header.command);
     let config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: Some((

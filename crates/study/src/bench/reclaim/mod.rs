@@ -6,7 +6,7 @@
 //! Pressure comes from a memory cgroup limit (`--mem-limit`, where reclaim
 //! is almost all direct: the task that hits the limit reclaims) or from the
 //! whole machine (`--machine-mem`, an mlocked balloon leaves that much
-//! available: [`swaplab_lab::balloon`]; then kswapd works). The workload is the
+//! available: [`balloon`]; then kswapd works). The workload is the
 //! embedded `bench-touch --pattern random` with huge pages left to the
 //! system's THP setting. Each (repeat, THP mode) is an ordinary swaplab run
 //! (`--thp` journaled and restored by the runner, a catalog entry, the
@@ -15,18 +15,19 @@
 //! (`/proc/stat`), the vmstat reclaim counters by who reclaimed, and the
 //! THP counters.
 
+pub mod balloon;
 pub mod section;
 
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 
 use crate::bench::group::BenchGroup;
 use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun};
-use swaplab_lab::balloon::Balloon;
+use crate::saved::Header;
+use balloon::Balloon;
 use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
@@ -151,15 +152,9 @@ pub struct BalloonInfo {
 /// A whole `bench reclaim`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ReclaimResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
-    #[serde(default)]
-    pub sweep_id: Option<i64>,
-    pub command: Vec<String>,
-    pub machine: Option<Environment>,
+    /// `kind`, `version`, `sweep_id`, `command` and `machine`.
+    #[serde(flatten)]
+    pub header: Header,
     pub pressure: Pressure,
     pub region_bytes: u64,
     pub touches: u64,
@@ -221,7 +216,7 @@ pub fn run(
     let names: Vec<String> = modes.iter().map(|m| format!("THP {m}")).collect();
     let group = BenchGroup::begin(lab, "bench-reclaim", &command, limit, &names)?;
     let result = measure(lab, &group, opts, &modes, command, progress).map(|mut r| {
-        r.sweep_id = Some(group.id);
+        r.header.sweep_id = Some(group.id);
         r
     });
     group.finish(result, save)
@@ -351,11 +346,7 @@ fn measure(
         reduce(m, &mut notes)?;
     }
     Ok(ReclaimResult {
-        kind: BENCH_RECLAIM_KIND.into(),
-        sweep_id: None,
-        version: 1,
-        command,
-        machine: Environment::capture().ok(),
+        header: Header::new(BENCH_RECLAIM_KIND, 1, None, command),
         pressure: opts.pressure,
         region_bytes: opts.size,
         touches: opts.touches,

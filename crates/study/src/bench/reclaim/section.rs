@@ -250,12 +250,12 @@ pub fn section(p: &Path, r: ReclaimResult) -> Result<Section> {
         ),
     };
     let config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit,
         swap_asked: vec![r.swap.clone()],
-        reproduce: shell_line(&r.command),
+        reproduce: shell_line(&r.header.command),
     });
     let mut notes = r.notes.clone();
     for m in &r.modes {

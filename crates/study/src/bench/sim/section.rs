@@ -9,12 +9,12 @@ use swaplab_host::procfs::Environment;
 use swaplab_report::{Axis, Chart, Figure, Section, Table};
 
 use crate::report::{col, shell_line};
-use swaplab_lab::error::{Error, Result};
+use swaplab_lab::error::Result;
 
 /// `"kind"` of a saved `swaplab bench sim` result.
 pub const BENCH_SIM_KIND: &str = "swaplab.bench.sim";
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Row {
     what: String,
     seconds: f64,
@@ -30,8 +30,10 @@ struct Row {
     peer_miss_ratio: Option<f64>,
 }
 
-#[derive(Deserialize)]
-struct Saved {
+/// A saved `bench sim` result as its section reads it ([`crate::saved::Saved`]
+/// decodes it; its writer is [`super::BenchSim`]).
+#[derive(Debug, Deserialize)]
+pub struct SavedBenchSim {
     command: Vec<String>,
     machine: Option<Environment>,
     refs: u64,
@@ -46,7 +48,7 @@ struct Saved {
     loads: Vec<Load>,
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize)]
 struct Load {
     format: String,
     cores: usize,
@@ -56,15 +58,13 @@ struct Load {
     vs_native: f64,
 }
 
+/// The section of a saved `bench sim` result given as JSON, whatever its
+/// kind ([`crate::saved::Saved`] decodes it).
+pub use crate::saved::section_of as bench_sim_section;
+
 /// A saved `bench sim` result's section: speed per policy against its
 /// target, and end-to-end time against the peer (libCacheSim).
-pub fn bench_sim_section(p: &Path, v: &serde_json::Value) -> Result<Section> {
-    let s = Saved::deserialize(v).map_err(|e| {
-        Error::Invalid(format!(
-            "{}: a saved benchmark of an unexpected shape ({e}); save it again with this swaplab",
-            p.display()
-        ))
-    })?;
+pub fn section(p: &Path, s: SavedBenchSim) -> Result<Section> {
     let mut data = Table::new(
         "bench-sim",
         "one row per policy or measured step",

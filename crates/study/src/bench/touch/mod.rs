@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
-use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::{format_size, parse_size};
 
 use crate::bench::group::BenchGroup;
+use crate::saved::Header;
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::record::{Outcome, RunRecord};
 use swaplab_lab::runner::Lab;
@@ -218,15 +218,9 @@ pub struct TouchConfig {
 /// A whole `bench touch`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TouchResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
-    #[serde(default)]
-    pub sweep_id: Option<i64>,
-    pub command: Vec<String>,
-    pub machine: Option<Environment>,
+    /// `kind`, `version`, `sweep_id`, `command` and `machine`.
+    #[serde(flatten)]
+    pub header: Header,
     pub mem_limit_bytes: u64,
     pub region_bytes: u64,
     pub touches: u64,
@@ -475,11 +469,7 @@ pub fn run(
     let result =
         measure(&group, opts, touches, exe, configs, &names, progress).map(|(configs, notes)| {
             TouchResult {
-                kind: BENCH_TOUCH_KIND.into(),
-                version: 1,
-                sweep_id: Some(group.id),
-                command,
-                machine: Environment::capture().ok(),
+                header: Header::new(BENCH_TOUCH_KIND, 1, Some(group.id), command),
                 mem_limit_bytes: opts.mem_limit,
                 region_bytes: opts.size,
                 touches,

@@ -324,10 +324,10 @@ pub fn section(p: &Path, r: TouchResult) -> Result<Section> {
             data: rss.clone(),
         });
     }
-    let reproduce = shell_line(&r.command);
+    let reproduce = shell_line(&r.header.command);
     let limit_text = swaplab_host::util::format_size(r.mem_limit_bytes);
     let config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: Some((limit_text.clone(), Some(r.mem_limit_bytes))),

@@ -33,7 +33,7 @@ use swaplab_host::cgroup::{CgroupOptions, MemoryGroup};
 use swaplab_host::journal::Session;
 use swaplab_host::util::format_size;
 
-use crate::{Error, Result};
+use swaplab_lab::{Error, Result};
 
 /// The smallest `--machine-mem` accepted.
 pub const MIN_LEAVE: u64 = 256 << 20;
@@ -125,14 +125,14 @@ impl Balloon {
             psi_companion: Some(false),
             ..Default::default()
         })?;
-        let exe = crate::workload::executable()?;
+        let exe = swaplab_lab::workload::executable()?;
         let mut cmd = Command::new(&exe);
         cmd.args(["balloon", "--size", &bytes.to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         group.attach_on_spawn(&mut cmd)?;
-        crate::runner::die_with_parent(&mut cmd);
+        swaplab_lab::runner::die_with_parent(&mut cmd);
         let t0 = Instant::now();
         let mut child = cmd.spawn().map_err(|e| {
             Error::failed(
