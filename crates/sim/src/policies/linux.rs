@@ -1002,6 +1002,47 @@ mod tests {
     }
 
     #[test]
+    fn hand_worked_refault_test_and_its_count() {
+        // workingset_refault with the lists set by hand: A [0 1 2] (three
+        // active pages), nonresident_age 10. Page 5 was evicted at age 8
+        // (distance 2 <= 3 active pages), page 6 at age 6 (distance 4 > 3).
+        // Memory is not full (cap 10), so nothing is reclaimed.
+        //   5 refaults: activated, to the active head; nonresident_age 11;
+        //     WORKINGSET_ACTIVATE_ANON 1 (the next reclaim may deactivate).
+        //   6 refaults: distance now 11 - 6 = 5 > 4: inactive head.
+        let spec = PolicySpec::parse("linux").unwrap();
+        let cfg = PolicyConfig {
+            capacity: 10,
+            pages: 10,
+            params: &spec.params,
+            seed: 1,
+        };
+        let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
+        for id in 0..3u32 {
+            p.flags[id as usize] = ON_ACTIVE;
+            p.lists[ACTIVE].push_back(id);
+        }
+        p.age = 10;
+        for (id, at) in [(5usize, 8u32), (6, 6)] {
+            p.flags[id] = SHADOW;
+            p.shadow[id] = at;
+        }
+        let req = Req {
+            pos: 0,
+            write: false,
+            next_use: u32::MAX,
+        };
+        assert_eq!(p.access(5, &req), Access::Miss { victim: None });
+        assert_eq!(p.access(6, &req), Access::Miss { victim: None });
+        let list = |l: usize| p.lists[l].iter().copied().collect::<Vec<_>>();
+        assert_eq!(list(ACTIVE), [0, 1, 2, 5]);
+        assert_eq!(list(INACTIVE), [6]);
+        assert_eq!((p.age, p.refault_acts, p.refault_snap), (11, 1, 0));
+        assert_eq!(p.flags[5], YOUNG | ON_ACTIVE);
+        assert_eq!(p.flags[6], YOUNG | ON_INACTIVE);
+    }
+
+    #[test]
     fn params_are_checked() {
         // Flags 1 + shadow age 4; the queues (4 bytes per resident page)
         // are still empty.
