@@ -1,6 +1,9 @@
 //! Linux's classic active/inactive LRU lists for anonymous memory, as in
 //! Linux 6.1 (`mm/vmscan.c`, `mm/swap.c`, `mm/workingset.c`) with the
-//! multi-generational LRU (MGLRU) disabled.
+//! multi-generational LRU (MGLRU) disabled. The functions named below are
+//! those of 6.1 and 6.12, where these parts did not change, except that
+//! 6.12 has the refault test in `workingset_test_recent` (6.1 inline in
+//! `workingset_refault`).
 //!
 //! State per page: which list it is on (inactive or active), the folio flag
 //! `PG_referenced`, and the page-table "accessed" (young) bit. The simulator
@@ -23,25 +26,63 @@
 //!   folio put back as active, and `workingset_refault` for each refault
 //!   activation). When the page faults back in, it goes straight to the
 //!   head of the *active* list if `age_now − age_at_eviction ≤ active
-//!   pages` (the workingset size is `NR_ACTIVE_ANON` when there are no file
-//!   pages).
-//! * **Reclaim**, one page per miss once memory is full:
-//!   1. Deactivation: while `inactive_is_low()` — `inactive × ratio <
-//!      active` with `ratio = int_sqrt(10 × GB)` (1 below 1 GB), GB being
-//!      the size of both anon lists at 4 KiB per page, i.e. `capacity >>
-//!      18` — the folio at the active tail moves to the inactive head and
-//!      its young bit is cleared (`shrink_active_list`: for anonymous
-//!      folios, `folio_referenced()` clears the young bits but a referenced
-//!      anon folio is deactivated anyway; `PG_referenced` is left as is).
-//!   2. The folio at the inactive tail goes through
-//!      `folio_check_references()`: if its young bit is set, the bit is
-//!      cleared and `PG_referenced` is set; if `PG_referenced` was already
-//!      set the folio is **activated** (moved to the active head), else it is
-//!      **kept** (rotated to the inactive head) for "another trip around the
-//!      inactive list". If the young bit is clear the folio is **reclaimed**
-//!      (for anon folios `PG_referenced` alone does not save it) — that is
-//!      the victim. Steps 1–2 repeat until a victim is found; this always
-//!      terminates because every step either evicts or clears a young bit.
+//!   pages` (`workingset_test_recent`: the workingset size of an anon
+//!   refault is `NR_ACTIVE_FILE + NR_INACTIVE_FILE + NR_ACTIVE_ANON`, the
+//!   last only while swap has room; with no file pages, the active anon
+//!   list). The refault test runs after the reclaim that makes room for
+//!   the page, as the charge comes before `workingset_refault`.
+//! * **Reclaim** (`reclaim=batch`, the default): a miss that finds memory
+//!   full takes the oldest page reclaimed by the last reclaim; when none is
+//!   left, one direct reclaim runs, as a memory cgroup at its limit does
+//!   (`try_charge_memcg` → `try_to_free_mem_cgroup_pages` with
+//!   `nr_to_reclaim = SWAP_CLUSTER_MAX` = 32, `batch=N` to change it):
+//!   1. `do_try_to_free_pages`: priority 12 (`DEF_PRIORITY`) down to 0,
+//!      until 32 pages are reclaimed. At each priority, `prepare_scan_count`
+//!      allows deactivation (`may_deactivate`) when refaults were activated
+//!      since the last reclaim (`WORKINGSET_ACTIVATE_ANON` against the
+//!      `snapshot_refaults` value) or `inactive_is_low()`; `get_scan_count`
+//!      sets each list's scan target to `size >> priority` times the anon
+//!      share of `SCAN_FRACT` (below), all of it at priority 0
+//!      (`SCAN_EQUAL`).
+//!   2. `shrink_lruvec`: while the inactive target lasts, batches of up to
+//!      32 pages from the inactive list, each followed by a batch from the
+//!      active list when deactivation is allowed; it stops once 32 pages
+//!      are reclaimed (with no file pages there is no proportion to keep).
+//!      Then, if `inactive_is_low()` (`inactive × ratio < active`, `ratio =
+//!      int_sqrt(10 × GB)`, 1 below 1 GB, GB = `capacity >> 18`), 32 pages
+//!      are deactivated ("even if we did not try to evict anon pages at
+//!      all, we want to rebalance").
+//!   3. `shrink_inactive_list` isolates the batch from the inactive tail;
+//!      `shrink_folio_list` runs `folio_check_references()` on each, tail
+//!      first: if its young bit is set, the bit is cleared and
+//!      `PG_referenced` set, and the folio is **activated** if
+//!      `PG_referenced` was already set, else **kept** (rotated) for
+//!      "another trip around the inactive list"; a folio without the young
+//!      bit is **reclaimed** (for anon folios `PG_referenced` alone does not
+//!      save it): its shadow entry is written (`workingset_eviction`).
+//!      `move_folios_to_lru` then puts the kept and activated folios at the
+//!      heads of their lists in their order, aging `nonresident_age` once
+//!      for each activated one.
+//!   4. `shrink_active_list` moves pages from the active tail to the
+//!      inactive head, young bit cleared, `PG_referenced` kept: for anon
+//!      folios `folio_referenced()` clears the young bits but a referenced
+//!      anon folio is deactivated anyway.
+//!   5. A reclaim that frees nothing is retried with deactivation forced
+//!      (`do_try_to_free_pages`'s `force_deactivate` retry; `try_charge`
+//!      retries too). It always ends: a pass at priority 0 clears every
+//!      young bit of the inactive list.
+//!
+//!   The anon share: `SCAN_FRACT` weighs anon against file by swappiness
+//!   and the lists' reclaim costs; with no file pages the file cost stays
+//!   0 and the anon cost `A` large, so `ap = s(3A+1)/(2A+1) → 1.5 s` and
+//!   `fp = (200−s)(3A+1)/(A+1) → 3(200 − s)`: the anon share is `s / (400 −
+//!   s)`, 3/17 at the default swappiness 60 (`swappiness=N`).
+//! * **Reclaim** (`reclaim=page`, the model before batches, and always in
+//!   `linux-rrip`): one page per miss. While `inactive_is_low()`, the active
+//!   tail is deactivated as in step 4; then the inactive tail goes through
+//!   `folio_check_references()` as in step 3 until one page is reclaimed.
+//!   This always terminates because every step either evicts or clears a
+//!   young bit.
 //!
 //! So a page must be referenced in two separate trips through the inactive
 //! list (the fault counts as the first) to reach the active list, and a
@@ -49,19 +90,34 @@
 //! inactive tail is reactivated at once (it still has `PG_referenced`):
 //! "recently deactivated but used folios are quickly recovered".
 //!
+//! The engine's contract (exactly one victim per miss once full) is kept
+//! in batch mode by handing the batch's pages out one per miss: they are
+//! off both lists at once, as the kernel frees them, so the lists hold
+//! what the cgroup's LRU holds (up to 32 pages below the limit after a
+//! reclaim). A page of the batch referenced before a miss took it comes
+//! back as a refault would (refault test included) but counts as a hit,
+//! where the kernel counts a major fault — the one place the model errs
+//! in the kernel's favour, by at most 31 pages per reclaim.
+//!
 //! Simplifications (documented, not modelled): one lruvec (no memcg
-//! hierarchy, no NUMA nodes); no file pages (so `swappiness` and the
-//! anon/file scan balance do not apply); one page reclaimed per miss, not
-//! batches of `SWAP_CLUSTER_MAX` (32) to a watermark, and deactivation keeps
-//! the lists exactly at the target ratio rather than scanning the active list
-//! in proportion to its size and the reclaim priority; deactivation is not
-//! forced by refaults (6.1 also sets `may_deactivate` when anon refaults
-//! activated pages since the last cycle); no per-CPU `folio_batch` delay
-//! before a new folio reaches its list; single-mapped pages only (so
-//! `referenced_ptes > 1` never activates); shadow entries are never dropped
-//! (the kernel's shadow-node shrinker may forget old ones) and
-//! `nonresident_age` is a wrapping 32-bit counter at full precision
-//! (no `bucket_order`). Param `ratio=N` overrides the inactive ratio.
+//! hierarchy, no NUMA nodes); no file pages (so the workingset size of the
+//! refault test is the active anon list alone, and the scan's anon share is
+//! the fixed `s / (400 − s)` above rather than one that follows the reclaim
+//! costs); a reclaimed dirty page is written and freed in the same pass
+//! (the kernel's `pageout()` starts the write and keeps the folio, which
+//! is freed on a later pass once clean: soon if `folio_rotate_reclaimable`
+//! moved it to the tail when the write completed, after a whole trip round
+//! the inactive list if the write completed while the folio was still
+//! isolated; a touch in between is a swap-cache hit, a minor fault —
+//! docs/fidelity.md shows this is where traverse at 90 % misses), and
+//! reclaim is never throttled on writeback (`reclaim_throttle`; cgroup v1
+//! also waits in `shrink_folio_list` for folios under writeback); no
+//! per-CPU `folio_batch` delay before
+//! a new folio reaches its list; single-mapped pages only (so
+//! `referenced_ptes > 1` never activates); shadow entries are never
+//! dropped (the kernel's shadow-node shrinker may forget old ones) and
+//! `nonresident_age` is a wrapping 32-bit counter at full precision (no
+//! `bucket_order`). Param `ratio=N` overrides the inactive ratio.
 //!
 //! **Data structure.** Pages only ever leave a list at its tail (reclaim,
 //! deactivation and rotation all take the tail; a hit moves nothing), and
@@ -86,12 +142,18 @@ use std::collections::VecDeque;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "linux",
-    summary: "Linux 6.1 active/inactive anon LRU lists (PTE young bit, PG_referenced, refault activation)",
-    params: "ratio=N (inactive ratio, default int_sqrt(10*GB) or 1), refault=0|1 (default 1)",
+    summary: "Linux 6.1 active/inactive anon LRU lists (PTE young bit, PG_referenced, refault activation, reclaim in batches of 32)",
+    params: "ratio=N (inactive ratio, default int_sqrt(10*GB) or 1), refault=0|1 (default 1), \
+             reclaim=batch|page (default batch: 32 pages a reclaim with the kernel's scan balance; \
+             page: one page a miss, lists kept at the ratio), batch=N (pages a reclaim, default 32), \
+             swappiness=N (1-200, default 60)",
     needs_future: false,
     build: |c| {
-        c.params.allow("linux", &["ratio", "refault"])?;
-        Ok(Box::new(TwoLists::<false>::new(c, 0)?))
+        c.params.allow(
+            "linux",
+            &["ratio", "refault", "reclaim", "batch", "swappiness"],
+        )?;
+        Ok(Box::new(TwoLists::<false>::new(c, 0, true)?))
     },
 };
 
@@ -109,6 +171,16 @@ const ON_INACTIVE: u8 = 8;
 /// On the active list.
 const ON_ACTIVE: u8 = 16;
 const RESIDENT: u8 = ON_INACTIVE | ON_ACTIVE;
+/// Reclaimed by the last batch but not yet handed to the engine as a
+/// victim: off both lists (the kernel has freed it), still resident for
+/// the engine until a miss takes it.
+const FREED: u8 = 32;
+
+/// `SWAP_CLUSTER_MAX`: the pages one reclaim pass isolates at a time, and
+/// the least a direct reclaim tries to free.
+const SWAP_CLUSTER_MAX: usize = 32;
+/// `DEF_PRIORITY`: reclaim starts scanning `size >> 12` pages of a list.
+const DEF_PRIORITY: u32 = 12;
 
 /// How far behind a list's tail reclaim prefetches page state.
 const SCAN_AHEAD: usize = 8;
@@ -139,15 +211,45 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     ratio: u64,
     /// The largest RRPV (2^m − 1); RRIP only.
     rmax: u8,
+    /// `reclaim=batch`: reclaim frees `batch` pages at a time with the
+    /// kernel's scan balance; otherwise one page a miss.
+    batched: bool,
+    /// `nr_to_reclaim` of a direct reclaim (`batch=`, default `SWAP_CLUSTER_MAX`).
+    batch: usize,
+    /// The cgroup's `swappiness` (the anon share of the scan, `get_scan_count`).
+    swappiness: usize,
+    /// Pages the last batch reclaimed that the engine has not taken yet
+    /// (`FREED`), oldest first.
+    freed: VecDeque<u32>,
+    /// `WORKINGSET_ACTIVATE_ANON`: refaults activated so far, and its value
+    /// at the end of the last reclaim (`snapshot_refaults`).
+    refault_acts: u64,
+    refault_snap: u64,
+    /// Folios isolated by one scan, put back after it (`move_folios_to_lru`).
+    scratch: Vec<u32>,
 }
 
 impl<const RRIP: bool> TwoLists<RRIP> {
-    /// Reads `ratio` and `refault`; `m` is the RRPV width (RRIP only).
-    pub(crate) fn new(c: &PolicyConfig, m: u32) -> Result<Self, SimError> {
+    /// Reads `ratio`, `refault`, and with `batch_params` `reclaim`,
+    /// `batch` and `swappiness` (otherwise reclaim is one page a miss, as
+    /// `reclaim=page`); `m` is the RRPV width (RRIP only).
+    pub(crate) fn new(c: &PolicyConfig, m: u32, batch_params: bool) -> Result<Self, SimError> {
         let ratio = c
             .params
             .int("ratio", default_ratio(c.capacity), 1, 1_000_000)?;
         let refault = c.params.int("refault", 1, 0, 1)? == 1;
+        let batched = batch_params
+            && match c.params.0.get("reclaim").map(String::as_str) {
+                None | Some("batch") => true,
+                Some("page") => false,
+                Some(v) => {
+                    return Err(SimError::BadParam(format!(
+                        "reclaim={v}: expected batch or page"
+                    )))
+                }
+            };
+        let batch = c.params.int("batch", SWAP_CLUSTER_MAX as u64, 1, 1 << 20)? as usize;
+        let swappiness = c.params.int("swappiness", 60, 1, 200)? as usize;
         Ok(TwoLists {
             lists: [VecDeque::new(), VecDeque::new()],
             flags: vec![0; c.pages],
@@ -161,6 +263,13 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             cap: c.capacity.max(1),
             ratio,
             rmax: if RRIP { ((1u32 << m) - 1) as u8 } else { 0 },
+            batched,
+            batch,
+            swappiness,
+            freed: VecDeque::new(),
+            refault_acts: 0,
+            refault_snap: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -239,6 +348,160 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             return Some(t);
         }
     }
+
+    /// One direct reclaim of `batch` pages (`try_to_free_mem_cgroup_pages`
+    /// → `do_try_to_free_pages` → `shrink_node` → `shrink_lruvec`): the
+    /// reclaimed pages go to `freed`. Retried, with deactivation forced,
+    /// until it frees at least one page (`do_try_to_free_pages`'s
+    /// `force_deactivate` retry; `try_charge` retries too).
+    fn reclaim_batch(&mut self) {
+        let mut force = false;
+        loop {
+            let got = self.do_try_to_free_pages(force);
+            // snapshot_refaults
+            self.refault_snap = self.refault_acts;
+            if got > 0 || self.lists[INACTIVE].len() + self.lists[ACTIVE].len() == 0 {
+                return;
+            }
+            force = true;
+        }
+    }
+
+    /// The priority loop: from `DEF_PRIORITY` down to 0, each pass scans
+    /// `size >> priority` pages of each list (times the anon share of
+    /// `get_scan_count`), until `batch` pages are reclaimed. Returns how many.
+    fn do_try_to_free_pages(&mut self, force_deactivate: bool) -> usize {
+        let mut reclaimed = 0;
+        for prio in (0..=DEF_PRIORITY).rev() {
+            // prepare_scan_count: deactivate anon pages when refaults were
+            // activated since the last reclaim, or the inactive list is low.
+            let may_deactivate = force_deactivate
+                || self.refault_acts != self.refault_snap
+                || self.inactive_is_low();
+            // get_scan_count: SCAN_FRACT with no file LRU (anon share
+            // swappiness / (400 − swappiness)), SCAN_EQUAL at priority 0.
+            let scan = |size: usize| {
+                let s = size >> prio;
+                if prio == 0 {
+                    s
+                } else {
+                    s * self.swappiness / (400 - self.swappiness)
+                }
+            };
+            let mut nr_inactive = scan(self.lists[INACTIVE].len());
+            let mut nr_active = scan(self.lists[ACTIVE].len());
+            // shrink_lruvec: batches of SWAP_CLUSTER_MAX from each list in
+            // turn (inactive, then active) while the inactive count lasts.
+            while nr_inactive > 0 {
+                let n = nr_inactive.min(SWAP_CLUSTER_MAX);
+                nr_inactive -= n;
+                reclaimed += self.shrink_inactive_list(n);
+                if nr_active > 0 {
+                    let n = nr_active.min(SWAP_CLUSTER_MAX);
+                    nr_active -= n;
+                    if may_deactivate {
+                        self.shrink_active_list(n);
+                    }
+                }
+                // No file pages to keep in proportion: stop at the target.
+                if reclaimed >= self.batch {
+                    break;
+                }
+            }
+            // "Even if we did not try to evict anon pages at all, we want to
+            // rebalance the anon lru active/inactive ratio."
+            if self.inactive_is_low() {
+                self.shrink_active_list(SWAP_CLUSTER_MAX);
+            }
+            if reclaimed >= self.batch {
+                break;
+            }
+        }
+        reclaimed
+    }
+
+    /// `shrink_inactive_list`: isolates up to `n` pages from the inactive
+    /// tail and runs `folio_check_references` on each, tail first:
+    /// reclaimed (to `freed`, shadow entry written, `nonresident_age` + 1),
+    /// kept (rotated) or activated; then `move_folios_to_lru` puts the
+    /// survivors back at the heads of their lists in the same order and
+    /// ages `nonresident_age` once per activated page. Returns the pages
+    /// reclaimed.
+    fn shrink_inactive_list(&mut self, n: usize) -> usize {
+        let mut reclaimed = 0;
+        let mut back = std::mem::take(&mut self.scratch);
+        for _ in 0..n {
+            let Some(t) = self.pop_tail(INACTIVE) else {
+                break;
+            };
+            let i = t as usize;
+            let f = self.flags[i];
+            if f & YOUNG != 0 {
+                let g = (f & !YOUNG) | REFERENCED;
+                self.flags[i] = if f & REFERENCED != 0 {
+                    (g & !ON_INACTIVE) | ON_ACTIVE
+                } else {
+                    g
+                };
+                back.push(t);
+                continue;
+            }
+            self.flags[i] = SHADOW | FREED;
+            if let Some(s) = self.shadow.get_mut(i) {
+                *s = self.age;
+            }
+            self.age = self.age.wrapping_add(1);
+            self.freed.push_back(t);
+            reclaimed += 1;
+        }
+        for &t in &back {
+            if self.flags[t as usize] & ON_ACTIVE != 0 {
+                self.mark_active(t);
+                self.lists[ACTIVE].push_back(t);
+            } else {
+                self.lists[INACTIVE].push_back(t);
+            }
+        }
+        back.clear();
+        self.scratch = back;
+        reclaimed
+    }
+
+    /// `shrink_active_list`: up to `n` pages from the active tail go to the
+    /// inactive head in order, young bit cleared, `PG_referenced` kept
+    /// (a referenced anon folio is deactivated all the same).
+    fn shrink_active_list(&mut self, n: usize) {
+        for _ in 0..n {
+            if self.lists[ACTIVE].is_empty() {
+                return;
+            }
+            self.deactivate_one();
+        }
+    }
+
+    /// The engine's victim for a miss in `reclaim=batch`: the oldest page
+    /// of the last batch, reclaiming a new batch when none is left.
+    fn take_freed(&mut self) -> Option<u32> {
+        if self.freed.is_empty() {
+            self.reclaim_batch();
+        }
+        let v = self.freed.pop_front()?;
+        self.flags[v as usize] &= !FREED;
+        Some(v)
+    }
+
+    /// A page reclaimed by the last batch is referenced before the engine
+    /// took it: it comes back as a refault would (`workingset_refault`),
+    /// but the engine counts a hit (see the module doc).
+    #[cold]
+    fn rescue(&mut self, id: u32) -> Access {
+        if let Some(k) = self.freed.iter().position(|&p| p == id) {
+            self.freed.remove(k);
+        }
+        self.flags[id as usize] &= !FREED;
+        self.place(id, YOUNG);
+        Access::Hit
+    }
 }
 
 impl<const RRIP: bool> Policy for TwoLists<RRIP> {
@@ -252,6 +515,9 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
                 self.rrpv[i] = 0;
             }
             return Access::Hit;
+        }
+        if f & FREED != 0 {
+            return self.rescue(id);
         }
         self.fault_in(id, YOUNG)
     }
@@ -274,6 +540,11 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
     fn remove(&mut self, ids: &[u32]) {
         for &id in ids {
             let i = id as usize;
+            if self.flags[i] & FREED != 0 {
+                // Reclaimed already (its shadow is written): the engine drops it.
+                self.flags[i] &= !FREED;
+                continue;
+            }
             self.flags[i] = SHADOW;
             if let Some(s) = self.shadow.get_mut(i) {
                 *s = self.age;
@@ -286,6 +557,8 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
             let flags = &self.flags;
             self.lists[l].retain(|&p| flags[p as usize] & bit != 0);
         }
+        let flags = &self.flags;
+        self.freed.retain(|&p| flags[p as usize] & FREED != 0);
     }
 
     /// MADV_COLD (`madvise_cold_or_pageout_pte_range`): the young bit and
@@ -295,6 +568,9 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         let mut moved = Vec::new();
         for &id in ids {
             let i = id as usize;
+            if self.flags[i] & FREED != 0 {
+                continue;
+            }
             let f = self.flags[i] & !(YOUNG | REFERENCED);
             if f & ON_ACTIVE != 0 {
                 self.flags[i] = (f & !ON_ACTIVE) | ON_INACTIVE;
@@ -320,7 +596,8 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
 
     fn bytes_per_page(&self) -> usize {
         let pages = self.flags.len().max(1);
-        let queues: usize = self.lists.iter().map(|q| 4 * q.capacity()).sum();
+        let queues: usize = self.lists.iter().map(|q| 4 * q.capacity()).sum::<usize>()
+            + 4 * (self.freed.capacity() + self.scratch.capacity());
         let per_page = self.flags.len() + self.rrpv.len() + 4 * self.shadow.len();
         (per_page + queues).div_ceil(pages)
     }
@@ -330,15 +607,26 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// A fault (`young` = YOUNG) or a readahead (`young` = 0) brings `id` in.
     #[inline(always)]
     fn fault_in(&mut self, id: u32, young: u8) -> Access {
-        let i = id as usize;
-        let f = self.flags[i];
-        let victim = if self.lists[INACTIVE].len() + self.lists[ACTIVE].len() >= self.cap {
-            self.reclaim()
-        } else {
+        let held = self.lists[INACTIVE].len() + self.lists[ACTIVE].len() + self.freed.len();
+        let victim = if held < self.cap {
             None
+        } else if self.batched {
+            self.take_freed()
+        } else {
+            self.reclaim()
         };
-        // workingset_refault: activate if the refault distance fits in the active list.
-        let refault_active = f & SHADOW != 0
+        self.place(id, young);
+        Access::Miss { victim }
+    }
+
+    /// Puts a page that comes (back) in on a list (`young`: its young bit):
+    /// `workingset_refault`
+    /// activates it if its refault distance fits in the active list
+    /// (`workingset_test_recent`), else it goes to the inactive head.
+    #[inline(always)]
+    fn place(&mut self, id: u32, young: u8) {
+        let i = id as usize;
+        let refault_active = self.flags[i] & SHADOW != 0
             && self
                 .shadow
                 .get(i)
@@ -346,12 +634,12 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         if refault_active {
             self.flags[i] = young;
             self.mark_active(id);
+            self.refault_acts += 1;
             self.lists[ACTIVE].push_back(id);
         } else {
             self.flags[i] = young | ON_INACTIVE;
             self.lists[INACTIVE].push_back(id);
         }
-        Access::Miss { victim }
     }
 }
 
@@ -395,7 +683,7 @@ mod tests {
         let m = false;
         let h = true;
         assert_eq!(
-            hits("linux:refault=0", 3, &t),
+            hits("linux:reclaim=page:refault=0", 3, &t),
             vec![m, m, m, m, h, h, m, h, m]
         );
         // LRU keeps b (the last reference hits), so the difference is real.
@@ -432,8 +720,8 @@ mod tests {
         on.push(h);
         let mut off = common;
         off.push(m);
-        assert_eq!(hits("linux", 4, &t), on);
-        assert_eq!(hits("linux:refault=0", 4, &t), off);
+        assert_eq!(hits("linux:reclaim=page", 4, &t), on);
+        assert_eq!(hits("linux:reclaim=page:refault=0", 4, &t), off);
     }
 
     #[test]
@@ -466,14 +754,15 @@ mod tests {
         t.extend(1..50);
         t.push(51);
         for (ratio, inactive, active) in [(3, 13, 37), (1, 25, 25)] {
-            let spec = PolicySpec::parse(&format!("linux:refault=0:ratio={ratio}")).unwrap();
+            let spec =
+                PolicySpec::parse(&format!("linux:reclaim=page:refault=0:ratio={ratio}")).unwrap();
             let cfg = PolicyConfig {
                 capacity: 50,
                 pages: 52,
                 params: &spec.params,
                 seed: 1,
             };
-            let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+            let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
             let req = Req {
                 pos: 0,
                 write: false,
@@ -502,7 +791,7 @@ mod tests {
         // young bit). A fault on 4 reclaims: tail 1 young -> rotated (R),
         // 2 likewise, 3 not young -> evicted. Had 3 been faulted in, all
         // three rotate and 1 goes.
-        let spec = PolicySpec::parse("linux:refault=0").unwrap();
+        let spec = PolicySpec::parse("linux:reclaim=page:refault=0").unwrap();
         let cfg = PolicyConfig {
             capacity: 3,
             pages: 5,
@@ -515,7 +804,7 @@ mod tests {
             next_use: u32::MAX,
         };
         for (read_ahead, victim) in [(true, 3), (false, 1)] {
-            let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+            let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
             p.access(1, &req);
             p.access(2, &req);
             if read_ahead {
@@ -532,7 +821,7 @@ mod tests {
         }
         // A read-ahead page referenced before reclaim gets its young bit:
         // 1 2 faulted, 3 read ahead and referenced: 1 goes.
-        let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+        let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
         p.access(1, &req);
         p.access(2, &req);
         p.insert(3, &req);
@@ -545,7 +834,7 @@ mod tests {
         // cap 4, refault off, ratio 1. 1 2 3 4 fault; 5: all rotate (R set),
         // 1 evicted; 2 3 hit (Y again); 6: 2, 3 activated, then 4 evicted:
         // A [3 2], I [6 5].
-        let spec = PolicySpec::parse("linux:refault=0").unwrap();
+        let spec = PolicySpec::parse("linux:reclaim=page:refault=0").unwrap();
         let cfg = PolicyConfig {
             capacity: 4,
             pages: 8,
@@ -557,7 +846,7 @@ mod tests {
             write: false,
             next_use: u32::MAX,
         };
-        let mut p = TwoLists::<false>::new(&cfg, 0).unwrap();
+        let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
         for id in [1, 2, 3, 4, 5, 2, 3, 6] {
             p.access(id, &req);
         }
@@ -576,6 +865,183 @@ mod tests {
         assert_eq!(p.access(2, &req), Access::Miss { victim: None });
     }
 
+    /// Runs `trace` through `spec` at `cap` pages: the victims in order, the
+    /// hits, and the policy for a look at its lists.
+    fn run_lists(
+        spec: &str,
+        cap: usize,
+        pages: usize,
+        trace: &[u32],
+    ) -> (Vec<u32>, Vec<u32>, TwoLists<false>) {
+        let spec = PolicySpec::parse(spec).unwrap();
+        let cfg = PolicyConfig {
+            capacity: cap,
+            pages,
+            params: &spec.params,
+            seed: 1,
+        };
+        let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
+        let req = Req {
+            pos: 0,
+            write: false,
+            next_use: u32::MAX,
+        };
+        let (mut victims, mut hits) = (Vec::new(), Vec::new());
+        for &id in trace {
+            match p.access(id, &req) {
+                Access::Hit => hits.push(id),
+                Access::Miss { victim: Some(v) } => victims.push(v),
+                Access::Miss { victim: None } => {}
+            }
+        }
+        (victims, hits, p)
+    }
+
+    /// (inactive, active, freed) lengths.
+    fn sizes(p: &TwoLists<false>) -> (usize, usize, usize) {
+        (
+            p.lists[INACTIVE].len(),
+            p.lists[ACTIVE].len(),
+            p.freed.len(),
+        )
+    }
+
+    #[test]
+    fn hand_worked_batch_reclaim_by_priority() {
+        // cap 40, refault off, the default batch of 32 and swappiness 60:
+        // a list of n pages is scanned (n >> prio) * 60 / 340 pages at
+        // priority prio > 0 and n pages at priority 0. For n = 40: 0 at
+        // priorities 12..3, 1 at 2 (10 * 60 / 340), 3 at 1 (20 * 60 / 340).
+        // Pages 0..39 fault in: I (tail first) [0 .. 39], all young.
+        // 40: reclaim. Priority 2 scans 1 page: 0 is young -> kept (R set,
+        //     young cleared), to the head. Priority 1 scans 3: 1, 2, 3 kept.
+        //     Priority 0 scans all 40 in batches of 32: 4..35 kept, then a
+        //     batch of 8: 36..39 kept, 0..3 (no young bit now) reclaimed.
+        //     4 < 32 but the priorities are done: freed [0 1 2 3]; 40 takes 0.
+        // 41, 42, 43 take 1, 2, 3. I [4 .. 43], 4..39 with R and no young.
+        // 44: reclaim. Priority 2: 4 reclaimed; priority 1: 5, 6, 7;
+        //     priority 0: 36 left, a batch of 32: 8..39 reclaimed: 36 >= 32,
+        //     stop. freed [4 .. 39]; 44 takes 4. I [40 .. 44].
+        // 38: reclaimed but not taken yet: it comes back (a hit), to the
+        //     inactive head. 45 takes 5: I [40 .. 44 38 45], freed [6 .. 37 39].
+        let mut t: Vec<u32> = (0..45).collect();
+        t.extend([38, 45]);
+        let (victims, hits, p) = run_lists("linux:refault=0", 40, 46, &t);
+        assert_eq!(victims, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(hits, [38]);
+        assert_eq!(sizes(&p), (7, 0, 33));
+        assert!(p.flags[38] & ON_INACTIVE != 0 && p.flags[39] & FREED != 0);
+        // swappiness 200 (anon share 200 / 200 = 1): priorities 5..1 scan
+        // 1, 2, 5, 10, 20 pages of 40, so 0..37 are kept before priority 0,
+        // whose first batch keeps 38, 39 and reclaims 0..29 (30 < 32) and
+        // second reclaims 30..37: freed [0 .. 37], and 40 takes 0. 41..44
+        // take 1..4; 38 is still on the inactive list: an ordinary hit. 45
+        // takes 5: I [38 .. 45], freed [6 .. 37].
+        let (victims, hits, p) = run_lists("linux:refault=0:swappiness=200", 40, 46, &t);
+        assert_eq!(victims, [0, 1, 2, 3, 4, 5]);
+        assert_eq!(hits, [38]);
+        assert_eq!(sizes(&p), (8, 0, 32));
+    }
+
+    #[test]
+    fn hand_worked_scan_balance() {
+        // shrink_lruvec deactivates from the active list, alongside each
+        // inactive batch, only when prepare_scan_count allows it: the
+        // inactive list is low, or refaults were activated since the last
+        // reclaim. ratio 1, batch=4. The lists are set by hand, tail first:
+        //   I [10 11 12 13 | 14 .. 19]   10..13 without young bit, 14..19 young
+        //   A [0 .. 4]                   PG_referenced, no young bit
+        // and one reclaim runs. Priorities 12..1 scan nothing (at most
+        // (10 >> 1) * 60 / 340 = 0 pages) and find the inactive list not
+        // low (10 * 1 < 5 is false).
+        // Priority 0: inactive batch of 10: 10..13 reclaimed, 14..19 kept
+        // (R set). reclaimed 4 >= batch 4: stop after this round, whose
+        // active batch (5 pages) runs only if deactivation is allowed:
+        //   not allowed (6 * 1 < 5 is false, no refault activation): A stays
+        //     [0 .. 4], I [14 .. 19];
+        //   allowed (a refault was activated since the last snapshot): A []
+        //     and I [14 .. 19 0 .. 4].
+        for refaulted in [false, true] {
+            let spec = PolicySpec::parse("linux:batch=4").unwrap();
+            let cfg = PolicyConfig {
+                capacity: 20,
+                pages: 20,
+                params: &spec.params,
+                seed: 1,
+            };
+            let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
+            for id in 10..20u32 {
+                p.flags[id as usize] = ON_INACTIVE | if id >= 14 { YOUNG } else { 0 };
+                p.lists[INACTIVE].push_back(id);
+            }
+            for id in 0..5u32 {
+                p.flags[id as usize] = ON_ACTIVE | REFERENCED;
+                p.lists[ACTIVE].push_back(id);
+            }
+            if refaulted {
+                p.refault_acts = 1;
+            }
+            p.reclaim_batch();
+            let list = |l: usize| p.lists[l].iter().copied().collect::<Vec<_>>();
+            assert_eq!(
+                p.freed.iter().copied().collect::<Vec<_>>(),
+                [10, 11, 12, 13]
+            );
+            if refaulted {
+                assert_eq!(list(INACTIVE), [14, 15, 16, 17, 18, 19, 0, 1, 2, 3, 4]);
+                assert!(list(ACTIVE).is_empty());
+                // Deactivated: young cleared, PG_referenced kept.
+                assert_eq!(p.flags[0], ON_INACTIVE | REFERENCED);
+            } else {
+                assert_eq!(list(INACTIVE), [14, 15, 16, 17, 18, 19]);
+                assert_eq!(list(ACTIVE), [0, 1, 2, 3, 4]);
+            }
+            // snapshot_refaults: the next reclaim starts from this count.
+            assert_eq!(p.refault_snap, p.refault_acts);
+        }
+    }
+
+    #[test]
+    fn hand_worked_refault_test_and_its_count() {
+        // workingset_refault with the lists set by hand: A [0 1 2] (three
+        // active pages), nonresident_age 10. Page 5 was evicted at age 8
+        // (distance 2 <= 3 active pages), page 6 at age 6 (distance 4 > 3).
+        // Memory is not full (cap 10), so nothing is reclaimed.
+        //   5 refaults: activated, to the active head; nonresident_age 11;
+        //     WORKINGSET_ACTIVATE_ANON 1 (the next reclaim may deactivate).
+        //   6 refaults: distance now 11 - 6 = 5 > 4: inactive head.
+        let spec = PolicySpec::parse("linux").unwrap();
+        let cfg = PolicyConfig {
+            capacity: 10,
+            pages: 10,
+            params: &spec.params,
+            seed: 1,
+        };
+        let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
+        for id in 0..3u32 {
+            p.flags[id as usize] = ON_ACTIVE;
+            p.lists[ACTIVE].push_back(id);
+        }
+        p.age = 10;
+        for (id, at) in [(5usize, 8u32), (6, 6)] {
+            p.flags[id] = SHADOW;
+            p.shadow[id] = at;
+        }
+        let req = Req {
+            pos: 0,
+            write: false,
+            next_use: u32::MAX,
+        };
+        assert_eq!(p.access(5, &req), Access::Miss { victim: None });
+        assert_eq!(p.access(6, &req), Access::Miss { victim: None });
+        let list = |l: usize| p.lists[l].iter().copied().collect::<Vec<_>>();
+        assert_eq!(list(ACTIVE), [0, 1, 2, 5]);
+        assert_eq!(list(INACTIVE), [6]);
+        assert_eq!((p.age, p.refault_acts, p.refault_snap), (11, 1, 0));
+        assert_eq!(p.flags[5], YOUNG | ON_ACTIVE);
+        assert_eq!(p.flags[6], YOUNG | ON_INACTIVE);
+    }
+
     #[test]
     fn params_are_checked() {
         // Flags 1 + shadow age 4; the queues (4 bytes per resident page)
@@ -585,6 +1051,13 @@ mod tests {
         assert!(build("linux:ratio=0").is_err());
         assert!(build("linux:refault=2").is_err());
         assert!(build("linux:m=2").is_err());
+        assert!(build("linux:reclaim=page").is_ok());
+        assert!(build("linux:reclaim=pages").is_err());
+        assert!(build("linux:batch=0").is_err());
+        assert!(build("linux:swappiness=0").is_err());
+        assert!(build("linux:swappiness=201").is_err());
+        // linux-rrip keeps one page a miss and takes none of these.
+        assert!(build("linux-rrip:reclaim=page").is_err());
     }
 
     #[test]
@@ -592,5 +1065,9 @@ mod tests {
         contract_all("linux");
         contract_all("linux:refault=0");
         contract_all("linux:ratio=5");
+        contract_all("linux:batch=1");
+        contract_all("linux:batch=100:swappiness=200");
+        contract_all("linux:reclaim=page");
+        contract_all("linux:reclaim=page:refault=0");
     }
 }

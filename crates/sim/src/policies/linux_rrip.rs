@@ -28,7 +28,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build: |c| {
         c.params.allow("linux-rrip", &["m", "ratio", "refault"])?;
         let m = c.params.int("m", 2, 1, 8)? as u32;
-        Ok(Box::new(TwoLists::<true>::new(c, m)?))
+        Ok(Box::new(TwoLists::<true>::new(c, m, false)?))
     },
 };
 
