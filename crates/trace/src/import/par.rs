@@ -346,7 +346,15 @@ mod tests {
                 assert_eq!(super::super::parse_id(s), Ok(v), "{s}");
             }
         }
-        for s in ["0", "42", "0x2A", "9999999999999999999", "10000000000000000000", "7,r", ""] {
+        for s in [
+            "0",
+            "42",
+            "0x2A",
+            "9999999999999999999",
+            "10000000000000000000",
+            "7,r",
+            "",
+        ] {
             let digits = s.bytes().take_while(u8::is_ascii_digit).count();
             let want = (1..20)
                 .contains(&digits)

@@ -503,7 +503,10 @@ fn dense_loaders_equal_the_batch_readers_at_the_edges() {
         (b"\n\n", &[]),
         (b"1\r\n2 w\r\n3", &[1, 2, 3]),
         (b"7 r\n7", &[7, 7]),
-        (b"18446744073709551615\n0xffffffffffffffff w\n0\n", &[max, max, 0]),
+        (
+            b"18446744073709551615\n0xffffffffffffffff w\n0\n",
+            &[max, max, 0],
+        ),
         (b"# only a comment", &[]),
         (b"00042,W\r\n42\t r", &[42, 42]),
     ];
@@ -534,7 +537,10 @@ fn dense_loaders_equal_the_batch_readers_at_the_edges() {
         (b"id,op\n", &[]),
         (b"id,op", &[]),
         (b"id,op\r\n1,r\r\n2,w\r\n3,r", &[1, 2, 3]),
-        (b"id,op\n18446744073709551615,W\n0xffffffffffffffff,28\n", &[max, max]),
+        (
+            b"id,op\n18446744073709551615,W\n0xffffffffffffffff,28\n",
+            &[max, max],
+        ),
         (b"id,op\n\n5,r\n\r\n6,w\r7,r\n", &[5, 6, 7]),
         (b"id,op\n 8 ,r\n8,read", &[8, 8]),
     ];
@@ -546,7 +552,7 @@ fn dense_loaders_equal_the_batch_readers_at_the_edges() {
     }
     for (input, line) in [
         (&b"id,op\n1,r\n18446744073709551616,r\n"[..], 3),
-        (b"id,op\r\n1,r\r\n2,r,3\r\n", 3),
+        (b"id,op\n1,r\r\n2,r,3\r\n", 3),
         (b"id,op\n1,x", 2),
         (b"id,op\n1", 2),
     ] {
@@ -586,7 +592,11 @@ fn dense_loaders_equal_the_batch_readers_at_the_edges() {
                 assert_eq!(a, b);
                 assert!(a.contains("byte offset 96"), "{a}");
             }
-            (a, b) => panic!("{name}: {:?} vs {:?}", a.map(|t| t.len()), b.map(|t| t.len())),
+            (a, b) => panic!(
+                "{name}: {:?} vs {:?}",
+                a.map(|t| t.len()),
+                b.map(|t| t.len())
+            ),
         }
     }
 }
