@@ -1,7 +1,8 @@
 //! Writes the standard trace in every format swaplab loads (native Parquet,
 //! oracleGeneral .bin and .zst, csv, txt) and loads each to the dense form,
 //! alternating, printing each time:
-//! `cargo run --release -p swaplab-trace --example loadformats -- DIR [refs] [rounds]`.
+//! `cargo run --release -p swaplab-trace --example loadformats -- DIR [refs] [rounds] [formats]`
+//! (formats: a comma-separated subset of native,og-bin,og-zst,csv,txt).
 //! Compare formats within one run; absolute times on a shared machine vary.
 use std::io::Write;
 use std::path::Path;
@@ -16,6 +17,7 @@ fn main() {
     let dir = Path::new(&args[0]);
     let refs: u64 = args.get(1).map_or(50_000_000, |s| s.parse().unwrap());
     let rounds: usize = args.get(2).map_or(2, |s| s.parse().unwrap());
+    let only: Option<Vec<&str>> = args.get(3).map(|s| s.split(',').collect());
     std::fs::create_dir_all(dir).unwrap();
     let gen = || standard_bench(refs, 10_000_000).unwrap();
     let native = dir.join("t.parquet");
@@ -54,7 +56,10 @@ fn main() {
             ("csv", &csv),
             ("txt", &txt),
         ] {
-            let st = Instant::now();
+            if only.as_ref().is_some_and(|o| !o.contains(&what)) {
+                continue;
+            }
+            let (st, cpu0) = (Instant::now(), cpu_seconds());
             let t = match what {
                 "native" => DenseTrace::load(&mut NativeReader::open(p).unwrap()).unwrap(),
                 "csv" => {
@@ -76,11 +81,28 @@ fn main() {
             };
             let s = st.elapsed().as_secs_f64();
             println!(
-                "round {round} {what:<7} {s:.3} s {:.1} M refs/s ({} refs, {} distinct)",
+                "round {round} {what:<7} {s:.3} s {:.1} M refs/s, CPU {:.3} s ({} refs, {} distinct)",
                 t.len() as f64 / s / 1e6,
+                cpu_seconds() - cpu0,
                 t.len(),
                 t.distinct()
             );
         }
     }
+}
+
+/// CPU time of this process so far (user + system, all threads).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // SAFETY: sysconf has no preconditions.
+    #[allow(unsafe_code)]
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    f.iter().sum::<f64>() / hz
 }

@@ -16,7 +16,7 @@
 //!
 //! Every row must have as many fields as the first; errors name the line and
 //! the column.
-use super::par::{self, fast_id, LineError, Parsed};
+use super::par::{self, decimal_prefix, fast_id, LineError, Parsed};
 use super::{parse_decimal_time, parse_id, shorten, Column, Format, ImportOptions};
 use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source};
 use std::io::{BufRead, Read};
@@ -457,17 +457,111 @@ fn first_row_fields(bytes: &[u8], delim: u8) -> Option<usize> {
     Some(1 + row.iter().filter(|&&b| b == delim).count())
 }
 
+/// The columns a row's one-pass parse ([`fast_row`]) looks at.
+struct FastCols {
+    delim: u8,
+    /// Fields every row has.
+    fields: usize,
+    id: usize,
+    op: Option<usize>,
+    /// The time column, checked with [`plain_time`] (only for units up to
+    /// 1 s: other units always take the general path).
+    time: Option<usize>,
+}
+
+impl FastCols {
+    fn new(rows: &Rows, delim: u8, fields: Option<usize>) -> Option<Self> {
+        if rows.time.is_some() && rows.time_unit_ns > 1_000_000_000 {
+            return None;
+        }
+        Some(FastCols {
+            delim,
+            fields: fields?,
+            id: rows.id.index,
+            op: rows.op.as_ref().map(|c| c.index),
+            time: rows.time.as_ref().map(|c| c.index),
+        })
+    }
+}
+
+/// One row of plain fields in one pass: the id field in decimal or
+/// `0x`-hex, the op field as [`fast_op`] has it, the time as
+/// [`plain_time`], the row's field count, then `\n` or `\r\n`.
+/// `(page, write, bytes consumed)`; `None`: anything else, for the general
+/// path (which gives the same result for what this accepts: these fields
+/// have no spaces or non-ASCII bytes to trim or check).
+#[inline]
+fn fast_row(b: &[u8], c: &FastCols) -> Option<(u64, bool, usize)> {
+    let (mut i, mut k) = (0, 0);
+    let (mut page, mut write) = (None, false);
+    let end = |x: Option<&u8>| x.is_none_or(|&x| x == c.delim || x == b'\n' || x == b'\r');
+    loop {
+        let s = i;
+        if k == c.id {
+            if let Some((v, n)) = decimal_prefix(&b[s..]) {
+                if end(b.get(s + n)) {
+                    page = Some(v);
+                    i = s + n;
+                }
+            }
+        }
+        while !end(b.get(i)) {
+            i += 1;
+        }
+        let field = &b[s..i];
+        if k == c.id && page.is_none() {
+            page = Some(fast_id(field)?);
+        }
+        if c.op == Some(k) {
+            write = fast_op(field)?;
+        }
+        if c.time == Some(k) && !plain_time(field) {
+            return None;
+        }
+        k += 1;
+        match b.get(i) {
+            Some(&d) if d == c.delim => i += 1,
+            Some(b'\n') => {
+                i += 1;
+                break;
+            }
+            Some(b'\r') if b.get(i + 1) == Some(&b'\n') => {
+                i += 2;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    if k != c.fields {
+        return None;
+    }
+    Some((page?, write, i))
+}
+
 /// Parses a chunk of whole lines without quote characters (the parallel
 /// loader's worker): rows end at `\n` or `\r`, empty rows are skipped, as
 /// the csv crate reads them. `fields`: every row's field count, if known
-/// (else the chunk's first row's).
+/// (else the chunk's first row's). Rows of plain fields take [`fast_row`].
 fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> Parsed {
     let mut p = Parsed::default();
     p.keys.reserve(bytes.len() / 8);
     let mut want = fields;
+    let mut fast = FastCols::new(rows, delim, want);
     let mut ends: Vec<usize> = Vec::with_capacity(16);
-    'lines: for (i, l) in bytes.split(|&b| b == b'\n').enumerate() {
-        let line = i as u64 + 1;
+    let (mut at, mut line) = (0, 0u64);
+    'lines: while at < bytes.len() {
+        line += 1;
+        if let Some((page, write, used)) = fast.as_ref().and_then(|c| fast_row(&bytes[at..], c)) {
+            p.push(page, write);
+            at += used;
+            continue;
+        }
+        let rest = &bytes[at..];
+        let l = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => &rest[..i],
+            None => rest,
+        };
+        at += (l.len() + 1).min(rest.len());
         for row in l.split(|&b| b == b'\r').filter(|r| !r.is_empty()) {
             ends.clear();
             ends.extend(
@@ -479,7 +573,10 @@ fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> P
             ends.push(row.len());
             let len = ends.len();
             match want {
-                None => want = Some(len),
+                None => {
+                    want = Some(len);
+                    fast = FastCols::new(rows, delim, want);
+                }
                 Some(w) if w != len => {
                     p.err = Some(LineError {
                         line,
@@ -506,7 +603,8 @@ fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> P
             }
         }
     }
-    p.lines = bytes.iter().filter(|&&b| b == b'\n').count() as u64;
+    // Lines end at newlines: all of them, but an unterminated last one.
+    p.lines = line - u64::from(bytes.last().is_some_and(|&b| b != b'\n'));
     p
 }
 

@@ -257,6 +257,27 @@ fn read_full(r: &mut dyn Read, buf: &mut [u8], name: &str) -> Result<usize> {
     Ok(n)
 }
 
+/// The leading decimal digits of `b`, one pass and no overflow check
+/// (at most 19 digits: below 2^64): (value, digits). `None`: no digit,
+/// or 20 or more (let [`fast_id`] decide).
+#[inline]
+pub(crate) fn decimal_prefix(b: &[u8]) -> Option<(u64, usize)> {
+    let mut v = 0u64;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            break;
+        }
+        if i == 19 {
+            return None;
+        }
+        v = v * 10 + u64::from(d);
+        i += 1;
+    }
+    (i > 0).then_some((v, i))
+}
+
 /// Parses a page id written as decimal digits or `0x` and at most 16 hex
 /// digits: the common case of [`super::parse_id`], which gives the same
 /// value for it. `None`: anything else (let `parse_id` decide).
@@ -324,6 +345,21 @@ mod tests {
             if let Some(v) = fast_id(s.as_bytes()) {
                 assert_eq!(super::super::parse_id(s), Ok(v), "{s}");
             }
+        }
+        for s in [
+            "0",
+            "42",
+            "0x2A",
+            "9999999999999999999",
+            "10000000000000000000",
+            "7,r",
+            "",
+        ] {
+            let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+            let want = (1..20)
+                .contains(&digits)
+                .then(|| (s[..digits].parse::<u64>().unwrap(), digits));
+            assert_eq!(decimal_prefix(s.as_bytes()), want, "{s}");
         }
         assert_eq!(fast_id(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(fast_id(b"18446744073709551616"), None);

@@ -490,3 +490,113 @@ fn dense_loaders_equal_the_batch_readers_over_many_chunks() {
     };
     assert!(same_both_ways(Format::Csv, &o, &semi));
 }
+
+/// The edges of a file, every format: empty, header only, CRLF, a last
+/// line without its newline, the largest ids (and one past them): the
+/// dense loaders give the serial reference's trace, or its error with the
+/// same line; a `.zst` file loads like the plain one.
+#[test]
+fn dense_loaders_equal_the_batch_readers_at_the_edges() {
+    let max = u64::MAX;
+    let txt_ok: [(&[u8], &[u64]); 7] = [
+        (b"", &[]),
+        (b"\n\n", &[]),
+        (b"1\r\n2 w\r\n3", &[1, 2, 3]),
+        (b"7 r\n7", &[7, 7]),
+        (
+            b"18446744073709551615\n0xffffffffffffffff w\n0\n",
+            &[max, max, 0],
+        ),
+        (b"# only a comment", &[]),
+        (b"00042,W\r\n42\t r", &[42, 42]),
+    ];
+    let d = ImportOptions::default();
+    for (input, want) in txt_ok {
+        assert!(same_both_ways(Format::Text, &d, input));
+        let t = by_loader(Format::Text, &d, input).unwrap();
+        let pages: Vec<u64> = t.ids.iter().map(|&i| t.pages[i as usize]).collect();
+        assert_eq!(pages, want, "{:?}", String::from_utf8_lossy(input));
+    }
+    for (input, line) in [
+        (&b"1\n18446744073709551616\n"[..], 2),
+        (b"1\r\n2\r\n0x10000000000000000", 3),
+        (b"5 x\n", 1),
+        (b"5 r w\n", 1),
+    ] {
+        assert!(!same_both_ways(Format::Text, &d, input));
+        let e = by_loader(Format::Text, &d, input).unwrap_err();
+        assert!(e.contains(&format!("line {line}:")), "{e}");
+    }
+    let o = ImportOptions {
+        has_header: true,
+        id_column: Column::Name("id".into()),
+        op_column: Some(Column::Name("op".into())),
+        ..Default::default()
+    };
+    let csv_ok: [(&[u8], &[u64]); 6] = [
+        (b"id,op\n", &[]),
+        (b"id,op", &[]),
+        (b"id,op\r\n1,r\r\n2,w\r\n3,r", &[1, 2, 3]),
+        (
+            b"id,op\n18446744073709551615,W\n0xffffffffffffffff,28\n",
+            &[max, max],
+        ),
+        (b"id,op\n\n5,r\n\r\n6,w\r7,r\n", &[5, 6, 7]),
+        (b"id,op\n 8 ,r\n8,read", &[8, 8]),
+    ];
+    for (input, want) in csv_ok {
+        assert!(same_both_ways(Format::Csv, &o, input));
+        let t = by_loader(Format::Csv, &o, input).unwrap();
+        let pages: Vec<u64> = t.ids.iter().map(|&i| t.pages[i as usize]).collect();
+        assert_eq!(pages, want, "{:?}", String::from_utf8_lossy(input));
+    }
+    for (input, line) in [
+        (&b"id,op\n1,r\n18446744073709551616,r\n"[..], 3),
+        (b"id,op\n1,r\r\n2,r,3\r\n", 3),
+        (b"id,op\n1,x", 2),
+        (b"id,op\n1", 2),
+    ] {
+        assert!(!same_both_ways(Format::Csv, &o, input));
+        let e = by_loader(Format::Csv, &o, input).unwrap_err();
+        assert!(e.contains(&format!("line {line}")), "{e}");
+    }
+    // oracleGeneral: empty, the largest ids, a truncated record; and .zst.
+    let mut bin = Vec::new();
+    for id in [max, 0, max, 1 << 63, 0] {
+        bin.extend(oracle_record(1, id, 1, -1));
+    }
+    let og = ImportOptions::default();
+    assert!(same_both_ways(Format::OracleGeneral, &og, &[]));
+    assert!(same_both_ways(Format::OracleGeneral, &og, &bin));
+    let t = by_loader(Format::OracleGeneral, &og, &bin).unwrap();
+    assert_eq!(t.ids, [0, 1, 0, 2, 1]);
+    assert_eq!(t.pages, [max, 0, 1 << 63]);
+    let mut cut = bin.clone();
+    cut.truncate(bin.len() - 7);
+    assert!(!same_both_ways(Format::OracleGeneral, &og, &cut));
+    let dir = tempfile::tempdir().unwrap();
+    for (name, data) in [("a.bin", &bin), ("b.bin", &Vec::new()), ("c.bin", &cut)] {
+        let plain = dir.path().join(name);
+        let zst = dir.path().join(format!("{name}.zst"));
+        std::fs::write(&plain, data).unwrap();
+        std::fs::write(&zst, zstd::encode_all(&data[..], 3).unwrap()).unwrap();
+        let load = |p: &Path| {
+            let mut s = import::open(p, Format::OracleGeneral, &og).unwrap();
+            DenseTrace::load(s.as_mut()).map_err(|e| e.to_string())
+        };
+        match (load(&plain), load(&zst)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!((a.ids, a.pages), (b.ids, b.pages));
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a, b);
+                assert!(a.contains("byte offset 96"), "{a}");
+            }
+            (a, b) => panic!(
+                "{name}: {:?} vs {:?}",
+                a.map(|t| t.len()),
+                b.map(|t| t.len())
+            ),
+        }
+    }
+}
