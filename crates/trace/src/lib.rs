@@ -16,7 +16,8 @@
 //! * [`atomic`]: the atomic file writer every file of swaplab goes through.
 //! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
 
-// One unsafe block: the dense loader's cache prefetch (dense.rs, IdMap).
+// Two unsafe blocks, both in dense.rs: the loader's cache prefetch (IdMap) and
+// the id table's madvise(MADV_HUGEPAGE).
 #![deny(unsafe_code)]
 
 pub mod alloc_log;
