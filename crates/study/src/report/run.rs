@@ -563,3 +563,114 @@ pub fn run_section(rec: &RunRecord) -> Result<Section> {
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swaplab_host::swap::traffic::{AreaSample, DiskCounters};
+    use swaplab_lab::areas::AreaSampler;
+    use swaplab_lab::record::{Metric, Role, Status};
+    use swaplab_lab::timeline::Scope;
+
+    fn area(name: &str, prio: i32, used: u64, written: u64, shared: bool) -> AreaSample {
+        AreaSample {
+            area: name.into(),
+            priority: prio,
+            size_bytes: 64 << 20,
+            used_bytes: used,
+            device: Some(if shared { "vda" } else { "dm-0" }.into()),
+            shared_device: shared,
+            counters: DiskCounters {
+                writes: written / 8,
+                sectors_written: written,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Two tiers: one line per area over time, one bar pair per area, the
+    /// data beside them, the kernel's count in the caption.
+    #[test]
+    fn swap_area_figures_draw_each_area() {
+        let mut s = AreaSampler::new(std::time::Instant::now());
+        for i in 0..10u64 {
+            let file_used = (i * 8).min(64) << 20;
+            let low_used = (i * 8).saturating_sub(64) << 20;
+            s.add(
+                i * 100_000_000,
+                vec![
+                    area("/s/file", 10, file_used, i * 16_384, true),
+                    area("/dev/dm-0", 5, low_used, low_used / 512, false),
+                ],
+            );
+        }
+        let (swap_areas, note) = s.finish();
+        assert!(note.is_none());
+        let mut metrics = swaplab_lab::record::Metrics::new();
+        metrics.insert(
+            "swapout_pages".into(),
+            Metric {
+                value: 4096.0,
+                unit: "pages".into(),
+                scope: Scope::Cgroup,
+            },
+        );
+        let rec = RunRecord {
+            id: 7,
+            dir: Default::default(),
+            sweep_id: None,
+            variant: None,
+            limit_label: "16M".into(),
+            repeat_idx: 0,
+            role: Role::Measure,
+            status: Status::Done,
+            outcome: None,
+            exit_code: None,
+            term_signal: None,
+            command: vec![],
+            resolved_command: vec![],
+            options: Default::default(),
+            limit_bytes: Some(16 << 20),
+            started_unix_ns: 0,
+            finished_unix_ns: None,
+            cgroup: None,
+            env: None,
+            metrics,
+            workload_output: None,
+            notes: vec![],
+            error: None,
+            trace_dir: None,
+            settings: None,
+            timeline_hz: None,
+            swap_areas,
+        };
+        let f = swap_area_figures(&rec);
+        assert_eq!(f.len(), 2);
+        let Chart::Lines { series, .. } = &f[0].chart else {
+            panic!("{:?}", f[0].chart)
+        };
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[0].name, "/s/file (prio 10)");
+        assert_eq!(series[1].points.last(), Some(&(0.9, 8.0)));
+        assert_eq!(f[0].data.rows.len(), 20);
+        let Chart::Bars {
+            categories, series, ..
+        } = &f[1].chart
+        else {
+            panic!("{:?}", f[1].chart)
+        };
+        assert_eq!(categories.len(), 2);
+        // The file's device: 9 × 16 384 sectors of 512 bytes = 72 MiB; the
+        // lower tier wrote what it holds, 8 MiB.
+        assert_eq!(series[0], ("written".to_string(), vec![72.0, 8.0]));
+        assert_eq!(f[1].data.rows.len(), 2);
+        assert!(f[1].caption.contains("4096 pages swapped out (16.0 MiB"));
+        assert!(f[1].caption.contains("/s/file is a swap file"));
+        // No areas, no figures.
+        let none = RunRecord {
+            swap_areas: vec![],
+            ..rec
+        };
+        assert!(swap_area_figures(&none).is_empty());
+    }
+}
