@@ -9,9 +9,10 @@
 #     receives the writes and when the lower tier starts filling; remote
 #     swap over nbd at rtt=0 and rtt=2ms; every device's journal undone,
 #     also after a simulated crash; the refusals and recovery tests;
-#   * two `swaplab run` smoke runs through the CLI (two tiers; nbd), each
-#     checked to leave /proc/swaps as it was.
-# Prints the per-area traffic lines (TRAFFIC, REMOTE), then
+#   * three `swaplab run` smoke runs through the CLI (two tiers; nbd; nbd
+#     with bw=), each checked to leave /proc/swaps as it was and its
+#     record's per-area traffic (swap_areas) against the kernel's counters.
+# Prints the per-area traffic lines (TRAFFIC, REMOTE, AREA, BW), then
 #   kernel 6.12 devices: N passed, N failed
 # and exits non-zero on a failure, a missing report or a hung guest (killed
 # after SWAPLAB_GUEST_TIMEOUT seconds, default 600).
@@ -50,22 +51,65 @@ guest() {
   failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
   grep -q '^test result:' "$log" || failed=$((failed + 1))
   echo "  TIME tests: $(( $(date +%s) - t0 )) s"
-  # The CLI path: two tiers, then remote swap, each journaled and restored.
-  local before spec t1
+  # The CLI path: two tiers, remote swap, remote swap with a bandwidth
+  # cap; each journaled and restored, each run's record checked against
+  # the kernel's counters (areas.py below).
+  local before run spec size t1
   before=$(awk 'NR > 1 {print $1}' /proc/swaps)
-  for spec in "--swap file:16M,path=$disk,prio=10 --swap delay:48M,write=1ms,prio=5" "--swap nbd:48M,rtt=1ms"; do
+  for run in "--swap file:16M,path=$disk,prio=10 --swap delay:48M,write=1ms,prio=5|32M" \
+             "--swap nbd:48M,rtt=1ms|32M" "--swap nbd:48M,bw=1M|24M"; do
+    spec=${run%|*} size=${run#*|}
     t1=$(date +%s)
     # shellcheck disable=SC2086
     if SWAPLAB_HOME=$disk/home SWAPLAB_STATE_DIR=$disk/state "$swaplab" run --mem-limit 16M $spec --json \
-         -- swaplab-workload traverse --size 32M --passes 1 > "$disk/run.json" 2>> "$log" \
-       && [ "$(awk 'NR > 1 {print $1}' /proc/swaps)" = "$before" ]; then
-      passed=$((passed + 1))
-      python3 - "$disk/run.json" "$spec" <<'PY' || true
-import json, sys
+         -- swaplab-workload traverse --size "$size" --passes 1 > "$disk/run.json" 2>> "$log" \
+       && [ "$(awk 'NR > 1 {print $1}' /proc/swaps)" = "$before" ] \
+       && python3 - "$disk/run.json" "$spec" <<'PY'
+# The run's per-area record against the kernel: every area is listed;
+# the areas' devices (each counted once) wrote at least the pages the
+# group swapped out; a lower tier started filling no earlier than the
+# tier above it; an nbd area with bw= moved no more than bw per second.
+import json, re, sys
 r = json.load(open(sys.argv[1]))["runs"][0]
 m = {k: v["value"] for k, v in r["metrics"].items()}
-print("  run %s: wall %.1f s, majflt %s, swapout %s" % (sys.argv[2], m["wall_ns"] / 1e9, m.get("majflt"), m.get("swapout_pages")))
+wall = m["wall_ns"] / 1e9
+out = m.get("swapout_pages", 0)
+print("  run %s: wall %.1f s, majflt %s, swapout %s" % (sys.argv[2], wall, m.get("majflt"), out))
+areas = r.get("swap_areas", [])
+ok = bool(areas)
+written, fills = {}, []
+for a in areas:
+    t, mv = a["traffic"], a["traffic"]["moved"]
+    fill = t.get("first_fill_ns")
+    print("  AREA %s prio %d on %s%s: %d reads, %d writes, %.1f MiB read, %.1f MiB written, %d/%d ms, peak %.1f MiB, filling from %s"
+          % (t["area"], t["priority"], t.get("device"), " (shared)" if t["shared_device"] else "",
+             mv["reads"], mv["writes"], mv["sectors_read"] / 2048, mv["sectors_written"] / 2048,
+             mv["read_ms"], mv["write_ms"], t["peak_used_bytes"] / 2**20,
+             "%.2f s" % (fill / 1e9) if fill is not None else "-"))
+    if t.get("device"):
+        written[t["device"]] = mv["sectors_written"]
+    if fill is not None:
+        fills.append((t["priority"], fill))
+pages = sum(written.values()) / 8
+if pages < 0.98 * out:
+    print("  AREAS-FAIL the areas' devices wrote %d pages, the group swapped out %d" % (pages, out)); ok = False
+fills.sort(reverse=True)
+if any(lo[1] < hi[1] for hi, lo in zip(fills, fills[1:]) if lo[0] < hi[0]):
+    print("  AREAS-FAIL a lower tier filled before the one above it: %s" % fills); ok = False
+bw = re.search(r"nbd:[^ ]*,bw=(\d+)M", sys.argv[2])
+if bw:
+    cap = int(bw.group(1)) * 2**20
+    for a in areas:
+        if (a["traffic"].get("device") or "").startswith("nbd"):
+            mv = a["traffic"]["moved"]
+            rate = (mv["sectors_read"] + mv["sectors_written"]) * 512 / wall
+            print("  BW %s: %.0f KiB/s moved, cap %.0f KiB/s" % (a["traffic"]["area"], rate / 1024, cap / 1024))
+            if rate > cap * 1.05:
+                print("  AREAS-FAIL above the cap"); ok = False
+sys.exit(0 if ok else 1)
 PY
+    then
+      passed=$((passed + 1))
     else
       failed=$((failed + 1))
       echo "---- swaplab run $spec failed or left swap behind"; tail -20 "$log"; cat /proc/swaps

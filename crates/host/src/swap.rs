@@ -38,6 +38,9 @@ pub mod traffic;
 
 const SWAP_FLAG_PREFER: libc::c_int = 0x8000;
 const SWAP_FLAG_PRIO_MASK: libc::c_int = 0x7fff;
+/// The smallest `bw=` of an nbd device, bytes per second: below a few
+/// packets a second the connection's timeouts, not its rate, would rule.
+pub const MIN_BW: u64 = 64 << 10;
 /// The signature at the end of the first page of a version-1 swap area.
 pub const SWAP_MAGIC: &[u8; 10] = b"SWAPSPACE2";
 /// mkswap refuses areas smaller than this many pages; so do we.
@@ -94,12 +97,17 @@ pub enum SwapSpec {
     },
     /// "Remote" swap: an NBD device whose server runs on the loopback
     /// interface, with `tc netem` adding half the round-trip time in each
-    /// direction: `nbd:SIZE[,rtt=LAT][,prio=N]`.
+    /// direction and, with `bw=`, capping the connection's bandwidth:
+    /// `nbd:SIZE[,rtt=LAT][,bw=SIZE][,prio=N]`.
     Nbd {
         /// Size in bytes.
         size: u64,
         /// Round-trip time added on the loopback connection, in nanoseconds.
         rtt_ns: u64,
+        /// Bytes per second the connection carries at most, both
+        /// directions together (netem's `rate`; packet headers count).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bw: Option<u64>,
         /// swapon priority.
         prio: Option<u16>,
     },
@@ -158,7 +166,7 @@ impl SwapSpec {
     pub fn check_buildable(&self) -> Result<()> {
         match self {
             SwapSpec::Delay { on, .. } => delay::check(*on).map(|_| ()),
-            SwapSpec::Nbd { rtt_ns, .. } => nbd::check(*rtt_ns > 0),
+            SwapSpec::Nbd { rtt_ns, bw, .. } => nbd::check(*rtt_ns > 0 || bw.is_some()),
             _ => Ok(()),
         }
     }
@@ -236,7 +244,7 @@ pub fn format_latency(ns: u64) -> String {
 
 const SPEC_FORMS: &str = "expected file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A][,prio=N], \
      zswap[:COMPRESSOR], existing, delay:SIZE[,read=LAT][,write=LAT][,on=brd|loop][,prio=N] \
-     or nbd:SIZE[,rtt=LAT][,prio=N]";
+     or nbd:SIZE[,rtt=LAT][,bw=SIZE][,prio=N]";
 
 fn parse_prio(input: &str, v: &str) -> Result<u16> {
     match v.parse::<u16>() {
@@ -370,6 +378,7 @@ fn parse_device(input: &str, kind: &str, rest: Option<&str>) -> Result<SwapSpec>
         )));
     }
     let (mut read, mut write, mut rtt, mut on, mut prio) = (None, None, None, None, None);
+    let mut bw = None;
     let latency = |k: &str, v: &str| -> Result<u64> {
         let ns = parse_latency(v).map_err(|e| bad(format!("{k}: {e}")))?;
         if kind == "delay" && ns % 1_000_000 != 0 {
@@ -395,22 +404,30 @@ fn parse_device(input: &str, kind: &str, rest: Option<&str>) -> Result<SwapSpec>
                     _ => return Err(bad(format!("on={v}: expected on=brd or on=loop"))),
                 })
             }
-            ("delay", "bw") | ("nbd", "bw") => {
-                return Err(bad(format!(
-                    "bw= is not supported yet: {} and swaplab has no other throttle for swap I/O; leave bw= out",
-                    if kind == "delay" {
-                        "dm-delay delays each request but cannot cap bandwidth,"
-                    } else {
-                        "the netem qdisc is set up for delay only,"
-                    }
-                )))
+            ("delay", "bw") => {
+                return Err(bad(
+                    "bw= is not available for delay: dm-delay delays each request but cannot cap \
+                     bandwidth, and the kernel's I/O throttles do not hold a group's swap writes \
+                     on cgroup v1 (docs/swap-devices.md); leave bw= out, or use nbd:SIZE,bw=SIZE"
+                        .into(),
+                ))
+            }
+            ("nbd", "bw") if bw.is_none() => {
+                let b = parse_size(v).map_err(|e| bad(format!("bw: {e}")))?;
+                if b < MIN_BW {
+                    return Err(bad(format!(
+                        "bw={v}: at least {} (bytes per second, e.g. bw=100M)",
+                        format_size(MIN_BW)
+                    )));
+                }
+                bw = Some(b);
             }
             ("nbd", "rtt") if rtt.is_none() => rtt = Some(latency(k, v)?),
             _ => {
                 let known = if kind == "delay" {
                     "read, write, on, prio"
                 } else {
-                    "rtt, prio"
+                    "rtt, bw, prio"
                 };
                 return Err(bad(format!(
                     "unknown or repeated option {k:?} for {kind} (known: {known})"
@@ -430,6 +447,7 @@ fn parse_device(input: &str, kind: &str, rest: Option<&str>) -> Result<SwapSpec>
         SwapSpec::Nbd {
             size,
             rtt_ns: rtt.unwrap_or(0),
+            bw,
             prio,
         }
     })
@@ -485,13 +503,21 @@ impl fmt::Display for SwapSpec {
                 }
                 Ok(())
             }
-            SwapSpec::Nbd { size, rtt_ns, prio } => {
+            SwapSpec::Nbd {
+                size,
+                rtt_ns,
+                bw,
+                prio,
+            } => {
                 write!(
                     f,
                     "nbd:{},rtt={}",
                     format_size(*size),
                     format_latency(*rtt_ns)
                 )?;
+                if let Some(b) = bw {
+                    write!(f, ",bw={}", format_size(*b))?;
+                }
                 if let Some(p) = prio {
                     write!(f, ",prio={p}")?;
                 }
@@ -1035,8 +1061,9 @@ mod tests {
             ("delay:1G,read=1ms,read=2ms", "repeated"),
             ("delay:1G,rtt=1ms", "unknown or repeated option"),
             ("delay:1G,on=ssd", "on=brd or on=loop"),
-            ("delay:1G,bw=100M", "bw= is not supported yet"),
-            ("nbd:1G,bw=100M", "bw= is not supported yet"),
+            ("delay:1G,bw=100M", "bw= is not available for delay"),
+            ("nbd:1G,bw=1000", "bw=1000: at least 64K"),
+            ("nbd:1G,bw=fast", "bw: "),
             ("nbd:1G,read=1ms", "unknown or repeated option"),
             ("nbd:1G,rtt=.", "needs a unit"),
             ("nbd:1G,rtt=2h", "unknown unit"),
@@ -1088,7 +1115,17 @@ mod tests {
             SwapSpec::Nbd {
                 size: 1 << 30,
                 rtt_ns: 250_000,
+                bw: None,
                 prio: None
+            }
+        );
+        assert_eq!(
+            "nbd:1G,bw=100M,prio=3".parse::<SwapSpec>().unwrap(),
+            SwapSpec::Nbd {
+                size: 1 << 30,
+                rtt_ns: 0,
+                bw: Some(100 << 20),
+                prio: Some(3)
             }
         );
         // A path with an @ in it is still a path.
@@ -1162,6 +1199,7 @@ mod tests {
                         1 => next(10_000) * 1000,
                         _ => 0,
                     },
+                    bw: (next(2) == 0).then(|| MIN_BW + next(1 << 40)),
                     prio,
                 },
                 4 => SwapSpec::Zswap {

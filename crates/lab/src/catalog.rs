@@ -140,6 +140,8 @@ struct Details {
     notes: Vec<String>,
     #[serde(default)]
     settings: Option<crate::record::Settings>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    swap_areas: Vec<crate::areas::SwapAreaRecord>,
 }
 
 /// Version 1 → 2: the typed columns. A version-1 traced run named its
@@ -450,6 +452,7 @@ impl Catalog {
             trace_dir: None,
             settings: None,
             timeline_hz: None,
+            swap_areas: Vec::new(),
         })
     }
 
@@ -469,6 +472,7 @@ impl Catalog {
             workload_output: rec.workload_output.clone(),
             notes: rec.notes.clone(),
             settings: rec.settings.clone(),
+            swap_areas: rec.swap_areas.clone(),
         };
         let tx = self
             .conn
@@ -557,6 +561,7 @@ impl Catalog {
             error: r.get("error")?,
             trace_dir: r.get::<_, Option<String>>("trace_dir")?.map(PathBuf::from),
             timeline_hz: r.get("timeline_hz")?,
+            swap_areas: details.swap_areas,
         })
     }
 

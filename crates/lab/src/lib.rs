@@ -4,6 +4,7 @@
 //!   limit, swap and kernel settings scoped to the run, measured (rusage,
 //!   memcg counters, vmstat, PSI, kswapd CPU, a 20 Hz [`timeline`]),
 //!   recorded as a [`record::RunRecord`]; the command dies with swaplab.
+//!   [`areas`]: each swap area's reads, writes and used slots over the run.
 //! * [`statflush`] — `--flush-stats`: fresh memory-cgroup statistics
 //!   during a run (a guard against spurious OOM kills in small groups).
 //! * [`prefetcher`] — `--prefetch`: prefetching a running program's
@@ -41,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod areas;
 pub mod catalog;
 pub mod error;
 pub mod options;

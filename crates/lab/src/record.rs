@@ -388,6 +388,11 @@ pub struct RunRecord {
     /// Timeline samples per second achieved (the `timeline_hz` metric).
     #[serde(default)]
     pub timeline_hz: Option<f64>,
+    /// Every swap area active during the run, sampled with the timeline:
+    /// reads and writes of its device, used slots over time
+    /// ([`crate::areas`]). Empty when no area was active.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub swap_areas: Vec<crate::areas::SwapAreaRecord>,
 }
 
 impl RunRecord {

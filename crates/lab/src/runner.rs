@@ -620,6 +620,8 @@ impl Lab {
         let mut sampler = Sampler::new(&paths, t0);
         let mut samples: Vec<Sample> = Vec::with_capacity(1024);
         samples.push(sampler.sample());
+        let mut areas = crate::areas::AreaSampler::new(t0);
+        areas.sample();
         let period = Duration::from_secs_f64(1.0 / f64::from(self.sample_hz.max(1)));
         let mut next = t0 + period;
         let mut killed_for: Option<Outcome> = None;
@@ -631,6 +633,7 @@ impl Lab {
                 Err(RecvTimeoutError::Timeout) => {
                     if samples.len() < MAX_SAMPLES {
                         samples.push(sampler.sample());
+                        areas.sample();
                     }
                     next += period;
                     let now = Instant::now();
@@ -679,7 +682,11 @@ impl Lab {
         let wall = end.saturating_duration_since(t0);
         if samples.len() < MAX_SAMPLES {
             samples.push(sampler.sample());
+            areas.sample();
         }
+        let (swap_areas, areas_note) = areas.finish();
+        rec.swap_areas = swap_areas;
+        rec.notes.extend(areas_note);
         let stats1 = group.stats()?;
         let psi1 = read_psi(group, psi_scope);
         let vm = VmStat::read()?.delta_since(&vm0);

@@ -411,6 +411,10 @@ pub fn show(a: ShowArgs) -> Result<()> {
             print!("{}", render_run(&r, None));
             println!("\nall metrics:");
             println!("{}", metrics_rows(&[&r]).without_first_column().render());
+            if !r.swap_areas.is_empty() {
+                println!("swap areas (every active area; a shared device is a swap file's disk, with all its other I/O):");
+                println!("{}", swap_area_rows(&r).render());
+            }
             if let Some(env) = &r.env {
                 println!(
                     "environment: kernel {}, {} CPUs ({}), swappiness {}, page-cluster {}, THP {}, zswap {}, swap areas: {}",
@@ -457,6 +461,46 @@ pub fn show(a: ShowArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `swaplab show`'s table of a run's swap areas: each area's device
+/// traffic and use over the run.
+fn swap_area_rows(r: &RunRecord) -> Rows {
+    let mut rows = Rows::new(&[
+        "area",
+        "prio",
+        "device",
+        "reads",
+        "writes",
+        "read",
+        "written",
+        "peak used",
+        "size",
+        "filling from",
+    ]);
+    let sectors = |s: u64| format_size(s.saturating_mul(512));
+    for a in &r.swap_areas {
+        let t = &a.traffic;
+        rows.push(vec![
+            t.area.display().to_string(),
+            t.priority.to_string(),
+            match (&t.device, t.shared_device) {
+                (Some(d), true) => format!("{d} (shared)"),
+                (Some(d), false) => d.clone(),
+                (None, _) => "?".into(),
+            },
+            num(t.moved.reads),
+            num(t.moved.writes),
+            sectors(t.moved.sectors_read),
+            sectors(t.moved.sectors_written),
+            format_size(t.peak_used_bytes),
+            format_size(a.size_bytes),
+            t.first_fill_ns
+                .map(|ns| format!("{:.2} s", ns as f64 / 1e9))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    rows
 }
 
 fn fmt_val(v: Option<f64>, unit: &str) -> String {

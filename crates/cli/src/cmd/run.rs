@@ -14,7 +14,7 @@ pub struct SettingArgs {
     /// Swap for the experiment (repeatable): file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A],
     /// zswap[:COMPRESSOR], existing (default: use what the machine has); emulated devices where
     /// the kernel can build them (docs/swap-devices.md): delay:SIZE[,read=LAT][,write=LAT]
-    /// [,on=brd|loop], nbd:SIZE[,rtt=LAT]. Several areas tier by prio=N. Removed afterwards.
+    /// [,on=brd|loop], nbd:SIZE[,rtt=LAT][,bw=SIZE]. Several areas tier by prio=N. Removed afterwards.
     #[arg(long = "swap", value_name = "SPEC")]
     pub swap: Vec<String>,
     /// Cap on the group's memory in swap (0 forbids swapping).

@@ -76,8 +76,10 @@ fn is_ours(line: &str) -> bool {
 }
 
 /// The tc commands (arguments after `tc`) that delay traffic to and from
-/// `port` on lo by `one_way_ns` each way.
-pub fn netem_commands(port: u16, one_way_ns: u64) -> Vec<Vec<String>> {
+/// `port` on lo by `one_way_ns` each way and, with `bw` (bytes per
+/// second), cap it at that rate: one netem qdisc carries both directions,
+/// so requests and replies share the rate, like a half-duplex link.
+pub fn netem_commands(port: u16, one_way_ns: u64, bw: Option<u64>) -> Vec<Vec<String>> {
     let h = QDISC_HANDLE;
     let delay = if one_way_ns % 1000 == 0 {
         format!("{}us", one_way_ns / 1000)
@@ -88,7 +90,9 @@ pub fn netem_commands(port: u16, one_way_ns: u64) -> Vec<Vec<String>> {
     let mut v = vec![
         words(format!("qdisc add dev lo root handle {h}: prio bands 4")),
         words(format!(
-            "qdisc add dev lo parent {h}:4 handle {NETEM_HANDLE}: netem delay {delay}"
+            "qdisc add dev lo parent {h}:4 handle {NETEM_HANDLE}: netem delay {delay}{}",
+            // tc: `bps` is bytes per second.
+            bw.map(|b| format!(" rate {b}bps")).unwrap_or_default()
         )),
     ];
     for dir in ["dport", "sport"] {
@@ -149,11 +153,18 @@ fn nbd_connected(id: u32) -> bool {
 
 /// Builds an `nbd:` swap area (see the module doc), journaling each step.
 pub fn setup(journal: &mut Journal, state_dir: &Path, spec: &SwapSpec) -> Result<ActiveSwap> {
-    let SwapSpec::Nbd { size, rtt_ns, prio } = spec else {
+    let SwapSpec::Nbd {
+        size,
+        rtt_ns,
+        bw,
+        prio,
+    } = spec
+    else {
         return Err(Error::Data(format!("not an nbd spec: {spec}")));
     };
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    check(*rtt_ns > 0)?;
+    let netem = *rtt_ns > 0 || bw.is_some();
+    check(netem)?;
     let ps = util::page_size();
     let size = size / ps * ps;
     load_module(journal, "nbd", &[])?;
@@ -191,9 +202,12 @@ pub fn setup(journal: &mut Journal, state_dir: &Path, spec: &SwapSpec) -> Result
             "run it by hand to see why: nbd-server -d -C CONFIG",
         )
     })?;
-    if *rtt_ns > 0 {
+    if netem {
         journal.record(Undo::DeleteQdisc { dev: "lo".into() })?;
-        for (i, args) in netem_commands(port, rtt_ns / 2).into_iter().enumerate() {
+        for (i, args) in netem_commands(port, rtt_ns / 2, *bw)
+            .into_iter()
+            .enumerate()
+        {
             if let Err(e) = kmod::run("tc", &args) {
                 if i == 0 {
                     let _ = journal.forget_last();
@@ -246,10 +260,12 @@ pub fn setup(journal: &mut Journal, state_dir: &Path, spec: &SwapSpec) -> Result
             "{} connected to nbd-server on 127.0.0.1:{port} serving {}, {}",
             dev.display(),
             file.display(),
-            if *rtt_ns > 0 {
+            if netem {
                 format!(
-                    "netem delay {} each way on lo (port {port} only)",
-                    super::format_latency(rtt_ns / 2)
+                    "netem delay {} each way{} on lo (port {port} only)",
+                    super::format_latency(rtt_ns / 2),
+                    bw.map(|b| format!(", both directions capped at {}/s", util::format_size(b)))
+                        .unwrap_or_default()
                 )
             } else {
                 "no added delay".into()
@@ -381,7 +397,7 @@ mod tests {
 
     #[test]
     fn tc_lines_and_config() {
-        let c = netem_commands(10999, 50_000);
+        let c = netem_commands(10999, 50_000, None);
         assert_eq!(
             c[0].join(" "),
             "qdisc add dev lo root handle 5a1b: prio bands 4"
@@ -394,9 +410,12 @@ mod tests {
             .join(" ")
             .contains("match ip dport 10999 0xffff flowid 5a1b:4"));
         assert!(c[3].join(" ").contains("sport 10999"));
-        assert!(netem_commands(1, 1500)[1]
+        assert!(netem_commands(1, 1500, None)[1]
             .join(" ")
             .ends_with("delay 1500ns"));
+        assert!(netem_commands(1, 0, Some(100 << 20))[1]
+            .join(" ")
+            .ends_with("netem delay 0us rate 104857600bps"));
         assert_eq!(foreign_root_qdisc("qdisc noqueue 0: root refcnt 2\n"), None);
         assert_eq!(
             foreign_root_qdisc(

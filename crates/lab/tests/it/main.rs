@@ -15,5 +15,6 @@ mod prefetch;
 mod preload;
 mod refs;
 mod sim_sites;
+mod swap_areas;
 mod symbolize;
 mod trace;

@@ -4,6 +4,7 @@
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, TableDoc, Value};
 
 use super::{col, linux_config, mib, shell_line, ConfigSource};
+use swaplab_lab::areas::SwapAreaRecord;
 use swaplab_lab::error::Result;
 use swaplab_lab::record::{RunRecord, METRICS};
 use swaplab_lab::timeline::{self, Sample};
@@ -268,6 +269,214 @@ fn timeline_figures(rec: &RunRecord, s: &[Sample]) -> Vec<Figure> {
     figs
 }
 
+/// The swap areas' figures: used slots per area over time, and the
+/// bytes each area's device read and wrote.
+pub fn swap_area_figures(rec: &RunRecord) -> Vec<Figure> {
+    let areas: &[SwapAreaRecord] = &rec.swap_areas;
+    if areas.is_empty() {
+        return Vec::new();
+    }
+    let sectors_mib = |s: u64| mib(s.saturating_mul(512));
+    let mut over_time = Table::new(
+        &format!("run-{}-swap-areas-timeline", rec.id),
+        "one row per swap area per sample (every active area, sampled with the timeline)",
+        vec![
+            col("t_s", "float", "s", "time since the command started"),
+            col("area", "text", "", "the swap area as /proc/swaps names it"),
+            col(
+                "priority",
+                "int",
+                "",
+                "its swap priority (higher is used first)",
+            ),
+            col(
+                "used_mib",
+                "float",
+                "MiB",
+                "its used swap slots (/proc/swaps Used)",
+            ),
+            col(
+                "reads",
+                "int",
+                "count",
+                "reads its device completed since the first sample (/proc/diskstats)",
+            ),
+            col(
+                "writes",
+                "int",
+                "count",
+                "writes its device completed since the first sample",
+            ),
+            col(
+                "read_mib",
+                "float",
+                "MiB",
+                "bytes its device read since the first sample",
+            ),
+            col(
+                "written_mib",
+                "float",
+                "MiB",
+                "bytes its device wrote since the first sample",
+            ),
+        ],
+    );
+    let mut used = Vec::new();
+    for a in areas {
+        for p in &a.points {
+            over_time.push(vec![
+                secs(p.t_ns).into(),
+                a.traffic.area.display().to_string().into(),
+                i64::from(a.traffic.priority).into(),
+                mib(p.used_bytes).into(),
+                p.reads.into(),
+                p.writes.into(),
+                sectors_mib(p.sectors_read).into(),
+                sectors_mib(p.sectors_written).into(),
+            ]);
+        }
+        used.push(Series {
+            name: a.label(),
+            points: a
+                .points
+                .iter()
+                .map(|p| (secs(p.t_ns), mib(p.used_bytes)))
+                .collect(),
+            err: vec![],
+        });
+    }
+    let mut totals = Table::new(
+        &format!("run-{}-swap-areas", rec.id),
+        "one row per swap area: its device's traffic over the run",
+        vec![
+            col("area", "text", "", "the swap area as /proc/swaps names it"),
+            col("priority", "int", "", "its swap priority"),
+            col("device", "text", "", "the /proc/diskstats device counted"),
+            col(
+                "shared_device",
+                "text",
+                "",
+                "yes: a swap file's file system device, whose counts include all other I/O on it",
+            ),
+            col("size_mib", "float", "MiB", "the area's size"),
+            col(
+                "peak_used_mib",
+                "float",
+                "MiB",
+                "most of it in use in any sample",
+            ),
+            col(
+                "first_fill_s",
+                "float",
+                "s",
+                "first sample with more in use than at the start: when this tier started filling",
+            ),
+            col(
+                "reads",
+                "int",
+                "count",
+                "reads completed, last sample minus first",
+            ),
+            col("writes", "int", "count", "writes completed"),
+            col("read_mib", "float", "MiB", "bytes read"),
+            col("written_mib", "float", "MiB", "bytes written"),
+            col(
+                "read_ms",
+                "int",
+                "ms",
+                "time spent on reads, summed over requests",
+            ),
+            col(
+                "write_ms",
+                "int",
+                "ms",
+                "time spent on writes, summed over requests",
+            ),
+        ],
+    );
+    for a in areas {
+        let t = &a.traffic;
+        totals.push(vec![
+            t.area.display().to_string().into(),
+            i64::from(t.priority).into(),
+            t.device.clone().into(),
+            if t.shared_device { "yes" } else { "no" }.into(),
+            mib(a.size_bytes).into(),
+            mib(t.peak_used_bytes).into(),
+            t.first_fill_ns.map(secs).into(),
+            t.moved.reads.into(),
+            t.moved.writes.into(),
+            sectors_mib(t.moved.sectors_read).into(),
+            sectors_mib(t.moved.sectors_written).into(),
+            t.moved.read_ms.into(),
+            t.moved.write_ms.into(),
+        ]);
+    }
+    let shared: Vec<String> = areas
+        .iter()
+        .filter(|a| a.traffic.shared_device)
+        .map(|a| a.traffic.area.display().to_string())
+        .collect();
+    let kernel = match rec.metrics.get("swapout_pages") {
+        Some(m) => format!(
+            " The kernel counted {:.0} pages swapped out ({:.1} MiB; swapout_pages, scope {}).",
+            m.value,
+            m.value * 4096.0 / 1048576.0,
+            m.scope.as_str()
+        ),
+        None => String::new(),
+    };
+    let shared_text = if shared.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {} {} a swap file: its bars are its file system device's, with all other I/O on that disk.",
+            shared.join(", "),
+            if shared.len() == 1 { "is" } else { "are" }
+        )
+    };
+    vec![
+        Figure {
+            title: "Swap slots used per area over time".into(),
+            caption: "Each active swap area's used slots (/proc/swaps), sampled with the timeline; any process may swap to any area, so these are the machine's. With several priorities the kernel fills the highest first: a lower tier's line rises when the one above is full.".into(),
+            chart: Chart::Lines {
+                x: Axis::linear("time since start (s)"),
+                y: Axis::linear("MiB in use"),
+                series: used,
+                x_marks: Vec::new(),
+            },
+            data: over_time,
+        },
+        Figure {
+            title: "Reads and writes per swap area".into(),
+            caption: format!(
+                "Bytes each area's block device read and wrote during the run (/proc/diskstats, last sample minus first).{kernel}{shared_text}"
+            ),
+            chart: Chart::Bars {
+                categories: areas.iter().map(SwapAreaRecord::label).collect(),
+                series: vec![
+                    (
+                        "written".into(),
+                        areas
+                            .iter()
+                            .map(|a| sectors_mib(a.traffic.moved.sectors_written))
+                            .collect(),
+                    ),
+                    (
+                        "read".into(),
+                        areas
+                            .iter()
+                            .map(|a| sectors_mib(a.traffic.moved.sectors_read))
+                            .collect(),
+                    ),
+                ],
+                value: Axis::linear("MiB"),
+            },
+            data: totals,
+        },
+    ]
+}
+
 /// A run's section.
 pub fn run_section(rec: &RunRecord) -> Result<Section> {
     let tl_path = rec.dir.join("timeline.parquet");
@@ -324,11 +533,12 @@ pub fn run_section(rec: &RunRecord) -> Result<Section> {
             rec.repeat_idx + 1
         ));
     }
-    let figures = if samples.len() >= 2 {
+    let mut figures = if samples.len() >= 2 {
         timeline_figures(rec, &samples)
     } else {
         Vec::new()
     };
+    figures.extend(swap_area_figures(rec));
     let mut file_schemas: Vec<TableDoc> = Vec::new();
     if tl_path.is_file() {
         file_schemas.push(timeline::schema());
@@ -352,4 +562,115 @@ pub fn run_section(rec: &RunRecord) -> Result<Section> {
         ]),
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use swaplab_host::swap::traffic::{AreaSample, DiskCounters};
+    use swaplab_lab::areas::AreaSampler;
+    use swaplab_lab::record::{Metric, Role, Status};
+    use swaplab_lab::timeline::Scope;
+
+    fn area(name: &str, prio: i32, used: u64, written: u64, shared: bool) -> AreaSample {
+        AreaSample {
+            area: name.into(),
+            priority: prio,
+            size_bytes: 64 << 20,
+            used_bytes: used,
+            device: Some(if shared { "vda" } else { "dm-0" }.into()),
+            shared_device: shared,
+            counters: DiskCounters {
+                writes: written / 8,
+                sectors_written: written,
+                ..Default::default()
+            },
+        }
+    }
+
+    /// Two tiers: one line per area over time, one bar pair per area, the
+    /// data beside them, the kernel's count in the caption.
+    #[test]
+    fn swap_area_figures_draw_each_area() {
+        let mut s = AreaSampler::new(std::time::Instant::now());
+        for i in 0..10u64 {
+            let file_used = (i * 8).min(64) << 20;
+            let low_used = (i * 8).saturating_sub(64) << 20;
+            s.add(
+                i * 100_000_000,
+                vec![
+                    area("/s/file", 10, file_used, i * 16_384, true),
+                    area("/dev/dm-0", 5, low_used, low_used / 512, false),
+                ],
+            );
+        }
+        let (swap_areas, note) = s.finish();
+        assert!(note.is_none());
+        let mut metrics = swaplab_lab::record::Metrics::new();
+        metrics.insert(
+            "swapout_pages".into(),
+            Metric {
+                value: 4096.0,
+                unit: "pages".into(),
+                scope: Scope::Cgroup,
+            },
+        );
+        let rec = RunRecord {
+            id: 7,
+            dir: Default::default(),
+            sweep_id: None,
+            variant: None,
+            limit_label: "16M".into(),
+            repeat_idx: 0,
+            role: Role::Measure,
+            status: Status::Done,
+            outcome: None,
+            exit_code: None,
+            term_signal: None,
+            command: vec![],
+            resolved_command: vec![],
+            options: Default::default(),
+            limit_bytes: Some(16 << 20),
+            started_unix_ns: 0,
+            finished_unix_ns: None,
+            cgroup: None,
+            env: None,
+            metrics,
+            workload_output: None,
+            notes: vec![],
+            error: None,
+            trace_dir: None,
+            settings: None,
+            timeline_hz: None,
+            swap_areas,
+        };
+        let f = swap_area_figures(&rec);
+        assert_eq!(f.len(), 2);
+        let Chart::Lines { series, .. } = &f[0].chart else {
+            panic!("{:?}", f[0].chart)
+        };
+        assert_eq!(series.len(), 2);
+        assert_eq!(series[0].name, "/s/file (prio 10)");
+        assert_eq!(series[1].points.last(), Some(&(0.9, 8.0)));
+        assert_eq!(f[0].data.rows.len(), 20);
+        let Chart::Bars {
+            categories, series, ..
+        } = &f[1].chart
+        else {
+            panic!("{:?}", f[1].chart)
+        };
+        assert_eq!(categories.len(), 2);
+        // The file's device: 9 × 16 384 sectors of 512 bytes = 72 MiB; the
+        // lower tier wrote what it holds, 8 MiB.
+        assert_eq!(series[0], ("written".to_string(), vec![72.0, 8.0]));
+        assert_eq!(f[1].data.rows.len(), 2);
+        assert!(f[1].caption.contains("4096 pages swapped out (16.0 MiB"));
+        assert!(f[1].caption.contains("/s/file is a swap file"));
+        // No areas, no figures.
+        let none = RunRecord {
+            swap_areas: vec![],
+            ..rec
+        };
+        assert!(swap_area_figures(&none).is_empty());
+    }
 }

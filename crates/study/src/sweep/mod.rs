@@ -777,6 +777,7 @@ mod tests {
             trace_dir: None,
             settings: None,
             timeline_hz: None,
+            swap_areas: Vec::new(),
         }
     }
 
