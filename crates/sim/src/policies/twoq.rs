@@ -17,7 +17,9 @@
 //! Kin = ⌊capacity · kin / 100⌋ and Kout = ⌊capacity · kout / 100⌋ with the
 //! paper's recommended kin=25, kout=50 by default. As in the paper, a page
 //! found in A1out stays there while the frame is reclaimed (so the trim may
-//! drop it) and then moves to Am. One safeguard beyond the paper: if Am is
+//! drop it, or, when it is not A1out's tail, drop the tail) and then moves
+//! to Am (libCacheSim's `TwoQ.c` takes it out of A1out first: see
+//! `ghost_hit_counts_in_a1out_until_it_moves`). One safeguard beyond the paper: if Am is
 //! empty the reclaim takes A1in's tail even when |A1in| ≤ Kin (possible only
 //! with kin=100), so there is always a victim.
 //!
@@ -175,6 +177,51 @@ mod tests {
         );
         // 23: 1 misses; A1in is [5 9] (2 > Kin): evict its back 9.
         assert_eq!(&r[21..], &[H, H, ev(9)]);
+    }
+
+    #[test]
+    fn ghost_hit_counts_in_a1out_until_it_moves() {
+        // The paper: "if X is in A1out then reclaimfor(X); add X to the head
+        // of Am". X's id is still in A1out while reclaimfor(X) adds the
+        // victim's id and trims A1out to Kout, so the trim counts X and, when
+        // X is not the tail, drops the tail. libCacheSim's TwoQ.c removes X
+        // from A1out when it looks X up (TwoQ_find), before it evicts, so its
+        // A1out keeps that tail one eviction longer: the one-miss difference
+        // from the peer on the standard trace (docs/policies.md, 2Q).
+        // cap 4: Kin 1, Kout 2. Queues front..back; (peer: ...) is TwoQ.c.
+        //  0-3  1 2 3 4: A1in [4 3 2 1]
+        //  4    5: evict 1 -> A1out [1]; A1in [5 4 3 2]
+        //  5    6: evict 2 -> A1out [2 1]; A1in [6 5 4 3]
+        //  6    2 (in A1out, not its tail): evict 3 -> A1out [3 2 1], 3 > Kout:
+        //          trim the tail 1; then 2 -> Am [2]; A1out [3]
+        //          (peer: 2 leaves first, A1out [1]; evict 3 -> [3 1], no trim)
+        //  7    1 (trimmed: a plain miss): evict 4 -> A1out [4 3]; A1in [1 6 5]
+        //          (peer: a ghost hit; evict 4 -> A1out [4 3]; 1 -> Am [1 2];
+        //          A1in [6 5])
+        //  8    7: evict 5 -> A1out [5 4 3] -> [5 4]; A1in [7 1 6]  (peer: the same
+        //          eviction; A1in [7 6])
+        //  9    8: evict 6 -> A1out [6 5]; A1in [8 7 1]  (peer: A1in [8 7])
+        // 10    9: evict A1in's back 1 -> A1out [1 6]; A1in [9 8 7]
+        //          (peer: evicts 7, the first differing decision)
+        // 11    1 (in A1out): evict 7; 1 -> Am [1 2]: a miss (peer: a hit in Am)
+        let s = [1, 2, 3, 4, 5, 6, 2, 1, 7, 8, 9, 1];
+        assert_eq!(
+            replay("2q", 4, &s),
+            [
+                M,
+                M,
+                M,
+                M,
+                ev(1),
+                ev(2),
+                ev(3),
+                ev(4),
+                ev(5),
+                ev(6),
+                ev(1),
+                ev(7)
+            ]
+        );
     }
 
     /// The paper's pseudocode with plain Vecs (index 0 = front) and linear
