@@ -96,7 +96,7 @@ mod tests {
                     _ => (i as u64 / 2) % (pages / 4 + 1),
                 };
                 let page = p.wrapping_mul(0x1000_0000_01B3) >> 8;
-                if (x >> 40) % 3 == 0 {
+                if (x >> 40).is_multiple_of(3) {
                     Ref::write(page)
                 } else {
                     Ref::read(page)
