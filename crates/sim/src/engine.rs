@@ -150,39 +150,159 @@ fn run<const CHECK: bool>(
     seed: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<SimResult, SimError> {
-    let info = spec.info();
-    let capacity = capacity.max(1);
-    let cfg = PolicyConfig {
-        capacity,
-        pages: trace.distinct(),
-        params: &spec.params,
-        seed,
-    };
-    let mut policy = (info.build)(&cfg)?;
+    let mut sim = Sim::new(spec, capacity, trace.distinct(), seed)?;
     let owned;
     let next_use = match next_use {
         Some(n) => n,
-        None if info.needs_future => {
+        None if sim.needs_future() => {
             owned = trace.next_use();
             &owned
         }
         None => &[],
     };
-    let mut state = vec![0u8; trace.distinct()];
-    let mut c = Counters::default();
-    let mut resident = 0usize;
     let ids = &trace.ids;
     let bits = trace.write_bits();
-    let contract = |pos: usize, what: String| SimError::Contract {
-        policy: spec.to_string(),
-        pos: pos as u64,
-        what,
-    };
-    for (chunk_start, chunk) in (0..ids.len())
-        .step_by(1 << 20)
-        .map(|s| (s, s..(s + (1 << 20)).min(ids.len())))
-    {
-        for i in chunk {
+    // The same chunks a stream of row groups gives (1 Mi references, a
+    // multiple of 64 so that each chunk's write bits start at bit 0 of a word).
+    const CHUNK: usize = 1 << 20;
+    for s in (0..ids.len()).step_by(CHUNK) {
+        let e = (s + CHUNK).min(ids.len());
+        let nu = if next_use.is_empty() {
+            &[][..]
+        } else {
+            &next_use[s..e]
+        };
+        sim.feed_inner::<CHECK>(s as u64, &ids[s..e], &bits[s / 64..], nu)?;
+        progress((e - s) as u64);
+    }
+    Ok(sim.result())
+}
+
+/// One (policy, memory size) simulation fed its trace chunk by chunk:
+/// what it holds is the policy and one state byte per distinct page,
+/// nothing per reference, so a trace streamed from disk row group by row
+/// group ([`swaplab_trace::stream`]) needs memory for its distinct pages
+/// only. [`simulate`] feeds a whole in-memory trace through the same loop.
+pub struct Sim {
+    spec: PolicySpec,
+    policy: Box<dyn Policy>,
+    /// [`SEEN`], [`DIRTY`] and [`RESIDENT`] of each page.
+    state: Vec<u8>,
+    c: Counters,
+    resident: usize,
+    capacity: usize,
+    needs_future: bool,
+}
+
+impl Sim {
+    /// A memory of `capacity` pages (at least 1) managed by `spec`, for a
+    /// trace whose dense ids are below `pages`.
+    pub fn new(
+        spec: &PolicySpec,
+        capacity: usize,
+        pages: usize,
+        seed: u64,
+    ) -> Result<Self, SimError> {
+        let info = spec.info();
+        let capacity = capacity.max(1);
+        let cfg = PolicyConfig {
+            capacity,
+            pages,
+            params: &spec.params,
+            seed,
+        };
+        Ok(Sim {
+            spec: spec.clone(),
+            policy: (info.build)(&cfg)?,
+            state: vec![0u8; pages],
+            c: Counters::default(),
+            resident: 0,
+            capacity,
+            needs_future: info.needs_future,
+        })
+    }
+
+    /// The policy reads each reference's next use (OPT): [`feed`](Self::feed) needs it.
+    pub fn needs_future(&self) -> bool {
+        self.needs_future
+    }
+
+    /// Simulates the references `ids` at trace positions `pos..`: `writes`
+    /// holds their write bits packed from bit 0 (bit i = `ids[i]`), and
+    /// `next_use` each one's next-use position when
+    /// [`needs_future`](Self::needs_future) (else it may be empty).
+    pub fn feed(
+        &mut self,
+        pos: u64,
+        ids: &[u32],
+        writes: &[u64],
+        next_use: &[u32],
+    ) -> Result<(), SimError> {
+        self.feed_inner::<false>(pos, ids, writes, next_use)
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> Counters {
+        self.c
+    }
+
+    /// The result so far.
+    pub fn result(&self) -> SimResult {
+        SimResult {
+            policy: self.spec.to_string(),
+            capacity: self.capacity as u64,
+            counters: self.c,
+            miss_ratio: self.c.miss_ratio(),
+            bytes_per_page: self.policy.bytes_per_page() + 1,
+            prefetch: None,
+            accuracy: None,
+            coverage: None,
+            cost: None,
+        }
+    }
+
+    /// The simulation loop, the hot path: a few nanoseconds a reference,
+    /// so the engine's state is one byte per page in a flat array and
+    /// `CHECK` (the contract checks of the tests) is a constant that
+    /// compiles away.
+    fn feed_inner<const CHECK: bool>(
+        &mut self,
+        pos: u64,
+        ids: &[u32],
+        bits: &[u64],
+        next_use: &[u32],
+    ) -> Result<(), SimError> {
+        if bits.len() < ids.len().div_ceil(64) {
+            return Err(SimError::BadParam(format!(
+                "{} references but write bits for {}",
+                ids.len(),
+                bits.len() * 64
+            )));
+        }
+        if self.needs_future && next_use.len() != ids.len() {
+            return Err(SimError::BadParam(format!(
+                "policy '{}' needs each reference's next use (OPT): {} given for {} references",
+                self.spec,
+                next_use.len(),
+                ids.len()
+            )));
+        }
+        let Sim {
+            spec,
+            policy,
+            state,
+            c,
+            resident,
+            capacity,
+            ..
+        } = self;
+        let capacity = *capacity;
+        let contract = |i: usize, what: String| SimError::Contract {
+            policy: spec.to_string(),
+            pos: pos + i as u64,
+            what,
+        };
+        for i in 0..ids.len() {
             if let Some(&ahead) = ids.get(i + PREFETCH_DISTANCE) {
                 crate::util::prefetch(state.as_ptr().wrapping_add(ahead as usize));
                 policy.prefetch(ahead);
@@ -190,7 +310,7 @@ fn run<const CHECK: bool>(
             let id = ids[i];
             let write = (bits[i >> 6] >> (i & 63)) & 1 == 1;
             let req = Req {
-                pos: i as u64,
+                pos: pos + i as u64,
                 write,
                 next_use: if next_use.is_empty() {
                     NEVER
@@ -230,7 +350,7 @@ fn run<const CHECK: bool>(
                                     format!("evicted page {v}, which is not resident"),
                                 ));
                             }
-                            if resident != capacity {
+                            if *resident != capacity {
                                 return Err(contract(
                                     i,
                                     format!("evicted with {resident} of {capacity} pages resident"),
@@ -243,8 +363,8 @@ fn run<const CHECK: bool>(
                         }
                         state[v as usize] = SEEN;
                     } else {
-                        resident += 1;
-                        if CHECK && resident > capacity {
+                        *resident += 1;
+                        if CHECK && *resident > capacity {
                             return Err(contract(
                                 i,
                                 format!("{resident} pages resident in a memory of {capacity}"),
@@ -257,20 +377,9 @@ fn run<const CHECK: bool>(
                 state[id as usize] |= DIRTY;
             }
         }
-        progress((ids.len() - chunk_start).min(1 << 20) as u64);
+        c.references += ids.len() as u64;
+        Ok(())
     }
-    c.references = ids.len() as u64;
-    Ok(SimResult {
-        policy: spec.to_string(),
-        capacity: capacity as u64,
-        counters: c,
-        miss_ratio: c.miss_ratio(),
-        bytes_per_page: policy.bytes_per_page() + 1,
-        prefetch: None,
-        accuracy: None,
-        coverage: None,
-        cost: None,
-    })
 }
 
 /// A hint the simulator applies to a range of virtual pages (`swaplab sim

@@ -13,6 +13,8 @@
 //!   measured profiles) behind the small [`Device`](device::Device) trait,
 //!   and the fault path that turns faults into time.
 //! * [`mrc`]: miss-ratio curves (exact one-pass LRU, SHARDS).
+//! * [`stream`]: simulations over a trace streamed from disk row group by
+//!   row group (memory for the distinct pages only), a grid over one read.
 //! * [`jobs`]: many simulations of one trace in parallel (every policy ×
 //!   size × prefetcher × device), and the simulated half of `swaplab demo`;
 //!   their [`error`].
@@ -31,11 +33,12 @@ pub mod mrc;
 pub mod policies;
 pub mod policy;
 pub mod prefetch;
+pub mod stream;
 pub mod util;
 
 pub use device::{Costs, DeviceSpec, FaultPath};
 pub use engine::{
-    simulate, simulate_costed, simulate_ext, Counters, Extras, HintKind, RangeHint, SimError,
+    simulate, simulate_costed, simulate_ext, Counters, Extras, HintKind, RangeHint, Sim, SimError,
     SimResult,
 };
 pub use policy::{Access, Params, Policy, PolicyConfig, PolicyInfo, PolicySpec, Req};

@@ -12,6 +12,7 @@
 //! * [`alloc_log`]: the preload library's binary allocation log (parser).
 //! * [`alloc_sites`]: a reference trace's allocation sites (JSON sidecar).
 //! * [`dense`]: a trace loaded for simulation, pages renumbered densely.
+//! * [`stream`]: a native trace read for simulation one row group at a time.
 //! * [`stats`]: footprint, read/write mix, LRU stack-distance percentiles.
 //! * [`atomic`]: the atomic file writer every file of swaplab goes through.
 //! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
@@ -34,6 +35,7 @@ pub mod model;
 pub mod native;
 pub mod schema;
 pub mod stats;
+pub mod stream;
 pub mod trace_dir;
 pub mod units;
 

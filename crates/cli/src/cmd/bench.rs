@@ -10,12 +10,33 @@ pub enum BenchCmd {
     /// scattered pages, seed 42) at a 1 M-page memory. Prints refs/s per policy, the
     /// exact and SHARDS curves, native-file reading, bytes per page and peak RSS.
     Sim {
-        /// References in the trace.
-        #[arg(long, default_value = "50M", value_parser = swaplab_trace::units::parse_count)]
-        refs: u64,
-        /// Pages in the Zipf universe.
-        #[arg(long, default_value = "10M", value_parser = swaplab_trace::units::parse_count)]
-        pages: u64,
+        /// References in the trace (default 50M; with --scale 2G).
+        #[arg(long, value_parser = swaplab_trace::units::parse_count)]
+        refs: Option<u64>,
+        /// Pages in the Zipf universe (default 10M; with --scale 50M).
+        #[arg(long, value_parser = swaplab_trace::units::parse_count)]
+        pages: Option<u64>,
+        /// The streaming benchmark instead: generate a trace of --refs
+        /// references (default 2G) touching --pages pages (default 50M)
+        /// into --dir, stream it once through every --policy (default
+        /// lru,clock) at --mem-pct of the footprint, print refs/s per
+        /// policy on one core and the peak RSS against the per-page state
+        /// plus 1 GiB, and check the misses against the in-memory engine
+        /// on a prefix (--prefix). The trace is deleted after unless --keep.
+        #[arg(long, conflicts_with_all = ["mem", "peer"])]
+        scale: bool,
+        /// --scale: memory as a share of the footprint, %.
+        #[arg(long, default_value_t = 10, requires = "scale")]
+        mem_pct: u64,
+        /// --scale: references of the prefix checked against the in-memory engine.
+        #[arg(long, default_value = "200M", value_parser = swaplab_trace::units::parse_count, requires = "scale")]
+        prefix: u64,
+        /// --scale: directory of the generated trace (default: the system's temporary directory).
+        #[arg(long, value_name = "DIR", requires = "scale")]
+        dir: Option<std::path::PathBuf>,
+        /// --scale: keep the generated trace.
+        #[arg(long, requires = "scale")]
+        keep: bool,
         /// Memory size in pages.
         #[arg(long, default_value = "1M", value_parser = swaplab_trace::units::parse_count)]
         mem: u64,
@@ -198,13 +219,50 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         BenchCmd::Sim {
             refs,
             pages,
+            scale,
+            mem_pct,
+            prefix,
+            dir,
+            keep,
+            policy,
+            out,
+            ..
+        } if scale => run_scale(
+            swaplab_study::bench::sim::scale::ScaleOptions {
+                refs: refs.unwrap_or(2_000_000_000),
+                pages: pages.unwrap_or(50_000_000),
+                mem_pct,
+                specs: PolicySpec::parse_list(if policy == "all" {
+                    "lru,clock"
+                } else {
+                    &policy
+                })?,
+                prefix,
+                dir: dir.unwrap_or_else(std::env::temp_dir),
+                keep,
+            },
+            out,
+        ),
+        BenchCmd::Sim {
+            refs,
+            pages,
             mem,
             policy,
             peer,
             save,
             report,
             out,
-        } => run_sim(refs, pages, mem, policy, peer, save, report, out),
+            ..
+        } => run_sim(
+            refs.unwrap_or(50_000_000),
+            pages.unwrap_or(10_000_000),
+            mem,
+            policy,
+            peer,
+            save,
+            report,
+            out,
+        ),
         BenchCmd::Vma {
             ops,
             quick,
@@ -723,6 +781,79 @@ fn run_vma(
         |p, r| Ok(bench_vma::save(p, r)?),
         swaplab_study::bench::vma::section::bench_vma_section,
     )
+}
+
+/// `bench sim --scale`: the streaming engine on a large generated trace.
+fn run_scale(o: swaplab_study::bench::sim::scale::ScaleOptions, of: crate::OutFlags) -> Result<()> {
+    use swaplab_study::bench::sim::scale;
+    let r = scale::run(&o, crate::cmd::report::argv(), &mut |l| eprintln!("{l}"))?;
+    let mut t = Rows::new(&[
+        "policy",
+        "mem_pages",
+        "sim s",
+        "M refs/s",
+        "target",
+        "ok",
+        "bytes/page",
+        "misses",
+        "swap_outs",
+        "prefix misses",
+        "in-memory prefix misses",
+        "equal",
+    ]);
+    for row in &r.rows {
+        t.push(vec![
+            row.policy.clone(),
+            num(r.mem_pages),
+            format!("{:.1}", row.sim_seconds),
+            format!("{:.1}", row.mrefs_per_s),
+            format!("≥{}", scale::TARGET_MREFS_PER_S),
+            if row.meets_target { "yes" } else { "NO" }.into(),
+            row.bytes_per_page.to_string(),
+            num(row.counters.misses()),
+            num(row.counters.swap_outs),
+            num(row.prefix_counters.misses()),
+            row.in_memory_prefix_counters
+                .map_or("-".into(), |c| num(c.misses())),
+            match row.prefix_equal {
+                Some(true) => "yes".into(),
+                Some(false) => "NO".into(),
+                None => "-".into(),
+            },
+        ]);
+    }
+    out::print(of.format(), &t, &r)?;
+    if of.format() != out::Format::Table {
+        return Ok(());
+    }
+    let gib = |b: u64| format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64);
+    println!(
+        "trace: {} references, {} distinct pages, {:.2} GB on disk (generated in {:.0} s); \
+         one streamed read for every policy: {:.1} s wall; prefix checked: {} references ({:.0} s in memory)",
+        num(r.refs),
+        num(r.distinct_pages),
+        r.file_bytes as f64 / 1e9,
+        r.gen_seconds,
+        r.stream_seconds,
+        num(r.prefix),
+        r.in_memory_prefix_seconds
+    );
+    println!(
+        "peak RSS while streaming {} (floor before it {}); budget: per-page state {} + 1 GiB = {}: {}",
+        r.stream_peak_rss_bytes.map_or("?".into(), gib),
+        r.floor_rss_bytes.map_or("?".into(), gib),
+        gib(r.per_page_state_bytes),
+        gib(r.rss_budget_bytes),
+        match r.meets_rss {
+            Some(true) => "within",
+            Some(false) => "OVER",
+            None => "?",
+        }
+    );
+    if let Some(n) = &r.note {
+        println!("note: {n}");
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -13,7 +13,8 @@ use swaplab_trace::DenseTrace;
 #[command(
     after_help = "MEMORY SIZES\n  1024 (pages), 16M or 1.5G (bytes), 25% (of the trace's footprint)\n\n\
 EXAMPLES\n  swaplab sim trace.parquet --policy lru,clock,linux,arc --mem 10%,25%,50%\n  \
-swaplab sim trace.parquet --policy all --mem 64M --json\n  swaplab sim --list-policies\n  \
+swaplab sim trace.parquet --policy all --mem 64M --json\n  \
+swaplab sim big.parquet --stream --policy lru,clock --mem 10%   # memory for the distinct pages only\n  swaplab sim --list-policies\n  \
 swaplab sim trace.parquet --policy linux,lru --mem 50% --prefetch none,cluster:pc=3,vma,leap\n  \
 swaplab sim trace.parquet --policy linux --hints hints.toml   # range and site hints (see docs/simulator.md)\n  \
 swaplab sim --list-prefetchers\n  \
@@ -80,6 +81,18 @@ pub struct SimArgs {
     /// position (a reference trace has no clock).
     #[arg(long, default_value_t = 1000, value_name = "N")]
     refs_per_ms: u64,
+    /// Stream the trace from disk row group by row group instead of
+    /// loading it: memory for the distinct pages only (not 4 bytes per
+    /// reference), and every policy and size fed from one read. Same
+    /// results; for native traces, without --prefetch, --device or --hints.
+    /// OPT first writes each reference's next use to a spill file (4 bytes
+    /// per reference, see --spill-dir).
+    #[arg(long)]
+    stream: bool,
+    /// With --stream and OPT: the directory of the next-use spill file
+    /// (default: the trace's directory; the file is unlinked at once).
+    #[arg(long, value_name = "DIR", requires = "stream")]
+    spill_dir: Option<PathBuf>,
     /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,
@@ -92,10 +105,15 @@ pub struct SimArgs {
 
 /// Parses a comma-separated list of sizes into pages of the trace.
 pub fn sizes(list: &str, t: &DenseTrace) -> Result<Vec<(String, u64)>> {
+    sizes_of(list, t.page_size, t.distinct() as u64)
+}
+
+/// Like [`sizes`], for a trace of `distinct` pages of `page_size` bytes.
+pub fn sizes_of(list: &str, page_size: u64, distinct: u64) -> Result<Vec<(String, u64)>> {
     let mut v = Vec::new();
     for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let m: MemSize = parse_mem_size(s)?;
-        v.push((s.to_string(), m.to_pages(t.page_size, t.distinct() as u64)));
+        v.push((s.to_string(), m.to_pages(page_size, distinct)));
     }
     if v.is_empty() {
         bail!("no memory size given (e.g. --mem 1024,16M,25%)");
@@ -380,6 +398,15 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         None => None,
     };
     let path = a.trace.as_ref().expect("required by clap");
+    if a.stream {
+        if prefetchers.is_some() || hint_file.is_some() || devices.is_some() {
+            bail!(
+                "--stream simulates policies and sizes only: --prefetch, --hints and --device \
+                 need the trace in memory (drop --stream)"
+            );
+        }
+        return run_stream(&a, path, &specs);
+    }
     let t = crate::trace_io::load(path)?;
     let sizes = sizes(&a.mem, &t)?;
     let res = if let Some(devices) = &devices {
@@ -446,6 +473,63 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
             a.report.as_deref(),
             |p, r| Ok(save(p, r)?),
             sim_section,
+        )?;
+    }
+    Ok(())
+}
+
+/// `sim --stream`: every (policy, size) over one streamed read of a native trace.
+fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Result<()> {
+    use swaplab_trace::stream::DenseStream;
+    if !path.exists() {
+        bail!("{}: no such file", path.display());
+    }
+    if !swaplab_trace::native::is_native(path) {
+        bail!(
+            "{}: --stream reads native traces; convert it first with \
+             `swaplab import {} -o trace.parquet`, or drop --stream",
+            path.display(),
+            path.display()
+        );
+    }
+    let opts = swaplab_sim::stream::options(specs, a.spill_dir.clone());
+    let mut st = DenseStream::open(path, &opts)
+        .map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    let meta = st.meta().clone();
+    if meta.count == 0 {
+        bail!("{}: the trace has no references", path.display());
+    }
+    let sizes = sizes_of(&a.mem, meta.page_size, meta.distinct_pages)?;
+    let pb = out::progress(
+        meta.count * (specs.len() * sizes.len()) as u64,
+        "simulating",
+    );
+    let r = swaplab_sim::stream::run_pairs(&mut st, specs, &sizes, a.seed, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    let res = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    out::print(a.out.format(), &sim_rows(&res, meta.page_size), &res)?;
+    if a.save.is_some() || a.report.is_some() {
+        use swaplab_study::sim::section::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
+        let saved = SavedSim {
+            kind: SIM_KIND.into(),
+            command: crate::cmd::report::argv(),
+            trace: TraceInfo {
+                path: path.to_path_buf(),
+                references: meta.count,
+                distinct_pages: meta.distinct_pages,
+                page_size: meta.page_size,
+            },
+            seed: a.seed,
+            sizes,
+            results: res,
+            machine: swaplab_host::procfs::Environment::capture().ok(),
+        };
+        save_and_report(
+            &saved,
+            a.save.as_deref(),
+            a.report.as_deref(),
+            sim_section,
+            save,
         )?;
     }
     Ok(())
@@ -531,6 +615,18 @@ pub struct MrcArgs {
     policy: Option<String>,
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Stream the trace from disk row group by row group instead of
+    /// loading it: memory for the distinct pages only (not 4 bytes per
+    /// reference), and every policy and size fed from one read. Same
+    /// results; for native traces, without --prefetch, --device or --hints.
+    /// OPT first writes each reference's next use to a spill file (4 bytes
+    /// per reference, see --spill-dir).
+    #[arg(long)]
+    stream: bool,
+    /// With --stream and OPT: the directory of the next-use spill file
+    /// (default: the trace's directory; the file is unlinked at once).
+    #[arg(long, value_name = "DIR", requires = "stream")]
+    spill_dir: Option<PathBuf>,
     /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
     #[arg(long, value_name = "FILE")]
     save: Option<PathBuf>,

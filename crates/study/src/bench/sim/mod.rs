@@ -4,6 +4,7 @@
 //! The CLI parses the options and prints; the benchmark is [`run`].
 
 pub mod peer;
+pub mod scale;
 pub mod section;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,553 @@
+//! A native trace read for simulation one row group at a time, so that
+//! memory grows with the distinct pages, never with the trace's length.
+//!
+//! A native file of format 2 holds each reference's dense page id (the
+//! `id` column, numbered 0, 1, 2, … in order of first reference, exactly
+//! the ids [`DenseTrace::load`](crate::DenseTrace::load) gives) and its
+//! distinct count in the metadata. So a streaming simulation needs no map
+//! from page numbers to ids at all: it sizes the policy's per-page arrays
+//! from the metadata and reads the `id` and `write` columns group by
+//! group. [`DenseStream`] decodes on a thread of its own, at most
+//! [`IN_FLIGHT`] groups ahead (about 5 MiB each: 4 bytes of id and one of
+//! write flag per reference, plus 4 of next use for OPT), while the caller
+//! simulates.
+//!
+//! OPT needs each reference's next use, which a forward stream cannot
+//! know. [`StreamOptions::next_use`] computes it first in one backward pass
+//! over the row groups (read last to first, a `u32` "last seen at" per
+//! distinct page) and spills it to an unlinked file in
+//! [`StreamOptions::spill_dir`], 4 bytes per reference, which the forward
+//! pass reads back group by group beside the ids.
+//!
+//! Native files of format 1 (no `id` column) stream too: their pages are
+//! numbered on first sight by the in-memory loader's own map
+//! ([`IdMap`]: the same ids, 16–32 bytes per distinct page), but OPT's
+//! backward pass needs the ids and refuses them. Other tools' formats
+//! are converted first (`swaplab import`).
+use crate::dense::{IdMap, MAX_REFS, NEVER};
+use crate::native::{NativeReader, ROWS_PER_GROUP};
+use crate::{Error, RefBatch, RefSource, Result, TraceMeta};
+use parquet::column::reader::ColumnReader;
+use parquet::file::reader::{ChunkReader, FileReader};
+use parquet::file::serialized_reader::SerializedFileReader;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+
+/// Row groups decoded ahead of the simulation at most.
+pub const IN_FLIGHT: usize = 2;
+
+/// One row group's references, dense.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DenseChunk {
+    /// Position of the first reference in the trace.
+    pub start: u64,
+    /// Dense page id of each reference.
+    pub ids: Vec<u32>,
+    /// Write bits, packed 64 to a word from bit 0 (bit i = reference i of the chunk).
+    pub writes: Vec<u64>,
+    /// Position of each reference's next use (trace positions), or
+    /// [`NEVER`]; empty unless [`StreamOptions::next_use`] was set.
+    pub next_use: Vec<u32>,
+}
+
+impl DenseChunk {
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// What to stream besides ids and write flags.
+#[derive(Debug, Clone, Default)]
+pub struct StreamOptions {
+    /// Compute each reference's next use (OPT) in a backward pass first.
+    pub next_use: bool,
+    /// Where the next-use spill goes (4 bytes per reference; unlinked at
+    /// once, so it vanishes with the process). Default: the trace's directory.
+    pub spill_dir: Option<PathBuf>,
+}
+
+/// A native trace streamed row group by row group (see the module documentation).
+pub struct DenseStream {
+    meta: TraceMeta,
+    rx: Option<mpsc::Receiver<Result<DenseChunk>>>,
+    worker: Option<std::thread::JoinHandle<()>>,
+    /// References delivered so far.
+    done: u64,
+}
+
+fn open_file(path: &Path) -> Result<SerializedFileReader<File>> {
+    let f = File::open(path).map_err(|e| Error::io(path, e))?;
+    SerializedFileReader::new(f)
+        .map_err(|e| Error::parse("native trace", path.display().to_string(), e.to_string()))
+}
+
+/// Decodes row group `g`'s `id` and `write` columns; ids are checked to be
+/// below `distinct` (a damaged id would index past the policy's arrays).
+fn decode_ids<Q: ChunkReader + 'static>(
+    file: &SerializedFileReader<Q>,
+    id_col: usize,
+    g: usize,
+    distinct: u64,
+    ids: &mut Vec<u32>,
+    writes: &mut Vec<u64>,
+) -> std::result::Result<(), String> {
+    let run = || -> std::result::Result<(), String> {
+        let rg = file.get_row_group(g).map_err(|e| e.to_string())?;
+        let n = rg.metadata().num_rows().max(0) as usize;
+        let mut buf: Vec<i32> = Vec::with_capacity(n);
+        match rg.get_column_reader(id_col).map_err(|e| e.to_string())? {
+            ColumnReader::Int32ColumnReader(mut r) => {
+                while buf.len() < n {
+                    let (got, _, _) = r
+                        .read_records(n - buf.len(), None, None, &mut buf)
+                        .map_err(|e| e.to_string())?;
+                    if got == 0 {
+                        return Err(format!("column 'id' ended early ({} of {n})", buf.len()));
+                    }
+                }
+            }
+            _ => return Err("column 'id' is not INT32".into()),
+        }
+        ids.clear();
+        ids.extend(buf.iter().map(|&x| x as u32));
+        drop(buf);
+        if let Some(&bad) = ids.iter().find(|&&id| u64::from(id) >= distinct) {
+            return Err(format!(
+                "column 'id' holds {bad}, but the metadata says {distinct} distinct pages"
+            ));
+        }
+        let mut w: Vec<bool> = Vec::with_capacity(n);
+        match rg.get_column_reader(1).map_err(|e| e.to_string())? {
+            ColumnReader::BoolColumnReader(mut r) => {
+                while w.len() < n {
+                    let (got, _, _) = r
+                        .read_records(n - w.len(), None, None, &mut w)
+                        .map_err(|e| e.to_string())?;
+                    if got == 0 {
+                        return Err(format!("column 'write' ended early ({} of {n})", w.len()));
+                    }
+                }
+            }
+            _ => return Err("column 'write' is not BOOLEAN".into()),
+        }
+        writes.clear();
+        writes.resize(n.div_ceil(64), 0);
+        for (word, chunk) in writes.iter_mut().zip(w.chunks(64)) {
+            for (i, &b) in chunk.iter().enumerate() {
+                *word |= u64::from(b) << i;
+            }
+        }
+        Ok(())
+    };
+    // The parquet crate may panic on corrupt input (it documents this).
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+        .unwrap_or_else(|_| Err("corrupt column data (the Parquet decoder gave up)".into()))
+}
+
+impl DenseStream {
+    /// Opens a native trace for streaming. Fails, saying what to do, for a
+    /// file without the `id` column, and for OPT's next use on a trace
+    /// beyond the 32-bit positions.
+    pub fn open(path: &Path, opts: &StreamOptions) -> Result<Self> {
+        Self::open_inner(path, opts, true)
+    }
+
+    /// `use_ids: false` numbers pages as for a format 1 file even when the
+    /// file has ids (the tests compare the two ways).
+    fn open_inner(path: &Path, opts: &StreamOptions, use_ids: bool) -> Result<Self> {
+        let mut meta = NativeReader::open(path)?.meta().clone();
+        meta.has_id &= use_ids;
+        if opts.next_use && !meta.has_id {
+            return Err(Error::Invalid(format!(
+                "{}: an older native trace (format {}) without the dense-id column that \
+                 OPT's backward pass reads; simulate OPT without --stream, or write the \
+                 trace again with this swaplab (gen, import, trace --refs)",
+                path.display(),
+                meta.format_version,
+            )));
+        }
+        if opts.next_use && meta.count > MAX_REFS as u64 {
+            return Err(Error::Invalid(format!(
+                "{}: {} references: OPT's next-use positions are 32-bit (at most {MAX_REFS} \
+                 references); simulate OPT on a part of the trace",
+                path.display(),
+                meta.count
+            )));
+        }
+        let file = open_file(path)?;
+        let id_col = 2 + usize::from(meta.has_time) + usize::from(meta.has_tid);
+        let sizes: Vec<usize> = file
+            .metadata()
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows().max(0) as usize)
+            .collect();
+        let name = path.display().to_string();
+        let distinct = meta.distinct_pages;
+        let spill = if opts.next_use {
+            let dir = match &opts.spill_dir {
+                Some(d) => d.clone(),
+                None => path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+            };
+            Some(spill_next_use(
+                &file, &name, id_col, &sizes, distinct, &dir,
+            )?)
+        } else {
+            None
+        };
+        let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
+        // Format 1 (no `id` column): ids from the pages, numbered on first
+        // sight by the loader's own map (the same ids), one batch at a time.
+        let mut by_page = if meta.has_id {
+            None
+        } else {
+            Some((
+                NativeReader::open(path)?,
+                IdMap::default(),
+                Vec::new(),
+                RefBatch::default(),
+            ))
+        };
+        let count = meta.count;
+        let worker = std::thread::Builder::new()
+            .name("swaplab-stream".into())
+            .spawn(move || {
+                let mut start = 0u64;
+                let mut max_id: i64 = -1;
+                let mut spill = spill;
+                let mut g = 0usize;
+                while start < count {
+                    let mut c = DenseChunk {
+                        start,
+                        ..DenseChunk::default()
+                    };
+                    let err = |e: String| {
+                        Error::parse("native trace", format!("{name} row group {g}"), e)
+                    };
+                    let mut r = match by_page.as_mut() {
+                        None => {
+                            let n = sizes.get(g).copied().unwrap_or(0);
+                            let mut r = decode_ids(&file, id_col, g, distinct, &mut c.ids, &mut c.writes)
+                                .map_err(err);
+                            if r.is_ok() && (c.ids.len() != n || n == 0) {
+                                r = Err(err("row count changed while reading".into()));
+                            }
+                            r
+                        }
+                        Some((reader, map, pages, b)) => match reader.next_batch(b, ROWS_PER_GROUP) {
+                            Ok(true) => {
+                                c.ids.clear();
+                                map.map_batch(&b.page, &mut c.ids, pages);
+                                c.writes.resize(b.len().div_ceil(64), 0);
+                                for (word, chunk) in c.writes.iter_mut().zip(b.write.chunks(64)) {
+                                    for (i, &w) in chunk.iter().enumerate() {
+                                        *word |= u64::from(w) << i;
+                                    }
+                                }
+                                if pages.len() as u64 > distinct {
+                                    Err(err(format!(
+                                        "more distinct pages than the metadata's {distinct}"
+                                    )))
+                                } else {
+                                    Ok(())
+                                }
+                            }
+                            Ok(false) => Err(err("the trace ended early".into())),
+                            Err(e) => Err(e),
+                        },
+                    };
+                    let n = c.ids.len();
+                    // Ids come in first-use order: each new id is one more
+                    // than the largest so far (what the in-memory loader checks too).
+                    if r.is_ok() {
+                        for &id in &c.ids {
+                            if i64::from(id) > max_id {
+                                if i64::from(id) != max_id + 1 {
+                                    r = Err(err(format!(
+                                        "column 'id' is not in first-use order ({id} where at most {} may come)",
+                                        max_id + 1
+                                    )));
+                                    break;
+                                }
+                                max_id += 1;
+                            }
+                        }
+                    }
+                    if r.is_ok() {
+                        if let Some(f) = spill.as_mut() {
+                            r = read_u32s(f, n, &mut c.next_use)
+                                .map_err(|e| err(format!("reading the next-use spill: {e}")));
+                        }
+                    }
+                    let failed = r.is_err();
+                    if tx.send(r.map(|()| c)).is_err() || failed {
+                        return; // the reader is gone, or this was the error
+                    }
+                    start += n as u64;
+                    g += 1;
+                }
+                if (max_id + 1) as u64 != distinct {
+                    let _ = tx.send(Err(Error::parse(
+                        "native trace",
+                        name.clone(),
+                        format!(
+                            "{} distinct pages but the metadata says {distinct}",
+                            max_id + 1
+                        ),
+                    )));
+                }
+            })
+            .map_err(|e| Error::Invalid(format!("cannot start the trace reader thread: {e}")))?;
+        Ok(DenseStream {
+            meta,
+            rx: Some(rx),
+            worker: Some(worker),
+            done: 0,
+        })
+    }
+
+    pub fn meta(&self) -> &TraceMeta {
+        &self.meta
+    }
+
+    /// Number of distinct pages (ids are below it).
+    pub fn distinct(&self) -> u64 {
+        self.meta.distinct_pages
+    }
+
+    /// The next row group, or `None` at the end of the trace.
+    pub fn next_chunk(&mut self) -> Result<Option<DenseChunk>> {
+        let Some(rx) = &self.rx else { return Ok(None) };
+        match rx.recv() {
+            Ok(Ok(c)) => {
+                self.done += c.len() as u64;
+                Ok(Some(c))
+            }
+            Ok(Err(e)) => {
+                self.rx = None;
+                Err(e)
+            }
+            Err(_) => {
+                self.rx = None;
+                if self.done != self.meta.count {
+                    return Err(Error::Invalid(format!(
+                        "the trace reader stopped after {} of {} references",
+                        self.done, self.meta.count
+                    )));
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+impl Drop for DenseStream {
+    fn drop(&mut self) {
+        // Dropping the receiver makes the worker's next send fail, so it ends.
+        self.rx = None;
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Reads `n` little-endian u32s from `f` into `out` (cleared first).
+fn read_u32s(f: &mut File, n: usize, out: &mut Vec<u32>) -> std::io::Result<()> {
+    let mut bytes = vec![0u8; n * 4];
+    f.read_exact(&mut bytes)?;
+    out.clear();
+    out.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+    );
+    Ok(())
+}
+
+/// The backward pass: every reference's next use, written to an unlinked
+/// file in `dir` at its position (4 bytes each) and rewound for reading.
+/// Memory: one `u32` per distinct page plus one row group.
+fn spill_next_use<Q: ChunkReader + 'static>(
+    file: &SerializedFileReader<Q>,
+    name: &str,
+    id_col: usize,
+    sizes: &[usize],
+    distinct: u64,
+    dir: &Path,
+) -> Result<File> {
+    use std::io::Seek;
+    let spill_path = dir.join(format!(".swaplab-next-use-{}.tmp", std::process::id()));
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&spill_path)
+        .map_err(|e| {
+            Error::Invalid(format!(
+                "cannot create OPT's next-use spill {} ({e}): give a writable directory \
+                 with room for 4 bytes per reference (--spill-dir)",
+                spill_path.display()
+            ))
+        })?;
+    // Unlinked at once: the space is freed when the file is closed, even
+    // if the process is killed.
+    let _ = std::fs::remove_file(&spill_path);
+    let mut last = vec![NEVER; distinct as usize];
+    let mut starts = Vec::with_capacity(sizes.len());
+    let mut s = 0u64;
+    for &n in sizes {
+        starts.push(s);
+        s += n as u64;
+    }
+    let (mut ids, mut writes, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+    for g in (0..sizes.len()).rev() {
+        decode_ids(file, id_col, g, distinct, &mut ids, &mut writes)
+            .map_err(|e| Error::parse("native trace", format!("{name} row group {g}"), e))?;
+        bytes.clear();
+        bytes.resize(ids.len() * 4, 0);
+        for (i, &id) in ids.iter().enumerate().rev() {
+            let pos = starts[g] + i as u64;
+            let nu = last[id as usize];
+            last[id as usize] = pos as u32;
+            bytes[i * 4..i * 4 + 4].copy_from_slice(&nu.to_le_bytes());
+        }
+        f.write_all_at(&bytes, starts[g] * 4).map_err(|e| {
+            Error::Invalid(format!(
+                "writing OPT's next-use spill in {} failed ({e}): it needs 4 bytes per \
+                 reference ({} MB here); give a directory with room (--spill-dir)",
+                dir.display(),
+                s * 4 / 1_000_000
+            ))
+        })?;
+    }
+    f.rewind().map_err(|e| Error::io(&spill_path, e))?;
+    Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::native::write_source;
+    use crate::{DenseTrace, Ref, Source};
+
+    struct Refs(Vec<Ref>, usize);
+    impl RefSource for Refs {
+        fn next_batch(&mut self, b: &mut RefBatch, max: usize) -> Result<bool> {
+            b.clear();
+            let end = (self.1 + max).min(self.0.len());
+            for r in &self.0[self.1..end] {
+                b.push(*r);
+            }
+            self.1 = end;
+            Ok(!b.is_empty())
+        }
+        fn source(&self) -> Source {
+            Source::Unknown
+        }
+    }
+
+    fn refs(n: usize, pages: u64, seed: u64) -> Vec<Ref> {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_pcg::Pcg64::seed_from_u64(seed);
+        (0..n)
+            .map(|i| {
+                // A hot set, a cold tail, and a scan, so ids recur across groups.
+                let p = match i % 3 {
+                    0 => rng.random_range(0..pages / 10 + 1),
+                    1 => rng.random_range(0..pages),
+                    _ => (i as u64 / 3) % pages,
+                };
+                if rng.random_bool(0.3) {
+                    Ref::write(p * 7 + 1000)
+                } else {
+                    Ref::read(p * 7 + 1000)
+                }
+            })
+            .collect()
+    }
+
+    fn write(dir: &Path, refs: &[Ref]) -> PathBuf {
+        let p = dir.join("t.parquet");
+        write_source(&mut Refs(refs.to_vec(), 0), &p, |_| {}).unwrap();
+        p
+    }
+
+    /// The stream gives the in-memory loader's ids and write flags, and
+    /// the next use that `DenseTrace::next_use` computes, across row groups.
+    #[test]
+    fn streams_the_loaders_ids_writes_and_next_use_across_row_groups() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = refs(ROWS_PER_GROUP * 2 + 12_345, 300_000, 1);
+        let p = write(dir.path(), &r);
+        let t = DenseTrace::load(&mut NativeReader::open(&p).unwrap()).unwrap();
+        let want_nu = t.next_use();
+        let opts = StreamOptions {
+            next_use: true,
+            spill_dir: Some(dir.path().to_path_buf()),
+        };
+        let mut s = DenseStream::open(&p, &opts).unwrap();
+        assert_eq!(s.distinct(), t.distinct() as u64);
+        let mut by_page = DenseStream::open_inner(&p, &StreamOptions::default(), false).unwrap();
+        let mut at = 0usize;
+        let mut chunks = 0;
+        while let Some(c) = s.next_chunk().unwrap() {
+            assert_eq!(c.start, at as u64);
+            assert_eq!(c.ids, t.ids[at..at + c.len()]);
+            assert_eq!(c.next_use, want_nu[at..at + c.len()]);
+            let b = by_page.next_chunk().unwrap().unwrap();
+            assert_eq!((b.start, &b.ids, &b.writes), (c.start, &c.ids, &c.writes));
+            assert!(b.next_use.is_empty());
+            for i in 0..c.len() {
+                let w = (c.writes[i / 64] >> (i % 64)) & 1 == 1;
+                assert_eq!(w, t.is_write(at + i), "write flag of reference {}", at + i);
+            }
+            at += c.len();
+            chunks += 1;
+        }
+        assert_eq!(at, r.len());
+        assert_eq!(chunks, 3);
+        assert!(s.next_chunk().unwrap().is_none());
+        assert!(by_page.next_chunk().unwrap().is_none());
+        let e = DenseStream::open_inner(&p, &opts, false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("OPT") && e.contains("without --stream"), "{e}");
+        // The spill was unlinked: nothing is left in the directory.
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("t.parquet")]);
+    }
+
+    #[test]
+    fn a_stream_dropped_early_stops_its_reader() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), &refs(ROWS_PER_GROUP * 4, 1000, 2));
+        let mut s = DenseStream::open(&p, &StreamOptions::default()).unwrap();
+        assert_eq!(s.next_chunk().unwrap().unwrap().len(), ROWS_PER_GROUP);
+        drop(s); // joins the worker: this test would hang if it did not stop
+    }
+
+    #[test]
+    fn garbage_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.parquet");
+        std::fs::write(&p, b"PAR1 not really").unwrap();
+        let e = DenseStream::open(&p, &StreamOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("not a swaplab trace"), "{e}");
+    }
+}
