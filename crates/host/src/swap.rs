@@ -31,6 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::util::{self, format_size, parse_size};
 
+pub mod areas;
 pub mod delay;
 pub mod kmod;
 pub mod nbd;

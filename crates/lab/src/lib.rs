@@ -42,7 +42,9 @@
 //! # Ok(()) }
 //! ```
 
-pub mod areas;
+/// Per-area swap traffic of a run: the sampler and the record's type live
+/// with the other swap-area readers in `swaplab_host::swap`.
+pub use swaplab_host::swap::areas;
 pub mod catalog;
 pub mod error;
 pub mod options;

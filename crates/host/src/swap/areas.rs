@@ -1,7 +1,7 @@
 //! Per-area swap traffic of a run: every active swap area sampled with the
 //! timeline (its used slots from /proc/swaps, the counters of the block
 //! device carrying its I/O from /proc/diskstats; see
-//! `swaplab_host::swap::traffic`), kept in the run record as
+//! [`super::traffic`]), kept in the run record (swaplab_lab's) as
 //! [`SwapAreaRecord`]s: per area the totals over the run and a series of
 //! points for the report's figures.
 //!
@@ -14,8 +14,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::traffic::{self, AreaSample, AreaTraffic, DiskCounters};
 use serde::{Deserialize, Serialize};
-use swaplab_host::swap::traffic::{self, AreaSample, AreaTraffic, DiskCounters};
 
 /// At most this many points of each area are kept in the record: when an
 /// area reaches it, every other point is dropped and from then on every
@@ -131,7 +131,7 @@ impl AreaSampler {
     /// [`AreaSampler::finish`] to report, and the tick is skipped.
     pub fn sample(&mut self) {
         let t = self.t0.elapsed().as_nanos() as u64;
-        let swaps = match swaplab_host::swap::read_swaps() {
+        let swaps = match super::read_swaps() {
             Ok(s) => s,
             Err(e) => {
                 self.error.get_or_insert_with(|| e.to_string());
