@@ -261,8 +261,8 @@ pub fn validate_table(r: &ValidateResult) -> Table {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use serde::Deserialize;
     use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
+    use serde::Deserialize;
 
     fn prediction(policy: &str, majflt: u64, measured: f64) -> PolicyPrediction {
         PolicyPrediction {
