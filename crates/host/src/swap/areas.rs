@@ -182,7 +182,7 @@ impl AreaSampler {
             if area.first_fill_ns.is_none() && s.used_bytes > area.used0 {
                 area.first_fill_ns = Some(t_ns.saturating_sub(t_first));
             }
-            if area.seen_samples.is_multiple_of(area.stride) {
+            if area.seen_samples % area.stride == 0 {
                 let p = area.point(t_ns, &s);
                 area.points.push(p);
                 if area.points.len() >= MAX_POINTS {
