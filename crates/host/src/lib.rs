@@ -67,6 +67,7 @@ pub mod signals;
 pub mod swap;
 pub mod sysctl;
 pub mod tracefs_mount;
+pub mod undo;
 pub mod util;
 
 pub use error::{Error, Result};

@@ -24,7 +24,7 @@ use std::time::Duration;
 use super::kmod::{self, ModuleState};
 use super::{ActiveSwap, DelayBacking, SwapSpec};
 use crate::error::{Error, Result};
-use crate::journal::{Journal, Undo};
+use crate::undo::{Record, Undo};
 use crate::util;
 
 /// Prefix of every device-mapper device swaplab creates.
@@ -75,7 +75,7 @@ pub fn check(on: Option<DelayBacking>) -> Result<DelayBacking> {
 }
 
 /// Loads a module unless it is there, journaling its unload first.
-pub(crate) fn load_module(journal: &mut Journal, name: &str, args: &[String]) -> Result<()> {
+pub(crate) fn load_module(journal: &mut dyn Record, name: &str, args: &[String]) -> Result<()> {
     if kmod::module_state(name) != ModuleState::Loadable {
         return Ok(());
     }
@@ -123,7 +123,7 @@ pub(crate) fn create_blank_file(path: &Path, size: u64) -> Result<()> {
 
 /// Writes a swap header on a device, journals its swapoff and swaps on it.
 pub(crate) fn swapon_device(
-    journal: &mut Journal,
+    journal: &mut dyn Record,
     dev: &Path,
     size: u64,
     prio: Option<u16>,
@@ -152,7 +152,7 @@ pub fn table(sectors: u64, dev: &Path, read_ns: u64, write_ns: u64) -> String {
 }
 
 /// Builds a `delay:` swap area (see the module doc), journaling each step.
-pub fn setup(journal: &mut Journal, state_dir: &Path, spec: &SwapSpec) -> Result<ActiveSwap> {
+pub fn setup(journal: &mut dyn Record, state_dir: &Path, spec: &SwapSpec) -> Result<ActiveSwap> {
     let SwapSpec::Delay {
         size,
         read_ns,

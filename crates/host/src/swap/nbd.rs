@@ -22,7 +22,7 @@ use super::delay::{create_blank_file, load_module, swapon_device, wait_for_node}
 use super::kmod;
 use super::{ActiveSwap, SwapSpec};
 use crate::error::{Error, Result};
-use crate::journal::{Journal, Undo};
+use crate::undo::{Record, Undo};
 use crate::util;
 
 /// The handle of swaplab's root qdisc on `lo` (hex, as tc shows it).
@@ -152,7 +152,7 @@ fn nbd_connected(id: u32) -> bool {
 }
 
 /// Builds an `nbd:` swap area (see the module doc), journaling each step.
-pub fn setup(journal: &mut Journal, state_dir: &Path, spec: &SwapSpec) -> Result<ActiveSwap> {
+pub fn setup(journal: &mut dyn Record, state_dir: &Path, spec: &SwapSpec) -> Result<ActiveSwap> {
     let SwapSpec::Nbd {
         size,
         rtt_ns,
