@@ -524,12 +524,12 @@ fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Resu
             results: res,
             machine: swaplab_host::procfs::Environment::capture().ok(),
         };
-        save_and_report(
+        crate::cmd::bench::save_and_report(
             &saved,
             a.save.as_deref(),
             a.report.as_deref(),
+            |p, r| Ok(save(p, r)?),
             sim_section,
-            save,
         )?;
     }
     Ok(())
