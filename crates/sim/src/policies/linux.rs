@@ -31,7 +31,7 @@
 //!   last only while swap has room; with no file pages, the active anon
 //!   list). The refault test runs after the reclaim that makes room for
 //!   the page, as the charge comes before `workingset_refault`.
-//! * **Reclaim** (`reclaim=batch`, the default): a miss that finds memory
+//! * **Reclaim** (`reclaim=batch`, an option): a miss that finds memory
 //!   full takes the oldest page reclaimed by the last reclaim; when none is
 //!   left, one direct reclaim runs, as a memory cgroup at its limit does
 //!   (`try_charge_memcg` → `try_to_free_mem_cgroup_pages` with
@@ -77,7 +77,7 @@
 //!   0 and the anon cost `A` large, so `ap = s(3A+1)/(2A+1) → 1.5 s` and
 //!   `fp = (200−s)(3A+1)/(A+1) → 3(200 − s)`: the anon share is `s / (400 −
 //!   s)`, 3/17 at the default swappiness 60 (`swappiness=N`).
-//! * **Reclaim** (`reclaim=page`, the model before batches, and always in
+//! * **Reclaim** (`reclaim=page`, the default, and always in
 //!   `linux-rrip`): one page per miss. While `inactive_is_low()`, the active
 //!   tail is deactivated as in step 4; then the inactive tail goes through
 //!   `folio_check_references()` as in step 3 until one page is reclaimed.
@@ -142,10 +142,10 @@ use std::collections::VecDeque;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "linux",
-    summary: "Linux 6.1 active/inactive anon LRU lists (PTE young bit, PG_referenced, refault activation, reclaim in batches of 32)",
+    summary: "Linux 6.1 active/inactive anon LRU lists (PTE young bit, PG_referenced, refault activation; reclaim a page a miss, or in batches of 32)",
     params: "ratio=N (inactive ratio, default int_sqrt(10*GB) or 1), refault=0|1 (default 1), \
-             reclaim=batch|page (default batch: 32 pages a reclaim with the kernel's scan balance; \
-             page: one page a miss, lists kept at the ratio), batch=N (pages a reclaim, default 32), \
+             reclaim=page|batch (default page: one page a miss, lists kept at the ratio; \
+             batch: 32 pages a reclaim with the kernel's scan balance), batch=N (pages a reclaim, default 32), \
              swappiness=N (1-200, default 60)",
     needs_future: false,
     build: |c| {
@@ -240,8 +240,8 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         let refault = c.params.int("refault", 1, 0, 1)? == 1;
         let batched = batch_params
             && match c.params.0.get("reclaim").map(String::as_str) {
-                None | Some("batch") => true,
-                Some("page") => false,
+                Some("batch") => true,
+                None | Some("page") => false,
                 Some(v) => {
                     return Err(SimError::BadParam(format!(
                         "reclaim={v}: expected batch or page"
@@ -926,7 +926,7 @@ mod tests {
         //     inactive head. 45 takes 5: I [40 .. 44 38 45], freed [6 .. 37 39].
         let mut t: Vec<u32> = (0..45).collect();
         t.extend([38, 45]);
-        let (victims, hits, p) = run_lists("linux:refault=0", 40, 46, &t);
+        let (victims, hits, p) = run_lists("linux:refault=0:reclaim=batch", 40, 46, &t);
         assert_eq!(victims, [0, 1, 2, 3, 4, 5]);
         assert_eq!(hits, [38]);
         assert_eq!(sizes(&p), (7, 0, 33));
@@ -937,7 +937,8 @@ mod tests {
         // second reclaims 30..37: freed [0 .. 37], and 40 takes 0. 41..44
         // take 1..4; 38 is still on the inactive list: an ordinary hit. 45
         // takes 5: I [38 .. 45], freed [6 .. 37].
-        let (victims, hits, p) = run_lists("linux:refault=0:swappiness=200", 40, 46, &t);
+        let (victims, hits, p) =
+            run_lists("linux:refault=0:swappiness=200:reclaim=batch", 40, 46, &t);
         assert_eq!(victims, [0, 1, 2, 3, 4, 5]);
         assert_eq!(hits, [38]);
         assert_eq!(sizes(&p), (8, 0, 32));
@@ -962,7 +963,7 @@ mod tests {
         //   allowed (a refault was activated since the last snapshot): A []
         //     and I [14 .. 19 0 .. 4].
         for refaulted in [false, true] {
-            let spec = PolicySpec::parse("linux:batch=4").unwrap();
+            let spec = PolicySpec::parse("linux:batch=4:reclaim=batch").unwrap();
             let cfg = PolicyConfig {
                 capacity: 20,
                 pages: 20,
@@ -1065,8 +1066,9 @@ mod tests {
         contract_all("linux");
         contract_all("linux:refault=0");
         contract_all("linux:ratio=5");
-        contract_all("linux:batch=1");
-        contract_all("linux:batch=100:swappiness=200");
+        contract_all("linux:batch=1:reclaim=batch");
+        contract_all("linux:reclaim=batch");
+        contract_all("linux:batch=100:swappiness=200:reclaim=batch");
         contract_all("linux:reclaim=page");
         contract_all("linux:reclaim=page:refault=0");
     }
