@@ -55,9 +55,7 @@ use swaplab_host::pagemap::{read_entries, PM_PRESENT, PM_SWAP};
 use swaplab_host::remote::{PidFd, MADV_PAGEOUT, MADV_WILLNEED};
 use swaplab_host::util::{format_size, parse_size};
 pub use swaplab_sim::prefetch::detector::PrefetchMode;
-use swaplab_sim::prefetch::detector::{
-    Detector, DetectorSpec, Unasked, DEFAULT_LAG, DEFAULT_MAX, DEFAULT_WINDOW, PAGEOUT_MAX,
-};
+use swaplab_sim::prefetch::detector::{Detector, DetectorSpec, Unasked, PAGEOUT_MAX};
 
 use crate::{Error, Result};
 
@@ -141,17 +139,18 @@ pub struct PrefetchSpec {
 impl PrefetchSpec {
     /// The defaults of a mode.
     pub fn new(mode: PrefetchMode) -> PrefetchSpec {
+        let d = DetectorSpec::defaults(mode, 0);
         PrefetchSpec {
             mode,
-            window: DEFAULT_WINDOW,
-            max: DEFAULT_MAX,
-            history: 32,
-            split: 4,
-            k: 3,
-            pageout: false,
-            pageout_auto: mode == PrefetchMode::Leap,
-            lag: DEFAULT_LAG,
-            minor: true,
+            window: d.window,
+            max: d.max,
+            history: d.history,
+            split: d.split,
+            k: d.k,
+            pageout: d.pageout,
+            pageout_auto: d.pageout_auto,
+            lag: d.lag,
+            minor: d.minor,
             log: false,
         }
     }
@@ -1309,6 +1308,7 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use swaplab_sim::prefetch::detector::{DEFAULT_LAG, DEFAULT_MAX, DEFAULT_WINDOW};
 
     #[test]
     fn specs_parse_and_print_back() {

@@ -64,6 +64,26 @@ pub struct DetectorSpec {
     pub page_size: u64,
 }
 
+impl DetectorSpec {
+    /// A mode's defaults (those of `swaplab run --prefetch MODE`), for
+    /// addresses in pages of `page_size` bytes.
+    pub fn defaults(mode: PrefetchMode, page_size: u64) -> DetectorSpec {
+        DetectorSpec {
+            mode,
+            window: DEFAULT_WINDOW,
+            max: DEFAULT_MAX,
+            history: 32,
+            split: 4,
+            k: 3,
+            pageout: false,
+            pageout_auto: mode == PrefetchMode::Leap,
+            lag: DEFAULT_LAG,
+            minor: true,
+            page_size,
+        }
+    }
+}
+
 /// One thread's access history and trend.
 #[derive(Debug, Default)]
 struct Stream {
@@ -611,19 +631,7 @@ mod tests {
             Some("stride") => PrefetchMode::Stride,
             m => panic!("{m:?}"),
         };
-        let mut s = DetectorSpec {
-            mode,
-            window: DEFAULT_WINDOW,
-            max: DEFAULT_MAX,
-            history: 32,
-            split: 4,
-            k: 3,
-            pageout: false,
-            pageout_auto: mode == PrefetchMode::Leap,
-            lag: DEFAULT_LAG,
-            minor: true,
-            page_size: PS,
-        };
+        let mut s = DetectorSpec::defaults(mode, PS);
         let mut max = None;
         for p in parts {
             let (k, v) = p.split_once('=').unwrap();
