@@ -16,6 +16,8 @@
 # after the time each configuration took (and each boot).
 # and exits non-zero when a test failed, a configuration did not report,
 # or a guest hung (killed after SWAPLAB_GUEST_TIMEOUT seconds, default 600).
+# SWAPLAB_GUEST_NICE (default 0) is the guests' nice value (scripts/test.sh
+# runs them at 19 beside the host's tests).
 #
 # Everything it downloads (the pinned kernel packages, virtme-ng in a venv)
 # is kept under target/kernels/, so a second run starts in seconds. The
@@ -52,15 +54,23 @@ K612_REL=6.12.95+deb12-amd64
 VIRTME_NG=virtme-ng==1.42
 GUEST_TIMEOUT=${SWAPLAB_GUEST_TIMEOUT:-600}
 KDIR=$ROOT/target/kernels
+# The guest tests' results, one folder per boot (scripts/test-summary.py
+# reads them; scripts/test.sh's summary counts them with the host's).
+GUEST_RESULTS=${SWAPLAB_GUEST_RESULTS:-$ROOT/target/test-results/guest}
 
 # ---------------------------------------------------------------- in the guest
 guest() {
   # $1 = kernel label, $2 = MGLRU settings to run ("off", "on" or
   # "off on"), $3 = tests run in every configuration, $4 = tests run in
-  # the first one only ('|'-separated, may be empty; each BINARY@FILTER,
-  # a crate's test binary and libtest's filter of its modules' tests),
-  # $5 = the swaplab binary.
-  local label=$1 mglrus=$2 tests=$3 once=$4 swaplab=$5
+  # the first one only ('|'-separated, may be empty; each NAME=BINARY@ARGS,
+  # a name for its results, a crate's test binary, and libtest's filter of
+  # its modules' tests and options, split on spaces), $5 = the swaplab binary, $6 = the folder (shared
+  # with the host, writable) for the results: one folder per configuration
+  # (MGLRU-KIND) with each binary's libtest JSON events, skips and exit
+  # status, as scripts/test-runner writes them on the host, read by
+  # scripts/test-summary.py.
+  local label=$1 mglrus=$2 tests=$3 once=$4 swaplab=$5 results=$6
+  local summary=$ROOT/scripts/test-summary.py
   local disk=/tmp/swaplab-disk
   mkdir -p "$disk" && mount -t ext4 /dev/vda "$disk" || { echo "RESULT kernel $label: no ext4 disk at /dev/vda"; return 1; }
   modprobe zram num_devices=1 2>/dev/null || true
@@ -77,12 +87,13 @@ guest() {
       t0=$(date +%s)
       spec="$kind:256M"
       [ "$kind" = file ] && spec="file:256M,path=$disk/swapfile"
-      export SWAPLAB_GUEST_SWAP=$spec SWAPLAB_SKIP_LOG=$disk/skips-$m-$kind.log
+      export SWAPLAB_GUEST_SWAP=$spec
       # One small `swaplab validate` cell (linux and mglru against the
       # kernel) runs in one configuration only: 6.12's swap file (6.12's
       # boot is the shortest of the three).
       if [ "$label" = 6.12 ] && [ "$kind" = file ]; then export SWAPLAB_GUEST_VALIDATE=1; else unset SWAPLAB_GUEST_VALIDATE; fi
-      : > "$SWAPLAB_SKIP_LOG"
+      local res=$results/$m-$kind
+      mkdir -p "$res"
       log=$disk/test-$m-$kind.log
       : > "$log"
       local run=$tests
@@ -91,15 +102,24 @@ guest() {
       # Not ':': the filters end in '::' (libtest's module paths).
       local IFS='|'
       for t in $run; do
-        echo "== $t" >> "$log"
-        "${t%@*}" "${t##*@}" --test-threads=1 >> "$log" 2>&1
+        local name=${t%%=*} bin=${t#*=}
+        echo "== $name: $bin" >> "$log"
+        # libtest's JSON events, as scripts/test-runner runs a test binary
+        # on the host (RUSTC_BOOTSTRAP lets a stable toolchain's binary
+        # take -Z unstable-options).
+        : > "$res/$name.skips"
+        local args
+        IFS=' ' read -ra args <<< "${bin##*@}"
+        RUSTC_BOOTSTRAP=1 SWAPLAB_SKIP_LOG=$res/$name.skips "${bin%@*}" "${args[@]}" --test-threads=1 \
+          -Z unstable-options --format json --report-time > "$res/$name.json" 2>> "$log"
+        echo $? > "$res/$name.status"
       done
       unset IFS
       # The smoke experiment: half the workload's peak, swap of this kind.
       echo "== smoke" >> "$log"
       if SWAPLAB_HOME=$disk/home SWAPLAB_STATE_DIR=$disk/state "$swaplab" run --mem-limit 50% \
            --swap "$spec" --json -- swaplab-workload traverse --size 48M --passes 2 > "$disk/smoke.json" 2>> "$log"; then
-        echo "test result: ok. 1 passed; 0 failed (smoke)" >> "$log"
+        python3 "$summary" --event "$res/smoke.json" "smoke: swaplab run, traverse 48M x2 at 50 %" ok
         python3 - "$disk/smoke.json" <<'PY' || true
 import json, sys
 r = json.load(open(sys.argv[1]))["runs"][0]
@@ -110,24 +130,20 @@ print("  smoke (traverse 48M x2 at 50%%, emulated: times not comparable): wall %
          r["metrics"].get("swapin_pages", {}).get("scope", "-"), g("refault_anon_pages"), g("peak_bytes"), g("swap_peak_bytes")))
 PY
       else
-        echo "test result: FAILED. 0 passed; 1 failed (smoke)" >> "$log"
+        python3 "$summary" --event "$res/smoke.json" "smoke: swaplab run, traverse 48M x2 at 50 %" failed \
+          "swaplab run failed: $(tail -5 "$log")"
       fi
-      lib=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ passed' | awk '{s+=$1} END {print s+0}')
-      failed=$(grep -E '^test result:' "$log" | grep -Eo '[0-9]+ failed' | awk '{s+=$1} END {print s+0}')
-      skipped=$(sort -u "$SWAPLAB_SKIP_LOG" | grep -c '^SKIP ' || true)
-      passed=$((lib - skipped))
-      # A test binary that crashed has no result line.
-      local ran; ran=$(grep -c '^test result:' "$log")
-      local want; want=$(( $(echo "$run" | tr ':' '\n' | grep -c .) + 1 ))
-      [ "$ran" -lt "$want" ] && failed=$((failed + want - ran))
-      if [ "$failed" -gt 0 ]; then
+      # The configuration's counts, and its failures with their output.
+      local counts; counts=$(python3 "$summary" --counts "$res")
+      if [ "$(echo "$counts" | wc -l)" -gt 1 ]; then
         echo "---- log of kernel $label mglru=$m swap=$kind"
-        grep -vE '^test .* ok$' "$log" | tail -120
+        echo "$counts" | head -n -1
+        tail -40 "$log"
       fi
       [ -f "$disk/guest-files.txt" ] && sed 's/^/  /' "$disk/guest-files.txt" && rm -f "$disk/guest-files.txt"
-      grep -h '^SKIP ' "$SWAPLAB_SKIP_LOG" | sed 's/^/  /'
+      cat "$res"/*.skips | grep '^SKIP ' | sed 's/^/  /'
       echo "  TIME kernel $label mglru=$m swap=$kind: $(( $(date +%s) - t0 )) s"
-      echo "RESULT kernel $label mglru=$m swap=$kind: $passed passed, $failed failed, $skipped skipped"
+      echo "RESULT kernel $label mglru=$m swap=$kind: $(echo "$counts" | tail -1)"
     done
   done
   sync
@@ -306,13 +322,26 @@ boot() {
   [ "${SWAPLAB_GUEST_VERBOSE:-}" = 1 ] && verbose=(--verbose)
   # The tests, or (--validate) the fidelity benchmark, whose results come
   # back through a folder the guest may write (9p, like the root).
-  local exec="$ROOT/scripts/kernels.sh --guest '$label' '$mglrus' '$tests' '$once' '$swaplab'" rw=()
+  # The tests' results (libtest's JSON events) come back the same way.
+  rm -rf "${GUEST_RESULTS:?}/$id"
+  mkdir -p "$GUEST_RESULTS/$id"
+  local exec="$ROOT/scripts/kernels.sh --guest '$label' '$mglrus' '$tests' '$once' '$swaplab' '$GUEST_RESULTS/$id'"
+  local rw=(--rwdir "$GUEST_RESULTS/$id")
   if [ -n "$VALIDATE_OUT" ]; then
     mkdir -p "$VALIDATE_OUT/$id"
     rw=(--rwdir "$VALIDATE_OUT/$id")
     exec="$ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
   fi
-  PATH="$KDIR/venv/bin:$KDIR/bin:$PATH" setsid "$KDIR/venv/bin/vng" "${verbose[@]}" --force-9p --disable-kvm \
+  # SWAPLAB_GUEST_NICE: the guest's weight against the host's other work
+  # (scripts/test.sh: 19, beside the host's tests). setsid gives vng a
+  # session, and so an autogroup, of its own; the scheduler shares the CPUs
+  # between autogroups, so the nice value that counts is the autogroup's,
+  # which the new session's first process sets (/proc/self/autogroup,
+  # sched(7)), and the processes' own where autogroups are off.
+  local nice=${SWAPLAB_GUEST_NICE:-0}
+  PATH="$KDIR/venv/bin:$KDIR/bin:$PATH" setsid bash -c \
+    'echo "$1" > /proc/self/autogroup 2>/dev/null; n=$1; shift; exec nice -n "$n" "$@"' nice "$nice" \
+    "$KDIR/venv/bin/vng" "${verbose[@]}" --force-9p --disable-kvm \
     --cpus "$GUEST_CPUS" --memory 2G --run "$vmlinux" "${rw[@]}" \
     --qemu-opts="-drive file=$DISK,if=virtio,format=raw" \
     --exec "$exec" \
@@ -353,8 +382,11 @@ boot_twice() {
 # as `cargo test --workspace` (so after scripts/test.sh's build nothing is
 # rebuilt; `-p swaplab` alone would resolve features differently and
 # rebuild half the workspace): the integration-test binaries (`it`, one a
-# crate) of the cli and host crates. Prints one BINARY@FILTER a line: the
-# cli's guest tests, then the host's doctor tests.
+# crate) of the cli and host crates. Prints one NAME=BINARY@ARGS a line
+# (ARGS: libtest's filter and options, split on spaces): the cli's guest
+# tests but MGLRU's switch, run in every configuration; the host's doctor
+# tests, once a kernel; the MGLRU switch, once a boot (it depends on the
+# boot's MGLRU state, not on the swap kind).
 test_binaries() {
   cargo test -q --workspace --test it --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json, os
 found = {}
@@ -365,7 +397,10 @@ for l in sys.stdin:
        and m["target"]["name"] == "it":
         found[os.path.basename(os.path.dirname(m["manifest_path"]))] = m["executable"]
 if not {"cli", "host"} <= set(found): sys.exit("built the tests of %s, not of cli and host" % sorted(found))
-print(found["cli"] + "@guest::"); print(found["host"] + "@doctor::")'
+mglru = "guest::mglru_switch_is_recorded_and_restored"
+print("cli.it=" + found["cli"] + "@guest:: --skip " + mglru)
+print("host.it=" + found["host"] + "@doctor::")
+print("cli.it.boot=" + found["cli"] + "@" + mglru + " --exact")'
 }
 
 # What the matrix needs on the host, installed and downloaded once.
@@ -402,7 +437,7 @@ main() {
   if [ "${#vmlinux[@]}" != "${#kernels[@]}" ]; then
     echo "could not set up the guest kernels (see above)"; exit 1
   fi
-  local bins tests once swaplab
+  local bins tests once perboot swaplab
   if [ -n "$VALIDATE_OUT" ]; then
     # The benchmark simulates in the guest: the release build.
     echo "== building swaplab (release)"
@@ -414,8 +449,8 @@ main() {
     # Every configuration: crates/cli/tests/it/guest.rs. Once a kernel: the
     # doctor's tests (they do not depend on MGLRU or the swap kind).
     mapfile -t bins < <(test_binaries)
-    [ "${#bins[@]}" = 2 ] || { echo "could not build the guest tests (cargo test --workspace --test it --no-run)"; exit 1; }
-    tests=${bins[0]}; once=${bins[1]}
+    [ "${#bins[@]}" = 3 ] || { echo "could not build the guest tests (cargo test --workspace --test it --no-run)"; exit 1; }
+    tests=${bins[0]}; once=${bins[1]}; perboot=${bins[2]}
     # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
     swaplab=$ROOT/target/debug/swaplab
   fi
@@ -445,8 +480,8 @@ main() {
     [ -n "$VALIDATE_OUT" ] && expect=$((expect - 1))
     rm -f "$KDIR/run/out-$id.txt" "$KDIR/run/guest-$id.log"
     mkdir -p "$KDIR/run"
-    local o=$once
-    [ "$first" = yes ] || o=
+    local o=$perboot
+    [ "$first" = yes ] && o="$perboot|$once"
     (
       trap cleanup EXIT
       trap 'cleanup; exit 130' INT TERM

@@ -285,7 +285,7 @@ fn perf_count(text: &str, event: &str) -> Option<f64> {
 }
 
 /// `swaplab run --json -- perf stat -e major-faults,minor-faults -x, -o
-/// OUT -- ARGS…` at a 32 MiB limit with the configuration's swap and
+/// OUT -- ARGS…` at a 16 MiB limit with the configuration's swap and
 /// page-cluster 0: the record's (majflt, minflt) and perf's.
 fn run_under_perf(g: &Guest, perf: &Path, args: &[&str]) -> ((f64, f64), (f64, f64)) {
     let out = g.dir.path().join("perf.txt");
@@ -295,7 +295,7 @@ fn run_under_perf(g: &Guest, perf: &Path, args: &[&str]) -> ((f64, f64), (f64, f
     let mut cmd = vec![
         "run",
         "--mem-limit",
-        "32M",
+        "16M",
         "--swap",
         &g.swap,
         "--page-cluster",
@@ -339,12 +339,13 @@ fn run_under_perf(g: &Guest, perf: &Path, args: &[&str]) -> ((f64, f64), (f64, f
 /// workload thrashes, so each of its (at most F) pages may be reclaimed
 /// and faulted back once when it wakes: 0 <= record - perf <= 2F for
 /// major + minor together, and <= F for major faults alone (a refault of
-/// perf's own page is the only extra major fault). Measured (6.12,
-/// zram): F = 1 017; the workload 32 796 major faults (64 MiB swept twice
-/// at 32 MiB, no swap readahead) and 9 298 minor ones (fewer than its
-/// 16 384 pages: Debian's kernels have transparent huge pages `always`,
-/// one fault maps 512 pages); the record counted 131 major and 1 087
-/// faults in all more than perf.
+/// perf's own page is the only extra major fault). The workload sweeps
+/// 32 MiB twice at 16 MiB without swap readahead: its second pass faults
+/// most of its 8 192 pages back in, one major fault each (its minor
+/// faults are fewer than its pages: Debian's kernels have transparent
+/// huge pages `always`, one fault maps 512 pages). It was 64 MiB at
+/// 32 MiB, the same check with four times the faults: under emulation
+/// the guests' longest test, about 130 s of each configuration's 280.
 #[test]
 fn v2_faults_agree_with_perf_stat() {
     let test = &test_name!();
@@ -373,14 +374,14 @@ fn v2_faults_agree_with_perf_stat() {
     let ((maj, min), (pmaj, pmin)) = run_under_perf(
         &g,
         &perf,
-        &[&workload, "traverse", "--size", "64M", "--passes", "2"],
+        &[&workload, "traverse", "--size", "32M", "--passes", "2"],
     );
     eprintln!(
-        "traverse 64M x2 at 32M: record majflt {maj} minflt {min}; perf stat major-faults {pmaj} minor-faults {pmin}; tolerance: perf's own {own}, x2"
+        "traverse 32M x2 at 16M: record majflt {maj} minflt {min}; perf stat major-faults {pmaj} minor-faults {pmin}; tolerance: perf's own {own}, x2"
     );
     assert!(
-        pmaj > 10_000.0,
-        "the workload did not swap: {pmaj} major faults"
+        pmaj > 4_096.0,
+        "the workload did not swap: {pmaj} major faults, not even half its 8 192 pages"
     );
     assert!(pmin > 0.0, "perf stat counted no minor faults");
     assert!(
