@@ -54,7 +54,7 @@ fn each_pattern_makes_the_vmas_the_kernel_reports() {
     let v = ok_json(
         dir.path(),
         &[
-            "bench", "vma", "--ops", "16384", "--repeat", "1", "--points", "64", "--json",
+            "bench", "vma", "--ops", "16384", "--repeat", "3", "--points", "64", "--json",
         ],
     );
     assert_eq!(max_map_count(), before);
@@ -100,7 +100,8 @@ fn each_pattern_makes_the_vmas_the_kernel_reports() {
         "64 points + the start"
     );
     // the slab grows by about the VMAs created (system-wide: a margin for
-    // the rest of the machine)
+    // the rest of the machine, and the median of three runs, since one
+    // run beside a build once counted 1.29 objects a VMA for `random`)
     if !swaplab_testkit::is_root() {
         return skip(
             test,
