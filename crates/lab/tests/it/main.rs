@@ -16,5 +16,6 @@ mod preload;
 mod refs;
 mod sim_sites;
 mod swap_areas;
+mod swap_tiers;
 mod symbolize;
 mod trace;

@@ -17,6 +17,10 @@
 //! swap-out (placement is bookkeeping, not a delay), so `rules=none` costs
 //! what the fast device alone costs. `rules=run+refault` (default), `run`, or `none` (all
 //! fast: the fast device alone).
+//!
+//! `rules=prio:fast=SIZE` is the baseline instead: the kernel's own tiering
+//! of two swap areas by priority (the fast device until its SIZE is full,
+//! then the slow one), modelled in [`super::tiers`].
 use super::{DevStats, Device, DeviceSpec, HybridStats, Io};
 use crate::engine::SimError;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -24,9 +28,11 @@ use rustc_hash::{FxHashMap, FxHashSet};
 pub const INFO: super::DeviceInfo = super::DeviceInfo {
     name: "hybrid",
     summary: "hybrid:FAST+DISK (e.g. hybrid:ssd+hdd): runs of adjacent evicted pages to the disk, \
-              scattered and refaulted ones to the fast device",
-    params: "rules=run+refault|run|none run=4 (pages, 2..=1024) batch=32 (pages placed together)",
-    source: "HybridSwap, Liu et al., ISPASS 2013",
+              scattered and refaulted ones to the fast device; or rules=prio: the kernel's \
+              priority tiering (the fast device until its fast=SIZE is full, then the disk)",
+    params: "rules=run+refault|run|none run=4 (pages, 2..=1024) batch=32 (pages placed together); \
+             rules=prio fast=SIZE (the fast area's size, e.g. 16M) cluster=512 (slots, 1..)",
+    source: "HybridSwap, Liu et al., ISPASS 2013; rules=prio: mm/swapfile.c (folio_alloc_swap)",
     build: |_| {
         Err(SimError::BadParam(
             "write a hybrid as hybrid:ssd+hdd[:rules=run+refault:run=4:batch=32]".into(),
@@ -36,8 +42,18 @@ pub const INFO: super::DeviceInfo = super::DeviceInfo {
 
 pub(crate) fn build(spec: &DeviceSpec) -> Result<Box<dyn Device>, SimError> {
     let p = &spec.params;
-    p.allow_for("device", "hybrid", &["rules", "run", "batch"])?;
     let rules = p.0.get("rules").map_or("run+refault", String::as_str);
+    check_parts(spec)?;
+    if rules.trim() == "prio" {
+        return super::tiers::build(spec);
+    }
+    if p.0.contains_key("fast") {
+        return Err(SimError::BadParam(format!(
+            "fast= is the fast area's size, only with rules=prio (rules={rules} places pages \
+             by their runs and refaults, not by capacity)"
+        )));
+    }
+    p.allow_for("device", "hybrid", &["rules", "run", "batch"])?;
     let (mut by_run, mut by_refault) = (false, false);
     for r in rules.split('+') {
         match r.trim() {
@@ -47,7 +63,7 @@ pub(crate) fn build(spec: &DeviceSpec) -> Result<Box<dyn Device>, SimError> {
             _ => {
                 return Err(SimError::BadParam(format!(
                     "rules={rules}: expected rules joined by '+' from run, refault (or none), \
-                     e.g. rules=run+refault"
+                     e.g. rules=run+refault, or rules=prio alone (the kernel's priority tiering)"
                 )))
             }
         }
@@ -57,20 +73,6 @@ pub(crate) fn build(spec: &DeviceSpec) -> Result<Box<dyn Device>, SimError> {
             "rules={rules}: refault only keeps pages off the disk that rule run would send there: \
              write rules=run+refault"
         )));
-    }
-    if spec.parts.len() != 2 {
-        return Err(SimError::BadParam(
-            "a hybrid names two devices, e.g. hybrid:ssd+hdd".into(),
-        ));
-    }
-    for part in &spec.parts {
-        if !["ssd", "hdd", "remote"].contains(&part.name.as_str()) {
-            return Err(SimError::BadParam(format!(
-                "a hybrid's parts are ssd, hdd or remote, not '{}' (zram keeps its pages in RAM, \
-                 which a hybrid does not model)",
-                part.name
-            )));
-        }
     }
     Ok(Box::new(Hybrid {
         fast: spec.parts[0].build()?,
@@ -87,6 +89,25 @@ pub(crate) fn build(spec: &DeviceSpec) -> Result<Box<dyn Device>, SimError> {
         fast_writes: 0,
         disk_writes: 0,
     }))
+}
+
+/// Two devices, each ssd, hdd or remote.
+fn check_parts(spec: &DeviceSpec) -> Result<(), SimError> {
+    if spec.parts.len() != 2 {
+        return Err(SimError::BadParam(
+            "a hybrid names two devices, e.g. hybrid:ssd+hdd".into(),
+        ));
+    }
+    for part in &spec.parts {
+        if !["ssd", "hdd", "remote"].contains(&part.name.as_str()) {
+            return Err(SimError::BadParam(format!(
+                "a hybrid's parts are ssd, hdd or remote, not '{}' (zram keeps its pages in RAM, \
+                 which a hybrid does not model)",
+                part.name
+            )));
+        }
+    }
+    Ok(())
 }
 
 pub(crate) struct Hybrid {
@@ -198,6 +219,7 @@ impl Device for Hybrid {
             } else {
                 self.disk_writes as f64 / all as f64
             },
+            slow_from_write: None,
         })
     }
 }

@@ -28,6 +28,7 @@ pub mod hybrid;
 pub mod profile;
 pub mod remote;
 pub mod ssd;
+pub mod tiers;
 pub mod zram;
 
 pub use profile::DeviceProfile;
@@ -91,6 +92,10 @@ pub struct HybridStats {
     /// Share of the writes that an SSD-only swap would have taken and the
     /// disk took: `disk_writes / (fast_writes + disk_writes)`.
     pub fast_writes_saved: f64,
+    /// `rules=prio`: the write (counted from 1 over both devices) that was
+    /// the second device's first, when the lower tier started filling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_from_write: Option<u64>,
 }
 
 pub trait Device: Send {

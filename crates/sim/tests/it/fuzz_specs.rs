@@ -48,6 +48,8 @@ const DEVICES: &[&str] = &[
     "hybrid:ssd+hdd",
     "hybrid:ssd+hdd:rules=run+refault",
     "hybrid:ssd+hdd:run=2:batch=4",
+    "hybrid:ssd+hdd:rules=prio:fast=64K",
+    "hybrid:ssd+remote:rules=prio:fast=32K:cluster=4",
 ];
 const FAULT_PATHS: &[&str] = &[
     "kernel",
@@ -78,6 +80,9 @@ const PIECES: &[&str] = &[
     "gbit",
     "ratio",
     "rules",
+    "prio",
+    "fast",
+    "cluster",
     "ssd",
     "hdd",
     "hybrid",
