@@ -18,7 +18,7 @@
 //! page for `bits=1`, a byte per page otherwise; 4 bytes per frame. (Bitmaps
 //! stay in cache on large traces, which is where the speed comes from.)
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::prefetch;
+use crate::util::{page_array, prefetch};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "clock",
@@ -33,7 +33,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             Box::new(Clock {
                 // Residency and reference bits interleaved: words 2k and
                 // 2k + 1 cover pages 64k..64k + 63, in one cache line.
-                pages: RefBit(vec![0; 2 * c.pages.div_ceil(64)]),
+                pages: RefBit(page_array(0, 2 * c.pages.div_ceil(64))),
                 frames,
                 cap: c.capacity,
                 hand: 0,
@@ -42,8 +42,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
         } else {
             Box::new(Clock {
                 pages: Counter {
-                    resident: vec![0; c.pages.div_ceil(64)],
-                    count: vec![0; c.pages],
+                    resident: page_array(0, c.pages.div_ceil(64)),
+                    count: page_array(0, c.pages),
                     max: ((1u16 << bits) - 1) as u8,
                 },
                 frames,
@@ -162,6 +162,9 @@ impl PageState for Counter {
     }
 }
 
+/// Frames ahead of the hand whose page state a sweep prefetches.
+const SWEEP_AHEAD: usize = 8;
+
 struct Clock<S> {
     pages: S,
     /// Page in each frame.
@@ -189,6 +192,14 @@ impl<S: PageState> Policy for Clock<S> {
         let n = self.frames.len();
         let mut h = self.hand;
         let victim = loop {
+            // The hand's frames hold pages in no order: each step reads
+            // one page's counter at random. Prefetching the page
+            // SWEEP_AHEAD frames on overlaps those reads (one step per
+            // frame; on a Zipf trace of 20 M pages the unprefetched read
+            // was two thirds of CLOCK's own time).
+            let a = h + SWEEP_AHEAD;
+            self.pages
+                .prefetch(self.frames[if a >= n { a % n } else { a }]);
             let v = self.frames[h];
             if self.pages.pass(v) {
                 break v;
@@ -209,6 +220,16 @@ impl<S: PageState> Policy for Clock<S> {
     #[inline]
     fn prefetch(&self, id: u32) {
         self.pages.prefetch(id);
+    }
+    /// The page `ahead` frames past the hand: a victim a few misses from
+    /// now, unless it is referenced before.
+    #[inline]
+    fn victim_ahead(&self, ahead: usize) -> Option<u32> {
+        let n = self.frames.len();
+        if n < self.cap || n == 0 {
+            return None;
+        }
+        Some(self.frames[(self.hand + ahead) % n])
     }
     fn can_remove(&self) -> bool {
         true

@@ -25,7 +25,7 @@
 //! standard bench trace and with 1/8 of the pages resident (`LazyLists`,
 //! with 8-byte queue entries, took 12 and 8).
 use crate::policy::{Access, Policy, PolicyInfo, Req};
-use crate::util::prefetch;
+use crate::util::{page_array, prefetch};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "lru",
@@ -36,7 +36,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
         c.params.allow("lru", &[])?;
         let frames = c.capacity.min(c.pages);
         Ok(Box::new(Lru {
-            pos: vec![NONE; c.pages],
+            pos: page_array(NONE, c.pages),
             q: Vec::with_capacity(max_queue(frames) + 1),
             head: 0,
             live: 0,
@@ -150,6 +150,16 @@ impl Policy for Lru {
     #[inline]
     fn prefetch(&self, id: u32) {
         prefetch(self.pos.as_ptr().wrapping_add(id as usize));
+    }
+    /// The queue entry `ahead` past the head: the least recently used
+    /// pages are the next victims (the entry may be stale, then the guess
+    /// is wasted, never wrong).
+    #[inline]
+    fn victim_ahead(&self, ahead: usize) -> Option<u32> {
+        if self.live < self.cap {
+            return None;
+        }
+        self.q.get(self.head + ahead).copied()
     }
     fn can_remove(&self) -> bool {
         true
