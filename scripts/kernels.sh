@@ -16,8 +16,8 @@
 # after the time each configuration took (and each boot).
 # and exits non-zero when a test failed, a configuration did not report,
 # or a guest hung (killed after SWAPLAB_GUEST_TIMEOUT seconds, default 600).
-# SWAPLAB_GUEST_NICE (default 0) is the guests' nice value (scripts/test.sh
-# runs them at 19 beside the host's tests).
+# SWAPLAB_GUEST_NICE (default 0) is the guests' nice value, for running
+# them beside other work (19: the lowest weight).
 #
 # Everything it downloads (the pinned kernel packages, virtme-ng in a venv)
 # is kept under target/kernels/, so a second run starts in seconds. The
@@ -333,7 +333,7 @@ boot() {
     exec="$ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
   fi
   # SWAPLAB_GUEST_NICE: the guest's weight against the host's other work
-  # (scripts/test.sh: 19, beside the host's tests). setsid gives vng a
+  # (docs/decisions.md: not beside the host's tests). setsid gives vng a
   # session, and so an autogroup, of its own; the scheduler shares the CPUs
   # between autogroups, so the nice value that counts is the autogroup's,
   # which the new session's first process sets (/proc/self/autogroup,

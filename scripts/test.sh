@@ -101,39 +101,6 @@ else
 fi
 
 phase "cargo test"
-# The guest kernels start before the host's tests and run beside them and
-# the python phase, in the background: three one-vCPU guests under TCG
-# are CPU-bound, while `cargo test` keeps about one core of the two busy
-# on average (its swapping tests wait on the disk, its servers on the
-# network). The guests get the CPU the tests leave idle and no more: their
-# autogroup (qemu runs under setsid, a session of its own, and the
-# scheduler shares the CPUs between autogroups, not processes) is set to
-# nice 19 (SWAPLAB_GUEST_NICE; /proc/PID/autogroup), a weight of 15
-# against the tests' 1024, so the tests that measure the machine (memory
-# pressure, kswapd, timings) see it as quiet. Their timeout grows to match
-# (SWAPLAB_GUEST_TIMEOUT). The build step of scripts/kernels.sh (a no-op
-# after the build phase) is waited for, so that it does not queue behind
-# cargo test for cargo's lock.
-echo "== guest kernels (scripts/kernels.sh, in the background at nice 19): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
-klog=target/kernels.log
-: > "$klog"
-kernels_pid=
-if [ "$kernels" = 0 ]; then
-  echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" > "$klog"
-else
-  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
-  cat target/kernels-prepare.log
-  k0=$(date +%s)
-  SWAPLAB_GUEST_NICE=${SWAPLAB_GUEST_NICE:-19} SWAPLAB_GUEST_TIMEOUT=${SWAPLAB_GUEST_TIMEOUT:-1500} \
-    scripts/kernels.sh > "$klog" 2>&1 &
-  kernels_pid=$!
-  for _ in $(seq 300); do
-    grep -q '^== booting\|^could not' "$klog" && break
-    kill -0 "$kernels_pid" 2>/dev/null || break
-    sleep 1
-  done
-fi
-
 echo "== cargo test (workspace, every test binary even after a failure; a line of counts per binary)"
 # Each test binary through scripts/test-runner (libtest's JSON events into
 # target/test-results/cargo), the doc tests through a rustdoc that may
@@ -148,7 +115,33 @@ RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --no-fail-fast --doc --
 echo $? > "$results/cargo/doc-tests.status"
 python3 scripts/test-summary.py --one "$results/cargo/doc-tests.json"
 
-phase python
+# The guest kernels and the python phase run side by side: three one-vCPU
+# guests under TCG keep both cores busy, while maturin's compile of one
+# crate and pytest use about one core, so the python phase costs the
+# guests about half its length instead of all of it. Beside `cargo test`
+# they made the host's tests slower by more than they gained, even at the
+# lowest CPU weight (docs/decisions.md). The guests are started first and
+# their build step (a no-op after the build phase) is waited for, so that
+# it does not queue behind maturin's build for cargo's lock.
+phase "python and guest kernels"
+echo "== guest kernels (scripts/kernels.sh, in the background): 6.1 MGLRU off/on and 6.12, each with a swapfile and zram"
+klog=target/kernels.log
+: > "$klog"
+kernels_pid=
+if [ "$kernels" = 0 ]; then
+  echo "SKIP guest kernels: SWAPLAB_KERNELS=0 (CI never skips them)" > "$klog"
+else
+  wait "$prep_pid" || echo "(scripts/kernels.sh --prepare failed: it runs again now)"
+  cat target/kernels-prepare.log
+  k0=$(date +%s)
+  scripts/kernels.sh > "$klog" 2>&1 &
+  kernels_pid=$!
+  for _ in $(seq 300); do
+    grep -q '^== booting\|^could not' "$klog" && break
+    kill -0 "$kernels_pid" 2>/dev/null || break
+    sleep 1
+  done
+fi
 echo "== python: build the package into target/pyenv (maturin develop) and run its tests (pytest)"
 p0=$(date +%s)
 pylog=target/pytest.log
@@ -165,7 +158,6 @@ else
   check "python: the package set up (maturin develop)" failed "the Python package could not be set up (see above)"
 fi
 echo "   (python: $(( $(date +%s) - p0 )) s)"
-phase "guest kernels (the rest)"
 echo "== guest kernels (scripts/kernels.sh): waiting for them"
 kstatus=0
 if [ -n "$kernels_pid" ]; then
