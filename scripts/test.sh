@@ -7,8 +7,9 @@
 # target/test-results: libtest's JSON events of each Rust test binary
 # (host: scripts/test-runner; guests: scripts/kernels.sh), pytest's JUnit
 # XML, and the harness's own checks as events of the same JSON format;
-# scripts/test-summary.py reads them into the summary. A test skips only for a missing facility (crates/testkit); on CI
-# (CI=true) a facility this machine kind has (cgroup v1 memory, swap files,
+# scripts/test-summary.py reads them into the summary. A test skips only
+# for a missing facility (crates/testkit); on CI (CI=true) a facility this
+# machine kind has (cgroup v1 memory, swap files,
 # zram, perf, pagemap, process_madvise, tracefs, root, the browser for
 # report checks) fails instead.
 # The system state that tests may touch (swap areas, swaplab cgroups, zram,
