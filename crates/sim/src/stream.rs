@@ -57,27 +57,11 @@ mod tests {
     use crate::policies::REGISTRY;
     use crate::simulate;
     use swaplab_trace::native::{write_source, ROWS_PER_GROUP};
-    use swaplab_trace::{DenseTrace, Ref, RefBatch, RefSource, Source};
-
-    struct Refs(Vec<Ref>, usize);
-    impl RefSource for Refs {
-        fn next_batch(&mut self, b: &mut RefBatch, max: usize) -> swaplab_trace::Result<bool> {
-            b.clear();
-            let end = (self.1 + max).min(self.0.len());
-            for r in &self.0[self.1..end] {
-                b.push(*r);
-            }
-            self.1 = end;
-            Ok(!b.is_empty())
-        }
-        fn source(&self) -> Source {
-            Source::Unknown
-        }
-    }
+    use swaplab_trace::{DenseTrace, Ref, VecSource};
 
     fn write(dir: &std::path::Path, refs: Vec<Ref>) -> std::path::PathBuf {
         let p = dir.join("t.parquet");
-        write_source(&mut Refs(refs, 0), &p, |_| {}).unwrap();
+        write_source(&mut VecSource::new(refs), &p, |_| {}).unwrap();
         p
     }
 

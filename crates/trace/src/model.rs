@@ -121,6 +121,36 @@ pub trait RefSource {
     }
 }
 
+/// References held in memory, as a [`RefSource`] (writing a trace built in
+/// memory with [`write_source`](crate::native::write_source), and the
+/// tests).
+#[derive(Debug, Clone, Default)]
+pub struct VecSource {
+    refs: Vec<Ref>,
+    next: usize,
+}
+
+impl VecSource {
+    pub fn new(refs: Vec<Ref>) -> VecSource {
+        VecSource { refs, next: 0 }
+    }
+}
+
+impl RefSource for VecSource {
+    fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> crate::Result<bool> {
+        batch.clear();
+        let end = (self.next + max).min(self.refs.len());
+        for r in &self.refs[self.next..end] {
+            batch.push(*r);
+        }
+        self.next = end;
+        Ok(!batch.is_empty())
+    }
+    fn source(&self) -> Source {
+        Source::Unknown
+    }
+}
+
 /// Where a trace came from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]

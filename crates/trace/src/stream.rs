@@ -437,23 +437,7 @@ fn spill_next_use<Q: ChunkReader + 'static>(
 mod tests {
     use super::*;
     use crate::native::write_source;
-    use crate::{DenseTrace, Ref, Source};
-
-    struct Refs(Vec<Ref>, usize);
-    impl RefSource for Refs {
-        fn next_batch(&mut self, b: &mut RefBatch, max: usize) -> Result<bool> {
-            b.clear();
-            let end = (self.1 + max).min(self.0.len());
-            for r in &self.0[self.1..end] {
-                b.push(*r);
-            }
-            self.1 = end;
-            Ok(!b.is_empty())
-        }
-        fn source(&self) -> Source {
-            Source::Unknown
-        }
-    }
+    use crate::{DenseTrace, Ref, VecSource};
 
     fn refs(n: usize, pages: u64, seed: u64) -> Vec<Ref> {
         use rand::{Rng, SeedableRng};
@@ -477,7 +461,7 @@ mod tests {
 
     fn write(dir: &Path, refs: &[Ref]) -> PathBuf {
         let p = dir.join("t.parquet");
-        write_source(&mut Refs(refs.to_vec(), 0), &p, |_| {}).unwrap();
+        write_source(&mut VecSource::new(refs.to_vec()), &p, |_| {}).unwrap();
         p
     }
 
