@@ -456,26 +456,12 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         run_pairs(&t, &specs, &sizes, a.seed)?
     };
     out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
-    if a.save.is_some() || a.report.is_some() {
-        use swaplab_study::sim::section::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
-        let saved = SavedSim {
-            kind: SIM_KIND.into(),
-            command: crate::cmd::report::argv(),
-            trace: TraceInfo::of(path, &t),
-            seed: a.seed,
-            sizes,
-            results: res,
-            machine: swaplab_host::procfs::Environment::capture().ok(),
-        };
-        crate::cmd::bench::save_and_report(
-            &saved,
-            a.save.as_deref(),
-            a.report.as_deref(),
-            |p, r| Ok(save(p, r)?),
-            sim_section,
-        )?;
-    }
-    Ok(())
+    save_sim(
+        &a,
+        swaplab_study::sim::section::TraceInfo::of(path, &t),
+        sizes,
+        res,
+    )
 }
 
 /// `sim --stream`: every (policy, size) over one streamed read of a native trace.
@@ -508,31 +494,47 @@ fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Resu
     pb.finish_and_clear();
     let res = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
     out::print(a.out.format(), &sim_rows(&res, meta.page_size), &res)?;
-    if a.save.is_some() || a.report.is_some() {
-        use swaplab_study::sim::section::{save, sim_section, SavedSim, TraceInfo, SIM_KIND};
-        let saved = SavedSim {
-            kind: SIM_KIND.into(),
-            command: crate::cmd::report::argv(),
-            trace: TraceInfo {
-                path: path.to_path_buf(),
-                references: meta.count,
-                distinct_pages: meta.distinct_pages,
-                page_size: meta.page_size,
-            },
-            seed: a.seed,
-            sizes,
-            results: res,
-            machine: swaplab_host::procfs::Environment::capture().ok(),
-        };
-        crate::cmd::bench::save_and_report(
-            &saved,
-            a.save.as_deref(),
-            a.report.as_deref(),
-            |p, r| Ok(save(p, r)?),
-            sim_section,
-        )?;
+    save_sim(
+        a,
+        swaplab_study::sim::section::TraceInfo {
+            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+            references: meta.count,
+            distinct_pages: meta.distinct_pages,
+            page_size: meta.page_size,
+        },
+        sizes,
+        res,
+    )
+}
+
+/// `--save` / `--report` of a simulation (in memory or streamed): the
+/// saved result and its report section.
+fn save_sim(
+    a: &SimArgs,
+    trace: swaplab_study::sim::section::TraceInfo,
+    sizes: Vec<(String, u64)>,
+    results: Vec<swaplab_sim::SimResult>,
+) -> Result<()> {
+    if a.save.is_none() && a.report.is_none() {
+        return Ok(());
     }
-    Ok(())
+    use swaplab_study::sim::section::{save, sim_section, SavedSim, SIM_KIND};
+    let saved = SavedSim {
+        kind: SIM_KIND.into(),
+        command: crate::cmd::report::argv(),
+        trace,
+        seed: a.seed,
+        sizes,
+        results,
+        machine: swaplab_host::procfs::Environment::capture().ok(),
+    };
+    crate::cmd::bench::save_and_report(
+        &saved,
+        a.save.as_deref(),
+        a.report.as_deref(),
+        |p, r| Ok(save(p, r)?),
+        sim_section,
+    )
 }
 
 /// A hint file's ranges for the trace at `path` (loaded as `t`): site
