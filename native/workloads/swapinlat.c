@@ -99,6 +99,10 @@ static uint64_t resident(char *p, uint64_t pages, unsigned char *vec)
     return n;
 }
 
+/* v1: how far above the group's unevictable memory drop_cache lowers the
+ * limit (room for the pages this process faults in before it restores it). */
+#define DROP_MARGIN_KIB 256
+
 struct cg {
     char dir[4096];
     int v2;
@@ -119,11 +123,28 @@ static int drop_cache(const struct cg *c, uint64_t bytes)
         int e = write_file(path, v);
         return e == -EAGAIN ? 0 : e; /* EAGAIN: reclaimed less than asked */
     }
+    /* As low as the kernel accepts, but a margin above what it can never
+     * reclaim (the mlocked buffers): between lowering the limit and
+     * restoring it this process runs, and the code and stack pages it
+     * faults back in must find room. Squeezed to 64 KiB, a limit the
+     * kernel accepted with only the locked pages left made that fault a
+     * memory-cgroup OOM (seen once in CI, on a swap file). */
+    uint64_t floor_kib = 64;
+    snprintf(path, sizeof path, "%s/memory.stat", c->dir);
+    FILE *st = fopen(path, "r");
+    if (st) {
+        char k[128];
+        unsigned long long v;
+        while (fscanf(st, "%127s %llu", k, &v) == 2)
+            if (!strcmp(k, "unevictable")) {
+                floor_kib = (v >> 10) + DROP_MARGIN_KIB;
+                break;
+            }
+        fclose(st);
+    }
     snprintf(path, sizeof path, "%s/memory.limit_in_bytes", c->dir);
     int e = -EBUSY;
-    /* As low as the kernel accepts: what stays charged (the mlocked
-     * buffers, page tables, the stack) is all that may stay resident. */
-    for (uint64_t kib = 64; kib <= 64 * 1024 && e == -EBUSY; kib *= 2) {
+    for (uint64_t kib = floor_kib; kib <= floor_kib + 64 * 1024 && e == -EBUSY; kib *= 2) {
         char v[32];
         snprintf(v, sizeof v, "%llu", (unsigned long long)(kib << 10));
         e = write_file(path, v);

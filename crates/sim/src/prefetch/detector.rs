@@ -369,7 +369,14 @@ impl Detector {
         }
         let last = self.streams.get(&tid).and_then(|s| s.last);
         if let Some(head) = last.filter(|&h| (page - h) * r.dir < 0) {
-            let unseen = resident(head + r.dir, r.dir, limit);
+            // Unseen: the resident pages beyond the head (the end of the
+            // last pass), and the resident pages just before this one (the
+            // start of this pass, walked before it came to the paged-out
+            // part: seen in CI, a cyclic walk whose swapped part had
+            // drifted to the end of the array came back after "2,984
+            // pages" of a 3,096-page half limit).
+            let ahead = resident(head + r.dir, r.dir, limit);
+            let unseen = ahead + resident(page - r.dir, -r.dir, limit - ahead.min(limit));
             if since + unseen >= limit {
                 // Walked unseen: the clock catches up once (by all of
                 // them), so the next faults of this pass need no look.
@@ -1074,6 +1081,50 @@ mod tests {
         assert_eq!((started, regrets), (1, 0));
         assert!(out > 50, "pageout went on: {out} pages out");
         // Blind to the resident pages, the same walk looks like a regret.
+        assert_eq!(run(false).1, 1);
+    }
+
+    #[test]
+    fn pageout_auto_counts_the_resident_start_of_a_pass_too() {
+        // The same cyclic walk, with the swapped part at the end of the
+        // array (300..400): each pass walks 0..300 resident and unseen,
+        // then faults on 300..400 and pages them out behind it. It comes
+        // back to page 300 from page 399, the last one seen, with nothing
+        // beyond it: the walk it made unseen is the resident 300 pages
+        // before page 300, and pageout stays.
+        let run = |count_resident: bool| {
+            let mut d = limited("leap:window=16K:lag=8K", 300);
+            d.region_pages(400);
+            let mut out: std::collections::HashSet<i64> = (300..400).collect();
+            let mut faults = 0;
+            for _pass in 0..4 {
+                for p in 0..400i64 {
+                    if !out.remove(&p) {
+                        continue;
+                    }
+                    faults += 1;
+                    let mut resident = |from: i64, dir: i64, max: u64| {
+                        let mut n = 0;
+                        while count_resident
+                            && n < max
+                            && (0..400).contains(&(from + dir * n as i64))
+                            && !out.contains(&(from + dir * n as i64))
+                        {
+                            n += 1;
+                        }
+                        n
+                    };
+                    let r = d.access_with(1, p, false, &mut resident);
+                    for (lo, n) in r.pageout {
+                        out.extend(lo..lo + n as i64);
+                    }
+                }
+            }
+            (d.po.started, d.po.regrets, faults)
+        };
+        let (started, regrets, faults) = run(true);
+        assert_eq!((started, regrets), (1, 0));
+        assert!(faults > 250, "pageout stopped paging out: {faults} faults");
         assert_eq!(run(false).1, 1);
     }
 }
