@@ -99,9 +99,9 @@ static uint64_t resident(char *p, uint64_t pages, unsigned char *vec)
     return n;
 }
 
-/* v1: how far above the group's unevictable memory drop_cache lowers the
- * limit (room for the pages this process faults in before it restores it). */
-#define DROP_MARGIN_KIB 256
+/* v1: how far above what reclaim cannot take drop_cache lowers the limit
+ * (room for the pages this process faults in before it restores it). */
+#define DROP_MARGIN_KIB 512
 
 struct cg {
     char dir[4096];
@@ -123,25 +123,37 @@ static int drop_cache(const struct cg *c, uint64_t bytes)
         int e = write_file(path, v);
         return e == -EAGAIN ? 0 : e; /* EAGAIN: reclaimed less than asked */
     }
-    /* As low as the kernel accepts, but a margin above what it can never
-     * reclaim (the mlocked buffers): between lowering the limit and
-     * restoring it this process runs, and the code and stack pages it
-     * faults back in must find room. Squeezed to 64 KiB, a limit the
-     * kernel accepted with only the locked pages left made that fault a
-     * memory-cgroup OOM (seen once in CI, on a swap file). */
-    uint64_t floor_kib = 64;
+    /* As low as the kernel accepts, but a margin above what reclaim can
+     * never take: the group's usage less its LRU pages (what is left is
+     * the kernel's memory charged to it, page tables and slab, which v1
+     * counts in memory.usage_in_bytes, and nothing reclaimable; the
+     * mlocked buffers are on the unevictable list, also left). Between
+     * lowering the limit and restoring it this process runs, and the code
+     * and stack pages it faults back in must find room. Squeezed from
+     * 64 KiB up, a limit accepted with only that memory left made the
+     * fault a memory-cgroup OOM (CI, a 16M region; and every time here
+     * with 64M, whose page tables alone are 180 KiB). */
+    uint64_t lru = 0, usage = 0;
     snprintf(path, sizeof path, "%s/memory.stat", c->dir);
     FILE *st = fopen(path, "r");
     if (st) {
         char k[128];
         unsigned long long v;
         while (fscanf(st, "%127s %llu", k, &v) == 2)
-            if (!strcmp(k, "unevictable")) {
-                floor_kib = (v >> 10) + DROP_MARGIN_KIB;
-                break;
-            }
+            if (!strcmp(k, "inactive_anon") || !strcmp(k, "active_anon") ||
+                !strcmp(k, "inactive_file") || !strcmp(k, "active_file"))
+                lru += v;
         fclose(st);
     }
+    snprintf(path, sizeof path, "%s/memory.usage_in_bytes", c->dir);
+    st = fopen(path, "r");
+    if (st) {
+        unsigned long long v;
+        if (fscanf(st, "%llu", &v) == 1)
+            usage = v;
+        fclose(st);
+    }
+    uint64_t floor_kib = ((usage > lru ? usage - lru : 0) >> 10) + DROP_MARGIN_KIB;
     snprintf(path, sizeof path, "%s/memory.limit_in_bytes", c->dir);
     int e = -EBUSY;
     for (uint64_t kib = floor_kib; kib <= floor_kib + 64 * 1024 && e == -EBUSY; kib *= 2) {

@@ -63,7 +63,8 @@ fn calibrate_agrees_with_the_kernels_counters() {
         // process's own getrusage), and the cgroup counted at least those.
         // Above one per touch: the program's own pages, which the eviction
         // before the pass can take too (on v1 it squeezes the group to
-        // 256 KiB above its mlocked pages to drop the swap file's cache):
+        // 512 KiB above what reclaim cannot take, to drop the swap file's
+        // cache):
         // its code (file pages, read
         // back with a major fault: 4 097 for 4 096 touches was seen), and
         // its arrays (latencies and the random order, 4 bytes a page each:

@@ -81,6 +81,74 @@ fn gen_then_info_counts_what_was_generated() {
     assert!(s[1]["major_faults"].as_u64().unwrap() < lru["major_faults"].as_u64().unwrap());
 }
 
+/// `sim --stream --save/--report` saves what the in-memory simulation
+/// saves: the same faults, policy by policy and size by size (OPT's next
+/// uses computed in the backward pass), and the trace's absolute path; its
+/// saved file renders through `swaplab report` like any other.
+#[test]
+fn streamed_sim_saves_and_reports_like_the_in_memory_one() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    let t = p("z.parquet");
+    ok(&["gen", "zipf:pages=3000:alpha=0.8", "-n", "40000", "-o", &t]);
+    let args = ["--policy", "lru,clock,opt", "--mem", "5%,20%"];
+    let (m, s, h) = (p("m.json"), p("s.json"), p("s.html"));
+    ok(&[&["sim", &t][..], &args, &["--save", &m]].concat());
+    // From another directory, through a relative path.
+    let o = Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .current_dir(d.path())
+        .args(
+            [
+                &["sim", "z.parquet", "--stream"][..],
+                &args,
+                &["--save", &s, "--report", &h],
+            ]
+            .concat(),
+        )
+        .env("CI", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let read = |f: &str| json(&std::fs::read_to_string(f).unwrap());
+    let (m, s) = (read(&m), read(&s));
+    assert_eq!(s["kind"], m["kind"]);
+    let key = |r: &serde_json::Value| {
+        (
+            r["policy"].as_str().unwrap().to_string(),
+            r["capacity"].as_u64().unwrap(),
+            r["major_faults"].as_u64().unwrap(),
+            r["minor_faults"].as_u64().unwrap(),
+        )
+    };
+    let rows = |v: &serde_json::Value| {
+        let mut r: Vec<_> = v["results"].as_array().unwrap().iter().map(key).collect();
+        r.sort();
+        r
+    };
+    assert_eq!(rows(&s), rows(&m));
+    assert_eq!(rows(&s).len(), 6);
+    // At each size OPT misses least (its next uses came from the stream's
+    // backward pass, not from a trace in memory).
+    let rs = rows(&s);
+    for (pol, cap, maj, _) in &rs {
+        let opt = rs.iter().find(|r| r.0 == "opt" && r.1 == *cap).unwrap();
+        assert!(opt.2 <= *maj, "opt {} > {pol} {maj} at {cap} pages", opt.2);
+    }
+    let trace = std::fs::canonicalize(&t).unwrap();
+    assert_eq!(s["trace"]["path"].as_str().map(PathBuf::from), Some(trace));
+    assert_eq!(s["trace"]["references"], 40000);
+    assert_eq!(s["trace"]["distinct_pages"], m["trace"]["distinct_pages"]);
+    let html = std::fs::read_to_string(&h).unwrap();
+    assert!(
+        html.contains("<svg") && html.contains("clock"),
+        "{}",
+        &html[..html.len().min(400)]
+    );
+    let r = p("r.html");
+    ok(&["report", &p("s.json"), &p("m.json"), "-o", &r]);
+    assert!(std::fs::metadata(&r).unwrap().len() > 1000);
+}
+
 #[test]
 fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
     let (Some(bin), Some(csv)) = (
