@@ -25,8 +25,8 @@
 # kernels are missing) and nbd-server, nbd-client, dmsetup and tc on the
 # host (the guest runs the host's programs), installed with apt-get here
 # when missing. Times inside the guest are emulated (5–9× slower): the
-# tests check which device gets the traffic, and that a longer RTT takes
-# longer, never absolute times.
+# tests check which device gets the traffic, and that an RTT of 2 ms is
+# a floor of the remote device's mean read, never wall times.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD

@@ -640,7 +640,7 @@ fn v2_files_and_proactive_reclaim() {
 /// at the row's effective memory (an independent path: the CLI, not
 /// validate's code), OPT needs no more page loads than the kernel swapped
 /// in, and the system is as it was. The harness runs it in one
-/// configuration only (`SWAPLAB_GUEST_VALIDATE=1`: 6.12's swap file);
+/// configuration only (`SWAPLAB_GUEST_VALIDATE=1`: 6.1's swap file with MGLRU on);
 /// elsewhere it returns at once. A made-up device profile stands in for
 /// calibration (times under emulation are not compared).
 #[test]

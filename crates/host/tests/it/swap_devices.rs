@@ -444,10 +444,12 @@ fn devices_build_tier_and_restore() {
 
     // 2. Remote swap at two round-trip times: the same workload, swap on
     //    nbd only. Each request waits the RTT at least (netem's delay is a
-    //    floor), so at rtt=2ms the device's mean read time is 2 ms or more
-    //    and above rtt=0's. Wall times are printed, not compared: under
-    //    emulation the workload's own CPU time varies more than the RTTs
-    //    add up to (seen: 33.3 s at rtt=0, 25.7 s at 2ms).
+    //    floor), so at rtt=2ms the device's mean read time is 2 ms or more.
+    //    Nothing else is compared: under emulation the workload's own CPU
+    //    time varies more than the RTTs add up to (walls seen: 33.3 s at
+    //    rtt=0, 25.7 s at 2ms), and beside two other guests on two CPUs
+    //    nbd-server's queueing made rtt=0's mean read 9.7 ms against
+    //    2ms's 7.3 ms.
     let mut means = Vec::new();
     for rtt in ["0", "2ms"] {
         let mut s = session(state.path());
@@ -486,8 +488,7 @@ fn devices_build_tier_and_restore() {
         s.restore().unwrap();
         assert!(leftovers().is_empty(), "{:?}", leftovers());
     }
-    assert!(means[1] >= 2.0, "mean read at rtt=2ms: {} ms", means[1]);
-    assert!(means[1] > means[0], "mean read times {means:?}");
+    assert!(means[1] >= 2.0, "mean read at rtt=2ms: {means:?} ms");
 
     // 3. A crash with every device built: the journal outlives the
     //    session (leaked, its pid made a dead one); recovery undoes it all.
