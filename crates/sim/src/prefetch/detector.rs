@@ -1040,91 +1040,69 @@ mod tests {
         );
     }
 
+    /// Four passes of a cyclic walk over 400 pages under a limit of 300
+    /// (as traverse at 75 %), the pages of `swapped` out of memory at the
+    /// start: each pass faults only on the pages out of memory, and pages
+    /// out what the prefetcher asks for; the resident ones are walked
+    /// without a fault. `count_resident`: whether the detector can see
+    /// which pages are resident. Returns (pageout started, regrets, pages
+    /// out at the end, faults).
+    fn cyclic_walk(swapped: std::ops::Range<i64>, count_resident: bool) -> (u64, u64, usize, u64) {
+        let mut d = limited("leap:window=16K:lag=8K", 300);
+        d.region_pages(400);
+        let mut out: std::collections::HashSet<i64> = swapped.collect();
+        let mut faults = 0;
+        for _pass in 0..4 {
+            for p in 0..400i64 {
+                if !out.remove(&p) {
+                    continue; // resident: no fault
+                }
+                faults += 1;
+                let mut resident = |from: i64, dir: i64, max: u64| {
+                    let mut n = 0;
+                    while count_resident
+                        && n < max
+                        && (0..400).contains(&(from + dir * n as i64))
+                        && !out.contains(&(from + dir * n as i64))
+                    {
+                        n += 1;
+                    }
+                    n
+                };
+                let r = d.access_with(1, p, false, &mut resident);
+                for (lo, n) in r.pageout {
+                    out.extend(lo..lo + n as i64);
+                }
+            }
+        }
+        (d.po.started, d.po.regrets, out.len(), faults)
+    }
+
     #[test]
     fn pageout_auto_counts_the_resident_part_a_cyclic_walk_passes_unseen() {
-        // A cyclic walk of 400 pages under a limit of 300 (as traverse at
-        // 75 %): the fill left pages 0..100 swapped and 100..400 resident.
-        // Each pass faults only on the swapped pages (and pages them out
-        // again behind it); the resident 300 are walked without a fault.
-        // So the program comes back to page 0 only 100 faulting pages after
+        // The fill left pages 0..100 swapped and 100..400 resident. The
+        // program comes back to page 0 only 100 faulting pages after
         // paging it out (less than half the limit), from page 99, the last
         // one seen: the 300 resident pages beyond it are the walk it made
         // unseen, and pageout stays.
-        let run = |count_resident: bool| {
-            let mut d = limited("leap:window=16K:lag=8K", 300);
-            d.region_pages(400);
-            let mut out: std::collections::HashSet<i64> = (0..100).collect();
-            for _pass in 0..4 {
-                for p in 0..400i64 {
-                    if !out.remove(&p) {
-                        continue; // resident: no fault
-                    }
-                    let mut resident = |from: i64, dir: i64, max: u64| {
-                        let mut n = 0;
-                        while n < max && (0..400).contains(&(from + dir * n as i64)) {
-                            if !count_resident || out.contains(&(from + dir * n as i64)) {
-                                break;
-                            }
-                            n += 1;
-                        }
-                        n
-                    };
-                    let r = d.access_with(1, p, false, &mut resident);
-                    for (lo, n) in r.pageout {
-                        out.extend(lo..lo + n as i64);
-                    }
-                }
-            }
-            (d.po.started, d.po.regrets, out.len())
-        };
-        let (started, regrets, out) = run(true);
+        let (started, regrets, out, _) = cyclic_walk(0..100, true);
         assert_eq!((started, regrets), (1, 0));
         assert!(out > 50, "pageout went on: {out} pages out");
         // Blind to the resident pages, the same walk looks like a regret.
-        assert_eq!(run(false).1, 1);
+        assert_eq!(cyclic_walk(0..100, false).1, 1);
     }
 
     #[test]
     fn pageout_auto_counts_the_resident_start_of_a_pass_too() {
-        // The same cyclic walk, with the swapped part at the end of the
-        // array (300..400): each pass walks 0..300 resident and unseen,
-        // then faults on 300..400 and pages them out behind it. It comes
-        // back to page 300 from page 399, the last one seen, with nothing
-        // beyond it: the walk it made unseen is the resident 300 pages
-        // before page 300, and pageout stays.
-        let run = |count_resident: bool| {
-            let mut d = limited("leap:window=16K:lag=8K", 300);
-            d.region_pages(400);
-            let mut out: std::collections::HashSet<i64> = (300..400).collect();
-            let mut faults = 0;
-            for _pass in 0..4 {
-                for p in 0..400i64 {
-                    if !out.remove(&p) {
-                        continue;
-                    }
-                    faults += 1;
-                    let mut resident = |from: i64, dir: i64, max: u64| {
-                        let mut n = 0;
-                        while count_resident
-                            && n < max
-                            && (0..400).contains(&(from + dir * n as i64))
-                            && !out.contains(&(from + dir * n as i64))
-                        {
-                            n += 1;
-                        }
-                        n
-                    };
-                    let r = d.access_with(1, p, false, &mut resident);
-                    for (lo, n) in r.pageout {
-                        out.extend(lo..lo + n as i64);
-                    }
-                }
-            }
-            (d.po.started, d.po.regrets, faults)
-        };
-        let (started, regrets, faults) = run(true);
+        // The swapped part at the end of the array (300..400): each pass
+        // walks 0..300 resident and unseen, then faults on 300..400 and
+        // pages them out behind it. It comes back to page 300 from page
+        // 399, the last one seen, with nothing beyond it: the walk it made
+        // unseen is the resident 300 pages before page 300, and pageout
+        // stays.
+        let (started, regrets, _, faults) = cyclic_walk(300..400, true);
         assert_eq!((started, regrets), (1, 0));
         assert!(faults > 250, "pageout stopped paging out: {faults} faults");
-        assert_eq!(run(false).1, 1);
+        assert_eq!(cyclic_walk(300..400, false).1, 1);
     }
 }
