@@ -376,7 +376,7 @@ impl Detector {
             // drifted to the end of the array came back after "2,984
             // pages" of a 3,096-page half limit).
             let ahead = resident(head + r.dir, r.dir, limit);
-            let unseen = ahead + resident(page - r.dir, -r.dir, limit - ahead.min(limit));
+            let unseen = ahead + resident(page - r.dir, -r.dir, limit.saturating_sub(ahead));
             if since + unseen >= limit {
                 // Walked unseen: the clock catches up once (by all of
                 // them), so the next faults of this pass need no look.
