@@ -128,12 +128,25 @@ fn hints_cells_agree_with_the_runs_and_the_kernel() {
             let out = &r["workload_output"];
             match c["variant"].as_str().unwrap() {
                 "pc0" => {
-                    // No readahead: the array does not fit, so under LRU-like
-                    // reclaim every page of every pass comes back from swap.
+                    // No readahead: every swap-in is the one page a major
+                    // fault asked for, so the kernel's two counters agree
+                    // (here they were equal). The slack below is the
+                    // binary's own file-backed faults; above, on cgroup v1,
+                    // the swap-ins of other processes (/proc/vmstat's count).
+                    // Each pass faults at least the pages the limit cannot
+                    // hold, and at most every page. (Under pure LRU it would
+                    // be every page; the kernel kept 16 % of them resident
+                    // on a loaded CI machine, and 0 % here.)
                     let m = f(&c["majflt"]);
+                    let swapins = f(&c["swapin_pages"]);
                     assert!(
-                        m >= 0.9 * 3.0 * pages && m <= 1.1 * 3.0 * pages + 200.0,
-                        "{name}: {m} major faults for 3 passes over {pages} pages"
+                        swapins >= 0.98 * m - 200.0 && swapins <= 1.1 * m + 500.0,
+                        "{name}: {m} major faults, {swapins} pages swapped in"
+                    );
+                    let held = f(&c["limit_bytes"]) / 4096.0;
+                    assert!(
+                        m >= 3.0 * (pages - held) && m <= 3.0 * pages + 200.0,
+                        "{name}: {m} major faults for 3 passes over {pages} pages ({held} fit)"
                     );
                     assert_eq!(
                         r["settings"]["page_cluster"], 0,
