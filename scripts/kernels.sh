@@ -394,9 +394,11 @@ boot_twice() {
 # rebuild half the workspace): the integration-test binaries (`it`, one a
 # crate) of the cli and host crates. Prints one NAME=BINARY@ARGS a line
 # (ARGS: libtest's filter and options, split on spaces): the cli's guest
-# tests but MGLRU's switch, run in every configuration; the host's doctor
-# tests, once a kernel; the MGLRU switch, once a boot (it depends on the
-# boot's MGLRU state, not on the swap kind).
+# tests that depend on the swap kind, run in every configuration; the
+# host's doctor tests, once a kernel; the rest once a boot (the MGLRU
+# switch, perf stat's count, the v2 files with memory.reclaim, kill -9's
+# recovery: they depend on the boot's kernel and MGLRU state, not on the
+# swap kind, whose set-up and undo the host's tests check).
 test_binaries() {
   cargo test -q --workspace --test it --no-run --message-format=json 2>/dev/null | python3 -c 'import sys, json, os
 found = {}
@@ -407,7 +409,7 @@ for l in sys.stdin:
        and m["target"]["name"] == "it":
         found[os.path.basename(os.path.dirname(m["manifest_path"]))] = m["executable"]
 if not {"cli", "host"} <= set(found): sys.exit("built the tests of %s, not of cli and host" % sorted(found))
-boot = "guest::mglru_switch_is_recorded_and_restored guest::v2_faults_agree_with_perf_stat"
+boot = "guest::mglru_switch_is_recorded_and_restored guest::v2_faults_agree_with_perf_stat guest::kill_9_in_a_guest_leaves_nothing_after_the_next_start guest::v2_files_and_proactive_reclaim"
 print("cli.it=" + found["cli"] + "@guest:: " + " ".join("--skip " + t for t in boot.split()))
 print("host.it=" + found["host"] + "@doctor::")
 print("cli.it.boot=" + found["cli"] + "@" + boot + " --exact")
@@ -458,8 +460,9 @@ main() {
   else
     echo "== building swaplab and the guest tests"
     # Every configuration: crates/cli/tests/it/guest.rs. Once a boot, with
-    # zram: the MGLRU switch and perf stat's count (they depend on neither
-    # the swap kind nor, perf's, the MGLRU state; cli.it.boot). Once a
+    # zram: the MGLRU switch, perf stat's count, the v2 files with
+    # memory.reclaim and kill -9's recovery (they do not depend on the swap
+    # kind; cli.it.boot). Once a
     # kernel: the doctor's tests (they do not depend on MGLRU or the swap
     # kind).
     mapfile -t bins < <(test_binaries)
