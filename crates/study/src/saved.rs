@@ -29,7 +29,9 @@ pub struct Header {
     /// (Defaulted: [`Saved`] reads it as the tag.)
     #[serde(default)]
     pub kind: String,
-    /// The version of the result's format.
+    /// The version of the result's format (0: a file written before its
+    /// kind had one, as `bench vma`'s were).
+    #[serde(default)]
     pub version: u32,
     /// Its group in the catalog (`swaplab show sN`, `swaplab report sN`).
     #[serde(default)]
@@ -51,6 +53,12 @@ impl Header {
             command,
             machine: Environment::capture().ok(),
         }
+    }
+
+    /// Its catalog group as `swaplab show` takes it (`s12`), or `?`.
+    pub fn group(&self) -> String {
+        self.sweep_id
+            .map_or_else(|| "?".into(), |id| format!("s{id}"))
     }
 }
 
@@ -233,6 +241,25 @@ mod tests {
             crate::serve::SERVE_KIND,
         ];
         assert_eq!(KINDS, consts);
+    }
+
+    /// A header without a version (`bench vma`'s files before it had one)
+    /// reads as version 0; its fields stay at the top level of the file.
+    #[test]
+    fn headers_read_without_a_version_and_write_flat() {
+        let h: Header = serde_json::from_value(serde_json::json!({
+            "kind": "swaplab.bench.vma", "sweep_id": 7, "command": ["swaplab", "bench", "vma"],
+            "machine": null
+        }))
+        .unwrap();
+        assert_eq!(
+            (h.version, h.sweep_id, h.group()),
+            (0, Some(7), "s7".into())
+        );
+        let v = serde_json::to_value(Header::new("k", 2, None, vec![])).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(keys, ["command", "kind", "machine", "sweep_id", "version"]);
+        assert_eq!(Header::new("k", 2, None, vec![]).group(), "?");
     }
 
     #[test]

@@ -687,13 +687,13 @@ fn run_vma(
         eprintln!();
     }
     let catalog = swaplab_lab::catalog::Catalog::open_default()?;
-    let command = r.command.clone();
+    let command = r.header.command.clone();
     let id = swaplab_study::bench::group::record(
         &catalog,
         "bench-vma",
         &command,
         &mut r,
-        |r, id| r.sweep_id = Some(id),
+        |r, id| r.header.sweep_id = Some(id),
         bench_vma::save,
     )?;
     eprintln!("recorded as s{id} (`swaplab report s{id}`)");

@@ -198,7 +198,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     out::print(fmt, &t, &r)?;
     if fmt == out::Format::Table {
         println!(
-            "{} references over {} pages ({} accesses) captured in {:.1} s; peak {}, of which {} not the traced data; {} with {} readahead; predicted by {}; sweep s{}",
+            "{} references over {} pages ({} accesses) captured in {:.1} s; peak {}, of which {} not the traced data; {} with {} readahead; predicted by {}; sweep {}",
             r.refs,
             r.footprint_pages,
             r.accesses.map_or("?".into(), |a| a.to_string()),
@@ -208,7 +208,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             r.swap,
             r.readahead,
             policies.join(", "),
-            r.sweep_id
+            r.header.group()
         );
         for note in &r.notes {
             println!("note: {note}");

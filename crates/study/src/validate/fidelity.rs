@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use swaplab_report::{Axis, Chart, Figure, ScatterGroup, Section, Table};
 
 use crate::report::{col, shell_line};
+use crate::saved::Header;
 use crate::validate::ValidateResult;
 use swaplab_lab::error::Result;
 
@@ -41,12 +42,12 @@ pub struct KernelFidelity {
 /// Validations of several kernels.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FidelityResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    /// The command that made it (`scripts/kernels.sh --validate`).
-    pub command: Vec<String>,
+    /// Kind [`FIDELITY_KIND`], version, the command that made it
+    /// (`scripts/kernels.sh --validate`); no catalog group (its runs are
+    /// in the guests' catalogs) and no machine (the host's; each kernel's
+    /// validations carry the guest's).
+    #[serde(flatten)]
+    pub header: Header,
     pub kernels: Vec<KernelFidelity>,
 }
 
@@ -288,12 +289,12 @@ pub fn section(p: &Path, r: FidelityResult) -> Result<Section> {
     }
     let first = r.kernels.iter().flat_map(|k| k.results.first()).next();
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: first.and_then(|x| x.machine.as_ref()),
+        env: first.and_then(|x| x.header.machine.as_ref()),
         settings: None,
         cgroup: None,
         limit: None,
         swap_asked: first.map(|x| vec![x.swap.clone()]).unwrap_or_default(),
-        reproduce: shell_line(&r.command),
+        reproduce: shell_line(&r.header.command),
     });
     for (i, k) in r.kernels.iter().enumerate().rev() {
         config.insert(
@@ -377,9 +378,13 @@ mod tests {
             failed: vec!["validate chase 4M did not finish".into()],
         };
         let r = FidelityResult {
-            kind: FIDELITY_KIND.into(),
-            version: 1,
-            command: vec!["scripts/kernels.sh".into(), "--validate".into()],
+            header: Header {
+                kind: FIDELITY_KIND.into(),
+                version: 1,
+                sweep_id: None,
+                command: vec!["scripts/kernels.sh".into(), "--validate".into()],
+                machine: None,
+            },
             kernels: vec![k("6.1 MGLRU off", "off"), k("6.12 MGLRU on", "on")],
         };
         // linux: +10 % and 0 %, both within 15 %; mglru: −10 % and +30 %.

@@ -34,8 +34,8 @@ pub mod section;
 
 use std::path::{Path, PathBuf};
 
+use crate::saved::Header;
 use serde::{Deserialize, Serialize};
-use swaplab_host::procfs::Environment;
 use swaplab_host::swap::SwapSpec;
 use swaplab_sim::device::CostReport;
 use swaplab_sim::engine::{simulate_ext, Extras};
@@ -163,14 +163,11 @@ pub struct ValidateRow {
 /// A whole validation.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ValidateResult {
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    pub version: u32,
-    pub sweep_id: i64,
-    pub command: Vec<String>,
+    /// Kind [`VALIDATE_KIND`], version, the sweep of its runs, command,
+    /// machine.
+    #[serde(flatten)]
+    pub header: Header,
     pub workload_command: Vec<String>,
-    pub machine: Option<Environment>,
     pub trace: PathBuf,
     pub refs: u64,
     pub footprint_pages: u64,
@@ -669,12 +666,8 @@ pub fn run(
         notes.push("swap-ins and swap-outs are machine-wide /proc/vmstat deltas on this cgroup version: exact only when nothing else swaps".into());
     }
     Ok(ValidateResult {
-        kind: VALIDATE_KIND.into(),
-        version: 3,
-        sweep_id: report.sweep_id,
-        command,
+        header: Header::new(VALIDATE_KIND, 3, Some(report.sweep_id), command),
         workload_command: workload,
-        machine: Environment::capture().ok(),
         trace: trace_path,
         refs: cap.refs,
         footprint_pages: footprint,

@@ -107,12 +107,12 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
         ),
     ];
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: None,
         swap_asked: vec![r.swap.clone()],
-        reproduce: shell_line(&r.command),
+        reproduce: shell_line(&r.header.command),
     });
     config.insert(0, ("simulated readahead".into(), r.readahead.clone()));
     Ok(Section {
@@ -120,12 +120,12 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
         title: format!("Validation: {}", shell_line(&r.workload_command)),
         design: vec![
             format!(
-                "The workload recorded its own page references ({} references over {} pages{}; runs of one page cut at 3) in {:.1} s. Sweep s{} ran it unlimited and at each limit with {}.",
+                "The workload recorded its own page references ({} references over {} pages{}; runs of one page cut at 3) in {:.1} s. Sweep {} ran it unlimited and at each limit with {}.",
                 r.refs,
                 r.footprint_pages,
                 r.accesses.map_or(String::new(), |a| format!(", from {a} accesses")),
                 r.capture_s,
-                r.sweep_id,
+                r.header.group(),
                 r.swap
             ),
             format!(
@@ -261,6 +261,7 @@ pub fn validate_table(r: &ValidateResult) -> Table {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::saved::Header;
     use crate::validate::{PolicyPrediction, ValidateResult, ValidateRow};
     use serde::Deserialize;
 
@@ -320,17 +321,19 @@ pub(crate) mod tests {
             })
             .collect();
         ValidateResult {
-            kind: VALIDATE_KIND.into(),
-            version: 3,
-            sweep_id: 1,
-            command: vec!["swaplab".into(), "validate".into(), "traverse".into()],
+            header: Header {
+                kind: VALIDATE_KIND.into(),
+                version: 3,
+                sweep_id: Some(1),
+                command: vec!["swaplab".into(), "validate".into(), "traverse".into()],
+                machine: None,
+            },
             workload_command: vec![
                 "swaplab-workload".into(),
                 "traverse".into(),
                 "--size".into(),
                 "1048576".into(),
             ],
-            machine: None,
             trace: "/nonexistent/t.parquet".into(),
             refs: 1000,
             footprint_pages: 256,

@@ -27,9 +27,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::saved::Header;
 use serde::{Deserialize, Serialize};
 use swaplab_host::journal::{Session, SessionOptions};
-use swaplab_host::procfs::Environment;
 use swaplab_host::signals::SignalGuard;
 
 use swaplab_lab::error::{Error, Result};
@@ -301,17 +301,9 @@ pub struct Extrapolation {
 /// The saved result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct VmaResult {
-    /// [`BENCH_VMA_KIND`].
-    /// (Defaulted: [`crate::saved::Saved`] reads it as the tag.)
-    #[serde(default)]
-    pub kind: String,
-    /// Its record in the catalog (`swaplab report sN`).
-    #[serde(default)]
-    pub sweep_id: Option<i64>,
-    /// The command line.
-    pub command: Vec<String>,
-    /// The machine.
-    pub machine: Option<Environment>,
+    /// Kind [`BENCH_VMA_KIND`], version, catalog group, command, machine.
+    #[serde(flatten)]
+    pub header: Header,
     /// Operations per pattern.
     pub ops: u64,
     /// Repeats.
@@ -853,10 +845,7 @@ pub fn run(
     let mut ovh: Vec<f64> = all.iter().map(|r| r.summary.timer_overhead_ns).collect();
     let extrapolation = extrapolate(&patterns, &opts.extrapolate);
     Ok(VmaResult {
-        kind: BENCH_VMA_KIND.into(),
-        sweep_id: None,
-        command,
-        machine: Environment::capture().ok(),
+        header: Header::new(BENCH_VMA_KIND, 1, None, command),
         ops: opts.ops,
         repeat: opts.repeat,
         points: opts.points,

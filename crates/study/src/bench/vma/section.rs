@@ -205,9 +205,9 @@ pub fn section(p: &Path, r: VmaResult) -> Result<Section> {
     for a in &r.assumptions {
         notes.push(format!("extrapolation assumes: {a}"));
     }
-    let reproduce = shell_line(&r.command);
+    let reproduce = shell_line(&r.header.command);
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
-        env: r.machine.as_ref(),
+        env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: None,
