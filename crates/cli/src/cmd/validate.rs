@@ -33,9 +33,12 @@ pub struct ValidateArgs {
     /// Limits, percentages of the workload's peak.
     #[arg(long, default_value = "90%,75%,50%,25%")]
     limits: String,
-    /// The swap area: file:SIZE or zram:SIZE.
-    #[arg(long, default_value = "file:1G")]
-    swap: String,
+    /// The swap area: file:SIZE or zram:SIZE. Twice, each with its priority, for two
+    /// tiers (--swap zram:16M,prio=10 --swap zram:64M,prio=5): each row then also
+    /// shows the writes each area took, measured and predicted by the simulator's
+    /// priority tiering.
+    #[arg(long, default_value = "file:1G", num_args = 1)]
+    swap: Vec<String>,
     /// The policies that predict, comma-separated (`sim --policy` names): `linux,mglru`
     /// shows the classic lists and MGLRU side by side, each with its errors.
     #[arg(long, default_value = "linux", value_name = "P[,P…]")]
@@ -93,12 +96,25 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         }
         None => Vec::new(),
     };
+    let mut areas = a
+        .swap
+        .iter()
+        .map(|s| s.parse::<swaplab_host::swap::SwapSpec>())
+        .collect::<Result<Vec<_>, _>>()?;
+    if areas.len() > 2 {
+        anyhow::bail!("--swap: give one area, or two of different priority (two tiers)");
+    }
+    // The higher priority first (a missing one is refused by check).
+    areas.sort_by_key(|s| std::cmp::Reverse(s.prio()));
+    let lower_tier = (areas.len() == 2).then(|| areas.remove(1));
+    let swap = areas.remove(0);
     let opts = ValidateOptions {
         workload: a.workload.clone(),
         size,
         args,
         limits,
-        swap: a.swap.parse()?,
+        swap,
+        lower_tier,
         repeat: a.repeat,
         timeout: Some(std::time::Duration::from_secs(a.timeout.max(1))),
         flush_stats: a
@@ -150,6 +166,20 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         }
     }
     header.push("OPT loads ≤ swap-ins".into());
+    let tiers = r.lower_tier.is_some();
+    if tiers {
+        header.extend(
+            [
+                "fast writes",
+                "predicted",
+                "slow writes",
+                "predicted",
+                "slow from s",
+                "fast share error",
+            ]
+            .map(String::from),
+        );
+    }
     let mut t = Rows::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
     for row in &r.rows {
         let preds = row.policy_predictions();
@@ -192,6 +222,19 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             Some(false) => format!("NO ({} > {})", row.opt_loads, n(row.measured_swapin)),
             None => "-".into(),
         });
+        if tiers {
+            let x = row.tiers.as_ref();
+            cells.extend([
+                n(x.and_then(|x| x.measured_fast_writes)),
+                x.map_or("-".into(), |x| crate::out::num(x.predicted_fast_writes)),
+                n(x.and_then(|x| x.measured_slow_writes)),
+                x.map_or("-".into(), |x| crate::out::num(x.predicted_slow_writes)),
+                x.and_then(|x| x.measured_slow_from_s)
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+                x.and_then(|x| x.fast_share_err)
+                    .map_or("-".into(), |v| format!("{:+.1} pts", v * 100.0)),
+            ]);
+        }
         t.push(cells);
     }
     let fmt = a.out.format();
@@ -205,7 +248,10 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             r.capture_s,
             r.base_peak_bytes.map_or("?".into(), |p| swaplab_trace::units::format_bytes(p as u64)),
             swaplab_trace::units::format_bytes(r.overhead_bytes),
-            r.swap,
+            match &r.lower_tier {
+                Some(low) => format!("{} over {low}", r.swap),
+                None => r.swap.clone(),
+            },
             r.readahead,
             policies.join(", "),
             r.header.group()

@@ -68,8 +68,13 @@ pub struct ValidateOptions {
     pub args: Vec<String>,
     /// Limits, percent of the peak.
     pub limits: Vec<f64>,
-    /// The swap area (one kind).
+    /// The swap area (one kind): with `lower_tier`, the higher-priority
+    /// one, the fast tier.
     pub swap: SwapSpec,
+    /// A second swap area of lower priority (`--swap A,prio=10 --swap
+    /// B,prio=5`, the kernel's own tiering): each row then also holds the
+    /// writes each area took, measured and predicted ([`TierRow`]).
+    pub lower_tier: Option<SwapSpec>,
     /// Runs per cell.
     pub repeat: u32,
     /// Kill a run after this long.
@@ -106,6 +111,32 @@ pub struct PolicyPrediction {
     pub majflt_err: Option<f64>,
     pub swapout_err: Option<f64>,
     pub wall_err: Option<f64>,
+}
+
+/// Two swap areas of different priority at one limit: the writes each
+/// took, measured on its own device (/proc/diskstats, the runs'
+/// `swap_areas`; medians of the ok runs) and predicted by the simulator's
+/// priority tiering (`hybrid:ssd+ssd:rules=prio:fast=SIZE`, the first
+/// policy with the kernel's readahead at the row's effective memory:
+/// counts only, the devices' speed does not place pages).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TierRow {
+    /// Pages written to the fast (higher-priority) and slow areas. `None`
+    /// where the area's device is shared (a swap file: its disk's counters
+    /// hold other I/O) or no run ended ok.
+    pub measured_fast_writes: Option<f64>,
+    pub measured_slow_writes: Option<f64>,
+    pub predicted_fast_writes: u64,
+    pub predicted_slow_writes: u64,
+    /// When the slow area started filling: seconds after the run's start
+    /// (median; `None` if it never did), and the write (counted from 1 over
+    /// both areas) the simulation sent there first.
+    pub measured_slow_from_s: Option<f64>,
+    pub predicted_slow_from_write: Option<u64>,
+    /// The fast area's share of the writes, predicted − measured.
+    pub fast_share_err: Option<f64>,
+    /// The `swaplab sim` command that computes the prediction.
+    pub sim_command: Vec<String>,
 }
 
 /// One limit: measured against predicted.
@@ -158,6 +189,9 @@ pub struct ValidateRow {
     pub opt_loads: u64,
     /// `opt_loads ≤ measured_swapin` (None without a swap-in count).
     pub opt_check: Option<bool>,
+    /// With two swap areas (`--swap` twice): each area's writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<TierRow>,
 }
 
 /// A whole validation.
@@ -175,6 +209,10 @@ pub struct ValidateResult {
     pub accesses: Option<u64>,
     pub capture_s: f64,
     pub swap: String,
+    /// The lower-priority area, when there were two (`swap` is then the
+    /// higher-priority one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower_tier: Option<String>,
     pub readahead: String,
     /// The device the simulation costs faults on (the profile's path, as
     /// `sim --device` takes it) and the fault path (`kernel`).
@@ -276,7 +314,33 @@ pub fn check(o: &ValidateOptions) -> Result<()> {
             "--swap: give file:SIZE or zram:SIZE (the swap kind the device profile is for)".into(),
         ));
     }
+    if let Some(low) = &o.lower_tier {
+        tier_sizes(&o.swap, low)?;
+    }
     Ok(())
+}
+
+/// The two tiers' priorities and the fast area's size, or why they are not
+/// two tiers.
+fn tier_sizes(fast: &SwapSpec, slow: &SwapSpec) -> Result<(u16, u16, u64)> {
+    let size = |s: &SwapSpec| match s {
+        SwapSpec::File { size, .. }
+        | SwapSpec::Zram { size, .. }
+        | SwapSpec::Delay { size, .. }
+        | SwapSpec::Nbd { size, .. } => Some(*size),
+        _ => None,
+    };
+    let (Some(fs), Some(_)) = (size(fast), size(slow)) else {
+        return Err(Error::Invalid(
+            "--swap twice: each a swap area of a size (file:, zram:, delay:, nbd:), not zswap or existing".into(),
+        ));
+    };
+    match (fast.prio(), slow.prio()) {
+        (Some(a), Some(b)) if a > b => Ok((a, b, fs)),
+        _ => Err(Error::Invalid(format!(
+            "--swap twice: give each area its own priority, the fast one higher (e.g. --swap zram:16M,prio=10 --swap zram:64M,prio=5); got {fast} and {slow}"
+        ))),
+    }
 }
 
 fn kind_of(s: &SwapSpec) -> &'static str {
@@ -485,7 +549,10 @@ pub fn run(
 
     // 2. The real sweep: unlimited, then each limit in bytes of the peak.
     let options = RunOptions {
-        swap: vec![o.swap.clone()],
+        swap: std::iter::once(&o.swap)
+            .chain(&o.lower_tier)
+            .cloned()
+            .collect(),
         timeout: o.timeout,
         flush_stats: o.flush_stats,
         ..Default::default()
@@ -612,7 +679,24 @@ pub fn run(
         }
         // The device left no memory at this limit (a zram profile).
         let Some(first) = predictions.first().cloned() else {
+            notes.push(format!(
+                "{pct}% of the peak: no prediction, the {} device profile leaves no memory at {capacity} pages (its compressed pages count as memory): the row is left out",
+                device
+            ));
             continue;
+        };
+        let tiers = match &o.lower_tier {
+            Some(low) => Some(tier_row(
+                &o.swap,
+                low,
+                &cell,
+                &trace,
+                &trace_path,
+                &policies[0],
+                capacity,
+                &readahead,
+            )?),
+            None => None,
         };
         let o_sim = simulate_ext(
             &trace,
@@ -654,6 +738,7 @@ pub fn run(
             opt_misses,
             opt_loads,
             opt_check: m_in.map(|i| opt_loads as f64 <= i),
+            tiers,
         });
     }
     if rows.iter().any(|r| r.opt_check == Some(false)) {
@@ -674,6 +759,7 @@ pub fn run(
         accesses,
         capture_s: cap.wall_ns as f64 / 1e9,
         swap: o.swap.to_string(),
+        lower_tier: o.lower_tier.as_ref().map(|s| s.to_string()),
         readahead,
         device: device.to_string(),
         fault_path: FAULT_PATH.into(),
@@ -685,6 +771,74 @@ pub fn run(
         rows,
         notes,
         policies,
+    })
+}
+
+/// The writes each of two swap areas took at one limit (the cell's ok
+/// runs), and what the simulator's priority tiering predicts for them.
+#[allow(clippy::too_many_arguments)]
+fn tier_row(
+    fast: &SwapSpec,
+    slow: &SwapSpec,
+    cell: &[&swaplab_lab::record::RunRecord],
+    trace: &DenseTrace,
+    trace_path: &Path,
+    policy: &str,
+    capacity: u64,
+    readahead: &str,
+) -> Result<TierRow> {
+    let (fast_prio, slow_prio, fast_size) = tier_sizes(fast, slow)?;
+    let area = |r: &swaplab_lab::record::RunRecord, prio: u16| {
+        r.swap_areas
+            .iter()
+            .find(|a| a.traffic.priority == i32::from(prio))
+            .cloned()
+    };
+    let writes = |prio: u16| {
+        let v: Option<Vec<f64>> = cell
+            .iter()
+            .map(|r| {
+                area(r, prio)
+                    .filter(|a| !a.traffic.shared_device)
+                    .map(|a| a.traffic.moved.sectors_written as f64 / 8.0)
+            })
+            .collect();
+        v.and_then(crate::bench::touch::median)
+    };
+    let (m_fast, m_slow) = (writes(fast_prio), writes(slow_prio));
+    let slow_from = crate::bench::touch::median(
+        cell.iter()
+            .filter_map(|r| area(r, slow_prio)?.traffic.first_fill_ns)
+            .map(|ns| ns as f64 / 1e9)
+            .collect(),
+    );
+    let device = DeviceSpec::parse(&format!("hybrid:ssd+ssd:rules=prio:fast={fast_size}"), None)
+        .map_err(|e| Error::Invalid(e.to_string()))?;
+    let p = predict(
+        trace, trace_path, policy, capacity, readahead, &device, None,
+    )?;
+    let h = p
+        .as_ref()
+        .and_then(|p| p.cost.as_ref())
+        .and_then(|c| c.hybrid.clone())
+        .ok_or_else(|| Error::Invalid("the priority tiering gave no per-device writes".into()))?;
+    let share = |f: f64, s: f64| (f + s > 0.0).then(|| f / (f + s));
+    let fast_share_err = match (
+        share(h.fast_writes as f64, h.disk_writes as f64),
+        m_fast.zip(m_slow).and_then(|(f, s)| share(f, s)),
+    ) {
+        (Some(p), Some(m)) => Some(p - m),
+        _ => None,
+    };
+    Ok(TierRow {
+        measured_fast_writes: m_fast,
+        measured_slow_writes: m_slow,
+        predicted_fast_writes: h.fast_writes,
+        predicted_slow_writes: h.disk_writes,
+        measured_slow_from_s: slow_from,
+        predicted_slow_from_write: h.slow_from_write,
+        fast_share_err,
+        sim_command: p.map(|p| p.sim_command).unwrap_or_default(),
     })
 }
 

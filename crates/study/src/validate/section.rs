@@ -59,7 +59,7 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
     let with = |first: Vec<Series>, mid: Vec<Series>, last: Vec<Series>| {
         first.into_iter().chain(mid).chain(last).collect::<Vec<_>>()
     };
-    let figures = vec![
+    let mut figures = vec![
         fig(
             "Major faults: measured and predicted",
             "major faults",
@@ -106,12 +106,41 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             ),
         ),
     ];
+    if let Some(low) = &r.lower_tier {
+        figures.push(fig(
+            "Writes per swap area: measured and predicted",
+            "pages written",
+            format!(
+                "Two swap areas, {} over {low}: the pages each area's device wrote (/proc/diskstats, median of the real runs; none for a swap file, whose disk counts other I/O too) against the simulator's priority tiering (hybrid:ssd+ssd:rules=prio at the fast area's size, {} + {}): every swap-out to the fast area while it has a free slot, the rest of the current 512-slot cluster after that.",
+                r.swap,
+                policies[0],
+                r.readahead
+            ),
+            vec![
+                series("fast area: measured", &|row| {
+                    row.tiers.as_ref().and_then(|x| x.measured_fast_writes)
+                }),
+                series("fast area: predicted", &|row| {
+                    row.tiers.as_ref().map(|x| x.predicted_fast_writes as f64)
+                }),
+                series("slow area: measured", &|row| {
+                    row.tiers.as_ref().and_then(|x| x.measured_slow_writes)
+                }),
+                series("slow area: predicted", &|row| {
+                    row.tiers.as_ref().map(|x| x.predicted_slow_writes as f64)
+                }),
+            ],
+        ));
+    }
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.header.machine.as_ref(),
         settings: None,
         cgroup: None,
         limit: None,
-        swap_asked: vec![r.swap.clone()],
+        swap_asked: std::iter::once(&r.swap)
+            .chain(&r.lower_tier)
+            .cloned()
+            .collect(),
         reproduce: shell_line(&r.header.command),
     });
     config.insert(0, ("simulated readahead".into(), r.readahead.clone()));
@@ -222,6 +251,17 @@ pub fn validate_table(r: &ValidateResult) -> Table {
             col(&name("wall_err"), "float", "ratio", err),
         ]);
     }
+    if r.lower_tier.is_some() {
+        cols.extend([
+            col("fast_writes", "float", "pages", "pages the fast (higher-priority) area's device wrote, median (none for a swap file: its disk counts other I/O)"),
+            col("fast_writes_predicted", "integer", "pages", "the simulator's priority tiering (hybrid:ssd+ssd:rules=prio:fast=SIZE)"),
+            col("slow_writes", "float", "pages", "pages the slow area's device wrote, median"),
+            col("slow_writes_predicted", "integer", "pages", "the simulator's priority tiering"),
+            col("slow_from_s", "float", "s", "when the slow area started filling, median"),
+            col("slow_from_write_predicted", "integer", "", "the simulated write (from 1) that went to the slow area first"),
+            col("fast_share_err", "float", "ratio", "the fast area's share of the writes, predicted − measured"),
+        ]);
+    }
     let mut t = Table::new(
         "validate",
         "one row per limit: medians of the real runs against the simulation at the effective memory",
@@ -251,6 +291,18 @@ pub fn validate_table(r: &ValidateResult) -> Table {
                 x.and_then(|x| x.predicted_wall_s).into(),
                 x.and_then(|x| x.sim_fault_time_s).into(),
                 x.and_then(|x| x.wall_err).into(),
+            ]);
+        }
+        if r.lower_tier.is_some() {
+            let x = row.tiers.as_ref();
+            cells.extend([
+                x.and_then(|x| x.measured_fast_writes).into(),
+                x.map(|x| x.predicted_fast_writes).into(),
+                x.and_then(|x| x.measured_slow_writes).into(),
+                x.map(|x| x.predicted_slow_writes).into(),
+                x.and_then(|x| x.measured_slow_from_s).into(),
+                x.and_then(|x| x.predicted_slow_from_write).into(),
+                x.and_then(|x| x.fast_share_err).into(),
             ]);
         }
         t.push(cells);
@@ -317,6 +369,7 @@ pub(crate) mod tests {
                     opt_misses: 10,
                     opt_loads: 5,
                     opt_check: Some(true),
+                    tiers: None,
                 }
             })
             .collect();
@@ -340,6 +393,7 @@ pub(crate) mod tests {
             accesses: None,
             capture_s: 0.1,
             swap: "file:256M".into(),
+            lower_tier: None,
             readahead: "cluster:pc=3".into(),
             device: "p.toml".into(),
             fault_path: "kernel".into(),
