@@ -57,8 +57,8 @@ fi
 # The Python package (python/, `import swaplab`) lives in a venv under
 # target/ so nothing is installed into the system Python. swaplab_pyenv
 # creates it and installs the build tool and dependencies (maturin, numpy,
-# pyarrow, pandas, pytest, ray) once, again only when python/pyproject.toml
-# changes; scripts/test.sh calls it, then builds the package into it
+# pyarrow, pandas, pytest, mypy with pandas' stubs, ray) once, again only
+# when python/pyproject.toml changes; scripts/test.sh calls it, then builds the package into it
 # (maturin develop, the dev profile, this checkout's target/).
 PYENV="$PWD/target/pyenv"
 swaplab_pyenv() {
@@ -69,10 +69,11 @@ swaplab_pyenv() {
     python3 -m venv "$PYENV" || { echo "could not create a venv (apt-get install python3-venv)"; return 1; }
   fi
   if [ ! -f "$stamp" ] || [ python/pyproject.toml -nt "$stamp" ]; then
-    echo "installing the Python package's tools into target/pyenv (maturin, numpy, pyarrow, pandas, pytest, ray)"
+    echo "installing the Python package's tools into target/pyenv (maturin, numpy, pyarrow, pandas, pytest, mypy, ray)"
     "$PYENV/bin/python" -m pip install --quiet --upgrade pip >/dev/null 2>&1
-    "$PYENV/bin/python" -m pip install --quiet 'maturin>=1.5,<2' numpy pyarrow pandas pytest >/dev/null \
-      || { echo "could not install maturin/numpy/pyarrow/pandas/pytest with pip"; return 1; }
+    # mypy and pandas-stubs: the tests type-check the package (python/tests/test_types.py).
+    "$PYENV/bin/python" -m pip install --quiet 'maturin>=1.5,<2' numpy pyarrow pandas pytest mypy pandas-stubs >/dev/null \
+      || { echo "could not install maturin/numpy/pyarrow/pandas/pytest/mypy/pandas-stubs with pip"; return 1; }
     # Ray is optional for the package; its tests skip without it (and fail on CI).
     "$PYENV/bin/python" -m pip install --quiet 'ray>=2.9' >/dev/null 2>&1 \
       || echo "could not install ray (pip install ray): the Ray tests will skip, or fail on CI"

@@ -3,9 +3,12 @@
 //! Thin bindings over swaplab-trace, swaplab-sim and swaplab-lab; the
 //! pure-Python package (`python/swaplab`) turns what these return into
 //! pyarrow Tables and pandas DataFrames. Results cross the boundary as
-//! numpy arrays (traces, without a copy on the way in) or as the CLI's own
-//! JSON (simulation results, records), so that a DataFrame has exactly the
-//! columns of `swaplab sim --json`.
+//! numpy arrays (traces, without a copy on the way in) or as Python objects
+//! (dicts, lists, numbers, None: simulation results, metadata, records),
+//! built by [`to_py`] from the value the CLI prints with `--json`, so that
+//! they equal `json.loads` of its output and a DataFrame has exactly the
+//! columns of `swaplab sim --json`. List arguments take a Python list or
+//! the command line's comma-joined string ([`Items`]).
 //!
 //! Every entry point runs its work through [`guarded`]: errors become
 //! `swaplab.SwaplabError` (a `ValueError`) with the CLI's message, and a
@@ -21,6 +24,9 @@ use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyInt, PyString};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use swaplab_lab::catalog::Catalog;
 use swaplab_sim::mrc::{self, ShardsConfig};
 use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec};
@@ -48,6 +54,11 @@ fn message(e: &anyhow::Error) -> String {
     s
 }
 
+/// An error found with the GIL held, as a `SwaplabError`.
+fn py_err(e: anyhow::Error) -> PyErr {
+    SwaplabError::new_err(message(&e))
+}
+
 /// Runs `f` with the GIL released; its error, or a panic, becomes a
 /// `SwaplabError`.
 fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T> + Send) -> PyResult<T> {
@@ -66,6 +77,129 @@ fn guarded<T: Send>(py: Python<'_>, f: impl FnOnce() -> Result<T> + Send) -> PyR
         }
     });
     r.map_err(SwaplabError::new_err)
+}
+
+/// `v` as Python objects (pythonize): dicts with the keys, in the order,
+/// of its JSON (the CLI's `--json`), lists, strings, numbers and None —
+/// what `json.loads` of that JSON gives, except that a tuple is a tuple
+/// and a non-finite float a float rather than None.
+fn to_py<'py, T: Serialize>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
+    pythonize::pythonize(py, v).map_err(|e| {
+        SwaplabError::new_err(format!(
+            "internal error (a bug in swaplab, please report it): a result could not become Python objects: {e}"
+        ))
+    })
+}
+
+/// A Python value (dicts, lists, strings, numbers, None) as a `T`, read as
+/// its JSON would be (`what` names it in the error).
+fn from_py<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> Result<T> {
+    let v: serde_json::Value = pythonize::depythonize(obj).map_err(|e| {
+        anyhow::anyhow!(
+            "{what}: {e}; give dicts, lists, strings, numbers and None (what json.dumps takes)"
+        )
+    })?;
+    serde_json::from_value(v).with_context(|| format!("{what}: not of the expected shape"))
+}
+
+/// A list argument: a Python list (or any iterable, such as a tuple or a
+/// numpy array) of strings and integers, or one string — which may be the
+/// command line's comma-joined list (`"lru,arc"`, `"10%,25%"`) — or one
+/// integer. Extraction never fails: anything else is kept as the
+/// description of what was given, and [`Items::comma`] or [`Items::list`]
+/// turn it into a `SwaplabError` naming the argument.
+#[derive(Clone, Debug)]
+struct Items(std::result::Result<Vec<String>, String>);
+
+impl Items {
+    fn of(s: &str) -> Self {
+        Items(Ok(vec![s.to_string()]))
+    }
+
+    /// The items, or an error saying what `what` must be.
+    fn list(&self, what: &str) -> Result<&[String]> {
+        match &self.0 {
+            Ok(v) => Ok(v),
+            Err(given) => bail!(
+                "{what}: give a string (\"a,b\" as on the command line), an integer, or a list of them; not {given}"
+            ),
+        }
+    }
+
+    /// The one item of an argument that is not a list (`count=100_000`, `"2k"`).
+    fn one(&self, what: &str) -> Result<String> {
+        match self.list(what)? {
+            [one] => Ok(one.clone()),
+            v => bail!(
+                "{what}: give one value (an integer or a string such as \"10M\"), not a list of {}",
+                v.len()
+            ),
+        }
+    }
+
+    /// The command line's comma-joined list; an error when it names nothing.
+    fn comma(&self, what: &str) -> Result<String> {
+        let s = self.list(what)?.join(",");
+        if s.split(',').all(|x| x.trim().is_empty()) {
+            bail!("no {what} given: give at least one (a list, or a comma-joined string)");
+        }
+        Ok(s)
+    }
+}
+
+/// One item of a list argument: a string, or an integer (a Python `int`,
+/// a numpy integer: anything with `__index__`, but not a bool).
+fn item(obj: &Bound<'_, PyAny>) -> std::result::Result<String, String> {
+    let kind = || {
+        obj.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    };
+    if let Ok(s) = obj.cast::<PyString>() {
+        return s
+            .to_cow()
+            .map(|c| c.into_owned())
+            .map_err(|e| e.to_string());
+    }
+    if obj.is_instance_of::<PyBool>() {
+        return Err(format!("a bool ({obj})"));
+    }
+    if obj.is_instance_of::<PyInt>() || obj.hasattr("__index__").unwrap_or(false) {
+        if let Ok(n) = obj.extract::<i128>() {
+            return Ok(n.to_string());
+        }
+    }
+    Err(format!(
+        "a {} ({})",
+        kind(),
+        obj.repr().map(|r| r.to_string()).unwrap_or_default()
+    ))
+}
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Items {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let obj = obj.to_owned();
+        if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyInt>() {
+            return Ok(Items(item(&obj).map(|s| vec![s])));
+        }
+        if obj.is_instance_of::<PyBytes>() {
+            return Ok(Items(Err("bytes (decode them to a str)".into())));
+        }
+        let Ok(iter) = obj.try_iter() else {
+            return Ok(Items(item(&obj).map(|s| vec![s])));
+        };
+        let mut v = Vec::new();
+        for x in iter {
+            match item(&x?) {
+                Ok(s) => v.push(s),
+                Err(e) => return Ok(Items(Err(format!("a list holding {e}")))),
+            }
+        }
+        Ok(Items(Ok(v)))
+    }
 }
 
 /// Opens a native trace, or an importable file recognised by its name —
@@ -162,10 +296,10 @@ impl Trace {
     fn writes(&self) -> u64 {
         self.inner.write_count()
     }
-    /// Where the trace came from, as the JSON of the trace's metadata.
+    /// Where the trace came from: the `source` dict of the trace's metadata.
     #[getter]
-    fn source_json(&self) -> String {
-        serde_json::to_string(&self.inner.source).unwrap_or_else(|_| "null".into())
+    fn source<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.inner.source)
     }
     /// The references as two numpy arrays: page numbers (uint64) and write flags (bool).
     fn to_arrays<'py>(&self, py: Python<'py>) -> PyResult<Arrays<'py>> {
@@ -204,16 +338,34 @@ fn slice<'a, T: numpy::Element>(a: &'a PyReadonlyArray1<'_, T>, what: &str) -> P
     })
 }
 
-fn source_of(json: Option<&str>) -> Result<Source> {
-    match json {
-        None => Ok(Source::Unknown),
-        Some(s) => serde_json::from_str(s).with_context(|| {
-            format!(
-                "source {s:?} is not a trace source: give a dict such as \
-                 {{\"kind\": \"imported\", \"path\": \"x\", \"format\": \"csv\", \"options\": {{}}}}"
-            )
-        }),
+/// A trace's `source` argument, read with the GIL held: None (unknown), a
+/// string (where the references came from: an imported source of format
+/// `python`), or the metadata's own dict form.
+fn source_of(source: Option<&Bound<'_, PyAny>>) -> Result<Source> {
+    let Some(obj) = source.filter(|o| !o.is_none()) else {
+        return Ok(Source::Unknown);
+    };
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Source::Imported {
+            path: s.to_cow()?.into_owned(),
+            format: "python".into(),
+            options: serde_json::json!({}),
+        });
     }
+    let example = "give a string, or a dict such as \
+         {\"kind\": \"imported\", \"path\": \"x\", \"format\": \"csv\", \"options\": {}}";
+    if !obj.is_instance_of::<pyo3::types::PyDict>() {
+        let kind = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default();
+        bail!("source must be a string or a dict, not {kind}: {example}");
+    }
+    from_py(obj, "source").map_err(|e| {
+        let r = obj.repr().map(|r| r.to_string()).unwrap_or_default();
+        anyhow::anyhow!("source {r} is not a trace source ({e:#}): {example}")
+    })
 }
 
 /// A trace from page numbers (uint64) and write flags (bool), in memory.
@@ -224,21 +376,17 @@ fn trace_from_arrays(
     pages: PyReadonlyArray1<'_, u64>,
     writes: Option<PyReadonlyArray1<'_, bool>>,
     page_size: u64,
-    source: Option<String>,
+    source: Option<Bound<'_, PyAny>>,
 ) -> PyResult<Trace> {
     let p = slice(&pages, "pages")?;
     let w = writes.as_ref().map(|w| slice(w, "writes")).transpose()?;
+    let source = source_of(source.as_ref()).map_err(py_err)?;
     let t = guarded(py, move || {
         check_page_size(page_size)?;
         if p.is_empty() {
             bail!("the trace has no references (pages is empty)");
         }
-        Ok(DenseTrace::from_arrays(
-            p,
-            w,
-            page_size,
-            source_of(source.as_deref())?,
-        )?)
+        Ok(DenseTrace::from_arrays(p, w, page_size, source)?)
     })?;
     Ok(Trace { inner: Arc::new(t) })
 }
@@ -250,20 +398,22 @@ fn check_page_size(page_size: u64) -> Result<()> {
     Ok(())
 }
 
-/// Writes a native trace from page numbers and write flags; returns its metadata (JSON).
+/// Writes a native trace from page numbers and write flags; returns its
+/// metadata (a dict). `source`: a string or the metadata's dict form.
 #[pyfunction]
 #[pyo3(signature = (path, pages, writes=None, page_size=4096, source=None))]
-fn write_trace(
-    py: Python<'_>,
+fn write_trace<'py>(
+    py: Python<'py>,
     path: PathBuf,
     pages: PyReadonlyArray1<'_, u64>,
     writes: Option<PyReadonlyArray1<'_, bool>>,
     page_size: u64,
-    source: Option<String>,
-) -> PyResult<String> {
+    source: Option<Bound<'_, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let p = slice(&pages, "pages")?;
     let w = writes.as_ref().map(|w| slice(w, "writes")).transpose()?;
-    guarded(py, move || {
+    let source = source_of(source.as_ref()).map_err(py_err)?;
+    let meta = guarded(py, move || {
         check_page_size(page_size)?;
         if let Some(w) = w {
             if w.len() != p.len() {
@@ -274,7 +424,7 @@ fn write_trace(
                 );
             }
         }
-        let mut wr = NativeWriter::create(&path, page_size, source_of(source.as_deref())?)?;
+        let mut wr = NativeWriter::create(&path, page_size, source)?;
         let mut b = RefBatch::default();
         const CHUNK: usize = 1 << 16;
         for (i, chunk) in p.chunks(CHUNK).enumerate() {
@@ -288,43 +438,46 @@ fn write_trace(
             }
             wr.write(&b)?;
         }
-        let meta = wr
-            .finish()
-            .with_context(|| format!("writing {}", path.display()))?;
-        Ok(serde_json::to_string(&meta)?)
-    })
+        wr.finish()
+            .with_context(|| format!("writing {}", path.display()))
+    })?;
+    to_py(py, &meta)
 }
 
-/// The metadata of a native trace (JSON), or a SwaplabError saying what the file is.
+/// The metadata of a native trace (a dict), None for a trace of another
+/// format, or a SwaplabError saying what the file is.
 #[pyfunction]
-fn trace_meta(py: Python<'_>, path: PathBuf) -> PyResult<Option<String>> {
-    guarded(py, move || {
+fn trace_meta<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let meta = guarded(py, move || {
         let src = open(&path)?;
         if !is_native(&path) {
             return Ok(None);
         }
         drop(src);
-        let r = NativeReader::open(&path)?;
-        Ok(Some(serde_json::to_string(r.meta())?))
-    })
+        Ok(Some(NativeReader::open(&path)?.meta().clone()))
+    })?;
+    meta.map(|m| to_py(py, &m)).transpose()
 }
 
-/// `swaplab gen`: writes a generated trace; returns its metadata (JSON).
+/// `swaplab gen`: writes a generated trace; returns its metadata (a dict).
+/// `patterns`: one pattern (a string) or a list of them.
 #[pyfunction]
 #[pyo3(signature = (patterns, output, count=None, seed=42, interleave=false))]
-fn gen(
-    py: Python<'_>,
-    patterns: Vec<String>,
+fn gen<'py>(
+    py: Python<'py>,
+    patterns: Items,
     output: PathBuf,
-    count: Option<String>,
+    count: Option<Items>,
     seed: u64,
     interleave: bool,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     use swaplab_trace::gen::{Generator, Mix, Pattern};
-    guarded(py, move || {
+    let meta = guarded(py, move || {
+        let patterns = patterns.list("patterns")?;
         if patterns.is_empty() {
             bail!("give at least one pattern, e.g. \"zipf:pages=1M:alpha=0.9\"");
         }
+        let count = count.map(|c| c.one("count")).transpose()?;
         let pats = patterns
             .iter()
             .map(|p| p.parse::<Pattern>())
@@ -336,33 +489,34 @@ fn gen(
             Mix::Sequence
         };
         let mut g = Generator::new(pats, count, mix, seed)?;
-        let meta = write_source(&mut g, &output, |_| {})
-            .with_context(|| format!("writing {}", output.display()))?;
-        Ok(serde_json::to_string(&meta)?)
-    })
+        write_source(&mut g, &output, |_| {})
+            .with_context(|| format!("writing {}", output.display()))
+    })?;
+    to_py(py, &meta)
 }
 
-/// `swaplab import`: converts another tool's trace; returns its metadata (JSON).
+/// `swaplab import`: converts another tool's trace; returns its metadata
+/// (a dict). Columns are names or 0-based indexes.
 #[pyfunction]
-#[pyo3(signature = (input, output, format=None, id_column="0".to_string(), header=false,
+#[pyo3(signature = (input, output, format=None, id_column=Items::of("0"), header=false,
     delimiter=",".to_string(), op_column=None, time_column=None, time_unit_ns=1_000_000_000,
     page_size=4096, instructions=false))]
 #[allow(clippy::too_many_arguments)]
-fn import_trace(
-    py: Python<'_>,
+fn import_trace<'py>(
+    py: Python<'py>,
     input: PathBuf,
     output: PathBuf,
     format: Option<String>,
-    id_column: String,
+    id_column: Items,
     header: bool,
     delimiter: String,
-    op_column: Option<String>,
-    time_column: Option<String>,
+    op_column: Option<Items>,
+    time_column: Option<Items>,
     time_unit_ns: u64,
     page_size: u64,
     instructions: bool,
-) -> PyResult<String> {
-    guarded(py, move || {
+) -> PyResult<Bound<'py, PyAny>> {
+    let meta = guarded(py, move || {
         if !input.exists() {
             bail!("{}: no such file", input.display());
         }
@@ -381,49 +535,62 @@ fn import_trace(
             bail!("delimiter must be one ASCII character, not {delimiter:?}");
         }
         check_page_size(page_size)?;
-        let col = |s: &str| s.parse::<Column>();
+        let col = |c: &Items, what: &str| -> Result<Column> { Ok(c.one(what)?.parse::<Column>()?) };
         let opts = ImportOptions {
-            id_column: col(&id_column)?,
+            id_column: col(&id_column, "id_column")?,
             has_header: header,
             delimiter: d[0],
-            op_column: op_column.as_deref().map(col).transpose()?,
-            time_column: time_column.as_deref().map(col).transpose()?,
+            op_column: op_column
+                .as_ref()
+                .map(|c| col(c, "op_column"))
+                .transpose()?,
+            time_column: time_column
+                .as_ref()
+                .map(|c| col(c, "time_column"))
+                .transpose()?,
             time_unit_ns,
             page_size,
             include_instructions: instructions,
         };
         let mut src = import::open(&input, format, &opts)?;
-        let meta = write_source(src.as_mut(), &output, |_| {})
-            .with_context(|| format!("importing {} as {}", input.display(), format.name()))?;
-        Ok(serde_json::to_string(&meta)?)
-    })
+        write_source(src.as_mut(), &output, |_| {})
+            .with_context(|| format!("importing {} as {}", input.display(), format.name()))
+    })?;
+    to_py(py, &meta)
 }
 
 /// `swaplab sim --json`: every (policy, size[, prefetcher]) of `trace`;
-/// returns the CLI's JSON (a list of results).
+/// returns the CLI's results (a list of dicts, one per row). The list
+/// arguments (`policies`, `mem`, `prefetch`, `device`, `fault_path`) take
+/// a list or a comma-joined string.
 #[pyfunction]
-#[pyo3(signature = (trace, policies="all".to_string(), mem="10%,25%,50%".to_string(), seed=42,
+#[pyo3(signature = (trace, policies=Items::of("all"), mem=Items::of("10%,25%,50%"), seed=42,
     prefetch=None, hints=None, refs_per_ms=1000, save=None, trace_path=None, threads=None,
     device=None, fault_path=None, base_time=None))]
 #[allow(clippy::too_many_arguments)]
-fn sim(
-    py: Python<'_>,
+fn sim<'py>(
+    py: Python<'py>,
     trace: &Trace,
-    policies: String,
-    mem: String,
+    policies: Items,
+    mem: Items,
     seed: u64,
-    prefetch: Option<String>,
+    prefetch: Option<Items>,
     hints: Option<PathBuf>,
     refs_per_ms: u64,
     save: Option<PathBuf>,
     trace_path: Option<PathBuf>,
     threads: Option<usize>,
-    device: Option<String>,
-    fault_path: Option<String>,
+    device: Option<Items>,
+    fault_path: Option<Items>,
     base_time: Option<f64>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let t = trace.inner.clone();
-    guarded(py, move || {
+    let res = guarded(py, move || {
+        let policies = policies.comma("policy")?;
+        let mem = mem.comma("memory size")?;
+        let prefetch = prefetch.map(|p| p.comma("prefetcher")).transpose()?;
+        let device = device.map(|d| d.comma("device")).transpose()?;
+        let fault_path = fault_path.map(|f| f.comma("fault path")).transpose()?;
         // A pool of this call's own: Python threads (and a Ray worker's
         // tasks) calling sim at once would otherwise queue on rayon's one
         // global pool.
@@ -487,7 +654,6 @@ fn sim(
             } else {
                 swaplab_sim::jobs::run_pairs(&t, &specs, &sizes, seed, &none)?
             };
-            let json = serde_json::to_string(&res)?;
             if let Some(p) = save {
                 // `swaplab sim --save`: for `swaplab report` and `compare`.
                 use swaplab_study::sim::section::{save, SavedSim, TraceInfo, SIM_KIND};
@@ -502,34 +668,39 @@ fn sim(
                     trace: TraceInfo::of(&tp, &t),
                     seed,
                     sizes,
-                    results: res,
+                    results: res.clone(),
                     machine: swaplab_host::procfs::Environment::capture().ok(),
                 };
                 save(&p, &saved)?;
             }
-            Ok(json)
+            Ok(res)
         })
-    })
+    })?;
+    to_py(py, &res)
 }
 
-/// `swaplab mrc --json`: miss-ratio curves; returns `{sizes, curves}` as JSON.
+/// `swaplab mrc --json`: miss-ratio curves; returns `{"sizes": [...],
+/// "curves": [{"name", "miss_ratio", "mae"}, ...]}`. `mem` and `policies`
+/// take a list or a comma-joined string.
 #[pyfunction]
 #[pyo3(signature = (trace, points=20, mem=None, full=false, shards=None, shards_size=None,
     policies=None, seed=42))]
 #[allow(clippy::too_many_arguments)]
-fn mrc_curves(
-    py: Python<'_>,
+fn mrc_curves<'py>(
+    py: Python<'py>,
     trace: &Trace,
     points: usize,
-    mem: Option<String>,
+    mem: Option<Items>,
     full: bool,
     shards: Option<f64>,
     shards_size: Option<usize>,
-    policies: Option<String>,
+    policies: Option<Items>,
     seed: u64,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     let t = trace.inner.clone();
-    guarded(py, move || {
+    let out = guarded(py, move || {
+        let mem = mem.map(|m| m.comma("memory size")).transpose()?;
+        let policies = policies.map(|p| p.comma("policy")).transpose()?;
         let d = t.distinct() as u64;
         let exact = mrc::stack_histogram(&t)?;
         let sizes: Vec<u64> = if full {
@@ -580,34 +751,51 @@ fn mrc_curves(
                 curves.push(serde_json::json!({"name": name, "miss_ratio": mr, "mae": null}));
             }
         }
-        Ok(serde_json::to_string(
-            &serde_json::json!({"sizes": sizes, "curves": curves}),
-        )?)
-    })
+        Ok(serde_json::json!({"sizes": sizes, "curves": curves}))
+    })?;
+    to_py(py, &out)
 }
 
-/// The canonical names of a policy list (`lru,clock:bits=2`, `all`), as the
-/// results name them; a SwaplabError for an unknown policy or parameter.
+/// The canonical names of a policy list (a list, or `"lru,clock:bits=2"`,
+/// `"all"`), as the results name them; a SwaplabError for an unknown
+/// policy or parameter.
 #[pyfunction]
-fn parse_policies(list: &str) -> PyResult<Vec<String>> {
-    PolicySpec::parse_list(list)
-        .map(|v| v.iter().map(|s| s.to_string()).collect())
-        .map_err(|e| SwaplabError::new_err(e.to_string()))
+fn parse_policies(list: Items) -> PyResult<Vec<String>> {
+    let names = || -> Result<Vec<String>> {
+        let v = PolicySpec::parse_list(&list.comma("policy")?)?;
+        Ok(v.iter().map(|s| s.to_string()).collect())
+    };
+    names().map_err(py_err)
 }
 
-/// The policy registry (`swaplab sim --list-policies --json`).
+/// The items of a list argument, each a string: a list as it is, a
+/// comma-joined string split at its commas (items trimmed, empty ones
+/// dropped); a SwaplabError naming `what` for anything else or nothing.
 #[pyfunction]
-fn list_policies() -> String {
+fn split_list(list: Items, what: &str) -> PyResult<Vec<String>> {
+    let s = list.comma(what).map_err(py_err)?;
+    Ok(s.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// The policy registry (`swaplab sim --list-policies --json`): a list of
+/// `{"name", "params", "summary"}`.
+#[pyfunction]
+fn list_policies(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let v: Vec<_> = policies::REGISTRY
         .iter()
         .map(|i| serde_json::json!({"name": i.name, "params": i.params, "summary": i.summary}))
         .collect();
-    serde_json::Value::Array(v).to_string()
+    to_py(py, &v)
 }
 
-/// The prefetcher registry (`swaplab sim --list-prefetchers --json`).
+/// The prefetcher registry (`swaplab sim --list-prefetchers --json`): a
+/// list of `{"name", "params", "summary", "slots"}`.
 #[pyfunction]
-fn list_prefetchers() -> String {
+fn list_prefetchers(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     let v: Vec<_> = prefetch::REGISTRY
         .iter()
         .map(|i| {
@@ -615,7 +803,7 @@ fn list_prefetchers() -> String {
                 "slots": i.slots})
         })
         .collect();
-    serde_json::Value::Array(v).to_string()
+    to_py(py, &v)
 }
 
 fn catalog_at(home: Option<PathBuf>) -> Result<Catalog> {
@@ -629,66 +817,68 @@ fn catalog_home() -> String {
     swaplab_lab::catalog::default_home().display().to_string()
 }
 
-/// `swaplab runs --json`: the most recent runs (records, JSON).
+/// `swaplab runs --json`: the most recent runs (a list of record dicts).
 #[pyfunction]
 #[pyo3(signature = (home=None, limit=1000))]
-fn catalog_runs(py: Python<'_>, home: Option<PathBuf>, limit: usize) -> PyResult<String> {
-    guarded(py, move || {
-        Ok(serde_json::to_string(
-            &catalog_at(home)?.recent_runs(limit)?,
-        )?)
-    })
+fn catalog_runs(py: Python<'_>, home: Option<PathBuf>, limit: usize) -> PyResult<Bound<'_, PyAny>> {
+    let runs = guarded(py, move || Ok(catalog_at(home)?.recent_runs(limit)?))?;
+    to_py(py, &runs)
 }
 
-/// `swaplab runs --sweeps --json`: the most recent sweeps (JSON).
+/// `swaplab runs --sweeps --json`: the most recent sweeps (a list of dicts).
 #[pyfunction]
 #[pyo3(signature = (home=None, limit=1000))]
-fn catalog_sweeps(py: Python<'_>, home: Option<PathBuf>, limit: usize) -> PyResult<String> {
-    guarded(py, move || {
-        Ok(serde_json::to_string(
-            &catalog_at(home)?.recent_sweeps(limit)?,
-        )?)
-    })
+fn catalog_sweeps(
+    py: Python<'_>,
+    home: Option<PathBuf>,
+    limit: usize,
+) -> PyResult<Bound<'_, PyAny>> {
+    let sweeps = guarded(py, move || Ok(catalog_at(home)?.recent_sweeps(limit)?))?;
+    to_py(py, &sweeps)
 }
 
-/// One run's record (JSON).
+/// One run's record (a dict, `swaplab show ID --json`).
 #[pyfunction]
 #[pyo3(signature = (id, home=None))]
-fn run_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<String> {
-    guarded(py, move || {
-        Ok(serde_json::to_string(&catalog_at(home)?.run(id)?)?)
-    })
+fn run_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<Bound<'_, PyAny>> {
+    let rec = guarded(py, move || Ok(catalog_at(home)?.run(id)?))?;
+    to_py(py, &rec)
 }
 
-/// A sweep's row and its runs' records (JSON `{sweep, runs}`).
+/// A sweep's row and its runs' records: `{"sweep": dict, "runs": [dict, ...]}`.
 #[pyfunction]
 #[pyo3(signature = (id, home=None))]
-fn sweep_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<String> {
-    guarded(py, move || {
+fn sweep_record(py: Python<'_>, id: i64, home: Option<PathBuf>) -> PyResult<Bound<'_, PyAny>> {
+    let out = guarded(py, move || {
+        #[derive(Serialize)]
+        struct SweepRecord {
+            sweep: swaplab_lab::catalog::SweepRow,
+            runs: Vec<swaplab_lab::record::RunRecord>,
+        }
         let c = catalog_at(home)?;
-        let s = c.sweep(id)?;
-        let runs = c.sweep_runs(id)?;
-        Ok(serde_json::to_string(
-            &serde_json::json!({"sweep": s, "runs": runs}),
-        )?)
-    })
+        Ok(SweepRecord {
+            sweep: c.sweep(id)?,
+            runs: c.sweep_runs(id)?,
+        })
+    })?;
+    to_py(py, &out)
 }
 
 /// Merges runs made elsewhere (`swaplab.ray.sweep`'s nodes) into the
-/// catalog as one sweep: `runs_json` is a list of `{"record": RunRecord,
-/// "variant": name, "repeat_idx": n, "node": host}`. Each run gets a new id
-/// and directory here, keeps its measurements, machine (`env`) and times,
-/// and a note naming its node and original id. Returns `{"sweep_id",
-/// "runs": [[id, dir], ...]}` (JSON).
+/// catalog as one sweep: `spec` is the sweep's spec (a dict), `runs` a
+/// list of `{"record": run record dict, "variant": name, "repeat_idx": n,
+/// "node": host}`. Each run gets a new id and directory here, keeps its
+/// measurements, machine (`env`) and times, and a note naming its node and
+/// original id. Returns `{"sweep_id": id, "runs": [[id, dir], ...]}`.
 #[pyfunction]
-#[pyo3(signature = (command, spec_json, runs_json, home=None))]
-fn catalog_import_sweep(
-    py: Python<'_>,
+#[pyo3(signature = (command, spec, runs, home=None))]
+fn catalog_import_sweep<'py>(
+    py: Python<'py>,
     command: Vec<String>,
-    spec_json: String,
-    runs_json: String,
+    spec: Bound<'py, PyAny>,
+    runs: Bound<'py, PyAny>,
     home: Option<PathBuf>,
-) -> PyResult<String> {
+) -> PyResult<Bound<'py, PyAny>> {
     use swaplab_lab::record::{Role, RunRecord, Status};
     #[derive(serde::Deserialize)]
     struct Imported {
@@ -697,11 +887,9 @@ fn catalog_import_sweep(
         repeat_idx: u32,
         node: String,
     }
-    guarded(py, move || {
-        let spec: serde_json::Value =
-            serde_json::from_str(&spec_json).context("the sweep's spec")?;
-        let runs: Vec<Imported> =
-            serde_json::from_str(&runs_json).context("the runs to import (run records)")?;
+    let spec: serde_json::Value = from_py(&spec, "the sweep's spec").map_err(py_err)?;
+    let runs: Vec<Imported> = from_py(&runs, "the runs to import (run records)").map_err(py_err)?;
+    let out = guarded(py, move || {
         let c = catalog_at(home)?;
         let sid = c.begin_sweep("sweep", &command, &spec)?;
         let mut out = Vec::new();
@@ -740,10 +928,9 @@ fn catalog_import_sweep(
             out.push((n.id, n.dir.display().to_string()));
         }
         c.finish_sweep(sid, Status::Done, None)?;
-        Ok(serde_json::to_string(
-            &serde_json::json!({"sweep_id": sid, "runs": out}),
-        )?)
-    })
+        Ok(serde_json::json!({"sweep_id": sid, "runs": out}))
+    })?;
+    to_py(py, &out)
 }
 
 /// The crate's version (the workspace's).
@@ -766,6 +953,7 @@ fn _swaplab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mrc_curves, m)?)?;
     m.add_function(wrap_pyfunction!(list_policies, m)?)?;
     m.add_function(wrap_pyfunction!(parse_policies, m)?)?;
+    m.add_function(wrap_pyfunction!(split_list, m)?)?;
     m.add_function(wrap_pyfunction!(list_prefetchers, m)?)?;
     m.add_function(wrap_pyfunction!(catalog_home, m)?)?;
     m.add_function(wrap_pyfunction!(catalog_runs, m)?)?;

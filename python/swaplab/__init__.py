@@ -5,6 +5,11 @@ and experiments as pandas DataFrames.
 >>> swaplab.gen(["zipf:pages=2000:alpha=0.9"], "t.parquet", count=50_000)   # doctest: +SKIP
 >>> swaplab.sim("t.parquet", policies=["lru", "clock"], mem=["25%"])        # doctest: +SKIP
 
+Results are pandas DataFrames (the table's name in ``df.attrs["title"]``),
+pyarrow Tables, and dicts and lists as ``json.loads`` gives for the
+command line's ``--json``. List arguments (policies, memory sizes, ...)
+take a list or the command line's comma-joined string.
+
 Everything a function cannot do raises :class:`SwaplabError` (a
 ``ValueError``) with the message the ``swaplab`` command line prints. The
 simulator runs with the GIL released: threads (and Ray tasks, see
@@ -18,8 +23,10 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
+import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from . import _swaplab
@@ -29,7 +36,6 @@ __all__ = [
     "SwaplabError",
     "Trace",
     "Record",
-    "ResultFrame",
     "read_trace",
     "load_trace",
     "write_trace",
@@ -54,37 +60,25 @@ __all__ = [
 
 __version__ = _swaplab.version()
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 PathLike = Union[str, "os.PathLike[str]"]
 TraceLike = Union[PathLike, Trace, Any]
+#: A list argument: a list of strings or integers, or the command line's
+#: comma-joined string (``"lru,arc"``, ``"10%,25%"``).
+Items = Union[str, int, Sequence[Union[str, int]]]
 
 
-class ResultFrame(pd.DataFrame):
-    """A pandas DataFrame of swaplab results: everything of a DataFrame,
-    plus a title above the table in notebooks (``_repr_html_``)."""
-
-    _metadata = ["title"]
-
-    @property
-    def _constructor(self):  # type: ignore[override]
-        return ResultFrame
-
-    def _repr_html_(self) -> Optional[str]:  # type: ignore[override]
-        from html import escape
-
-        body = super()._repr_html_()
-        title = getattr(self, "title", None)
-        if not title or body is None:
-            return body
-        return f"<div><b>{escape(str(title))}</b> ({len(self)} rows)</div>{body}"
-
-
-def _frame(rows: Any, title: str) -> ResultFrame:
-    df = ResultFrame(rows)
-    df.title = title
+def _frame(rows: Any, title: str) -> pd.DataFrame:
+    """A DataFrame of results, named in ``df.attrs["title"]`` (pandas keeps
+    ``attrs`` through filtering, selection and copies)."""
+    df: pd.DataFrame = pd.DataFrame(rows)
+    df.attrs["title"] = title
     return df
 
 
-class Record(dict):
+class Record(Dict[str, Any]):
     """A run or sweep record (the JSON of ``swaplab show --json``) as a dict,
     with a notebook HTML repr (the key facts and the metrics)."""
 
@@ -115,22 +109,6 @@ def _path(p: PathLike) -> str:
     raise SwaplabError(f"expected a path (str or pathlib.Path), not {type(p).__name__}")
 
 
-def _list(x: Union[str, int, Iterable[Any]], what: str) -> str:
-    """A CLI-style comma list from a string, a number or an iterable."""
-    if isinstance(x, (str, int)):
-        s = str(x)
-    else:
-        try:
-            s = ",".join(str(v) for v in x)
-        except TypeError:
-            raise SwaplabError(
-                f"{what} must be a string, a number or a list of them, not {type(x).__name__}"
-            ) from None
-    if not s.strip():
-        raise SwaplabError(f"no {what} given")
-    return s
-
-
 def load_trace(trace: TraceLike) -> Trace:
     """A trace loaded for simulation, from a path (native, oracleGeneral
     ``.bin[.zst]``, ``.txt``), a pyarrow Table or pandas DataFrame with a
@@ -149,10 +127,10 @@ def load_trace(trace: TraceLike) -> Trace:
     return _swaplab.trace_from_arrays(pages, writes, page_size)
 
 
-def _columns(t: Any):
+def _columns(
+    t: Any,
+) -> Optional[Tuple[npt.NDArray[np.uint64], Optional[npt.NDArray[np.bool_]], int]]:
     """(pages uint64, writes bool or None, page_size) of a table-like, or None."""
-    import numpy as np
-
     page_size = 4096
     try:
         import pyarrow as pa
@@ -178,10 +156,8 @@ def _columns(t: Any):
     return pages, writes, page_size
 
 
-def _uint64(a: Any, what: str):
+def _uint64(a: Any, what: str) -> npt.NDArray[np.uint64]:
     """A contiguous uint64 numpy array; no copy when `a` already is one."""
-    import numpy as np
-
     arr = np.asarray(a)
     if arr.ndim != 1:
         raise SwaplabError(f"{what} must be 1-D, not of shape {arr.shape}")
@@ -196,7 +172,7 @@ def _uint64(a: Any, what: str):
     return np.ascontiguousarray(arr, dtype=np.uint64)
 
 
-def read_trace(path: PathLike):
+def read_trace(path: PathLike) -> "pa.Table":
     """A trace file as a pyarrow Table (columns ``page``, ``write`` and, in
     native traces, ``id`` and the optional ``time_ns``, ``tid``).
 
@@ -214,13 +190,14 @@ def read_trace(path: PathLike):
         return pq.read_table(p, memory_map=True)
     t = _swaplab.load_trace(p)
     pages, writes = t.to_arrays()
-    meta = json.dumps(
-        {"page_size": t.page_size, "source": json.loads(t.source_json), "count": len(t),
+    # The schema's metadata is bytes: the same JSON as a native trace's.
+    md = json.dumps(
+        {"page_size": t.page_size, "source": t.source, "count": len(t),
          "distinct_pages": t.distinct, "writes": t.writes}
     )
     schema = pa.schema(
         [pa.field("page", pa.uint64(), nullable=False), pa.field("write", pa.bool_(), nullable=False)],
-        metadata={"swaplab.trace": meta},
+        metadata={"swaplab.trace": md},
     )
     return pa.Table.from_arrays([pa.array(pages), pa.array(writes)], schema=schema)
 
@@ -240,25 +217,13 @@ def write_trace(
     an imported source of format ``python``) or the metadata's own dict
     form.
     """
-    import numpy as np
-
     if path is None:
         raise SwaplabError("write_trace needs path= (the .parquet file to write)")
     p = _uint64(pages, "pages")
     w = None if writes is None else np.ascontiguousarray(np.asarray(writes), dtype=bool)
     if w is not None and w.ndim != 1:
         raise SwaplabError(f"writes must be 1-D, not of shape {w.shape}")
-    if isinstance(source, str):
-        src: Optional[str] = json.dumps(
-            {"kind": "imported", "path": source, "format": "python", "options": {}}
-        )
-    elif isinstance(source, dict):
-        src = json.dumps(source)
-    elif source is None:
-        src = None
-    else:
-        raise SwaplabError(f"source must be a string or a dict, not {type(source).__name__}")
-    return json.loads(_swaplab.write_trace(_path(path), p, w, int(page_size), src))
+    return _swaplab.write_trace(_path(path), p, writes=w, page_size=int(page_size), source=source)
 
 
 def gen(
@@ -273,9 +238,8 @@ def gen(
     ``patterns`` as on the command line (``"zipf:pages=1M:alpha=0.9"``,
     ``"loop:pages=200:count=20k"``, ...); ``count`` an int or ``"10M"``.
     """
-    pats = [patterns] if isinstance(patterns, str) else list(patterns)
-    c = None if count is None else str(count)
-    return json.loads(_swaplab.gen(pats, _path(output), c, int(seed), bool(interleave)))
+    return _swaplab.gen(patterns, _path(output), count=count, seed=int(seed),
+                        interleave=bool(interleave))
 
 
 def import_trace(
@@ -293,29 +257,27 @@ def import_trace(
 ) -> Dict[str, Any]:
     """``swaplab import``: converts another tool's trace (oracleGeneral,
     csv, txt, lackey, perf) into a native trace; returns its metadata."""
-    opt = lambda v: None if v is None else str(v)  # noqa: E731
-    return json.loads(
-        _swaplab.import_trace(
-            _path(input), _path(output), format, str(id_column), bool(header), delimiter,
-            opt(op_column), opt(time_column), int(time_unit_ns), int(page_size), bool(instructions),
-        )
+    return _swaplab.import_trace(
+        _path(input), _path(output), format=format, id_column=id_column, header=bool(header),
+        delimiter=delimiter, op_column=op_column, time_column=time_column,
+        time_unit_ns=int(time_unit_ns), page_size=int(page_size), instructions=bool(instructions),
     )
 
 
 def sim(
     trace: TraceLike,
-    policies: Union[str, Sequence[str]] = "all",
-    mem: Union[str, int, Sequence[Union[str, int]]] = ("10%", "25%", "50%"),
-    prefetch: Optional[Union[str, Sequence[str]]] = None,
-    device: Optional[str] = None,
+    policies: Items = "all",
+    mem: Items = ("10%", "25%", "50%"),
+    prefetch: Optional[Items] = None,
+    device: Optional[Items] = None,
     seed: int = 42,
     hints: Optional[PathLike] = None,
     refs_per_ms: int = 1000,
     save: Optional[PathLike] = None,
     threads: Optional[int] = None,
-    fault_path: Optional[Union[str, Sequence[str]]] = None,
+    fault_path: Optional[Items] = None,
     base_time: Optional[float] = None,
-):
+) -> pd.DataFrame:
     """``swaplab sim --json`` as a pandas DataFrame: a row per (policy,
     memory size[, prefetcher]), with the CLI's columns (policy, capacity,
     references, hits, minor_faults, major_faults, swap_outs, evictions,
@@ -335,38 +297,34 @@ def sim(
     ``threads``: simulation threads of this call (default: one per core).
     """
     t = load_trace(trace)
-    dv = None if device is None else _list(device, "device")
-    fp = None if fault_path is None else _list(fault_path, "fault path")
-    pf = None if prefetch is None else _list(prefetch, "prefetcher")
-    h = None if hints is None else _path(hints)
-    tp = os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None
-    sv = None if save is None else _path(save)
-    js = _swaplab.sim(
-        t, _list(policies, "policy"), _list(mem, "memory size"), int(seed), pf, h,
-        int(refs_per_ms), sv, tp, None if threads is None else int(threads),
-        dv, fp, None if base_time is None else float(base_time),
+    rows = _swaplab.sim(
+        t, policies=policies, mem=mem, seed=int(seed), prefetch=prefetch,
+        hints=None if hints is None else _path(hints), refs_per_ms=int(refs_per_ms),
+        save=None if save is None else _path(save),
+        trace_path=os.fspath(trace) if isinstance(trace, (str, os.PathLike)) else None,
+        threads=None if threads is None else int(threads), device=device, fault_path=fault_path,
+        base_time=None if base_time is None else float(base_time),
     )
-    return _frame(json.loads(js), "swaplab sim")
+    return _frame(rows, "swaplab sim")
 
 
 def mrc(
     trace: TraceLike,
     points: int = 20,
-    mem: Optional[Union[str, int, Sequence[Union[str, int]]]] = None,
+    mem: Optional[Items] = None,
     full: bool = False,
     shards: Optional[float] = None,
     shards_size: Optional[int] = None,
-    policies: Optional[Union[str, Sequence[str]]] = None,
+    policies: Optional[Items] = None,
     seed: int = 42,
-):
+) -> pd.DataFrame:
     """``swaplab mrc``: miss-ratio curves as a DataFrame: ``mem_pages`` and
     a column per curve (``lru (exact)``, ``shards rate=R``, policies). The
     SHARDS curves' mean absolute error is in ``df.attrs["mae"]``."""
     t = load_trace(trace)
-    m = None if mem is None else _list(mem, "memory size")
-    p = None if policies is None else _list(policies, "policy")
-    out = json.loads(
-        _swaplab.mrc_curves(t, int(points), m, bool(full), shards, shards_size, p, int(seed))
+    out = _swaplab.mrc_curves(
+        t, points=int(points), mem=mem, full=bool(full), shards=shards, shards_size=shards_size,
+        policies=policies, seed=int(seed),
     )
     rows: Dict[str, Any] = {"mem_pages": out["sizes"]}
     for c in out["curves"]:
@@ -376,14 +334,14 @@ def mrc(
     return df
 
 
-def policies():
+def policies() -> pd.DataFrame:
     """The simulator's policies and their parameters, as a DataFrame."""
-    return _frame(json.loads(_swaplab.list_policies()), "policies")
+    return _frame(_swaplab.list_policies(), "policies")
 
 
-def prefetchers():
+def prefetchers() -> pd.DataFrame:
     """The simulator's swap readahead models, as a DataFrame."""
-    return _frame(json.loads(_swaplab.list_prefetchers()), "prefetchers")
+    return _frame(_swaplab.list_prefetchers(), "prefetchers")
 
 
 def catalog_home() -> str:
@@ -397,7 +355,7 @@ _RUN_COLUMNS = [
 ]
 
 
-def catalog(home: Optional[PathLike] = None, limit: int = 100_000) -> Dict[str, Any]:
+def catalog(home: Optional[PathLike] = None, limit: int = 100_000) -> Dict[str, pd.DataFrame]:
     """The catalog as DataFrames: ``{"runs": ..., "sweeps": ...}``.
 
     ``runs`` has a row per run (its catalog columns, the command as one
@@ -405,7 +363,7 @@ def catalog(home: Optional[PathLike] = None, limit: int = 100_000) -> Dict[str, 
     group. ``home`` defaults to :func:`catalog_home`.
     """
     h = None if home is None else _path(home)
-    runs = json.loads(_swaplab.catalog_runs(h, int(limit)))
+    runs = _swaplab.catalog_runs(h, int(limit))
     rows = []
     for r in runs:
         row = {k: r.get(k) for k in _RUN_COLUMNS}
@@ -414,7 +372,7 @@ def catalog(home: Optional[PathLike] = None, limit: int = 100_000) -> Dict[str, 
         for name, m in (r.get("metrics") or {}).items():
             row[name] = m.get("value") if isinstance(m, dict) else m
         rows.append(row)
-    sweeps = json.loads(_swaplab.catalog_sweeps(h, int(limit)))
+    sweeps = _swaplab.catalog_sweeps(h, int(limit))
     for s in sweeps:
         s["command"] = " ".join(s.get("command") or [])
         s["spec"] = json.dumps(s.get("spec"))
@@ -427,16 +385,16 @@ def catalog(home: Optional[PathLike] = None, limit: int = 100_000) -> Dict[str, 
 def run_record(id: int, home: Optional[PathLike] = None) -> Record:
     """One run's whole record (``swaplab show ID --json``) as a dict."""
     h = None if home is None else _path(home)
-    return Record(json.loads(_swaplab.run_record(int(id), h)))
+    return Record(_swaplab.run_record(int(id), h))
 
 
 def sweep_record(id: int, home: Optional[PathLike] = None) -> Record:
     """A sweep's catalog row and its runs' records: ``{"sweep": ..., "runs": [...]}``."""
     h = None if home is None else _path(home)
-    return Record(json.loads(_swaplab.sweep_record(int(id), h)))
+    return Record(_swaplab.sweep_record(int(id), h))
 
 
-def timeline(id: int, home: Optional[PathLike] = None):
+def timeline(id: int, home: Optional[PathLike] = None) -> pd.DataFrame:
     """A run's 20 Hz timeline (memory, swap, PSI, faults over time) as a DataFrame."""
     import pyarrow.parquet as pq
 
@@ -578,7 +536,7 @@ def run(
 
 def sweep(
     cmd: Union[str, Sequence[str]],
-    limits: Union[str, Sequence[Union[str, int]]] = ("100%", "75%", "50%", "25%"),
+    limits: Items = ("100%", "75%", "50%", "25%"),
     variants: Optional[Dict[str, str]] = None,
     repeats: int = 5,
     swap: Union[None, str, Sequence[str]] = None,
@@ -592,7 +550,8 @@ def sweep(
     argv = [cmd] if isinstance(cmd, str) else list(cmd)
     if not argv:
         raise SwaplabError("sweep needs a command")
-    args = ["sweep", "--limits", _list(limits, "limit"), "--repeat", str(int(repeats))]
+    lim = ",".join(_swaplab.split_list(limits, "limit"))
+    args = ["sweep", "--limits", lim, "--repeat", str(int(repeats))]
     for name, flags in (variants or {}).items():
         args += ["--variant", f"{name}={flags}"]
     args += _settings(swap, settings) + ["--", *map(str, argv)]

@@ -17,14 +17,15 @@ Ray is optional: ``pip install 'swaplab[ray]'``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+import pandas as pd
+
 import swaplab
-from swaplab import SwaplabError, _swaplab
+from swaplab import Items, SwaplabError, _swaplab
 
 __all__ = ["sim_grid", "sweep", "bench", "NODE_RESOURCE"]
 
@@ -33,7 +34,7 @@ __all__ = ["sim_grid", "sweep", "bench", "NODE_RESOURCE"]
 NODE_RESOURCE = "swaplab_node"
 
 
-def _ray():
+def _ray() -> Any:
     try:
         import ray
     except ImportError:
@@ -59,10 +60,10 @@ def _names(traces: Any) -> List[Tuple[str, Any]]:
     return out
 
 
-def _policy_list(policies: Union[str, Sequence[str]]) -> List[str]:
+def _policy_list(policies: Items) -> List[str]:
     """One policy per task, named as the results name it (fails here, before
     any task starts, for an unknown policy)."""
-    return _swaplab.parse_policies(swaplab._list(policies, "policy"))
+    return _swaplab.parse_policies(policies)
 
 
 def _groups(sizes: List[str], size_group: Optional[int]) -> List[List[str]]:
@@ -76,8 +77,8 @@ def _sim_task(
     name: str,
     trace: Any,
     policy: str,
-    mem: str,
-    prefetch: Optional[str],
+    mem: List[str],
+    prefetch: Optional[List[str]],
     seed: int,
     kill_marker: Optional[str],
     threads: int = 1,
@@ -94,9 +95,8 @@ def _sim_task(
             t = _swaplab.trace_from_arrays(pages, writes, page_size)
         else:
             t = _swaplab.load_trace(trace)
-        rows = json.loads(
-            _swaplab.sim(t, policy, mem, seed, prefetch, None, 1000, None, None, threads)
-        )
+        rows = _swaplab.sim(t, policies=policy, mem=mem, seed=seed, prefetch=prefetch,
+                            threads=threads)
     except SwaplabError as e:
         raise SwaplabError(f"trace {name}: {e}") from None
     return [{"trace": name, **r} for r in rows]
@@ -104,16 +104,16 @@ def _sim_task(
 
 def sim_grid(
     traces: Any,
-    policies: Union[str, Sequence[str]] = "all",
-    mem: Union[str, int, Sequence[Union[str, int]]] = ("10%", "25%", "50%"),
-    prefetch: Optional[Union[str, Sequence[str]]] = None,
+    policies: Items = "all",
+    mem: Items = ("10%", "25%", "50%"),
+    prefetch: Optional[Items] = None,
     seed: int = 42,
     size_group: Optional[int] = None,
     ship: str = "object_store",
     max_retries: int = 3,
     num_cpus: float = 1,
     _kill_marker: Optional[str] = None,
-):
+) -> pd.DataFrame:
     """Simulates every (trace, policy, size[, prefetcher]) on the Ray
     cluster (``ray.init()`` first; without it Ray starts a local one) and
     returns one DataFrame: a ``trace`` column, then exactly the rows and
@@ -136,11 +136,11 @@ def sim_grid(
     if not named:
         raise SwaplabError("no trace given")
     pol = _policy_list(policies)
-    sizes = [s.strip() for s in swaplab._list(mem, "memory size").split(",") if s.strip()]
-    pf = None if prefetch is None else swaplab._list(prefetch, "prefetcher")
+    sizes = _swaplab.split_list(mem, "memory size")
+    pf = None if prefetch is None else _swaplab.split_list(prefetch, "prefetcher")
     groups = _groups(sizes, size_group)
 
-    shipped = []
+    shipped: List[Tuple[str, Any]] = []
     for name, t in named:
         if ship == "path":
             if not isinstance(t, (str, os.PathLike)):
@@ -165,7 +165,7 @@ def sim_grid(
         for p in pol:
             for g in groups:
                 refs.append(
-                    task.remote(name, t, p, ",".join(g), pf, int(seed), _kill_marker, threads)
+                    task.remote(name, t, p, g, pf, int(seed), _kill_marker, threads)
                 )
     rows: List[Dict[str, Any]] = []
     try:
@@ -224,7 +224,7 @@ def _flag_dict(flags: List[str]) -> Dict[str, Any]:
 
 def sweep(
     cmd: Union[str, Sequence[str]],
-    limits: Union[str, Sequence[Union[str, int]]] = ("100%", "50%"),
+    limits: Items = ("100%", "50%"),
     variants: Optional[Dict[str, str]] = None,
     repeats: int = 3,
     nodes: Optional[int] = None,
@@ -261,7 +261,7 @@ def sweep(
     flags = {v: shlex.split(f) for v, f in vs.items()}
     for f in flags.values():
         _flag_dict(f)  # a bad variant fails before any run
-    lim = [s.strip() for s in swaplab._list(limits, "limit").split(",") if s.strip()]
+    lim = _swaplab.split_list(limits, "limit")
     task = ray.remote(_run_task).options(
         num_cpus=0, resources={NODE_RESOURCE: 1}, max_retries=max_retries
     )
@@ -280,7 +280,7 @@ def sweep(
         pending.append(ref)
     done_cells += _collect(ray, pending, meta)
 
-    spec = {
+    spec: Dict[str, Any] = {
         "limits": lim,
         "repeat": int(repeats),
         "variants": [{"name": v, "args": vs[v]} for v in vs],
@@ -295,17 +295,19 @@ def sweep(
             imports.append({"record": rec, "variant": v, "repeat_idx": r, "node": o["node"]})
             timelines.append(tl)
     h = None if home is None else os.fspath(home)
-    res = json.loads(_swaplab.catalog_import_sweep(argv, json.dumps(spec), json.dumps(imports), h))
+    res = _swaplab.catalog_import_sweep(argv, spec, imports, h)
     for (rid, d), tl in zip(res["runs"], timelines):
         if tl is not None:
-            with open(os.path.join(d, "timeline.parquet"), "wb") as f:
-                f.write(tl)
+            with open(os.path.join(d, "timeline.parquet"), "wb") as out:
+                out.write(tl)
     runs = [dict(swaplab.run_record(rid, h), node=i["node"])
             for (rid, _), i in zip(res["runs"], imports)]
     return {"sweep_id": res["sweep_id"], "runs": runs, "nodes": spec["ray"]["nodes"]}
 
 
-def _collect(ray: Any, refs: List[Any], meta: Dict[Any, Tuple[int, str, str]]):
+def _collect(
+    ray: Any, refs: List[Any], meta: Dict[Any, Tuple[int, str, str]]
+) -> List[Tuple[Tuple[int, str, str], Dict[str, Any]]]:
     out = []
     for ref in refs:
         r, l, v = meta[ref]

@@ -100,7 +100,10 @@ def test_bad_arguments(tmp):
     raises("delimiter", swaplab.import_trace, "c.csv", "i.parquet", delimiter=";;")
     raises("shards is a sampling rate", swaplab.mrc, t, shards=2.0)
     raises("shards_size", swaplab.mrc, t, shards_size=0)
-    raises("source", swaplab.write_trace, [1], path="x.parquet", source={"kind": "martian"})
+    raises("source .*martian.* is not a trace source", swaplab.write_trace, [1], path="x.parquet",
+           source={"kind": "martian"})
+    raises("source must be a string or a dict, not int", swaplab.write_trace, [1], path="x.parquet",
+           source=3)
     assert not (tmp / "x.parquet").exists()
 
 

@@ -80,14 +80,57 @@ def test_the_gil_is_released_while_simulating(tmp):
     assert ran_meanwhile > 0
 
 
-def test_result_tables_have_a_notebook_repr(tmp):
+def test_result_tables_are_dataframes_named_in_attrs(tmp):
+    import pandas as pd
+
     df = swaplab.sim({"page": BELADY}, ["lru"], [3])
+    assert type(df) is pd.DataFrame
+    assert df.attrs["title"] == "swaplab sim"
     html = df._repr_html_()
-    assert "swaplab sim" in html and "<table" in html and ">lru<" in html
-    # DataFrame operations keep working (and keep the class).
-    assert isinstance(df[df.capacity == 3], swaplab.ResultFrame)
-    assert {"lru", "arc", "linux"} <= set(swaplab.policies()["name"])
+    assert "<table" in html and ">lru<" in html
+    # pandas carries attrs through filtering and selection.
+    assert df[df.capacity == 3].attrs["title"] == "swaplab sim"
+    assert df[["policy", "major_faults"]].attrs["title"] == "swaplab sim"
+    pol = swaplab.policies()
+    assert pol.attrs["title"] == "policies"
+    assert {"lru", "arc", "linux"} <= set(pol["name"])
     assert "cluster" in set(swaplab.prefetchers()["name"])
+    assert swaplab.mrc({"page": BELADY}, points=3).attrs["title"] == "swaplab mrc"
+
+
+def test_list_arguments_take_lists_or_the_command_lines_strings(tmp):
+    t = {"page": BELADY}
+    want = swaplab.sim(t, ["fifo", "lru"], [3, 4])
+    # Comma-joined strings, tuples, numpy integers: the same rows.
+    for policies, mem in (("fifo,lru", "3,4"), (("fifo", "lru"), np.array([3, 4])),
+                          (["fifo", "lru"], ["3", 4])):
+        got = swaplab.sim(t, policies=policies, mem=mem)
+        assert got.equals(want), (policies, mem)
+    # One size as an integer.
+    one = swaplab.sim(t, "fifo", 4)
+    assert (one.minor_faults + one.major_faults).tolist() == [10]
+    # The extension itself takes keyword arguments and returns Python objects.
+    from swaplab import _swaplab
+
+    rows = _swaplab.sim(swaplab.load_trace(t), policies=["fifo"], mem="3,4")
+    assert isinstance(rows, list) and isinstance(rows[0], dict)
+    assert [r["minor_faults"] + r["major_faults"] for r in rows] == [9, 10]
+    assert _swaplab.parse_policies("lru, clock:bits=2") == ["lru", "clock:bits=2"]
+    assert _swaplab.split_list(["10%", 500], what="memory size") == ["10%", "500"]
+    assert _swaplab.split_list(" 10%, 2M ,", what="memory size") == ["10%", "2M"]
+
+
+def test_bad_list_arguments_say_what_to_give(tmp):
+    t = {"page": BELADY}
+    with pytest.raises(swaplab.SwaplabError,
+                       match=r"memory size: give a string .* or a list of them; not a float \(1.5\)"):
+        swaplab.sim(t, ["lru"], 1.5)
+    with pytest.raises(swaplab.SwaplabError, match=r"policy: .*not a list holding a bool \(True\)"):
+        swaplab.sim(t, ["lru", True], [3])
+    with pytest.raises(swaplab.SwaplabError, match=r"no policy given: give at least one"):
+        swaplab.sim(t, " , ", [3])
+    with pytest.raises(swaplab.SwaplabError, match=r"count: give one value"):
+        swaplab.gen("seq:pages=3", "g.parquet", count=[1, 2])
 
 
 def test_devices_equal_the_cli_json(tmp, cli):

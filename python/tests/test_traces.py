@@ -30,6 +30,14 @@ def test_write_trace_round_trips_numpy_and_lists(tmp):
     meta = swaplab.write_trace(pages, writes, path="w.parquet", page_size=8192, source="unit test")
     assert (meta["count"], meta["distinct_pages"], meta["writes"], meta["page_size"]) == (6, 3, 3, 8192)
     assert meta["source"] == {"kind": "imported", "path": "unit test", "format": "python", "options": {}}
+    # The extension returns the objects themselves: the same metadata as the file's.
+    from swaplab import _swaplab
+
+    assert _swaplab.trace_meta("w.parquet") == meta
+    assert swaplab.load_trace("w.parquet").source == meta["source"]
+    # The metadata's own dict form of a source is kept as given.
+    src = {"kind": "captured", "command": ["./a.out", "-n", "3"]}
+    assert swaplab.write_trace([1, 2], path="s.parquet", source=src)["source"] == src
     t = pq.read_table("w.parquet")
     assert t.column("page").to_pylist() == [7, 3, 7, 9, 3, 3]
     assert t.column("write").to_pylist() == [True, False, False, True, False, True]
