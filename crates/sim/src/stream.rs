@@ -51,6 +51,66 @@ pub fn run_pairs(
     Ok(sims.iter().map(Sim::result).collect())
 }
 
+/// What [`mrc_pass`] computes over one read.
+pub struct MrcPass {
+    /// LRU's exact stack-distance histogram.
+    pub exact: crate::mrc::StackHistogram,
+    /// One SHARDS histogram per asked configuration, in order.
+    pub shards: Vec<crate::mrc::ScaledHistogram>,
+    /// Every (policy, size) pair, policy-major (as [`run_pairs`]).
+    pub sims: Vec<SimResult>,
+}
+
+/// `mrc --stream` (and `info --stream`, without SHARDS and policies): the
+/// exact LRU histogram, each SHARDS configuration and every (policy, size
+/// in pages) simulation over one read of `stream`, the histograms on one
+/// thread beside the simulations. Memory: the histograms' per-page state
+/// and the policies', never the references. `progress` receives the
+/// references done (the trace's length × (1 + pairs) in all).
+pub fn mrc_pass(
+    stream: &mut DenseStream,
+    shards: &[crate::mrc::ShardsConfig],
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    seed: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<MrcPass> {
+    use crate::mrc::{ShardsSampler, StackHistogrammer};
+    let pages = stream.distinct() as usize;
+    let mut exact = StackHistogrammer::new(pages)?;
+    let mut samplers = shards
+        .iter()
+        .map(|c| ShardsSampler::new(pages, c))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut sims = specs
+        .iter()
+        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
+        .map(|(s, c)| Sim::new(s, c as usize, pages, seed))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    while let Some(c) = stream.next_chunk()? {
+        let (_, r) = rayon::join(
+            || {
+                exact.feed(&c.ids);
+                samplers.iter_mut().for_each(|s| s.feed(&c.ids));
+                progress(c.len() as u64);
+            },
+            || {
+                sims.par_iter_mut().try_for_each(|s| {
+                    let r = s.feed(c.start, &c.ids, &c.writes, &c.next_use);
+                    progress(c.len() as u64);
+                    r
+                })
+            },
+        );
+        r?;
+    }
+    Ok(MrcPass {
+        exact: exact.finish(),
+        shards: samplers.into_iter().map(ShardsSampler::finish).collect(),
+        sims: sims.iter().map(Sim::result).collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +186,59 @@ mod tests {
         assert!(got
             .iter()
             .any(|r| r.counters.swap_outs > 0 && r.counters.hits > 0));
+    }
+
+    /// One streamed read gives the in-memory exact curve, SHARDS curves
+    /// (fixed rate and fixed size) and policy simulations, exactly: the
+    /// histograms do not depend on where the trace is cut.
+    #[test]
+    fn the_mrc_pass_equals_the_in_memory_curves_and_simulations() {
+        use crate::mrc::{shards, stack_histogram, ShardsConfig};
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(dir.path(), trace(ROWS_PER_GROUP * 2 + 777, 30_000, 5));
+        let t =
+            DenseTrace::load(&mut swaplab_trace::native::NativeReader::open(&p).unwrap()).unwrap();
+        let cfgs = [ShardsConfig::fixed_rate(0.1), ShardsConfig::fixed_size(500)];
+        let specs = [
+            PolicySpec::parse("lru").unwrap(),
+            PolicySpec::parse("opt").unwrap(),
+        ];
+        let d = t.distinct() as u64;
+        let sizes: Vec<(String, u64)> = [d / 20, d / 3]
+            .iter()
+            .map(|&c| (c.to_string(), c))
+            .collect();
+        let mut s = DenseStream::open(&p, &options(&specs, None)).unwrap();
+        let done = std::sync::atomic::AtomicU64::new(0);
+        let got = mrc_pass(&mut s, &cfgs, &specs, &sizes, 1, &|n| {
+            done.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(done.into_inner(), t.len() as u64 * 5);
+        let want = stack_histogram(&t).unwrap();
+        let all: Vec<u64> = (1..=d).collect();
+        assert_eq!(got.exact.curve(&all), want.curve(&all));
+        assert_eq!(
+            (got.exact.reuses(), got.exact.max_distance()),
+            (want.reuses(), want.max_distance())
+        );
+        for (g, c) in got.shards.iter().zip(&cfgs) {
+            let w = shards(&t, c).unwrap();
+            assert_eq!(g.curve(&all), w.curve(&all));
+            assert_eq!(
+                (g.sampled_refs, g.sampled_pages),
+                (w.sampled_refs, w.sampled_pages)
+            );
+        }
+        // LRU's simulation agrees with the exact curve: the stack property.
+        for (r, (_, c)) in got.sims.iter().zip(&sizes) {
+            assert_eq!(r.counters.misses(), got.exact.misses_at(*c), "lru at {c}");
+        }
+        let nu = t.next_use();
+        for (r, (_, c)) in got.sims[sizes.len()..].iter().zip(&sizes) {
+            let w = simulate(&t, Some(&nu), &specs[1], *c as usize, 1, &|_| {}).unwrap();
+            assert_eq!(r.counters, w.counters, "opt at {c}");
+        }
     }
 
     /// Small enough to count by hand (the engine's memory model, with LRU

@@ -10,6 +10,10 @@ use swaplab_trace::units::format_bytes;
 pub struct InfoArgs {
     /// Trace file.
     trace: PathBuf,
+    /// Stream the trace from disk row group by row group instead of loading it
+    /// (native traces): memory for the distinct pages only. Same numbers.
+    #[arg(long)]
+    stream: bool,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -40,26 +44,62 @@ struct Percentiles {
     max: Option<u64>,
 }
 
-pub fn run(a: InfoArgs) -> Result<()> {
+/// What info needs of a trace: its counts, and the exact histogram.
+struct Counted {
+    references: u64,
+    distinct: u64,
+    page_size: u64,
+    writes: u64,
+    source: swaplab_trace::Source,
+    h: mrc::StackHistogram,
+}
+
+fn counted(a: &InfoArgs) -> Result<Counted> {
+    if a.stream {
+        let (mut st, meta) = crate::cmd::sim::open_stream(&a.trace, &[], None)?;
+        let pb = out::progress(meta.count, "distances");
+        let r = swaplab_sim::stream::mrc_pass(&mut st, &[], &[], &[], 0, &|n| pb.inc(n));
+        pb.finish_and_clear();
+        let pass = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", a.trace.display()))?;
+        return Ok(Counted {
+            references: meta.count,
+            distinct: meta.distinct_pages,
+            page_size: meta.page_size,
+            writes: meta.writes,
+            source: meta.source,
+            h: pass.exact,
+        });
+    }
     let t = crate::trace_io::load(&a.trace)?;
     let pb = out::progress(t.len() as u64, "distances");
     let h = mrc::stack_histogram_with(&t, &|n| pb.inc(n))?;
     pb.finish_and_clear();
-    let writes = t.write_count();
-    let d = t.distinct() as u64;
+    Ok(Counted {
+        references: t.len() as u64,
+        distinct: t.distinct() as u64,
+        page_size: t.page_size,
+        writes: t.write_count(),
+        source: t.source.clone(),
+        h,
+    })
+}
+
+pub fn run(a: InfoArgs) -> Result<()> {
+    let c = counted(&a)?;
+    let (h, writes, d) = (&c.h, c.writes, c.distinct);
     let lru: Vec<(String, f64)> = [10u64, 25, 50, 75]
         .iter()
         .map(|p| (format!("{p}%"), h.miss_ratio_at((d * p / 100).max(1))))
         .collect();
     let info = Info {
         path: a.trace.display().to_string(),
-        references: t.len() as u64,
+        references: c.references,
         distinct_pages: d,
-        page_size: t.page_size,
-        footprint_bytes: d * t.page_size,
-        reads: t.len() as u64 - writes,
+        page_size: c.page_size,
+        footprint_bytes: d * c.page_size,
+        reads: c.references - writes,
         writes,
-        write_share: writes as f64 / t.len() as f64,
+        write_share: writes as f64 / c.references as f64,
         stack_distance: Percentiles {
             reuses: h.reuses(),
             p50: h.percentile(50.0),
@@ -68,7 +108,7 @@ pub fn run(a: InfoArgs) -> Result<()> {
             max: (h.reuses() > 0).then(|| h.max_distance()),
         },
         lru_miss_ratio: lru,
-        source: t.source.clone(),
+        source: c.source.clone(),
     };
     let opt = |x: Option<u64>| x.map_or("-".to_string(), num);
     let mut rows = Rows::new(&["field", "value"]);

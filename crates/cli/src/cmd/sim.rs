@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use swaplab_sim::device::{self, DeviceSpec, FaultPath};
 use swaplab_sim::mrc::{self, ShardsConfig};
 use swaplab_sim::{policies, prefetch, PolicySpec, PrefetchSpec, SimResult};
+use swaplab_study::sim::section::TraceInfo;
 use swaplab_trace::units::{format_bytes, parse_mem_size, MemSize};
 use swaplab_trace::DenseTrace;
 
@@ -456,16 +457,32 @@ pub fn run_sim(a: SimArgs) -> Result<()> {
         run_pairs(&t, &specs, &sizes, a.seed)?
     };
     out::print(a.out.format(), &sim_rows(&res, t.page_size), &res)?;
-    save_sim(
-        &a,
-        swaplab_study::sim::section::TraceInfo::of(path, &t),
-        sizes,
-        res,
-    )
+    save_sim(&a, TraceInfo::of(path, &t), sizes, res)
 }
 
 /// `sim --stream`: every (policy, size) over one streamed read of a native trace.
 fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Result<()> {
+    let (mut st, meta) = open_stream(path, specs, a.spill_dir.clone())?;
+    let sizes = sizes_of(&a.mem, meta.page_size, meta.distinct_pages)?;
+    let pb = out::progress(
+        meta.count * (specs.len() * sizes.len()) as u64,
+        "simulating",
+    );
+    let r = swaplab_sim::stream::run_pairs(&mut st, specs, &sizes, a.seed, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    let res = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    out::print(a.out.format(), &sim_rows(&res, meta.page_size), &res)?;
+    save_sim(a, stream_info(path, &meta), sizes, res)
+}
+
+/// A native trace opened for streaming, with what `specs` need (OPT's next
+/// use, spilled under `spill_dir`), and its metadata; refused clearly when
+/// it is missing, of another format or empty.
+pub(crate) fn open_stream(
+    path: &std::path::Path,
+    specs: &[PolicySpec],
+    spill_dir: Option<PathBuf>,
+) -> Result<(swaplab_trace::stream::DenseStream, swaplab_trace::TraceMeta)> {
     use swaplab_trace::stream::DenseStream;
     if !path.exists() {
         bail!("{}: no such file", path.display());
@@ -478,40 +495,31 @@ fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Resu
             path.display()
         );
     }
-    let opts = swaplab_sim::stream::options(specs, a.spill_dir.clone());
-    let mut st = DenseStream::open(path, &opts)
+    let opts = swaplab_sim::stream::options(specs, spill_dir);
+    let st = DenseStream::open(path, &opts)
         .map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
     let meta = st.meta().clone();
     if meta.count == 0 {
         bail!("{}: the trace has no references", path.display());
     }
-    let sizes = sizes_of(&a.mem, meta.page_size, meta.distinct_pages)?;
-    let pb = out::progress(
-        meta.count * (specs.len() * sizes.len()) as u64,
-        "simulating",
-    );
-    let r = swaplab_sim::stream::run_pairs(&mut st, specs, &sizes, a.seed, &|n| pb.inc(n));
-    pb.finish_and_clear();
-    let res = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
-    out::print(a.out.format(), &sim_rows(&res, meta.page_size), &res)?;
-    save_sim(
-        a,
-        swaplab_study::sim::section::TraceInfo {
-            path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
-            references: meta.count,
-            distinct_pages: meta.distinct_pages,
-            page_size: meta.page_size,
-        },
-        sizes,
-        res,
-    )
+    Ok((st, meta))
+}
+
+/// What a saved result says of a streamed trace.
+pub(crate) fn stream_info(path: &std::path::Path, meta: &swaplab_trace::TraceMeta) -> TraceInfo {
+    TraceInfo {
+        path: std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()),
+        references: meta.count,
+        distinct_pages: meta.distinct_pages,
+        page_size: meta.page_size,
+    }
 }
 
 /// `--save` / `--report` of a simulation (in memory or streamed): the
 /// saved result and its report section.
 fn save_sim(
     a: &SimArgs,
-    trace: swaplab_study::sim::section::TraceInfo,
+    trace: TraceInfo,
     sizes: Vec<(String, u64)>,
     results: Vec<swaplab_sim::SimResult>,
 ) -> Result<()> {
@@ -654,65 +662,12 @@ struct Curve {
 }
 
 pub fn run_mrc(a: MrcArgs) -> Result<()> {
-    let t = crate::trace_io::load(&a.trace)?;
-    let d = t.distinct() as u64;
-    let pb = out::progress(t.len() as u64, "mrc");
-    let exact = mrc::stack_histogram_with(&t, &|n| pb.inc(n))?;
-    pb.finish_and_clear();
-    let sizes: Vec<u64> = if a.full {
-        // The curve steps where a distance has reuses: report those sizes.
-        let mut v: Vec<u64> = (1..exact.counts.len() as u64)
-            .filter(|&c| exact.counts[c as usize] > 0)
-            .collect();
-        if v.last() != Some(&d) {
-            v.push(d);
-        }
-        v
-    } else if let Some(m) = &a.mem {
-        sizes(m, &t)?.into_iter().map(|x| x.1).collect()
+    let (info, sizes, curves) = if a.stream {
+        mrc_streamed(&a)?
     } else {
-        mrc::sweep_sizes(d, a.points.max(1))
+        mrc_in_memory(&a)?
     };
-    let mae_at = mrc::mae_sizes(d);
-    let mut curves = vec![Curve {
-        name: "lru (exact)".into(),
-        miss_ratio: exact.curve(&sizes),
-        mae: None,
-    }];
-    let mut cfgs = Vec::new();
-    if let Some(r) = a.shards {
-        cfgs.push((format!("shards rate={r}"), ShardsConfig::fixed_rate(r)));
-    }
-    if let Some(s) = a.shards_size {
-        cfgs.push((format!("shards size={s}"), ShardsConfig::fixed_size(s)));
-    }
-    for (name, cfg) in cfgs {
-        let h = mrc::shards(&t, &cfg)?;
-        let e = mrc::mae(&exact, &h, &mae_at);
-        curves.push(Curve {
-            name,
-            miss_ratio: h.curve(&sizes),
-            mae: Some(e),
-        });
-    }
-    if let Some(p) = &a.policy {
-        let specs = PolicySpec::parse_list(p)?;
-        let sz: Vec<(String, u64)> = sizes.iter().map(|&c| (c.to_string(), c)).collect();
-        let res = run_pairs(&t, &specs, &sz, a.seed)?;
-        for s in &specs {
-            let name = s.to_string();
-            let mr = res
-                .iter()
-                .filter(|r| r.policy == name)
-                .map(|r| r.miss_ratio)
-                .collect();
-            curves.push(Curve {
-                name,
-                miss_ratio: mr,
-                mae: None,
-            });
-        }
-    }
+    let page_size = info.page_size;
     let mut header = vec!["mem_pages".to_string(), "mem".to_string()];
     header.extend(curves.iter().map(|c| c.name.clone()));
     let mut rows = Rows {
@@ -721,7 +676,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         left: false,
     };
     for (i, &c) in sizes.iter().enumerate() {
-        let mut r = vec![c.to_string(), format_bytes(c * t.page_size)];
+        let mut r = vec![c.to_string(), format_bytes(c * page_size)];
         r.extend(curves.iter().map(|cv| format!("{:.6}", cv.miss_ratio[i])));
         rows.push(r);
     }
@@ -741,13 +696,11 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         },
     )?;
     if a.save.is_some() || a.report.is_some() {
-        use swaplab_study::sim::section::{
-            mrc_section, save, SavedCurve, SavedMrc, TraceInfo, MRC_KIND,
-        };
+        use swaplab_study::sim::section::{mrc_section, save, SavedCurve, SavedMrc, MRC_KIND};
         let saved = SavedMrc {
             kind: MRC_KIND.into(),
             command: crate::cmd::report::argv(),
-            trace: TraceInfo::of(&a.trace, &t),
+            trace: info,
             sizes,
             curves: curves
                 .iter()
@@ -773,4 +726,160 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The sizes a curve is reported at: every step of the exact curve
+/// (`--full`), `--mem`, or `--points` evenly spaced.
+fn mrc_sizes(a: &MrcArgs, exact: &mrc::StackHistogram, page_size: u64, d: u64) -> Result<Vec<u64>> {
+    Ok(if a.full {
+        // The curve steps where a distance has reuses: report those sizes.
+        let mut v: Vec<u64> = (1..exact.counts.len() as u64)
+            .filter(|&c| exact.counts[c as usize] > 0)
+            .collect();
+        if v.last() != Some(&d) {
+            v.push(d);
+        }
+        v
+    } else if let Some(m) = &a.mem {
+        sizes_of(m, page_size, d)?
+            .into_iter()
+            .map(|x| x.1)
+            .collect()
+    } else {
+        mrc::sweep_sizes(d, a.points.max(1))
+    })
+}
+
+/// The SHARDS configurations asked, named.
+fn mrc_shards(a: &MrcArgs) -> Vec<(String, ShardsConfig)> {
+    let mut cfgs = Vec::new();
+    if let Some(r) = a.shards {
+        cfgs.push((format!("shards rate={r}"), ShardsConfig::fixed_rate(r)));
+    }
+    if let Some(s) = a.shards_size {
+        cfgs.push((format!("shards size={s}"), ShardsConfig::fixed_size(s)));
+    }
+    cfgs
+}
+
+/// The exact curve, then the SHARDS curves (with their error against it)
+/// and each policy's, in that order.
+fn mrc_curves(
+    exact: &mrc::StackHistogram,
+    shards: Vec<(String, mrc::ScaledHistogram)>,
+    specs: &[PolicySpec],
+    sims: &[SimResult],
+    sizes: &[u64],
+    d: u64,
+) -> Vec<Curve> {
+    let mae_at = mrc::mae_sizes(d);
+    let mut curves = vec![Curve {
+        name: "lru (exact)".into(),
+        miss_ratio: exact.curve(sizes),
+        mae: None,
+    }];
+    for (name, h) in shards {
+        curves.push(Curve {
+            name,
+            miss_ratio: h.curve(sizes),
+            mae: Some(mrc::mae(exact, &h, &mae_at)),
+        });
+    }
+    for s in specs {
+        let name = s.to_string();
+        let mr = sims
+            .iter()
+            .filter(|r| r.policy == name)
+            .map(|r| r.miss_ratio)
+            .collect();
+        curves.push(Curve {
+            name,
+            miss_ratio: mr,
+            mae: None,
+        });
+    }
+    curves
+}
+
+/// `mrc` on a trace loaded into memory.
+fn mrc_in_memory(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
+    let t = crate::trace_io::load(&a.trace)?;
+    let d = t.distinct() as u64;
+    let pb = out::progress(t.len() as u64, "mrc");
+    let exact = mrc::stack_histogram_with(&t, &|n| pb.inc(n))?;
+    pb.finish_and_clear();
+    let sizes = mrc_sizes(a, &exact, t.page_size, d)?;
+    let mut shards = Vec::new();
+    for (name, cfg) in mrc_shards(a) {
+        shards.push((name, mrc::shards(&t, &cfg)?));
+    }
+    let specs = match &a.policy {
+        Some(p) => PolicySpec::parse_list(p)?,
+        None => Vec::new(),
+    };
+    let sims = if specs.is_empty() {
+        Vec::new()
+    } else {
+        let sz: Vec<(String, u64)> = sizes.iter().map(|&c| (c.to_string(), c)).collect();
+        run_pairs(&t, &specs, &sz, a.seed)?
+    };
+    let curves = mrc_curves(&exact, shards, &specs, &sims, &sizes, d);
+    Ok((TraceInfo::of(&a.trace, &t), sizes, curves))
+}
+
+/// `mrc --stream`: the exact and SHARDS histograms and the policies over
+/// one read of a native trace (two with `--full --policy`: the sizes are
+/// the exact curve's steps, known after the first).
+fn mrc_streamed(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
+    let path = &a.trace;
+    let specs = match &a.policy {
+        Some(p) => PolicySpec::parse_list(p)?,
+        None => Vec::new(),
+    };
+    let (mut st, meta) = open_stream(path, &specs, a.spill_dir.clone())?;
+    let d = meta.distinct_pages;
+    // The sizes, when they do not wait for the exact curve.
+    let early = if a.full {
+        None
+    } else if let Some(m) = &a.mem {
+        Some(
+            sizes_of(m, meta.page_size, d)?
+                .into_iter()
+                .map(|x| x.1)
+                .collect(),
+        )
+    } else {
+        Some(mrc::sweep_sizes(d, a.points.max(1)))
+    };
+    let named = mrc_shards(a);
+    let cfgs: Vec<ShardsConfig> = named.iter().map(|(_, c)| *c).collect();
+    let first_specs: &[PolicySpec] = if early.is_some() { &specs } else { &[] };
+    let sz = |v: &[u64]| v.iter().map(|&c| (c.to_string(), c)).collect::<Vec<_>>();
+    let early_sz = sz(early.as_deref().unwrap_or(&[]));
+    let pb = out::progress(
+        meta.count * (1 + first_specs.len() * early_sz.len()) as u64,
+        "mrc",
+    );
+    let r = swaplab_sim::stream::mrc_pass(&mut st, &cfgs, first_specs, &early_sz, a.seed, &|n| {
+        pb.inc(n)
+    });
+    pb.finish_and_clear();
+    let pass = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    let sizes = match early {
+        Some(v) => v,
+        None => mrc_sizes(a, &pass.exact, meta.page_size, d)?,
+    };
+    let mut sims = pass.sims;
+    if !specs.is_empty() && first_specs.is_empty() {
+        // --full: the policies at the exact curve's steps, a second read.
+        let (mut st, _) = open_stream(path, &specs, a.spill_dir.clone())?;
+        let sz = sz(&sizes);
+        let pb = out::progress(meta.count * (specs.len() * sz.len()) as u64, "simulating");
+        let r = swaplab_sim::stream::run_pairs(&mut st, &specs, &sz, a.seed, &|n| pb.inc(n));
+        pb.finish_and_clear();
+        sims = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    }
+    let shards = named.into_iter().map(|(n, _)| n).zip(pass.shards).collect();
+    let curves = mrc_curves(&pass.exact, shards, &specs, &sims, &sizes, d);
+    Ok((stream_info(path, &meta), sizes, curves))
 }

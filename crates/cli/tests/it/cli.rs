@@ -149,6 +149,73 @@ fn streamed_sim_saves_and_reports_like_the_in_memory_one() {
     assert!(std::fs::metadata(&r).unwrap().len() > 1000);
 }
 
+/// `mrc --stream` and `info --stream` print what the in-memory commands
+/// print, byte for byte: the exact curve, both SHARDS curves with their
+/// errors and the policies over one read (and with `--full`, the
+/// policies at the exact curve's steps over a second); LRU's simulated
+/// curve equals the exact one (the stack property); a trace of another
+/// format is refused with the way to convert it.
+#[test]
+fn streamed_mrc_and_info_print_what_the_in_memory_ones_print() {
+    let d = tempfile::tempdir().unwrap();
+    let p = |n: &str| d.path().join(n).to_str().unwrap().to_string();
+    let t = p("z.parquet");
+    ok(&["gen", "zipf:pages=4000:alpha=0.8", "-n", "60000", "-o", &t]);
+    for args in [
+        &[
+            "mrc",
+            &t,
+            "--points",
+            "6",
+            "--shards",
+            "0.2",
+            "--shards-size",
+            "300",
+            "--policy",
+            "lru,clock,opt",
+        ][..],
+        &["mrc", &t, "--mem", "1%,10%,50%", "--policy", "fifo"][..],
+        &["mrc", &t, "--full", "--policy", "lru"][..],
+        &["info", &t][..],
+    ] {
+        let mem = ok(&[args, &["--json"]].concat());
+        let streamed = ok(&[args, &["--stream", "--json"]].concat());
+        assert_eq!(streamed, mem, "{args:?}");
+        if args.contains(&"lru,clock,opt") || args.contains(&"--full") {
+            let v = json(&mem);
+            let curve = |name: &str| {
+                v["curves"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|c| c["name"] == name)
+                    .unwrap_or_else(|| panic!("no {name} curve: {v}"))["miss_ratio"]
+                    .clone()
+            };
+            let (exact, lru) = (curve("lru (exact)"), curve("lru"));
+            for (e, l) in exact
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(lru.as_array().unwrap())
+            {
+                assert!(
+                    (e.as_f64().unwrap() - l.as_f64().unwrap()).abs() < 1e-12,
+                    "{exact} {lru}"
+                );
+            }
+        }
+    }
+    let csv = p("t.csv");
+    std::fs::write(&csv, "id,op\n1,r\n2,w\n").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_swaplab"))
+        .args(["mrc", &csv, "--stream"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && e.contains("swaplab import"), "{e}");
+}
+
 #[test]
 fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
     let (Some(bin), Some(csv)) = (

@@ -128,31 +128,57 @@ pub fn stack_histogram_with(
     trace: &DenseTrace,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<StackHistogram, SimError> {
-    let distinct = trace.distinct();
-    if distinct as u64 > MAX_KEYS {
-        return Err(SimError::BadParam(format!(
-            "trace has {distinct} distinct pages; the exact miss-ratio curve handles at most \
-             {MAX_KEYS}: use SHARDS sampling instead"
-        )));
+    let mut h = StackHistogrammer::new(trace.distinct())?;
+    for chunk in trace.ids.chunks(1 << 20) {
+        h.feed(chunk);
+        progress(chunk.len() as u64);
     }
-    let mut tracker = StackTracker::new(distinct, 0);
-    // counts[0] collects first references during the pass. Distances never
-    // exceed the number of distinct pages. (Zeroed allocation: pages that
-    // are never written are never touched.)
-    let mut counts = vec![0u64; distinct + 1];
-    let ids = &trace.ids;
-    // The pass is bound by cache misses on three random accesses per
-    // reference: the page's last position, its bitmap word and the
-    // histogram bucket. The first two are prefetched some references ahead
-    // (the trace is known in advance); distances are buffered and counted
-    // a block at a time with the buckets prefetched.
-    const AHEAD: usize = 16;
-    const BLOCK: usize = 256;
-    let mut dist = [0u32; BLOCK];
-    for (ci, chunk) in ids.chunks(1 << 20).enumerate() {
-        let base = ci << 20;
-        for (bi, block) in chunk.chunks(BLOCK).enumerate() {
-            let start = base + bi * BLOCK;
+    Ok(h.finish())
+}
+
+/// The exact histogram built a slice of references at a time: the pass of
+/// [`stack_histogram`] over a trace streamed from disk (`mrc --stream`,
+/// `info --stream`), whose memory is the tracker and the buckets, never
+/// the references. Feeding a trace in any cut gives the same histogram.
+pub struct StackHistogrammer {
+    tracker: StackTracker,
+    /// counts[0] collects first references during the pass. Distances
+    /// never exceed the number of distinct pages. (Zeroed allocation:
+    /// pages that are never written are never touched.)
+    counts: Vec<u64>,
+    total: u64,
+}
+
+impl StackHistogrammer {
+    /// For a trace of `distinct` pages (dense ids below it). Fails for
+    /// about 2^31 distinct pages or more.
+    pub fn new(distinct: usize) -> Result<Self, SimError> {
+        if distinct as u64 > MAX_KEYS {
+            return Err(SimError::BadParam(format!(
+                "trace has {distinct} distinct pages; the exact miss-ratio curve handles at most \
+                 {MAX_KEYS}: use SHARDS sampling instead"
+            )));
+        }
+        Ok(StackHistogrammer {
+            tracker: StackTracker::new(distinct, 0),
+            counts: vec![0u64; distinct + 1],
+            total: 0,
+        })
+    }
+
+    /// The next references of the trace, in order.
+    pub fn feed(&mut self, ids: &[u32]) {
+        // The pass is bound by cache misses on three random accesses per
+        // reference: the page's last position, its bitmap word and the
+        // histogram bucket. The first two are prefetched some references
+        // ahead (the trace is known in advance); distances are buffered and
+        // counted a block at a time with the buckets prefetched.
+        const AHEAD: usize = 16;
+        const BLOCK: usize = 256;
+        let (tracker, counts) = (&mut self.tracker, &mut self.counts);
+        let mut dist = [0u32; BLOCK];
+        for (bi, block) in ids.chunks(BLOCK).enumerate() {
+            let start = bi * BLOCK;
             for (j, &id) in block.iter().enumerate() {
                 let i = start + j;
                 if let Some(&f) = ids.get(i + AHEAD) {
@@ -173,17 +199,22 @@ pub fn stack_histogram_with(
                 }
             }
         }
-        progress(chunk.len() as u64);
+        self.total += ids.len() as u64;
     }
-    let cold = std::mem::take(&mut counts[0]);
-    let end = counts.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
-    counts.truncate(end);
-    counts.shrink_to_fit();
-    Ok(StackHistogram {
-        counts,
-        cold,
-        total: trace.len() as u64,
-    })
+
+    /// The histogram of everything fed.
+    pub fn finish(self) -> StackHistogram {
+        let mut counts = self.counts;
+        let cold = std::mem::take(&mut counts[0]);
+        let end = counts.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+        counts.truncate(end);
+        counts.shrink_to_fit();
+        StackHistogram {
+            counts,
+            cold,
+            total: self.total,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ pub mod exact;
 pub mod shards;
 mod stack;
 
-pub use exact::{stack_histogram, stack_histogram_with, StackHistogram};
-pub use shards::{shards, shards_with, Sampling, ScaledHistogram, ShardsConfig};
+pub use exact::{stack_histogram, stack_histogram_with, StackHistogram, StackHistogrammer};
+pub use shards::{shards, shards_with, Sampling, ScaledHistogram, ShardsConfig, ShardsSampler};
 
 /// Anything that gives a miss ratio per memory size.
 pub trait MissRatioCurve {

@@ -249,82 +249,115 @@ pub fn shards_with(
     cfg: &ShardsConfig,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<ScaledHistogram, SimError> {
-    let (threshold, max_pages) = match cfg.sampling {
-        Sampling::Rate(r) => {
-            if !(r > 0.0 && r <= 1.0) {
-                return Err(SimError::BadParam(format!(
-                    "SHARDS sampling rate must be in (0, 1], got {r}"
-                )));
-            }
-            let t = (r * HASH_SPACE as f64).round() as u64;
-            if t == 0 {
-                return Err(SimError::BadParam(format!(
-                    "SHARDS sampling rate {r} is below the hash resolution (1/{HASH_SPACE})"
-                )));
-            }
-            (t, None)
-        }
-        Sampling::MaxPages(0) => {
-            return Err(SimError::BadParam(
-                "SHARDS fixed-size sampling needs at least 1 page".into(),
-            ))
-        }
-        Sampling::MaxPages(s) => (HASH_SPACE, Some(s)),
-    };
-    if trace.distinct() as u64 > MAX_KEYS {
-        return Err(SimError::BadParam(format!(
-            "trace has {} distinct pages; at most {MAX_KEYS} are supported",
-            trace.distinct()
-        )));
-    }
-    // Expected sampled pages, to size the tables.
-    let expect = match max_pages {
-        Some(s) => s.min(trace.distinct()) + 1,
-        None => (trace.distinct() as f64 * threshold as f64 / HASH_SPACE as f64) as usize + 1,
-    };
-    let mut s = Sampler {
-        slots: FxHashMap::with_capacity_and_hasher(expect, Default::default()),
-        free: Vec::new(),
-        next_slot: 0,
-        heap: BinaryHeap::new(),
-        max_pages,
-        tracker: StackTracker::new(expect, 1024),
-        threshold,
-        hist: FxHashMap::with_capacity_and_hasher(expect, Default::default()),
-        cold: 0.0,
-        weight: 0.0,
-        sampled_refs: 0,
-    };
-    let mut t = threshold;
+    let mut s = ShardsSampler::new(trace.distinct(), cfg)?;
     for chunk in trace.ids.chunks(1 << 20) {
-        for &id in chunk {
-            let h = hash64(id as u64) & MASK;
-            if h < t {
-                t = s.sample(id, h);
-            }
-        }
+        s.feed(chunk);
         progress(chunk.len() as u64);
     }
-    let (total, adjustment) = if cfg.adjust {
-        let n = trace.len() as f64;
-        (n, n - s.weight)
-    } else {
-        (s.weight, 0.0)
-    };
-    if adjustment != 0.0 {
-        *s.hist.entry(1).or_insert(0.0) += adjustment;
+    Ok(s.finish())
+}
+
+/// SHARDS built a slice of references at a time: the pass of [`shards`]
+/// over a trace streamed from disk (`mrc --stream`). Feeding a trace in
+/// any cut gives the same histogram.
+pub struct ShardsSampler {
+    s: Sampler,
+    /// The current threshold (lowered by fixed-size evictions).
+    t: u64,
+    adjust: bool,
+    total: u64,
+}
+
+impl ShardsSampler {
+    /// For a trace of `distinct` pages.
+    pub fn new(distinct: usize, cfg: &ShardsConfig) -> Result<Self, SimError> {
+        let (threshold, max_pages) = match cfg.sampling {
+            Sampling::Rate(r) => {
+                if !(r > 0.0 && r <= 1.0) {
+                    return Err(SimError::BadParam(format!(
+                        "SHARDS sampling rate must be in (0, 1], got {r}"
+                    )));
+                }
+                let t = (r * HASH_SPACE as f64).round() as u64;
+                if t == 0 {
+                    return Err(SimError::BadParam(format!(
+                        "SHARDS sampling rate {r} is below the hash resolution (1/{HASH_SPACE})"
+                    )));
+                }
+                (t, None)
+            }
+            Sampling::MaxPages(0) => {
+                return Err(SimError::BadParam(
+                    "SHARDS fixed-size sampling needs at least 1 page".into(),
+                ))
+            }
+            Sampling::MaxPages(s) => (HASH_SPACE, Some(s)),
+        };
+        if distinct as u64 > MAX_KEYS {
+            return Err(SimError::BadParam(format!(
+                "trace has {distinct} distinct pages; at most {MAX_KEYS} are supported"
+            )));
+        }
+        // Expected sampled pages, to size the tables.
+        let expect = match max_pages {
+            Some(s) => s.min(distinct) + 1,
+            None => (distinct as f64 * threshold as f64 / HASH_SPACE as f64) as usize + 1,
+        };
+        Ok(ShardsSampler {
+            s: Sampler {
+                slots: FxHashMap::with_capacity_and_hasher(expect, Default::default()),
+                free: Vec::new(),
+                next_slot: 0,
+                heap: BinaryHeap::new(),
+                max_pages,
+                tracker: StackTracker::new(expect, 1024),
+                threshold,
+                hist: FxHashMap::with_capacity_and_hasher(expect, Default::default()),
+                cold: 0.0,
+                weight: 0.0,
+                sampled_refs: 0,
+            },
+            t: threshold,
+            adjust: cfg.adjust,
+            total: 0,
+        })
     }
-    let mut buckets: Vec<(u64, f64)> = s.hist.into_iter().collect();
-    buckets.sort_unstable_by_key(|&(d, _)| d);
-    Ok(ScaledHistogram {
-        buckets,
-        cold: s.cold,
-        total,
-        final_rate: s.threshold as f64 / HASH_SPACE as f64,
-        sampled_refs: s.sampled_refs,
-        sampled_pages: s.tracker.live() as u64,
-        adjustment,
-    })
+
+    /// The next references of the trace, in order.
+    pub fn feed(&mut self, ids: &[u32]) {
+        for &id in ids {
+            let h = hash64(id as u64) & MASK;
+            if h < self.t {
+                self.t = self.s.sample(id, h);
+            }
+        }
+        self.total += ids.len() as u64;
+    }
+
+    /// The scaled histogram of everything fed.
+    pub fn finish(self) -> ScaledHistogram {
+        let mut s = self.s;
+        let (total, adjustment) = if self.adjust {
+            let n = self.total as f64;
+            (n, n - s.weight)
+        } else {
+            (s.weight, 0.0)
+        };
+        if adjustment != 0.0 {
+            *s.hist.entry(1).or_insert(0.0) += adjustment;
+        }
+        let mut buckets: Vec<(u64, f64)> = s.hist.into_iter().collect();
+        buckets.sort_unstable_by_key(|&(d, _)| d);
+        ScaledHistogram {
+            buckets,
+            cold: s.cold,
+            total,
+            final_rate: s.threshold as f64 / HASH_SPACE as f64,
+            sampled_refs: s.sampled_refs,
+            sampled_pages: s.tracker.live() as u64,
+            adjustment,
+        }
+    }
 }
 
 #[cfg(test)]
