@@ -255,10 +255,15 @@ fn load(path: &Path) -> Result<DenseTrace> {
 
 /// Memory sizes (`1024,16M,25%`) in pages of `t`, as `swaplab sim --mem`.
 fn sizes(list: &str, t: &DenseTrace) -> Result<Vec<(String, u64)>> {
+    sizes_of(list, t.page_size, t.distinct() as u64)
+}
+
+/// Like [`sizes`], for a trace of `distinct` pages of `page_size` bytes.
+fn sizes_of(list: &str, page_size: u64, distinct: u64) -> Result<Vec<(String, u64)>> {
     let mut v = Vec::new();
     for s in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let m = parse_mem_size(s)?;
-        v.push((s.to_string(), m.to_pages(t.page_size, t.distinct() as u64)));
+        v.push((s.to_string(), m.to_pages(page_size, distinct)));
     }
     if v.is_empty() {
         bail!("no memory size given (e.g. mem=[1024, \"16M\", \"25%\"])");
@@ -679,6 +684,54 @@ fn sim<'py>(
     to_py(py, &res)
 }
 
+/// `swaplab sim --stream --json`: every (policy, size) of the native trace
+/// at `path`, streamed from disk a row group at a time (memory for the
+/// distinct pages only, one read for the whole grid); the rows `sim`
+/// returns, equal to its results.
+#[pyfunction]
+#[pyo3(signature = (path, policies=Items::of("all"), mem=Items::of("10%,25%,50%"), seed=42,
+    threads=None, spill_dir=None))]
+fn sim_stream<'py>(
+    py: Python<'py>,
+    path: PathBuf,
+    policies: Items,
+    mem: Items,
+    seed: u64,
+    threads: Option<usize>,
+    spill_dir: Option<PathBuf>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let res = guarded(py, move || {
+        let policies = policies.comma("policy")?;
+        let mem = mem.comma("memory size")?;
+        if !path.exists() {
+            bail!("{}: no such file", path.display());
+        }
+        if !is_native(&path) {
+            bail!(
+                "{}: stream=True reads native traces; convert it first with \
+                 swaplab.import_trace(path, \"trace.parquet\"), or drop stream",
+                path.display()
+            );
+        }
+        let specs = PolicySpec::parse_list(&policies)?;
+        let opts = swaplab_sim::stream::options(&specs, spill_dir);
+        let mut st = swaplab_trace::stream::DenseStream::open(&path, &opts)
+            .with_context(|| format!("streaming {}", path.display()))?;
+        let meta = st.meta().clone();
+        if meta.count == 0 {
+            bail!("{}: the trace has no references", path.display());
+        }
+        let sizes = sizes_of(&mem, meta.page_size, meta.distinct_pages)?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.unwrap_or(0))
+            .build()
+            .context("starting the simulation threads")?;
+        pool.install(|| swaplab_sim::stream::run_pairs(&mut st, &specs, &sizes, seed, &|_| {}))
+            .with_context(|| format!("streaming {}", path.display()))
+    })?;
+    to_py(py, &res)
+}
+
 /// `swaplab mrc --json`: miss-ratio curves; returns `{"sizes": [...],
 /// "curves": [{"name", "miss_ratio", "mae"}, ...]}`. `mem` and `policies`
 /// take a list or a comma-joined string.
@@ -950,6 +1003,7 @@ fn _swaplab(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gen, m)?)?;
     m.add_function(wrap_pyfunction!(import_trace, m)?)?;
     m.add_function(wrap_pyfunction!(sim, m)?)?;
+    m.add_function(wrap_pyfunction!(sim_stream, m)?)?;
     m.add_function(wrap_pyfunction!(mrc_curves, m)?)?;
     m.add_function(wrap_pyfunction!(list_policies, m)?)?;
     m.add_function(wrap_pyfunction!(parse_policies, m)?)?;

@@ -277,6 +277,8 @@ def sim(
     threads: Optional[int] = None,
     fault_path: Optional[Items] = None,
     base_time: Optional[float] = None,
+    stream: bool = False,
+    spill_dir: Optional[PathLike] = None,
 ) -> pd.DataFrame:
     """``swaplab sim --json`` as a pandas DataFrame: a row per (policy,
     memory size[, prefetcher]), with the CLI's columns (policy, capacity,
@@ -295,7 +297,33 @@ def sim(
     adds the CLI's device and time columns. ``save`` writes the result as
     ``swaplab sim --save`` does, for :func:`report` and ``swaplab compare``.
     ``threads``: simulation threads of this call (default: one per core).
+    ``stream=True`` (``swaplab sim --stream``): ``trace`` is the path of a
+    native trace, read a row group at a time and never held (memory for the
+    distinct pages only; OPT's next uses spilled under ``spill_dir``, by
+    default the trace's directory); the same rows, for policies and sizes
+    only (no prefetch, device, hints or save).
     """
+    if stream:
+        if not isinstance(trace, (str, os.PathLike)):
+            raise SwaplabError(
+                f"stream=True reads a native trace from its path, not a {type(trace).__name__}"
+            )
+        given = {"prefetch": prefetch, "device": device, "hints": hints, "save": save,
+                 "fault_path": fault_path, "base_time": base_time}
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise SwaplabError(
+                f"stream=True simulates policies and sizes only: drop {', '.join(extra)} "
+                "(they need the trace in memory) or drop stream"
+            )
+        rows = _swaplab.sim_stream(
+            _path(trace), policies=policies, mem=mem, seed=int(seed),
+            threads=None if threads is None else int(threads),
+            spill_dir=None if spill_dir is None else _path(spill_dir),
+        )
+        return _frame(rows, "swaplab sim --stream")
+    elif spill_dir is not None:
+        raise SwaplabError("spill_dir is for stream=True")
     t = load_trace(trace)
     rows = _swaplab.sim(
         t, policies=policies, mem=mem, seed=int(seed), prefetch=prefetch,

@@ -83,6 +83,14 @@ def sim(
     fault_path: Optional[Items] = None,
     base_time: Optional[float] = None,
 ) -> List[Dict[str, Any]]: ...
+def sim_stream(
+    path: _Path,
+    policies: Items = "all",
+    mem: Items = "10%,25%,50%",
+    seed: int = 42,
+    threads: Optional[int] = None,
+    spill_dir: Optional[_Path] = None,
+) -> List[Dict[str, Any]]: ...
 def mrc_curves(
     trace: Trace,
     points: int = 20,

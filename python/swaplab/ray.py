@@ -82,6 +82,7 @@ def _sim_task(
     seed: int,
     kill_marker: Optional[str],
     threads: int = 1,
+    stream: bool = False,
 ) -> List[Dict[str, Any]]:
     """One task: a trace (arrays from the object store, or a path), one
     policy, a group of sizes. Runs in a Ray worker."""
@@ -90,13 +91,17 @@ def _sim_task(
         open(kill_marker, "w").close()
         os._exit(1)
     try:
-        if isinstance(trace, tuple):
-            pages, writes, page_size = trace
-            t = _swaplab.trace_from_arrays(pages, writes, page_size)
+        if stream:
+            rows = _swaplab.sim_stream(trace, policies=policy, mem=mem, seed=seed,
+                                       threads=threads)
         else:
-            t = _swaplab.load_trace(trace)
-        rows = _swaplab.sim(t, policies=policy, mem=mem, seed=seed, prefetch=prefetch,
-                            threads=threads)
+            if isinstance(trace, tuple):
+                pages, writes, page_size = trace
+                t = _swaplab.trace_from_arrays(pages, writes, page_size)
+            else:
+                t = _swaplab.load_trace(trace)
+            rows = _swaplab.sim(t, policies=policy, mem=mem, seed=seed, prefetch=prefetch,
+                                threads=threads)
     except SwaplabError as e:
         raise SwaplabError(f"trace {name}: {e}") from None
     return [{"trace": name, **r} for r in rows]
@@ -124,14 +129,19 @@ def sim_grid(
     task). ``ship="object_store"`` reads each trace once on this machine
     and puts its arrays in the object store (every node then maps them
     once); ``ship="path"`` lets every task read the path itself (a shared
-    file system). A task whose worker dies is retried up to
+    file system); ``ship="stream"`` lets every task stream its native trace
+    from the path a row group at a time (``swaplab sim --stream``: memory for
+    the distinct pages only, for traces larger than a worker's memory; no
+    prefetch). A task whose worker dies is retried up to
     ``max_retries`` times; a bad trace is a SwaplabError naming it.
     """
     ray = _ray()
     import numpy as np
 
-    if ship not in ("object_store", "path"):
-        raise SwaplabError(f"ship is 'object_store' or 'path', not {ship!r}")
+    if ship not in ("object_store", "path", "stream"):
+        raise SwaplabError(f"ship is 'object_store', 'path' or 'stream', not {ship!r}")
+    if ship == "stream" and prefetch is not None:
+        raise SwaplabError("ship='stream' simulates policies and sizes only: drop prefetch")
     named = _names(traces)
     if not named:
         raise SwaplabError("no trace given")
@@ -142,9 +152,9 @@ def sim_grid(
 
     shipped: List[Tuple[str, Any]] = []
     for name, t in named:
-        if ship == "path":
+        if ship in ("path", "stream"):
             if not isinstance(t, (str, os.PathLike)):
-                raise SwaplabError(f"trace {name}: ship='path' needs a path, not a {type(t).__name__}")
+                raise SwaplabError(f"trace {name}: ship={ship!r} needs a path, not a {type(t).__name__}")
             shipped.append((name, os.fspath(t)))
             continue
         try:
@@ -165,7 +175,8 @@ def sim_grid(
         for p in pol:
             for g in groups:
                 refs.append(
-                    task.remote(name, t, p, g, pf, int(seed), _kill_marker, threads)
+                    task.remote(name, t, p, g, pf, int(seed), _kill_marker, threads,
+                                ship == "stream")
                 )
     rows: List[Dict[str, Any]] = []
     try:

@@ -35,7 +35,7 @@ def local(traces, **kw):
 
 def test_sim_grid_equals_the_single_machine_result(ray_local, traces):
     want = local(traces)
-    for ship, group in (("object_store", None), ("object_store", 1), ("path", 2)):
+    for ship, group in (("object_store", None), ("object_store", 1), ("path", 2), ("stream", 2)):
         got = sray.sim_grid(traces, POL, MEM, size_group=group, ship=ship)
         pd.testing.assert_frame_equal(pd.DataFrame(got), want, check_exact=True)
     # With prefetchers: the same order (policy, size, prefetcher) and numbers.

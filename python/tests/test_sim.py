@@ -40,6 +40,30 @@ def test_sim_equals_the_cli_json(tmp, cli):
         assert recs == want
 
 
+def test_a_streamed_simulation_gives_the_same_rows(tmp, cli):
+    # stream=True never holds the trace (swaplab sim --stream): the same rows
+    # as the in-memory simulation and as the CLI's streamed one, OPT's next
+    # uses from a backward pass spilled to a file.
+    swaplab.gen(["zipf:pages=2000:alpha=0.8:writes=0.3", "loop:pages=700:base=100000"],
+                "t.parquet", count=15_000, interleave=True)
+    pol, mem = ["lru", "clock", "opt", "arc"], ["5%", 300, "50%"]
+    want = swaplab.sim("t.parquet", pol, mem)
+    got = swaplab.sim("t.parquet", pol, mem, stream=True, spill_dir=str(tmp))
+    assert got.attrs["title"] == "swaplab sim --stream"
+    assert got.to_dict("records") == want.to_dict("records")
+    assert got.to_dict("records") == run_json(
+        cli, "sim", "t.parquet", "--stream", "--policy", ",".join(pol), "--mem", "5%,300,50%")
+    for kw, msg in (({"prefetch": "vma"}, "drop prefetch"), ({"spill_dir": "."}, None)):
+        with pytest.raises(swaplab.SwaplabError, match=msg or "stream=True"):
+            swaplab.sim("t.parquet", pol, mem, stream="prefetch" in kw, **kw)
+    with open("t.txt", "w") as f:
+        f.write("1 r\n2 w\n")
+    with pytest.raises(swaplab.SwaplabError, match="convert it first"):
+        swaplab.sim("t.txt", pol, mem, stream=True)
+    with pytest.raises(swaplab.SwaplabError, match="from its path"):
+        swaplab.sim({"page": np.array([1, 2], dtype=np.uint64)}, pol, mem, stream=True)
+
+
 def test_mrc_equals_the_cli(tmp, cli):
     swaplab.gen("zipf:pages=2000:alpha=0.7", "m.parquet", count=30_000)
     want = run_json(cli, "mrc", "m.parquet", "--points", "7", "--shards", "0.1", "--policy", "clock")
