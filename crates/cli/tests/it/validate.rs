@@ -339,7 +339,7 @@ fn validate_two_tiers_predicts_each_areas_writes() {
             "--size",
             "32M",
             "--limits",
-            "75%",
+            "75%,50%",
             "--swap",
             "zram:64M,prio=5",
             "--swap",
@@ -357,8 +357,22 @@ fn validate_two_tiers_predicts_each_areas_writes() {
     // The higher priority is the fast tier, whichever --swap came first.
     assert_eq!(v["swap"], "zram:8M,prio=10", "{v}");
     assert_eq!(v["lower_tier"], "zram:64M,prio=5", "{v}");
+    // zram's store is outside the group's limit: the profile is simulated
+    // with ram=0, so no row is left out for want of memory (at 50 % a zram
+    // profile counting its pages in the memory left none).
+    assert!(
+        v["device"].as_str().unwrap().ends_with("zram.toml:ram=0"),
+        "{v}"
+    );
     let rows = v["rows"].as_array().unwrap();
-    assert_eq!(rows.len(), 1, "{v}");
+    assert_eq!(rows.len(), 2, "{v}");
+    for r in rows {
+        let p = &r["predictions"][0];
+        assert!(
+            p["sim_command"].to_string().contains("zram.toml:ram=0"),
+            "{p}"
+        );
+    }
     let r = &rows[0];
     let t = &r["tiers"];
     // Measured: the run's own record of each area's device.

@@ -198,6 +198,15 @@ impl DeviceSpec {
             let p = DeviceProfile::load(Path::new(s))?;
             return Ok(Self::of_profile(s.to_string(), p));
         }
+        // A profile with parameters: PROFILE.toml:ram=0.
+        if let Some(i) = s.find(".toml:") {
+            let p = DeviceProfile::load(Path::new(&s[..i + 5]))?;
+            let mut spec = Self::of_profile(s.to_string(), p);
+            spec.params =
+                Params::split_spec(&format!("file:{}", &s[i + 6..]), "PROFILE.toml:ram=0")?.1;
+            spec.build()?;
+            return Ok(spec);
+        }
         if s == "file" || s == "file:this" {
             let path = default_profile.ok_or_else(|| {
                 SimError::BadParam(

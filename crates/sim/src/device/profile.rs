@@ -134,10 +134,13 @@ impl DeviceProfile {
 pub const INFO: DeviceInfo = DeviceInfo {
     name: "file",
     summary: "a measured device: file:this (this machine's profile) or PROFILE.toml",
-    params: "none (the profile's numbers)",
+    params: "ram=RATIO (PROFILE.toml:ram=0): the share of a stored page the device keeps in the \
+             simulated memory; default the profile's compress_ratio for zram and zswap, 0 for a \
+             file. 0 when the store lives outside the memory that is limited: zram's pages are \
+             not charged to a memory cgroup (swaplab validate's runs)",
     source: "`swaplab calibrate` on the machine",
     build: |c| {
-        c.params.allow_for("device", "file", &[])?;
+        c.params.allow_for("device", "file", &["ram"])?;
         let p = c.profile.ok_or_else(|| {
             SimError::BadParam(
                 "device 'file' needs a profile: write file:this or PROFILE.toml".into(),
@@ -147,11 +150,16 @@ pub const INFO: DeviceInfo = DeviceInfo {
             seq: (p.read_seq_us - p.fault_path_us).max(0.0),
             rand: (p.read_rand_us - p.fault_path_us).max(0.0),
             xfer: page_us(p.read_mb_s),
-            ratio: if p.kind == "file" {
-                0.0
-            } else {
-                p.compress_ratio
-            },
+            ratio: c.params.real(
+                "ram",
+                if p.kind == "file" {
+                    0.0
+                } else {
+                    p.compress_ratio
+                },
+                0.0,
+                1.5,
+            )?,
             last: u64::MAX,
             pipe: Pipe::default(),
             st: DevStats::new(&p.kind),
@@ -251,6 +259,34 @@ mod tests {
         // Random: 110 − 1.2 = 108.8 µs; then slot 8 after 7: 9.5 − 1.2 = 8.3.
         assert!((d.read(io(7), 0.0) - 108.8).abs() < 1e-9);
         assert!((d.read(io(8), 1000.0) - 1008.3).abs() < 1e-9);
+        // A zram profile keeps its compress_ratio of each stored page in
+        // memory, unless told the store is outside it (ram=0); the spec
+        // prints as given, so a sim command made from it reproduces it.
+        let zram = DeviceProfile {
+            kind: "zram".into(),
+            compress_ratio: 0.5,
+            ..DeviceProfile::example()
+        };
+        std::fs::write(&path, zram.to_toml()).unwrap();
+        let p = path.to_str().unwrap();
+        assert_eq!(
+            DeviceSpec::parse(p, None)
+                .unwrap()
+                .build()
+                .unwrap()
+                .ram_ratio(),
+            0.5
+        );
+        let out = DeviceSpec::parse(&format!("{p}:ram=0"), None).unwrap();
+        assert_eq!(out.build().unwrap().ram_ratio(), 0.0);
+        assert_eq!(out.to_string(), format!("{p}:ram=0"));
+        assert_eq!(DeviceSpec::parse(&out.to_string(), None).unwrap(), out);
+        for (bad, want) in [(":speed=3", "speed"), (":ram=2", "ram")] {
+            let e = DeviceSpec::parse(&format!("{p}{bad}"), None)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
         std::fs::write(&path, "kind = \"file\"\n").unwrap();
         let e = DeviceSpec::parse(path.to_str().unwrap(), None)
             .unwrap_err()
