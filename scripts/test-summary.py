@@ -7,7 +7,8 @@ Every test of the suite ends as a record in target/test-results/:
   (scripts/test-runner on the host, scripts/kernels.sh in the guests), with
   NAME.skips (the `SKIP test: reason [facility]` lines of crates/testkit)
   and NAME.status (the binary's exit status);
-* the Python tests as pytest's JUnit XML, pytest.xml;
+* the Python tests the same way, pytest.json, .skips and .status
+  (python/tests/conftest.py writes libtest's events);
 * what the harness itself checks (the build, the system state after the
   suite, a guest that did not report) as events of the same JSON format,
   harness.json (`--event`).
@@ -38,7 +39,6 @@ apart, neither passed nor skipped.
 import json
 import os
 import sys
-import xml.etree.ElementTree as ET
 
 
 class Suite:
@@ -117,31 +117,6 @@ def read_libtest(path, label):
     return s
 
 
-def read_junit(path, label):
-    s = Suite(label)
-    try:
-        root = ET.parse(path).getroot()
-    except (ET.ParseError, OSError) as e:
-        s.notes.append("could not read %s: %s" % (path, e))
-        return s
-    for case in root.iter("testcase"):
-        name = "%s::%s" % (case.get("classname", ""), case.get("name", "?"))
-        secs = float(case.get("time", 0) or 0)
-        s.seconds += secs
-        bad = case.find("failure")
-        if bad is None:
-            bad = case.find("error")
-        skip = case.find("skipped")
-        if bad is not None:
-            s.tests[name] = ["failed", secs, (bad.get("message") or "") + "\n" + (bad.text or "")]
-        elif skip is not None:
-            s.tests[name] = ["skipped", secs, ""]
-            s.skips[name] = skip.get("message", "skipped")
-        else:
-            s.tests[name] = ["ok", secs, ""]
-    return s
-
-
 def read_all(top):
     suites = []
     for d, dirs, files in sorted(os.walk(top)):
@@ -152,8 +127,6 @@ def read_all(top):
             label = f.rsplit(".", 1)[0] if where == "." else "%s: %s" % (where, f.rsplit(".", 1)[0])
             if f.endswith(".json"):
                 suites.append(read_libtest(p, label))
-            elif f.endswith(".xml"):
-                suites.append(read_junit(p, label))
     return suites
 
 

@@ -5,8 +5,8 @@
 # ends with "N passed, N failed, N skipped" and lists each skip with its
 # reason. Every result is machine-readable, in one folder,
 # target/test-results: libtest's JSON events of each Rust test binary
-# (host: scripts/test-runner; guests: scripts/kernels.sh), pytest's JUnit
-# XML, and the harness's own checks as events of the same JSON format;
+# (host: scripts/test-runner; guests: scripts/kernels.sh), of pytest's
+# tests (python/tests/conftest.py) and of the harness's own checks;
 # scripts/test-summary.py reads them into the summary. A test skips only
 # for a missing facility (crates/testkit); on CI (CI=true) a facility this
 # machine kind has (cgroup v1 memory, swap files,
@@ -153,7 +153,8 @@ if [ "$pyenv_status" = 0 ] && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bi
       "$PYENV/bin/maturin" develop --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
       || { cat "$OLDPWD/target/maturin.log"; exit 1; }); then
   # -rs lists each skip with its reason (collected into the summary below).
-  "$PYENV/bin/python" -m pytest -q -rs -p no:cacheprovider --junitxml="$results/pytest.xml" python/tests 2>&1 | tee "$pylog"
+  SWAPLAB_PYTEST_JSON=$results/pytest.json "$PYENV/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
+  echo "${PIPESTATUS[0]}" > "$results/pytest.status"
   check "python: the package set up (maturin develop)" ok
 else
   check "python: the package set up (maturin develop)" failed "the Python package could not be set up (see above)"

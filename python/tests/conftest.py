@@ -73,3 +73,67 @@ def ray_local():
     )
     yield ray
     ray.shutdown()
+
+
+# The suite's one result format: with SWAPLAB_PYTEST_JSON=PATH (set by
+# scripts/test.sh), each test's outcome is written as libtest's JSON events
+# (`cargo test -- --format json`), and each skip's reason as
+# `SKIP name: reason` in PATH's .skips file, as scripts/test-runner writes
+# them for a Rust test binary; scripts/test-summary.py reads both alike.
+# Names are `tests.test_file::test_name`.
+_RESULTS = os.environ.get("SWAPLAB_PYTEST_JSON")
+_times: dict = {}
+_done: set = set()
+
+
+def _name(nodeid: str) -> str:
+    path, _, rest = nodeid.partition("::")
+    mod = path.rsplit("/", 2)[-2:]
+    return "%s.%s::%s" % (mod[0], mod[-1].removesuffix(".py"), rest)
+
+
+def _emit(event: dict) -> None:
+    import json
+
+    # libtest's spacing, `{ "type": `, which the summary looks for.
+    with open(_RESULTS, "a") as f:
+        f.write("{ " + json.dumps(event)[1:] + "\n")
+
+
+def pytest_sessionstart(session):
+    if _RESULTS:
+        for p in (_RESULTS, _RESULTS.removesuffix(".json") + ".skips"):
+            open(p, "w").close()
+        _emit({"type": "suite", "event": "started"})
+
+
+def pytest_runtest_logreport(report):
+    if not _RESULTS:
+        return
+    name = _name(report.nodeid)
+    _times[name] = _times.get(name, 0.0) + report.duration
+    if name in _done:
+        if report.failed:  # a teardown error after the test passed
+            _emit({"type": "test", "event": "failed", "name": name,
+                   "exec_time": _times[name], "stdout": report.longreprtext})
+        return
+    final = report.when == "call" or report.failed or report.skipped
+    if not final:
+        return
+    _done.add(name)
+    _emit({"type": "test", "event": "started", "name": name})
+    event = {"type": "test", "event": "failed" if report.failed else "ok", "name": name,
+             "exec_time": _times[name]}
+    if report.failed:
+        event["stdout"] = report.longreprtext
+    if report.skipped:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        with open(_RESULTS.removesuffix(".json") + ".skips", "a") as f:
+            f.write("SKIP %s: %s\n" % (name, reason.removeprefix("Skipped: ")))
+    _emit(event)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _RESULTS:
+        _emit({"type": "suite", "event": "ok" if exitstatus == 0 else "failed",
+               "exec_time": sum(_times.values())})
