@@ -31,11 +31,7 @@ pub fn run_pairs(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<Vec<SimResult>> {
     let pages = stream.distinct() as usize;
-    let mut sims = specs
-        .iter()
-        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
-        .map(|(s, c)| Sim::new(s, c as usize, pages, seed))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut sims = sims(specs, sizes, pages, seed)?;
     while let Some(c) = stream.next_chunk()? {
         let feed = |s: &mut Sim| {
             let r = s.feed(c.start, &c.ids, &c.writes, &c.next_use);
@@ -49,6 +45,20 @@ pub fn run_pairs(
         }
     }
     Ok(sims.iter().map(Sim::result).collect())
+}
+
+/// One simulation per (policy, size in pages), policy-major.
+fn sims(
+    specs: &[PolicySpec],
+    sizes: &[(String, u64)],
+    pages: usize,
+    seed: u64,
+) -> Result<Vec<Sim>> {
+    Ok(specs
+        .iter()
+        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
+        .map(|(s, c)| Sim::new(s, c as usize, pages, seed))
+        .collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
 /// What [`mrc_pass`] computes over one read.
@@ -82,11 +92,7 @@ pub fn mrc_pass(
         .iter()
         .map(|c| ShardsSampler::new(pages, c))
         .collect::<std::result::Result<Vec<_>, _>>()?;
-    let mut sims = specs
-        .iter()
-        .flat_map(|s| sizes.iter().map(move |(_, c)| (s, *c)))
-        .map(|(s, c)| Sim::new(s, c as usize, pages, seed))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut sims = sims(specs, sizes, pages, seed)?;
     while let Some(c) = stream.next_chunk()? {
         let (_, r) = rayon::join(
             || {
@@ -125,6 +131,19 @@ mod tests {
         p
     }
 
+    /// [`trace`] written to `dir` as a native trace, and loaded whole.
+    fn written(
+        dir: &std::path::Path,
+        n: usize,
+        pages: u64,
+        seed: u64,
+    ) -> (std::path::PathBuf, DenseTrace) {
+        let p = write(dir, trace(n, pages, seed));
+        let t =
+            DenseTrace::load(&mut swaplab_trace::native::NativeReader::open(&p).unwrap()).unwrap();
+        (p, t)
+    }
+
     /// A trace with a hot set, a uniform tail, loops and a third writes,
     /// over `pages` distinct pages (scattered page numbers).
     fn trace(n: usize, pages: u64, seed: u64) -> Vec<Ref> {
@@ -156,9 +175,7 @@ mod tests {
     #[test]
     fn streaming_equals_in_memory_for_every_policy() {
         let dir = tempfile::tempdir().unwrap();
-        let p = write(dir.path(), trace(ROWS_PER_GROUP * 2 + 54_321, 40_000, 3));
-        let t =
-            DenseTrace::load(&mut swaplab_trace::native::NativeReader::open(&p).unwrap()).unwrap();
+        let (p, t) = written(dir.path(), ROWS_PER_GROUP * 2 + 54_321, 40_000, 3);
         let specs: Vec<PolicySpec> = REGISTRY
             .iter()
             .map(|i| PolicySpec::parse(i.name).unwrap())
@@ -195,9 +212,7 @@ mod tests {
     fn the_mrc_pass_equals_the_in_memory_curves_and_simulations() {
         use crate::mrc::{shards, stack_histogram, ShardsConfig};
         let dir = tempfile::tempdir().unwrap();
-        let p = write(dir.path(), trace(ROWS_PER_GROUP * 2 + 777, 30_000, 5));
-        let t =
-            DenseTrace::load(&mut swaplab_trace::native::NativeReader::open(&p).unwrap()).unwrap();
+        let (p, t) = written(dir.path(), ROWS_PER_GROUP * 2 + 777, 30_000, 5);
         let cfgs = [ShardsConfig::fixed_rate(0.1), ShardsConfig::fixed_size(500)];
         let specs = [
             PolicySpec::parse("lru").unwrap(),
