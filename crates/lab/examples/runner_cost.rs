@@ -4,7 +4,7 @@
 use std::time::Instant;
 use swaplab_analysis::stats::median;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::Role;
+use swaplab_lab::record::{MetricName, Role};
 use swaplab_lab::runner::{Lab, RunPlan};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,11 +42,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 1 => {
                     lab.sample_hz = 20;
-                    r20.push(lab.run_plan(&plan)?.get("wall_ns").unwrap());
+                    r20.push(lab.run_plan(&plan)?.get(MetricName::WallNs).unwrap());
                 }
                 _ => {
                     lab.sample_hz = 1;
-                    r1.push(lab.run_plan(&plan)?.get("wall_ns").unwrap());
+                    r1.push(lab.run_plan(&plan)?.get(MetricName::WallNs).unwrap());
                 }
             }
         }

@@ -733,6 +733,7 @@ pub fn result_path(catalog: &Catalog, id: i64) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::{MetricName, MetricsExt};
 
     #[test]
     fn stale_rows_of_dead_processes_become_interrupted() {
@@ -793,14 +794,7 @@ mod tests {
         rec.outcome = Some(Outcome::Oom);
         rec.term_signal = Some(9);
         rec.notes.push("a note".into());
-        rec.metrics.insert(
-            "majflt".into(),
-            Metric {
-                value: 1234.0,
-                unit: "count".into(),
-                scope: Scope::Process,
-            },
-        );
+        rec.metrics.put(MetricName::Majflt, 1234.0, Scope::Process);
         rec.finished_unix_ns = Some(rec.started_unix_ns + 5);
         rec.trace_dir = Some(dir.path().join("somewhere/else"));
         rec.timeline_hz = Some(19.97);

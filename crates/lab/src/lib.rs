@@ -29,7 +29,7 @@
 //! symbolization) is `swaplab_analysis`: it needs none of this crate.
 //!
 //! ```no_run
-//! use swaplab_lab::{options::{LimitSpec, RunOptions}, runner::Lab, workload};
+//! use swaplab_lab::{options::{LimitSpec, RunOptions}, record::MetricName, runner::Lab, workload};
 //! # fn main() -> swaplab_lab::Result<()> {
 //! let lab = Lab::open()?; // catalog at $SWAPLAB_HOME, Ctrl-C guard
 //! let opts = RunOptions {
@@ -38,7 +38,7 @@
 //!     ..Default::default()
 //! };
 //! let set = lab.run(&workload::command("qsort", "64M", None, &[]), &opts, 1, &mut |_| {})?;
-//! println!("{} major faults", set.runs[0].get("majflt").unwrap_or(0.0));
+//! println!("{} major faults", set.runs[0].get(MetricName::Majflt).unwrap_or(0.0));
 //! # Ok(()) }
 //! ```
 

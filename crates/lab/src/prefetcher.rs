@@ -57,6 +57,7 @@ use swaplab_host::util::{format_size, parse_size};
 pub use swaplab_sim::prefetch::detector::PrefetchMode;
 use swaplab_sim::prefetch::detector::{Detector, DetectorSpec, Unasked, PAGEOUT_MAX};
 
+use crate::record::MetricName;
 use crate::{Error, Result};
 
 /// The environment variable that turns on the preload library's prefetch thread.
@@ -439,41 +440,65 @@ impl PrefetchStats {
     }
 
     /// The metrics (name, value) for the run record.
-    pub fn metrics(&self) -> Vec<(&'static str, f64)> {
+    pub fn metrics(&self) -> Vec<(MetricName, f64)> {
         let mut m = vec![
-            ("prefetch_cpu_ns", self.cpu_ns as f64),
-            ("prefetch_madvise_calls", self.madvise_calls as f64),
-            ("prefetch_madvise_ns", self.madvise_ns as f64),
-            ("prefetch_pages_requested", self.pages_requested as f64),
-            ("prefetch_pages_late", self.pages_late as f64),
-            ("prefetch_majors_outran", self.majors_outran as f64),
-            ("prefetch_majors_skipped", self.majors_skipped as f64),
-            ("prefetch_pages_paged_out", self.pages_paged_out as f64),
-            ("prefetch_major_faults", self.major_faults as f64),
-            ("prefetch_trend_switches", self.trend_switches as f64),
-            ("prefetch_quiet_errors", self.quiet_errors as f64),
-            ("prefetch_sparse_switches", self.sparse_switches as f64),
-            ("prefetch_samples", self.samples as f64),
-            ("prefetch_sparse_ns", self.sparse_ns as f64),
-            ("prefetch_processes", self.processes as f64),
-            ("prefetch_gave_up", self.gave_up as f64),
-            ("prefetch_processes_acted", self.processes_acted as f64),
+            (MetricName::PrefetchCpuNs, self.cpu_ns as f64),
+            (MetricName::PrefetchMadviseCalls, self.madvise_calls as f64),
+            (MetricName::PrefetchMadviseNs, self.madvise_ns as f64),
+            (
+                MetricName::PrefetchPagesRequested,
+                self.pages_requested as f64,
+            ),
+            (MetricName::PrefetchPagesLate, self.pages_late as f64),
+            (MetricName::PrefetchMajorsOutran, self.majors_outran as f64),
+            (
+                MetricName::PrefetchMajorsSkipped,
+                self.majors_skipped as f64,
+            ),
+            (
+                MetricName::PrefetchPagesPagedOut,
+                self.pages_paged_out as f64,
+            ),
+            (MetricName::PrefetchMajorFaults, self.major_faults as f64),
+            (
+                MetricName::PrefetchTrendSwitches,
+                self.trend_switches as f64,
+            ),
+            (MetricName::PrefetchQuietErrors, self.quiet_errors as f64),
+            (
+                MetricName::PrefetchSparseSwitches,
+                self.sparse_switches as f64,
+            ),
+            (MetricName::PrefetchSamples, self.samples as f64),
+            (MetricName::PrefetchSparseNs, self.sparse_ns as f64),
+            (MetricName::PrefetchProcesses, self.processes as f64),
+            (MetricName::PrefetchGaveUp, self.gave_up as f64),
+            (
+                MetricName::PrefetchProcessesActed,
+                self.processes_acted as f64,
+            ),
         ];
         if self.minor_sampled {
-            m.push(("prefetch_pages_used", self.pages_used as f64));
+            m.push((MetricName::PrefetchPagesUsed, self.pages_used as f64));
         }
         if self.pageout_cpu_ns > 0 {
-            m.push(("prefetch_pageout_cpu_ns", self.pageout_cpu_ns as f64));
+            m.push((MetricName::PrefetchPageoutCpuNs, self.pageout_cpu_ns as f64));
         }
         if self.pageout_auto {
-            m.push(("prefetch_pageout_started", self.pageout_started as f64));
-            m.push(("prefetch_pageout_regrets", self.pageout_regrets as f64));
+            m.push((
+                MetricName::PrefetchPageoutStarted,
+                self.pageout_started as f64,
+            ));
+            m.push((
+                MetricName::PrefetchPageoutRegrets,
+                self.pageout_regrets as f64,
+            ));
         }
         if let Some(a) = self.accuracy() {
-            m.push(("prefetch_accuracy", a));
+            m.push((MetricName::PrefetchAccuracy, a));
         }
         if let Some(c) = self.coverage() {
-            m.push(("prefetch_coverage", c));
+            m.push((MetricName::PrefetchCoverage, c));
         }
         m
     }

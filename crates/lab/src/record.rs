@@ -25,100 +25,215 @@ pub struct Metric {
 /// Metrics by name.
 pub type Metrics = BTreeMap<String, Metric>;
 
-/// Every metric a run can have: name, unit, meaning. (docs/catalog.md
-/// lists the same; `swaplab show` prints them in this order.)
-pub const METRICS: &[(&str, &str, &str)] = &[
-    ("wall_ns", "ns", "wall-clock time from spawning the command to its exit (wait4 returned)"),
-    ("user_ns", "ns", "user CPU time of the command and the descendants it waited for (wait4 rusage)"),
-    ("sys_ns", "ns", "system CPU time of the command and the descendants it waited for (wait4 rusage)"),
-    ("max_rss_bytes", "bytes", "largest resident set of the command or one waited-for descendant (ru_maxrss)"),
-    ("minflt", "count", "minor page faults (rusage)"),
-    ("majflt", "count", "major page faults: faults that waited for I/O, e.g. a swap-in (rusage)"),
-    ("cg_pgfault", "count", "page faults in the memory cgroup (memory.stat pgfault; all tasks of the group)"),
-    ("cg_pgmajfault", "count", "major faults in the memory cgroup (memory.stat pgmajfault)"),
-    ("swapin_pages", "pages", "pages swapped in: per cgroup (v2 memory.stat pswpin) or /proc/vmstat pswpin delta (scope system)"),
-    ("swapout_pages", "pages", "pages swapped out: per cgroup (v2 memory.stat pswpout) or /proc/vmstat pswpout delta (scope system)"),
-    ("zswpin_pages", "pages", "pages loaded back from zswap (cgroup or system, like swapin_pages)"),
-    ("zswpout_pages", "pages", "pages stored into zswap (cgroup or system)"),
-    ("refault_anon_pages", "pages", "anonymous pages faulted back in after reclaim (memory.stat workingset_refault_anon)"),
-    ("peak_bytes", "bytes", "peak memory usage of the cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak)"),
-    ("swap_peak_bytes", "bytes", "most of the group's memory seen in swap (v2 memory.swap.peak, else the timeline's maximum)"),
-    ("limit_bytes", "bytes", "the memory limit in force (absent: unlimited)"),
-    ("limit_hits", "count", "times a charge hit the limit (v1 failcnt + memsw.failcnt, v2 memory.events max)"),
-    ("oom_kills", "count", "tasks of the group killed by the OOM killer (v1 memory.oom_control oom_kill, v2 memory.events oom_kill)"),
-    ("psi_some_us", "us", "memory pressure stall time, some tasks stalled (cgroup memory.pressure, else /proc/pressure/memory: scope system)"),
-    ("psi_full_us", "us", "memory pressure stall time, all non-idle tasks stalled"),
-    ("kswapd_cpu_ns", "ns", "CPU time of the kswapd threads during the run (machine-wide)"),
-    ("kswapd_cpu_share", "ratio", "kswapd_cpu_ns / wall_ns (1.0 = one CPU busy)"),
-    ("pgscan_pages", "pages", "pages scanned by reclaim during the run (/proc/vmstat pgscan_*, machine-wide; a memory cgroup's limit reclaim is not counted there)"),
-    ("pgsteal_pages", "pages", "pages reclaimed during the run (/proc/vmstat pgsteal_*, machine-wide; a memory cgroup's limit reclaim is not counted there)"),
-    ("pgscan_direct_pages", "pages", "pages scanned by direct reclaim of the machine (/proc/vmstat pgscan_direct; a memory cgroup's limit reclaim is not counted there)"),
-    ("pgsteal_direct_pages", "pages", "pages reclaimed by direct reclaim (/proc/vmstat pgsteal_direct)"),
-    ("pgscan_kswapd_pages", "pages", "pages scanned by kswapd (/proc/vmstat pgscan_kswapd)"),
-    ("pgsteal_kswapd_pages", "pages", "pages reclaimed by kswapd (/proc/vmstat pgsteal_kswapd)"),
-    ("allocstall", "count", "allocations that stalled in direct reclaim (/proc/vmstat allocstall_*, machine-wide; memcg limit reclaim is not counted here)"),
-    ("thp_fault_alloc", "count", "huge pages allocated at a fault (/proc/vmstat)"),
-    ("thp_fault_fallback", "count", "faults that wanted a huge page and fell back to 4 KiB pages (/proc/vmstat)"),
-    ("thp_swpout", "count", "huge pages swapped out whole (/proc/vmstat)"),
-    ("thp_swpout_fallback", "count", "huge pages split before swapping out (/proc/vmstat)"),
-    ("thp_split_page", "count", "huge pages split (/proc/vmstat)"),
-    ("cpu_total_ns", "ns", "CPU time of all CPUs, busy and idle, during the run (/proc/stat)"),
-    ("kswapd_machine_share", "ratio", "kswapd_cpu_ns / cpu_total_ns: kswapd's share of the machine's CPU (the Journey study's measure)"),
-    ("leftover_tasks", "count", "tasks still in the group when the command exited (killed by swaplab)"),
-    ("samples", "count", "timeline samples taken"),
-    ("sampler_cpu_ns", "ns", "CPU time swaplab's sampling thread used during the run"),
-    ("sampler_cpu_share", "ratio", "sampler_cpu_ns / wall_ns"),
-    ("stat_flushes", "count", "reads of the group's memory.stat by --flush-stats (each flushes its statistics)"),
-    ("flusher_cpu_ns", "ns", "CPU time of swaplab's --flush-stats thread during the run"),
-    ("prefetch_cpu_ns", "ns", "CPU time of swaplab's --prefetch leap|stride threads (reading faults, pagemap checks, process_madvise; with pageout, its pageout thread's too)"),
-    ("prefetch_pageout_cpu_ns", "ns", "CPU time of the prefetcher's pageout thread alone (MADV_PAGEOUT: unmapping and writing the pages the walk passed to swap); part of prefetch_cpu_ns"),
-    ("prefetch_madvise_calls", "count", "process_madvise calls the prefetcher made (WILLNEED and PAGEOUT)"),
-    ("prefetch_madvise_ns", "ns", "time the prefetcher's threads spent inside process_madvise (reading pages in, and the reclaim their memory charge causes in its thread; paging out)"),
-    ("prefetch_pages_requested", "pages", "pages the prefetcher asked to read in (MADV_WILLNEED), swapped when asked (pagemap)"),
-    ("prefetch_pages_used", "pages", "requested pages the program then touched with a minor fault (served from the swap cache)"),
-    ("prefetch_pages_late", "pages", "requested pages the program then major-faulted on (read too late, or evicted before use)"),
-    ("prefetch_accuracy", "ratio", "prefetch_pages_used / prefetch_pages_requested"),
-    ("prefetch_coverage", "ratio", "prefetch_pages_used / (prefetch_pages_used + prefetch_major_faults): the share of would-be major faults served by the prefetcher"),
-    ("prefetch_pages_paged_out", "pages", "pages the prefetcher paged out behind the trend (pageout=1: from `lag` behind the faulting page back)"),
-    ("prefetch_majors_outran", "count", "major faults, sampled densely, on pages the prefetcher had not asked for, up to four windows past its last window along the trend: the walk outran the requests"),
-    ("prefetch_majors_skipped", "count", "major faults, sampled densely, on pages not asked for inside the prefetcher's last window: resident when the window was asked for (only swapped pages are asked for), reclaimed before the walk came"),
-    ("prefetch_pageout_started", "count", "pageout=auto (leap's default): processes in which it turned on (a dense walk in a region larger than the group's limit, or longer than it): 1 or 0 for a program of one process"),
-    ("prefetch_pageout_regrets", "count", "pageout=auto: processes in which it turned off for good (the program came back to a page paged out less than half a limit's walk before): 1 or 0 for a program of one process"),
-    ("prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not"),
-    ("prefetch_trend_switches", "count", "times a thread's trend appeared or changed"),
-    ("prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults"),
-    ("prefetch_samples", "count", "fault samples perf delivered to the prefetcher (major and minor; fewer than the faults while sampling is sparse)"),
-    ("prefetch_sparse_ns", "ns", "time the prefetcher sampled sparsely (no trend)"),
-    ("prefetch_gave_up", "count", "1 if the prefetcher turned itself off because the program used fewer than 10 % of the pages it asked for (judged after 8,192 pages), else 0; the notes say when"),
-    ("prefetch_processes", "count", "processes of the run (the started command and everything it forked or exec'd) in which the prefetcher saw major faults; each is served in its own address space"),
-    ("prefetch_processes_acted", "count", "processes the prefetcher asked for pages in (WILLNEED) or paged out of"),
-    ("prefetch_quiet_errors", "count", "process_madvise calls or ranges refused because the program exited or unmapped the range (ESRCH, ENOMEM, EINVAL)"),
-    ("timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)"),
-    ("hints_given", "count", "hints in the resolved hint file (swaplab run --hints)"),
-    ("hints_applied", "count", "hints the preload library applied to an allocation"),
-    ("trace_faults", "count", "fault events in the trace (faults.parquet rows)"),
-    ("trace_major_faults", "count", "major fault events in the trace"),
-    ("trace_swap_outs", "count", "swap-out events in the trace (swaps.parquet, dir out)"),
-    ("trace_allocations", "count", "allocations the preload library recorded"),
-    ("trace_lost", "count", "fault events the kernel dropped (buffer overflow)"),
-    ("trace_late_faults", "count", "fault events delivered later than the reorder window (out of time order in faults.parquet)"),
-    ("trace_bytes", "bytes", "size of the trace directory's files"),
-    ("tracer_cpu_ns", "ns", "CPU time of swaplab's tracer thread (draining events, pagemap scans, writing the tables)"),
-    ("tracer_pending_swaps_max", "count", "most swap events the tracer held at once waiting for time order"),
-];
+/// Declares [`MetricName`]: each metric's variant, name, unit and
+/// meaning, written once.
+macro_rules! metric_names {
+    ($($variant:ident = $name:literal, $unit:literal, $meaning:literal;)*) => {
+        /// A metric a run can have: its name in records, its unit and its
+        /// meaning. Records keep string keys ([`Metrics`]), so names this
+        /// build does not know still load; code that writes or reads a
+        /// known metric names it with this type ([`MetricsExt`]).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum MetricName {
+            $(
+                #[doc = $meaning]
+                $variant,
+            )*
+        }
+
+        impl MetricName {
+            /// Every metric, in the documented order (docs/catalog.md
+            /// lists the same; `swaplab show` prints them in this order).
+            pub const ALL: &'static [MetricName] = &[$(MetricName::$variant),*];
+
+            /// The name in records (`run.json`, the catalog).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(MetricName::$variant => $name,)*
+                }
+            }
+
+            /// Its unit: `ns`, `us`, `bytes`, `pages`, `count`, `ratio`, `hz`.
+            pub const fn unit(self) -> &'static str {
+                match self {
+                    $(MetricName::$variant => $unit,)*
+                }
+            }
+
+            /// What it measures.
+            pub const fn meaning(self) -> &'static str {
+                match self {
+                    $(MetricName::$variant => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+#[rustfmt::skip]
+metric_names! {
+    WallNs = "wall_ns", "ns", "wall-clock time from spawning the command to its exit (wait4 returned)";
+    UserNs = "user_ns", "ns", "user CPU time of the command and the descendants it waited for (wait4 rusage)";
+    SysNs = "sys_ns", "ns", "system CPU time of the command and the descendants it waited for (wait4 rusage)";
+    MaxRssBytes = "max_rss_bytes", "bytes", "largest resident set of the command or one waited-for descendant (ru_maxrss)";
+    Minflt = "minflt", "count", "minor page faults (rusage)";
+    Majflt = "majflt", "count", "major page faults: faults that waited for I/O, e.g. a swap-in (rusage)";
+    CgPgfault = "cg_pgfault", "count", "page faults in the memory cgroup (memory.stat pgfault; all tasks of the group)";
+    CgPgmajfault = "cg_pgmajfault", "count", "major faults in the memory cgroup (memory.stat pgmajfault)";
+    SwapinPages = "swapin_pages", "pages", "pages swapped in: per cgroup (v2 memory.stat pswpin) or /proc/vmstat pswpin delta (scope system)";
+    SwapoutPages = "swapout_pages", "pages", "pages swapped out: per cgroup (v2 memory.stat pswpout) or /proc/vmstat pswpout delta (scope system)";
+    ZswpinPages = "zswpin_pages", "pages", "pages loaded back from zswap (cgroup or system, like swapin_pages)";
+    ZswpoutPages = "zswpout_pages", "pages", "pages stored into zswap (cgroup or system)";
+    RefaultAnonPages = "refault_anon_pages", "pages", "anonymous pages faulted back in after reclaim (memory.stat workingset_refault_anon)";
+    PeakBytes = "peak_bytes", "bytes", "peak memory usage of the cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak)";
+    SwapPeakBytes = "swap_peak_bytes", "bytes", "most of the group's memory seen in swap (v2 memory.swap.peak, else the timeline's maximum)";
+    LimitBytes = "limit_bytes", "bytes", "the memory limit in force (absent: unlimited)";
+    LimitHits = "limit_hits", "count", "times a charge hit the limit (v1 failcnt + memsw.failcnt, v2 memory.events max)";
+    OomKills = "oom_kills", "count", "tasks of the group killed by the OOM killer (v1 memory.oom_control oom_kill, v2 memory.events oom_kill)";
+    PsiSomeUs = "psi_some_us", "us", "memory pressure stall time, some tasks stalled (cgroup memory.pressure, else /proc/pressure/memory: scope system)";
+    PsiFullUs = "psi_full_us", "us", "memory pressure stall time, all non-idle tasks stalled";
+    KswapdCpuNs = "kswapd_cpu_ns", "ns", "CPU time of the kswapd threads during the run (machine-wide)";
+    KswapdCpuShare = "kswapd_cpu_share", "ratio", "kswapd_cpu_ns / wall_ns (1.0 = one CPU busy)";
+    PgscanPages = "pgscan_pages", "pages", "pages scanned by reclaim during the run (/proc/vmstat pgscan_*, machine-wide; a memory cgroup's limit reclaim is not counted there)";
+    PgstealPages = "pgsteal_pages", "pages", "pages reclaimed during the run (/proc/vmstat pgsteal_*, machine-wide; a memory cgroup's limit reclaim is not counted there)";
+    PgscanDirectPages = "pgscan_direct_pages", "pages", "pages scanned by direct reclaim of the machine (/proc/vmstat pgscan_direct; a memory cgroup's limit reclaim is not counted there)";
+    PgstealDirectPages = "pgsteal_direct_pages", "pages", "pages reclaimed by direct reclaim (/proc/vmstat pgsteal_direct)";
+    PgscanKswapdPages = "pgscan_kswapd_pages", "pages", "pages scanned by kswapd (/proc/vmstat pgscan_kswapd)";
+    PgstealKswapdPages = "pgsteal_kswapd_pages", "pages", "pages reclaimed by kswapd (/proc/vmstat pgsteal_kswapd)";
+    Allocstall = "allocstall", "count", "allocations that stalled in direct reclaim (/proc/vmstat allocstall_*, machine-wide; memcg limit reclaim is not counted here)";
+    ThpFaultAlloc = "thp_fault_alloc", "count", "huge pages allocated at a fault (/proc/vmstat)";
+    ThpFaultFallback = "thp_fault_fallback", "count", "faults that wanted a huge page and fell back to 4 KiB pages (/proc/vmstat)";
+    ThpSwpout = "thp_swpout", "count", "huge pages swapped out whole (/proc/vmstat)";
+    ThpSwpoutFallback = "thp_swpout_fallback", "count", "huge pages split before swapping out (/proc/vmstat)";
+    ThpSplitPage = "thp_split_page", "count", "huge pages split (/proc/vmstat)";
+    CpuTotalNs = "cpu_total_ns", "ns", "CPU time of all CPUs, busy and idle, during the run (/proc/stat)";
+    KswapdMachineShare = "kswapd_machine_share", "ratio", "kswapd_cpu_ns / cpu_total_ns: kswapd's share of the machine's CPU (the Journey study's measure)";
+    LeftoverTasks = "leftover_tasks", "count", "tasks still in the group when the command exited (killed by swaplab)";
+    Samples = "samples", "count", "timeline samples taken";
+    SamplerCpuNs = "sampler_cpu_ns", "ns", "CPU time swaplab's sampling thread used during the run";
+    SamplerCpuShare = "sampler_cpu_share", "ratio", "sampler_cpu_ns / wall_ns";
+    StatFlushes = "stat_flushes", "count", "reads of the group's memory.stat by --flush-stats (each flushes its statistics)";
+    FlusherCpuNs = "flusher_cpu_ns", "ns", "CPU time of swaplab's --flush-stats thread during the run";
+    PrefetchCpuNs = "prefetch_cpu_ns", "ns", "CPU time of swaplab's --prefetch leap|stride threads (reading faults, pagemap checks, process_madvise; with pageout, its pageout thread's too)";
+    PrefetchPageoutCpuNs = "prefetch_pageout_cpu_ns", "ns", "CPU time of the prefetcher's pageout thread alone (MADV_PAGEOUT: unmapping and writing the pages the walk passed to swap); part of prefetch_cpu_ns";
+    PrefetchMadviseCalls = "prefetch_madvise_calls", "count", "process_madvise calls the prefetcher made (WILLNEED and PAGEOUT)";
+    PrefetchMadviseNs = "prefetch_madvise_ns", "ns", "time the prefetcher's threads spent inside process_madvise (reading pages in, and the reclaim their memory charge causes in its thread; paging out)";
+    PrefetchPagesRequested = "prefetch_pages_requested", "pages", "pages the prefetcher asked to read in (MADV_WILLNEED), swapped when asked (pagemap)";
+    PrefetchPagesUsed = "prefetch_pages_used", "pages", "requested pages the program then touched with a minor fault (served from the swap cache)";
+    PrefetchPagesLate = "prefetch_pages_late", "pages", "requested pages the program then major-faulted on (read too late, or evicted before use)";
+    PrefetchAccuracy = "prefetch_accuracy", "ratio", "prefetch_pages_used / prefetch_pages_requested";
+    PrefetchCoverage = "prefetch_coverage", "ratio", "prefetch_pages_used / (prefetch_pages_used + prefetch_major_faults): the share of would-be major faults served by the prefetcher";
+    PrefetchPagesPagedOut = "prefetch_pages_paged_out", "pages", "pages the prefetcher paged out behind the trend (pageout=1: from `lag` behind the faulting page back)";
+    PrefetchMajorsOutran = "prefetch_majors_outran", "count", "major faults, sampled densely, on pages the prefetcher had not asked for, up to four windows past its last window along the trend: the walk outran the requests";
+    PrefetchMajorsSkipped = "prefetch_majors_skipped", "count", "major faults, sampled densely, on pages not asked for inside the prefetcher's last window: resident when the window was asked for (only swapped pages are asked for), reclaimed before the walk came";
+    PrefetchPageoutStarted = "prefetch_pageout_started", "count", "pageout=auto (leap's default): processes in which it turned on (a dense walk in a region larger than the group's limit, or longer than it): 1 or 0 for a program of one process";
+    PrefetchPageoutRegrets = "prefetch_pageout_regrets", "count", "pageout=auto: processes in which it turned off for good (the program came back to a page paged out less than half a limit's walk before): 1 or 0 for a program of one process";
+    PrefetchMajorFaults = "prefetch_major_faults", "count", "major faults of the program in user mode since exec, counted by the kernel (perf PAGE_FAULTS_MAJ), sampled or not";
+    PrefetchTrendSwitches = "prefetch_trend_switches", "count", "times a thread's trend appeared or changed";
+    PrefetchSparseSwitches = "prefetch_sparse_switches", "count", "times the prefetcher, with no trend for 20 ms, went to sampling one major fault in 16 and no minor faults";
+    PrefetchSamples = "prefetch_samples", "count", "fault samples perf delivered to the prefetcher (major and minor; fewer than the faults while sampling is sparse)";
+    PrefetchSparseNs = "prefetch_sparse_ns", "ns", "time the prefetcher sampled sparsely (no trend)";
+    PrefetchGaveUp = "prefetch_gave_up", "count", "1 if the prefetcher turned itself off because the program used fewer than 10 % of the pages it asked for (judged after 8,192 pages), else 0; the notes say when";
+    PrefetchProcesses = "prefetch_processes", "count", "processes of the run (the started command and everything it forked or exec'd) in which the prefetcher saw major faults; each is served in its own address space";
+    PrefetchProcessesActed = "prefetch_processes_acted", "count", "processes the prefetcher asked for pages in (WILLNEED) or paged out of";
+    PrefetchQuietErrors = "prefetch_quiet_errors", "count", "process_madvise calls or ranges refused because the program exited or unmapped the range (ESRCH, ENOMEM, EINVAL)";
+    TimelineHz = "timeline_hz", "hz", "timeline samples per second achieved: (samples - 1) / (last t_ns - first t_ns)";
+    HintsGiven = "hints_given", "count", "hints in the resolved hint file (swaplab run --hints)";
+    HintsApplied = "hints_applied", "count", "hints the preload library applied to an allocation";
+    TraceFaults = "trace_faults", "count", "fault events in the trace (faults.parquet rows)";
+    TraceMajorFaults = "trace_major_faults", "count", "major fault events in the trace";
+    TraceSwapOuts = "trace_swap_outs", "count", "swap-out events in the trace (swaps.parquet, dir out)";
+    TraceAllocations = "trace_allocations", "count", "allocations the preload library recorded";
+    TraceLost = "trace_lost", "count", "fault events the kernel dropped (buffer overflow)";
+    TraceLateFaults = "trace_late_faults", "count", "fault events delivered later than the reorder window (out of time order in faults.parquet)";
+    TraceBytes = "trace_bytes", "bytes", "size of the trace directory's files";
+    TracerCpuNs = "tracer_cpu_ns", "ns", "CPU time of swaplab's tracer thread (draining events, pagemap scans, writing the tables)";
+    TracerPendingSwapsMax = "tracer_pending_swaps_max", "count", "most swap events the tracer held at once waiting for time order";
+}
 
 /// [`RunRecord::idle_mechanisms`]: the prefetcher (leap, stride).
 pub const IDLE_PREFETCH: &str = "prefetch";
 /// [`RunRecord::idle_mechanisms`]: the hints of `--hints`.
 pub const IDLE_HINTS: &str = "hints";
 
-/// The unit of a known metric.
-pub fn metric_unit(name: &str) -> &'static str {
-    METRICS
-        .iter()
-        .find(|m| m.0 == name)
-        .map(|m| m.1)
-        .unwrap_or("")
+impl std::fmt::Display for MetricName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for MetricName {
+    type Err = UnknownMetric;
+
+    /// Parses [`MetricName::as_str`]; an unknown name's error lists the known ones.
+    fn from_str(s: &str) -> Result<MetricName, UnknownMetric> {
+        MetricName::ALL
+            .iter()
+            .copied()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| UnknownMetric(s.to_string()))
+    }
+}
+
+impl MetricName {
+    /// Metric names as `swaplab show` lists them: the known ones among
+    /// `names` in the table's order, then the others (names this build
+    /// does not know) in their own order; each once.
+    pub fn in_table_order<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+        let names: Vec<&str> = names.into_iter().collect();
+        let mut out: Vec<&str> = MetricName::ALL
+            .iter()
+            .map(|m| m.as_str())
+            .filter(|n| names.contains(n))
+            .collect();
+        for n in names {
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out
+    }
+}
+
+/// A metric name [`MetricName`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown metric {0:?}: the metrics are {names}", names = known_names())]
+pub struct UnknownMetric(pub String);
+
+fn known_names() -> String {
+    let names: Vec<&str> = MetricName::ALL.iter().map(|m| m.as_str()).collect();
+    names.join(", ")
+}
+
+/// Reading and writing known metrics of a [`Metrics`] map by [`MetricName`].
+pub trait MetricsExt {
+    /// A known metric, if the run has it.
+    fn metric(&self, name: MetricName) -> Option<&Metric>;
+    /// A known metric's value, if the run has it.
+    fn value(&self, name: MetricName) -> Option<f64>;
+    /// Sets a known metric, with its unit.
+    fn put(&mut self, name: MetricName, value: f64, scope: Scope);
+}
+
+impl MetricsExt for Metrics {
+    fn metric(&self, name: MetricName) -> Option<&Metric> {
+        self.get(name.as_str())
+    }
+
+    fn value(&self, name: MetricName) -> Option<f64> {
+        self.metric(name).map(|m| m.value)
+    }
+
+    fn put(&mut self, name: MetricName, value: f64, scope: Scope) {
+        self.insert(
+            name.as_str().to_string(),
+            Metric {
+                value,
+                unit: name.unit().to_string(),
+                scope,
+            },
+        );
+    }
 }
 
 /// How the command ended.
@@ -401,16 +516,22 @@ impl RunRecord {
         self.trace_dir.as_deref()
     }
 
-    /// A metric's value.
-    pub fn get(&self, name: &str) -> Option<f64> {
-        self.metrics.get(name).map(|m| m.value)
+    /// A known metric's value, if the run has it.
+    pub fn get(&self, name: MetricName) -> Option<f64> {
+        self.metrics.value(name)
     }
 
     /// The major faults of the run: the memory cgroup's count (every task
     /// of the group), else rusage's (the command and the descendants it
     /// waited for).
     pub fn major_faults(&self) -> Option<f64> {
-        self.get("cg_pgmajfault").or_else(|| self.get("majflt"))
+        self.get(MetricName::CgPgmajfault)
+            .or_else(|| self.get(MetricName::Majflt))
+    }
+
+    /// Pages swapped in and out, when the run has both counts.
+    pub fn swap_pages(&self) -> Option<f64> {
+        Some(self.get(MetricName::SwapinPages)? + self.get(MetricName::SwapoutPages)?)
     }
 
     /// What was applied to this run and acted on nothing: [`IDLE_PREFETCH`]
@@ -422,13 +543,15 @@ impl RunRecord {
     pub fn idle_mechanisms(&self) -> Vec<&'static str> {
         let mut idle = Vec::new();
         let majors = self.major_faults().unwrap_or(0.0);
-        if let Some(asked) = self.get("prefetch_pages_requested") {
-            if majors > 0.0 && asked + self.get("prefetch_pages_paged_out").unwrap_or(0.0) <= 0.0 {
+        if let Some(asked) = self.get(MetricName::PrefetchPagesRequested) {
+            if majors > 0.0
+                && asked + self.get(MetricName::PrefetchPagesPagedOut).unwrap_or(0.0) <= 0.0
+            {
                 idle.push(IDLE_PREFETCH);
             }
         }
-        if self.get("hints_given").unwrap_or(0.0) > 0.0
-            && self.get("hints_applied").unwrap_or(0.0) <= 0.0
+        if self.get(MetricName::HintsGiven).unwrap_or(0.0) > 0.0
+            && self.get(MetricName::HintsApplied).unwrap_or(0.0) <= 0.0
         {
             idle.push(IDLE_HINTS);
         }
@@ -446,14 +569,14 @@ impl RunRecord {
                      while the run had {majors:.0} major faults ({:.0} sampled in {:.0} \
                      process(es)); no trend held long enough (a random access pattern, or \
                      faults it could not see)",
-                    self.get("prefetch_samples").unwrap_or(0.0),
-                    self.get("prefetch_processes").unwrap_or(0.0),
+                    self.get(MetricName::PrefetchSamples).unwrap_or(0.0),
+                    self.get(MetricName::PrefetchProcesses).unwrap_or(0.0),
                 ),
                 _ => format!(
                     "the hints acted on nothing: none of the {:.0} hints matched an allocation, \
                      while the run had {majors:.0} major faults (are the hints for this program, \
                      built the same way?)",
-                    self.get("hints_given").unwrap_or(0.0),
+                    self.get(MetricName::HintsGiven).unwrap_or(0.0),
                 ),
             })
             .collect()
@@ -477,12 +600,167 @@ mod tests {
 
     #[test]
     fn every_metric_has_a_unit() {
-        for (name, unit, _) in METRICS {
+        for m in MetricName::ALL {
             assert!(
-                ["ns", "us", "bytes", "pages", "count", "ratio", "hz"].contains(unit),
-                "{name}: {unit}"
+                ["ns", "us", "bytes", "pages", "count", "ratio", "hz"].contains(&m.unit()),
+                "{m}: {}",
+                m.unit()
             );
+            assert!(!m.meaning().is_empty(), "{m}");
         }
+    }
+
+    /// The names records have always used, in `swaplab show`'s order.
+    const NAMES: &[&str] = &[
+        "wall_ns",
+        "user_ns",
+        "sys_ns",
+        "max_rss_bytes",
+        "minflt",
+        "majflt",
+        "cg_pgfault",
+        "cg_pgmajfault",
+        "swapin_pages",
+        "swapout_pages",
+        "zswpin_pages",
+        "zswpout_pages",
+        "refault_anon_pages",
+        "peak_bytes",
+        "swap_peak_bytes",
+        "limit_bytes",
+        "limit_hits",
+        "oom_kills",
+        "psi_some_us",
+        "psi_full_us",
+        "kswapd_cpu_ns",
+        "kswapd_cpu_share",
+        "pgscan_pages",
+        "pgsteal_pages",
+        "pgscan_direct_pages",
+        "pgsteal_direct_pages",
+        "pgscan_kswapd_pages",
+        "pgsteal_kswapd_pages",
+        "allocstall",
+        "thp_fault_alloc",
+        "thp_fault_fallback",
+        "thp_swpout",
+        "thp_swpout_fallback",
+        "thp_split_page",
+        "cpu_total_ns",
+        "kswapd_machine_share",
+        "leftover_tasks",
+        "samples",
+        "sampler_cpu_ns",
+        "sampler_cpu_share",
+        "stat_flushes",
+        "flusher_cpu_ns",
+        "prefetch_cpu_ns",
+        "prefetch_pageout_cpu_ns",
+        "prefetch_madvise_calls",
+        "prefetch_madvise_ns",
+        "prefetch_pages_requested",
+        "prefetch_pages_used",
+        "prefetch_pages_late",
+        "prefetch_accuracy",
+        "prefetch_coverage",
+        "prefetch_pages_paged_out",
+        "prefetch_majors_outran",
+        "prefetch_majors_skipped",
+        "prefetch_pageout_started",
+        "prefetch_pageout_regrets",
+        "prefetch_major_faults",
+        "prefetch_trend_switches",
+        "prefetch_sparse_switches",
+        "prefetch_samples",
+        "prefetch_sparse_ns",
+        "prefetch_gave_up",
+        "prefetch_processes",
+        "prefetch_processes_acted",
+        "prefetch_quiet_errors",
+        "timeline_hz",
+        "hints_given",
+        "hints_applied",
+        "trace_faults",
+        "trace_major_faults",
+        "trace_swap_outs",
+        "trace_allocations",
+        "trace_lost",
+        "trace_late_faults",
+        "trace_bytes",
+        "tracer_cpu_ns",
+        "tracer_pending_swaps_max",
+    ];
+
+    #[test]
+    fn metric_names_are_the_recorded_ones_and_round_trip() {
+        let all: Vec<&str> = MetricName::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(all, NAMES);
+        let unique: std::collections::BTreeSet<&str> = all.iter().copied().collect();
+        assert_eq!(unique.len(), all.len());
+        for m in MetricName::ALL {
+            assert_eq!(m.as_str().parse::<MetricName>(), Ok(*m));
+            assert_eq!(m.to_string(), m.as_str());
+        }
+        // Ord is the table's order.
+        assert!(MetricName::ALL.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn an_unknown_metric_name_is_an_error_listing_the_known_ones() {
+        let e = "majflts".parse::<MetricName>().unwrap_err();
+        assert_eq!(e, UnknownMetric("majflts".into()));
+        let text = e.to_string();
+        assert!(
+            text.starts_with("unknown metric \"majflts\": the metrics are wall_ns, user_ns, "),
+            "{text}"
+        );
+        assert!(text.ends_with("tracer_pending_swaps_max"), "{text}");
+        // Records keep names this build does not know.
+        let mut m = Metrics::new();
+        m.put(MetricName::Majflt, 3.0, Scope::Process);
+        m.insert(
+            "from_a_later_version".into(),
+            Metric {
+                value: 1.0,
+                unit: "count".into(),
+                scope: Scope::Swaplab,
+            },
+        );
+        assert_eq!(m.value(MetricName::Majflt), Some(3.0));
+        assert_eq!(
+            m.metric(MetricName::Majflt).map(|m| m.unit.as_str()),
+            Some("count")
+        );
+        assert_eq!(m.value(MetricName::Minflt), None);
+        assert_eq!(m.len(), 2);
+    }
+
+    #[test]
+    fn names_are_listed_known_first_in_the_table_order() {
+        assert_eq!(
+            MetricName::in_table_order(["zeta", "majflt", "wall_ns", "alpha", "majflt"]),
+            ["wall_ns", "majflt", "zeta", "alpha"]
+        );
+    }
+
+    /// docs/catalog.md's metrics table names every metric, and only those.
+    #[test]
+    fn the_catalog_docs_list_the_same_metrics() {
+        let doc = include_str!("../../../docs/catalog.md");
+        let table = doc
+            .split("| metric | unit | scope | meaning |")
+            .nth(1)
+            .expect("docs/catalog.md has the metrics table");
+        let mut documented = std::collections::BTreeSet::new();
+        for line in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+            let first = line.split('|').nth(1).unwrap_or("");
+            for name in first.split('`').skip(1).step_by(2) {
+                documented.insert(name.to_string());
+            }
+        }
+        let known: std::collections::BTreeSet<String> =
+            MetricName::ALL.iter().map(|m| m.to_string()).collect();
+        assert_eq!(documented, known);
     }
 
     #[test]

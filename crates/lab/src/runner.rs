@@ -31,7 +31,7 @@ use crate::error::{Error, Result};
 use crate::options::{format_duration, LimitSpec, RunOptions};
 use crate::prefetcher::Prefetcher;
 use crate::record::{
-    metric_unit, CgroupInfo, Metric, Mglru, Outcome, Role, RunRecord, Settings, Status,
+    CgroupInfo, MetricName, MetricsExt, Mglru, Outcome, Role, RunRecord, Settings, Status,
 };
 use crate::statflush::StatFlusher;
 use crate::timeline::{self, Sample, Sampler, SamplerPaths, Scope, TimelineMeta};
@@ -238,7 +238,7 @@ impl Lab {
             sweep: None,
         };
         let rec = self.run_plan(&plan)?;
-        let peak = rec.get("peak_bytes").map(|p| p as u64);
+        let peak = rec.get(MetricName::PeakBytes).map(|p| p as u64);
         match (rec.outcome, peak) {
             (Some(Outcome::Ok), Some(p)) if p > 0 => {
                 self.catalog.set_peak(&key, p, Some(rec.id))?;
@@ -708,70 +708,65 @@ impl Lab {
 
         // Metrics.
         let m = &mut rec.metrics;
-        let mut put = |name: &str, value: f64, scope: Scope| {
-            m.insert(
-                name.to_string(),
-                Metric {
-                    value,
-                    unit: metric_unit(name).to_string(),
-                    scope,
-                },
-            );
-        };
+        let mut put = |name: MetricName, value: f64, scope: Scope| m.put(name, value, scope);
         let wall_ns = wall.as_nanos() as f64;
-        put("wall_ns", wall_ns, Scope::Process);
-        put("user_ns", ru.utime_ns as f64, Scope::Process);
-        put("sys_ns", ru.stime_ns as f64, Scope::Process);
-        put("max_rss_bytes", ru.maxrss_bytes as f64, Scope::Process);
-        put("minflt", ru.minflt as f64, Scope::Process);
-        put("majflt", ru.majflt as f64, Scope::Process);
+        put(MetricName::WallNs, wall_ns, Scope::Process);
+        put(MetricName::UserNs, ru.utime_ns as f64, Scope::Process);
+        put(MetricName::SysNs, ru.stime_ns as f64, Scope::Process);
+        put(
+            MetricName::MaxRssBytes,
+            ru.maxrss_bytes as f64,
+            Scope::Process,
+        );
+        put(MetricName::Minflt, ru.minflt as f64, Scope::Process);
+        put(MetricName::Majflt, ru.majflt as f64, Scope::Process);
         let d = |a: Option<u64>, b: Option<u64>| match (a, b) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a) as f64),
             (None, Some(b)) => Some(b as f64),
             _ => None,
         };
         if let Some(v) = d(stats0.pgfault, stats1.pgfault) {
-            put("cg_pgfault", v, Scope::Cgroup);
+            put(MetricName::CgPgfault, v, Scope::Cgroup);
         }
         if let Some(v) = d(stats0.pgmajfault, stats1.pgmajfault) {
-            put("cg_pgmajfault", v, Scope::Cgroup);
+            put(MetricName::CgPgmajfault, v, Scope::Cgroup);
         }
         swap_metrics(&stats0, &stats1, &vm, &mut put, &mut rec.notes);
         if let Some(v) = d(
             stats0.workingset_refault_anon,
             stats1.workingset_refault_anon,
         ) {
-            put("refault_anon_pages", v, Scope::Cgroup);
+            put(MetricName::RefaultAnonPages, v, Scope::Cgroup);
         }
         if let Some(p) = stats1.peak_bytes {
-            put("peak_bytes", p as f64, Scope::Cgroup);
+            put(MetricName::PeakBytes, p as f64, Scope::Cgroup);
         }
         let swap_peak = stats1
             .swap_peak_bytes
             .or_else(|| samples.iter().filter_map(|s| s.swap_bytes).max());
         if let Some(p) = swap_peak {
-            put("swap_peak_bytes", p as f64, Scope::Cgroup);
+            put(MetricName::SwapPeakBytes, p as f64, Scope::Cgroup);
         }
         if let Some(l) = plan.limit_bytes {
-            put("limit_bytes", l as f64, Scope::Cgroup);
+            put(MetricName::LimitBytes, l as f64, Scope::Cgroup);
         }
         if let Some(v) = d(stats0.limit_hits, stats1.limit_hits) {
-            put("limit_hits", v, Scope::Cgroup);
+            put(MetricName::LimitHits, v, Scope::Cgroup);
         }
         let oom_kills = d(stats0.oom_kill, stats1.oom_kill);
         if let Some(v) = oom_kills {
-            put("oom_kills", v, Scope::Cgroup);
+            put(MetricName::OomKills, v, Scope::Cgroup);
         }
         if let (Some(a), Some(b)) = (psi0, psi1) {
             let scope = psi_scope.unwrap_or(Scope::System);
             put(
-                "psi_some_us",
+                MetricName::PsiSomeUs,
                 b.some.total_us.saturating_sub(a.some.total_us) as f64,
                 scope,
             );
             if let (Some(fa), Some(fb)) = (a.full, b.full) {
                 put(
-                    "psi_full_us",
+                    MetricName::PsiFullUs,
                     fb.total_us.saturating_sub(fa.total_us) as f64,
                     scope,
                 );
@@ -782,13 +777,17 @@ impl Lab {
         }
         if let (Some(a), Some(b)) = (ksw0, ksw1) {
             let k = b.saturating_sub(a) as f64;
-            put("kswapd_cpu_ns", k, Scope::System);
+            put(MetricName::KswapdCpuNs, k, Scope::System);
             if wall_ns > 0.0 {
-                put("kswapd_cpu_share", k / wall_ns, Scope::System);
+                put(MetricName::KswapdCpuShare, k / wall_ns, Scope::System);
             }
         }
-        put("pgscan_pages", vm.pgscan.max(0) as f64, Scope::System);
-        put("pgsteal_pages", vm.pgsteal.max(0) as f64, Scope::System);
+        for (name, n) in [
+            (MetricName::PgscanPages, vm.pgscan),
+            (MetricName::PgstealPages, vm.pgsteal),
+        ] {
+            put(name, n.max(0) as f64, Scope::System);
+        }
         // Reclaim by who did it, and THP events (counters this kernel lacks
         // are left out rather than recorded as 0).
         let allocstall: Vec<i64> = vm
@@ -799,21 +798,21 @@ impl Lab {
             .collect();
         if !allocstall.is_empty() {
             put(
-                "allocstall",
+                MetricName::Allocstall,
                 allocstall.iter().sum::<i64>().max(0) as f64,
                 Scope::System,
             );
         }
         for (metric, counter) in [
-            ("pgscan_direct_pages", "pgscan_direct"),
-            ("pgsteal_direct_pages", "pgsteal_direct"),
-            ("pgscan_kswapd_pages", "pgscan_kswapd"),
-            ("pgsteal_kswapd_pages", "pgsteal_kswapd"),
-            ("thp_fault_alloc", "thp_fault_alloc"),
-            ("thp_fault_fallback", "thp_fault_fallback"),
-            ("thp_swpout", "thp_swpout"),
-            ("thp_swpout_fallback", "thp_swpout_fallback"),
-            ("thp_split_page", "thp_split_page"),
+            (MetricName::PgscanDirectPages, "pgscan_direct"),
+            (MetricName::PgstealDirectPages, "pgsteal_direct"),
+            (MetricName::PgscanKswapdPages, "pgscan_kswapd"),
+            (MetricName::PgstealKswapdPages, "pgsteal_kswapd"),
+            (MetricName::ThpFaultAlloc, "thp_fault_alloc"),
+            (MetricName::ThpFaultFallback, "thp_fault_fallback"),
+            (MetricName::ThpSwpout, "thp_swpout"),
+            (MetricName::ThpSwpoutFallback, "thp_swpout_fallback"),
+            (MetricName::ThpSplitPage, "thp_split_page"),
         ] {
             if let Some(v) = vm.fields.get(counter) {
                 put(metric, (*v).max(0) as f64, Scope::System);
@@ -821,25 +820,25 @@ impl Lab {
         }
         if let (Some(a), Some(b)) = (cpu_total0, cpu_total1) {
             let total = b.saturating_sub(a) as f64;
-            put("cpu_total_ns", total, Scope::System);
+            put(MetricName::CpuTotalNs, total, Scope::System);
             if let (Some(k0), Some(k1), true) = (ksw0, ksw1, total > 0.0) {
                 put(
-                    "kswapd_machine_share",
+                    MetricName::KswapdMachineShare,
                     k1.saturating_sub(k0) as f64 / total,
                     Scope::System,
                 );
             }
         }
-        put("leftover_tasks", leftover as f64, Scope::Cgroup);
-        put("samples", samples.len() as f64, Scope::Swaplab);
+        put(MetricName::LeftoverTasks, leftover as f64, Scope::Cgroup);
+        put(MetricName::Samples, samples.len() as f64, Scope::Swaplab);
         let hz = achieved_hz(&samples);
         if let Some(hz) = hz {
-            put("timeline_hz", hz, Scope::Swaplab);
+            put(MetricName::TimelineHz, hz, Scope::Swaplab);
         }
-        put("sampler_cpu_ns", sampler_cpu as f64, Scope::Swaplab);
+        put(MetricName::SamplerCpuNs, sampler_cpu as f64, Scope::Swaplab);
         if let Some(f) = flushed {
-            put("stat_flushes", f.flushes as f64, Scope::Swaplab);
-            put("flusher_cpu_ns", f.cpu_ns as f64, Scope::Swaplab);
+            put(MetricName::StatFlushes, f.flushes as f64, Scope::Swaplab);
+            put(MetricName::FlusherCpuNs, f.cpu_ns as f64, Scope::Swaplab);
         }
         if let Some(p) = &prefetched {
             for (name, v) in p.metrics() {
@@ -848,7 +847,7 @@ impl Lab {
         }
         if wall_ns > 0.0 {
             put(
-                "sampler_cpu_share",
+                MetricName::SamplerCpuShare,
                 sampler_cpu as f64 / wall_ns,
                 Scope::Swaplab,
             );
@@ -932,27 +931,32 @@ fn swap_metrics(
     s0: &MemStats,
     s1: &MemStats,
     vm: &hostproc::VmStatDelta,
-    put: &mut impl FnMut(&str, f64, Scope),
+    put: &mut impl FnMut(MetricName, f64, Scope),
     notes: &mut Vec<String>,
 ) {
     let d = |a: Option<u64>, b: Option<u64>| b.map(|b| b.saturating_sub(a.unwrap_or(0)) as f64);
     match (d(s0.pswpin, s1.pswpin), d(s0.pswpout, s1.pswpout)) {
         (Some(i), Some(o)) => {
-            put("swapin_pages", i, Scope::Cgroup);
-            put("swapout_pages", o, Scope::Cgroup);
+            put(MetricName::SwapinPages, i, Scope::Cgroup);
+            put(MetricName::SwapoutPages, o, Scope::Cgroup);
             if let Some(v) = d(s0.zswpin, s1.zswpin) {
-                put("zswpin_pages", v, Scope::Cgroup);
+                put(MetricName::ZswpinPages, v, Scope::Cgroup);
             }
             if let Some(v) = d(s0.zswpout, s1.zswpout) {
-                put("zswpout_pages", v, Scope::Cgroup);
+                put(MetricName::ZswpoutPages, v, Scope::Cgroup);
             }
         }
         _ => {
-            put("swapin_pages", vm.pswpin.max(0) as f64, Scope::System);
-            put("swapout_pages", vm.pswpout.max(0) as f64, Scope::System);
+            let mut counts = vec![
+                (MetricName::SwapinPages, vm.pswpin),
+                (MetricName::SwapoutPages, vm.pswpout),
+            ];
             if vm.fields.contains_key("zswpin") {
-                put("zswpin_pages", vm.zswpin.max(0) as f64, Scope::System);
-                put("zswpout_pages", vm.zswpout.max(0) as f64, Scope::System);
+                counts.push((MetricName::ZswpinPages, vm.zswpin));
+                counts.push((MetricName::ZswpoutPages, vm.zswpout));
+            }
+            for (name, n) in counts {
+                put(name, n.max(0) as f64, Scope::System);
             }
             notes.push(
                 "swap-ins/outs are machine-wide /proc/vmstat deltas (this cgroup version has no per-group pswpin/pswpout); \
@@ -1057,22 +1061,22 @@ mod tests {
             &stats(CgroupVersion::V2, Some(10), Some(20)),
             &stats(CgroupVersion::V2, Some(110), Some(70)),
             &vm,
-            &mut |n: &str, v: f64, s: Scope| got.push((n.to_string(), v, s)),
+            &mut |n: MetricName, v: f64, s: Scope| got.push((n, v, s)),
             &mut notes,
         );
-        assert!(got.contains(&("swapin_pages".into(), 100.0, Scope::Cgroup)));
-        assert!(got.contains(&("swapout_pages".into(), 50.0, Scope::Cgroup)));
+        assert!(got.contains(&(MetricName::SwapinPages, 100.0, Scope::Cgroup)));
+        assert!(got.contains(&(MetricName::SwapoutPages, 50.0, Scope::Cgroup)));
         assert!(notes.is_empty());
         got.clear();
         swap_metrics(
             &stats(CgroupVersion::V1, None, None),
             &stats(CgroupVersion::V1, None, None),
             &vm,
-            &mut |n: &str, v: f64, s: Scope| got.push((n.to_string(), v, s)),
+            &mut |n: MetricName, v: f64, s: Scope| got.push((n, v, s)),
             &mut notes,
         );
-        assert!(got.contains(&("swapin_pages".into(), 500.0, Scope::System)));
-        assert!(got.contains(&("swapout_pages".into(), 900.0, Scope::System)));
+        assert!(got.contains(&(MetricName::SwapinPages, 500.0, Scope::System)));
+        assert!(got.contains(&(MetricName::SwapoutPages, 900.0, Scope::System)));
         assert!(notes[0].contains("machine-wide"));
     }
 

@@ -49,7 +49,7 @@ use swaplab_trace::events::{
 
 use crate::error::{Error, Result};
 use crate::preload::{self, HintAction, ResolvedHint, ResolvedHints};
-use crate::record::{Metric, RunRecord};
+use crate::record::{MetricName, MetricsExt, RunRecord};
 use crate::timeline::Scope;
 use swaplab_analysis::hints::{HintAction as HA, HintFile};
 use swaplab_analysis::symbolize::Symbolizer;
@@ -333,8 +333,8 @@ impl Instruments {
         if let Some(h) = &self.hints {
             let applied = read_hint_report(&h.report);
             let ok = applied.iter().filter(|l| l.ok).count();
-            put(rec, "hints_given", h.hints as f64);
-            put(rec, "hints_applied", ok as f64);
+            put(rec, MetricName::HintsGiven, h.hints as f64);
+            put(rec, MetricName::HintsApplied, ok as f64);
             for l in applied.iter().filter(|l| !l.ok).take(5) {
                 rec.notes
                     .push(format!("hint {} ({}) failed: {}", l.id, l.action, l.result));
@@ -409,15 +409,19 @@ impl Instruments {
             page_cluster,
         };
         trace_dir::write_meta(&t.dir, &meta)?;
-        put(rec, "trace_faults", c.faults as f64);
-        put(rec, "trace_major_faults", c.majors as f64);
-        put(rec, "trace_swap_outs", c.swap_outs as f64);
-        put(rec, "trace_allocations", allocs as f64);
-        put(rec, "trace_lost", lost as f64);
-        put(rec, "trace_late_faults", c.late_faults as f64);
-        put(rec, "trace_bytes", dir_bytes(&t.dir) as f64);
-        put(rec, "tracer_cpu_ns", c.cpu_ns as f64);
-        put(rec, "tracer_pending_swaps_max", c.max_pending_swaps as f64);
+        put(rec, MetricName::TraceFaults, c.faults as f64);
+        put(rec, MetricName::TraceMajorFaults, c.majors as f64);
+        put(rec, MetricName::TraceSwapOuts, c.swap_outs as f64);
+        put(rec, MetricName::TraceAllocations, allocs as f64);
+        put(rec, MetricName::TraceLost, lost as f64);
+        put(rec, MetricName::TraceLateFaults, c.late_faults as f64);
+        put(rec, MetricName::TraceBytes, dir_bytes(&t.dir) as f64);
+        put(rec, MetricName::TracerCpuNs, c.cpu_ns as f64);
+        put(
+            rec,
+            MetricName::TracerPendingSwapsMax,
+            c.max_pending_swaps as f64,
+        );
         rec.trace_dir = Some(t.dir.clone());
         rec.notes.extend(notes);
         Ok(())
@@ -432,15 +436,8 @@ pub fn trace_dir_for(cfg: &TraceConfig, run_dir: &Path) -> PathBuf {
     }
 }
 
-fn put(rec: &mut RunRecord, name: &str, value: f64) {
-    rec.metrics.insert(
-        name.to_string(),
-        Metric {
-            value,
-            unit: crate::record::metric_unit(name).to_string(),
-            scope: Scope::Swaplab,
-        },
-    );
+fn put(rec: &mut RunRecord, name: MetricName, value: f64) {
+    rec.metrics.put(name, value, Scope::Swaplab);
 }
 
 fn dir_bytes(dir: &Path) -> u64 {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::{Outcome, Status};
+use swaplab_lab::record::{MetricName, Outcome, Status};
 
 fn which(p: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
@@ -105,8 +105,8 @@ fn major_faults_agree_with_time_and_perf() {
     let set = lab.run(&cmd, &opts, 1, &mut |_| {}).unwrap();
     let r = &set.runs[0];
     assert_eq!(r.outcome, Some(Outcome::Ok), "{r:#?}");
-    let ours = r.get("majflt").unwrap();
-    let cg = r.get("cg_pgmajfault").unwrap();
+    let ours = r.get(MetricName::Majflt).unwrap();
+    let cg = r.get(MetricName::CgPgmajfault).unwrap();
     let time_text = std::fs::read_to_string(&tout).unwrap();
     let perf_text = std::fs::read_to_string(&pout).unwrap();
     let by_time = time_v_field(&time_text, "Major (requiring I/O) page faults").unwrap() as f64;
@@ -128,17 +128,17 @@ fn major_faults_agree_with_time_and_perf() {
     // Peak RSS: rusage of the whole tree is the workload's, as time -v reports it.
     let rss_time =
         time_v_field(&time_text, "Maximum resident set size (kbytes)").unwrap() as f64 * 1024.0;
-    let rss = r.get("max_rss_bytes").unwrap();
+    let rss = r.get(MetricName::MaxRssBytes).unwrap();
     assert!(
         within(rss, rss_time, 0.01),
         "max RSS: swaplab {rss} vs time -v {rss_time}"
     );
     // The cgroup never held more than the limit; the timeline agrees with the final counters.
-    let peak = r.get("peak_bytes").unwrap();
+    let peak = r.get(MetricName::PeakBytes).unwrap();
     assert!(peak <= limit as f64, "peak {peak} above the limit {limit}");
     let (samples, meta) =
         swaplab_lab::timeline::read_parquet(&r.dir.join("timeline.parquet")).unwrap();
-    let wall_s = r.get("wall_ns").unwrap() / 1e9;
+    let wall_s = r.get(MetricName::WallNs).unwrap() / 1e9;
     let n = samples.len() as f64;
     assert!(
         n >= wall_s * 20.0 * 0.8 && n <= wall_s * 20.0 * 1.2 + 3.0,
@@ -159,10 +159,10 @@ fn major_faults_agree_with_time_and_perf() {
     // Its target (under 1 % of a CPU) is a benchmark's (`swaplab bench
     // runner` prints it): a test on a shared machine saw 1 % crossed once.
     // A tenth of a CPU at 20 samples a second would be a bug, not noise.
-    let share = r.get("sampler_cpu_share").unwrap();
-    let cpu = r.get("sampler_cpu_ns").unwrap();
+    let share = r.get(MetricName::SamplerCpuShare).unwrap();
+    let cpu = r.get(MetricName::SamplerCpuNs).unwrap();
     assert!(
-        (share - cpu / r.get("wall_ns").unwrap()).abs() < 1e-9,
+        (share - cpu / r.get(MetricName::WallNs).unwrap()).abs() < 1e-9,
         "sampler_cpu_share {share} is not sampler_cpu_ns / wall_ns"
     );
     assert!(
@@ -205,7 +205,7 @@ fn oom_is_a_result() {
     assert_eq!(r.outcome, Some(Outcome::Oom), "{r:#?}");
     assert_eq!(r.status, Status::Done);
     assert_eq!(r.outcome_text(), "OOM");
-    assert!(r.get("oom_kills").unwrap() >= 1.0);
+    assert!(r.get(MetricName::OomKills).unwrap() >= 1.0);
     assert_eq!(r.term_signal, Some(libc::SIGKILL));
     assert!(vmstat("oom_kill") > oom0, "the kernel counted no OOM kill");
     let back = lab.catalog.run(r.id).unwrap();
@@ -257,7 +257,7 @@ fn timeout_kills_the_whole_cgroup() {
     assert_eq!(r.outcome, Some(Outcome::Timeout), "{r:#?}");
     // Not killed before its time (a lower bound only: no timed assertion
     // that a loaded machine could break).
-    let wall = r.get("wall_ns").unwrap() / 1e9;
+    let wall = r.get(MetricName::WallNs).unwrap() / 1e9;
     assert!(
         wall >= 1.5,
         "killed after {wall} s, before the 1.5 s timeout"
@@ -295,7 +295,7 @@ fn leftover_tasks_are_killed() {
         .unwrap();
     let r = &set.runs[0];
     assert_eq!(r.outcome, Some(Outcome::Ok));
-    assert_eq!(r.get("leftover_tasks"), Some(1.0));
+    assert_eq!(r.get(MetricName::LeftoverTasks), Some(1.0));
     let child: u32 = std::fs::read_to_string(&pidfile)
         .unwrap()
         .trim()

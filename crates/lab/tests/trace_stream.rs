@@ -30,7 +30,7 @@ use common::*;
 use parquet::column::reader::ColumnReader;
 use parquet::file::reader::{FileReader, SerializedFileReader};
 use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
-use swaplab_lab::record::Outcome;
+use swaplab_lab::record::{MetricName, Outcome};
 use swaplab_trace::trace_dir;
 
 /// The bound docs/tracing.md states for swaplab's memory while tracing.
@@ -164,8 +164,8 @@ fn ten_million_faults_stream_in_bounded_memory() {
     assert!(!rec.dir.join("trace").exists());
     assert!(!rec.notes.iter().any(|n| n.starts_with("trace: ")));
 
-    let g = |m: &str| rec.get(m).unwrap_or_else(|| panic!("no {m}: {rec:#?}"));
-    let cg = g("cg_pgfault") as u64;
+    let g = |m: MetricName| rec.get(m).unwrap_or_else(|| panic!("no {m}: {rec:#?}"));
+    let cg = g(MetricName::CgPgfault) as u64;
     let faults_path = trace_dir::table_path(&out, "faults");
     let (rows, groups, back) = scan_fault_times(&faults_path);
     let counted = trace_dir::count_rows(&out).unwrap()["faults"];
@@ -174,15 +174,15 @@ fn ten_million_faults_stream_in_bounded_memory() {
         "10M faults: rows {rows} in {groups} row groups, cgroup pgfault {cg}, lost {}, late {}, \
          swaplab peak RSS {:.1} MiB (at start {:.1} MiB), tracer CPU {:.2} s, timeline {:.2} Hz \
          ({} samples), wall {:.1} s, trace {:.1} MB",
-        g("trace_lost"),
-        g("trace_late_faults"),
+        g(MetricName::TraceLost),
+        g(MetricName::TraceLateFaults),
         hwm as f64 / 1048576.0,
         base as f64 / 1048576.0,
-        g("tracer_cpu_ns") / 1e9,
-        g("timeline_hz"),
-        g("samples"),
-        g("wall_ns") / 1e9,
-        g("trace_bytes") / 1e6,
+        g(MetricName::TracerCpuNs) / 1e9,
+        g(MetricName::TimelineHz),
+        g(MetricName::Samples),
+        g(MetricName::WallNs) / 1e9,
+        g(MetricName::TraceBytes) / 1e6,
     );
     assert!(
         rows >= FAULTS,
@@ -190,7 +190,7 @@ fn ten_million_faults_stream_in_bounded_memory() {
     );
     assert_eq!(rows, counted);
     assert_eq!(rows, meta.counts.faults);
-    assert_eq!(rows, g("trace_faults") as u64);
+    assert_eq!(rows, g(MetricName::TraceFaults) as u64);
     assert!(
         groups as u64 >= rows / trace_dir::STREAM_ROWS_PER_GROUP as u64,
         "streamed in row groups of {} rows: {groups} groups for {rows} rows",
@@ -203,10 +203,10 @@ fn ten_million_faults_stream_in_bounded_memory() {
         diff < 0.01,
         "trace has {rows} faults, the cgroup counted {cg}"
     );
-    assert_eq!(g("trace_lost"), 0.0, "events lost");
+    assert_eq!(g(MetricName::TraceLost), 0.0, "events lost");
     assert_eq!(
         back,
-        g("trace_late_faults") as u64,
+        g(MetricName::TraceLateFaults) as u64,
         "time order as recorded"
     );
     assert!(
@@ -215,7 +215,7 @@ fn ten_million_faults_stream_in_bounded_memory() {
     );
     // The timeline's achieved rate is recorded, typed and as a metric with its unit.
     let hz = rec.timeline_hz.expect("timeline_hz");
-    assert_eq!(Some(hz), rec.get("timeline_hz"));
+    assert_eq!(Some(hz), rec.get(MetricName::TimelineHz));
     assert_eq!(rec.metrics["timeline_hz"].unit, "hz");
     assert_eq!(
         swaplab_lab::catalog::Catalog::open(dir.path())

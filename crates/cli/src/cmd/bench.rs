@@ -2,6 +2,7 @@ use crate::out::{self, num, Rows};
 use anyhow::Result;
 use clap::Subcommand;
 use std::time::Instant;
+use swaplab_lab::record::MetricName;
 use swaplab_sim::PolicySpec;
 
 #[derive(Subcommand)]
@@ -477,7 +478,12 @@ fn run_reclaim(
     ]);
     for m in &r.modes {
         let s = &m.summary;
-        let thp = |k: &str| s.thp_counters.iter().find(|c| c.0 == k).map(|c| c.1);
+        let thp = |k: MetricName| {
+            s.thp_counters
+                .iter()
+                .find(|c| c.0 == k.as_str())
+                .map(|c| c.1)
+        };
         t.push(vec![
             m.thp.clone(),
             s.repeats.to_string(),
@@ -489,8 +495,8 @@ fn run_reclaim(
             n(s.pgsteal_kswapd),
             s.dominant.clone(),
             n(s.allocstall),
-            n(thp("thp_fault_alloc")),
-            n(thp("thp_split_page")),
+            n(thp(MetricName::ThpFaultAlloc)),
+            n(thp(MetricName::ThpSplitPage)),
             format!("{:.1}", s.p9999_ns / 1e3),
             format!("{:.1}", s.max_ns / 1e6),
         ]);

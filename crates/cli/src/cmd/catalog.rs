@@ -4,7 +4,7 @@ use anyhow::Result;
 use clap::Args;
 use swaplab_host::util::format_size;
 use swaplab_lab::catalog::Catalog;
-use swaplab_lab::record::{RunRecord, METRICS};
+use swaplab_lab::record::{MetricName, MetricsExt, RunRecord};
 use swaplab_study::compare::Target;
 use swaplab_study::sweep::{limit_text, report_from_catalog};
 
@@ -90,8 +90,8 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
         &swaplab_trace::arg::shell_line(&r.command),
     ]);
     rows.left = true;
-    let g = |n: &str| r.get(n);
-    let scope = |n: &str| r.metrics.get(n).map(|m| m.scope.as_str()).unwrap_or("");
+    let g = |n: MetricName| r.get(n);
+    let scope = |n: MetricName| r.metrics.metric(n).map_or("", |m| m.scope.as_str());
     let mut limit = limit_text(&r.limit_label, r.limit_bytes);
     if let (Some(p), true) = (peak, r.limit_label.ends_with('%')) {
         limit.push_str(&format!(" of peak {}", bytes(Some(p as f64))));
@@ -119,30 +119,34 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
     if r.metrics.is_empty() {
         return rows;
     }
-    kv("wall", secs(g("wall_ns")));
+    kv("wall", secs(g(MetricName::WallNs)));
     kv(
         "user / sys",
-        format!("{} / {}", secs(g("user_ns")), secs(g("sys_ns"))),
+        format!(
+            "{} / {}",
+            secs(g(MetricName::UserNs)),
+            secs(g(MetricName::SysNs))
+        ),
     );
-    kv("max RSS", bytes(g("max_rss_bytes")));
+    kv("max RSS", bytes(g(MetricName::MaxRssBytes)));
     kv(
         "faults",
         format!(
             "minor {}  major {}   (cgroup: all {}  major {})",
-            count(g("minflt")),
-            count(g("majflt")),
-            count(g("cg_pgfault")),
-            count(g("cg_pgmajfault"))
+            count(g(MetricName::Minflt)),
+            count(g(MetricName::Majflt)),
+            count(g(MetricName::CgPgfault)),
+            count(g(MetricName::CgPgmajfault))
         ),
     );
     kv(
         "swap",
         format!(
             "in {}  out {} pages ({}){}",
-            count(g("swapin_pages")),
-            count(g("swapout_pages")),
-            scope("swapin_pages"),
-            g("refault_anon_pages")
+            count(g(MetricName::SwapinPages)),
+            count(g(MetricName::SwapoutPages)),
+            scope(MetricName::SwapinPages),
+            g(MetricName::RefaultAnonPages)
                 .map(|v| format!("   anon refaults {}", num(v as u64)))
                 .unwrap_or_default()
         ),
@@ -151,20 +155,20 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
         "cgroup",
         format!(
             "peak {}  swap peak {}  limit hits {}  OOM kills {}",
-            bytes(g("peak_bytes")),
-            bytes(g("swap_peak_bytes")),
-            count(g("limit_hits")),
-            count(g("oom_kills"))
+            bytes(g(MetricName::PeakBytes)),
+            bytes(g(MetricName::SwapPeakBytes)),
+            count(g(MetricName::LimitHits)),
+            count(g(MetricName::OomKills))
         ),
     );
-    if g("psi_some_us").is_some() {
+    if g(MetricName::PsiSomeUs).is_some() {
         kv(
             "memory PSI",
             format!(
                 "some {}  full {}  ({})",
-                secs(g("psi_some_us").map(|v| v * 1e3)),
-                secs(g("psi_full_us").map(|v| v * 1e3)),
-                scope("psi_some_us")
+                secs(g(MetricName::PsiSomeUs).map(|v| v * 1e3)),
+                secs(g(MetricName::PsiFullUs).map(|v| v * 1e3)),
+                scope(MetricName::PsiSomeUs)
             ),
         );
     }
@@ -172,46 +176,46 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
         "kswapd",
         format!(
             "{} CPU ({:.2} % of one CPU over the run)",
-            secs(g("kswapd_cpu_ns")),
-            g("kswapd_cpu_share").unwrap_or(0.0) * 100.0
+            secs(g(MetricName::KswapdCpuNs)),
+            g(MetricName::KswapdCpuShare).unwrap_or(0.0) * 100.0
         ),
     );
     kv(
         "timeline",
         format!(
             "{} samples, sampler {:.3} % of a CPU  {}",
-            count(g("samples")),
-            g("sampler_cpu_share").unwrap_or(0.0) * 100.0,
+            count(g(MetricName::Samples)),
+            g(MetricName::SamplerCpuShare).unwrap_or(0.0) * 100.0,
             r.dir.join("timeline.parquet").display()
         ),
     );
-    if g("prefetch_madvise_calls").is_some() {
+    if g(MetricName::PrefetchMadviseCalls).is_some() {
         let pct = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{:.1} %", v * 100.0));
         kv(
             "prefetch",
             format!(
                 "requested {} pages in {} calls, used {} (accuracy {}, coverage {}), late {}, paged out {}; CPU {} (in madvise {}{}), trend switches {}",
-                count(g("prefetch_pages_requested")),
-                count(g("prefetch_madvise_calls")),
-                count(g("prefetch_pages_used")),
-                pct(g("prefetch_accuracy")),
-                pct(g("prefetch_coverage")),
-                count(g("prefetch_pages_late")),
-                count(g("prefetch_pages_paged_out")),
-                secs(g("prefetch_cpu_ns")),
-                secs(g("prefetch_madvise_ns")),
-                g("prefetch_pageout_cpu_ns")
+                count(g(MetricName::PrefetchPagesRequested)),
+                count(g(MetricName::PrefetchMadviseCalls)),
+                count(g(MetricName::PrefetchPagesUsed)),
+                pct(g(MetricName::PrefetchAccuracy)),
+                pct(g(MetricName::PrefetchCoverage)),
+                count(g(MetricName::PrefetchPagesLate)),
+                count(g(MetricName::PrefetchPagesPagedOut)),
+                secs(g(MetricName::PrefetchCpuNs)),
+                secs(g(MetricName::PrefetchMadviseNs)),
+                g(MetricName::PrefetchPageoutCpuNs)
                     .map_or(String::new(), |v| format!("; pageout thread {}", secs(Some(v)))),
-                count(g("prefetch_trend_switches")),
+                count(g(MetricName::PrefetchTrendSwitches)),
             ),
         );
-        if let Some(n) = g("prefetch_processes") {
+        if let Some(n) = g(MetricName::PrefetchProcesses) {
             kv(
                 "prefetch procs",
                 format!(
                     "major faults seen in {} process(es) of the run, pages asked for or paged out in {}",
                     count(Some(n)),
-                    count(g("prefetch_processes_acted")),
+                    count(g(MetricName::PrefetchProcessesActed)),
                 ),
             );
         }
@@ -222,27 +226,27 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
                 "prefetch result",
                 "IDLE: it acted on nothing (see the note)".to_string(),
             );
-        } else if g("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
+        } else if g(MetricName::PrefetchGaveUp).unwrap_or(0.0) > 0.0 {
             kv(
                 "prefetch result",
                 "OFF: it turned itself off, the program used too few of the pages it asked for (see the note)"
                     .to_string(),
             );
         }
-        if g("prefetch_majors_outran").is_some() {
+        if g(MetricName::PrefetchMajorsOutran).is_some() {
             kv(
                 "prefetch faults",
                 format!(
                     "{} major faults: {} on requested pages (late), {} on pages not asked for inside a window (reclaimed after it was asked for), {} past it (the walk outran it)",
-                    count(g("prefetch_major_faults")),
-                    count(g("prefetch_pages_late")),
-                    count(g("prefetch_majors_skipped")),
-                    count(g("prefetch_majors_outran")),
+                    count(g(MetricName::PrefetchMajorFaults)),
+                    count(g(MetricName::PrefetchPagesLate)),
+                    count(g(MetricName::PrefetchMajorsSkipped)),
+                    count(g(MetricName::PrefetchMajorsOutran)),
                 ),
             );
         }
-        if let Some(on) = g("prefetch_pageout_started") {
-            let off = g("prefetch_pageout_regrets").unwrap_or(0.0) > 0.0;
+        if let Some(on) = g(MetricName::PrefetchPageoutStarted) {
+            let off = g(MetricName::PrefetchPageoutRegrets).unwrap_or(0.0) > 0.0;
             kv(
                 "pageout=auto",
                 match (on > 0.0, off) {
@@ -253,12 +257,12 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
             );
         }
     }
-    if g("leftover_tasks").unwrap_or(0.0) > 0.0 {
+    if g(MetricName::LeftoverTasks).unwrap_or(0.0) > 0.0 {
         kv(
             "leftovers",
             format!(
                 "{} task(s) still in the group at exit were killed",
-                count(g("leftover_tasks"))
+                count(g(MetricName::LeftoverTasks))
             ),
         );
     }
@@ -282,13 +286,7 @@ fn run_rows(r: &RunRecord, peak: Option<u64>) -> Rows {
 pub fn metrics_rows(runs: &[&RunRecord]) -> Rows {
     let mut rows = Rows::new(&["run", "metric", "value", "unit", "scope"]);
     for r in runs {
-        let mut names: Vec<&str> = METRICS.iter().map(|m| m.0).collect();
-        for k in r.metrics.keys() {
-            if !names.contains(&k.as_str()) {
-                names.push(k);
-            }
-        }
-        for n in names {
+        for n in MetricName::in_table_order(r.metrics.keys().map(|k| k.as_str())) {
             if let Some(m) = r.metrics.get(n) {
                 let v = if m.value.fract() == 0.0 && (0.0..9e15).contains(&m.value) {
                     num(m.value as u64)
@@ -384,8 +382,8 @@ pub fn runs(a: RunsArgs) -> Result<()> {
                 }),
             r.outcome_text(),
             limit_text(&r.limit_label, r.limit_bytes),
-            secs(r.get("wall_ns")),
-            count(r.get("majflt")),
+            secs(r.get(MetricName::WallNs)),
+            count(r.get(MetricName::Majflt)),
             swaplab_trace::arg::shell_line(&r.command),
         ]);
     }

@@ -5,6 +5,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use swaplab_lab::options::{parse_duration, parse_limits, LimitSpec, RunOptions, Variant};
+use swaplab_lab::record::MetricName;
 use swaplab_lab::runner::{Lab, Output, Progress};
 use swaplab_study::sweep::{limit_text, LabSweep, SweepRequest};
 
@@ -222,7 +223,7 @@ impl Bar {
             Progress::RunFinished { index, record, .. } => {
                 self.pb.set_position(index as u64 + 1);
                 let wall = record
-                    .get("wall_ns")
+                    .get(MetricName::WallNs)
                     .map(|w| format!("{:.2} s", w / 1e9))
                     .unwrap_or_default();
                 self.pb.println(format!(

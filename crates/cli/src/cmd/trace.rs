@@ -8,6 +8,7 @@ use swaplab_lab::tracing::TraceConfig;
 use swaplab_trace::units::format_bytes;
 
 use super::run::{make_runs, parse_limit, SettingArgs};
+use swaplab_lab::record::MetricName;
 
 #[derive(Args)]
 pub struct TraceArgs {
@@ -119,15 +120,15 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     }
     for rec in &set.runs {
         print!("{}", super::catalog::render_run(rec, set.peak_bytes));
-        let g = |k: &str| rec.get(k).unwrap_or(0.0);
+        let g = |k: MetricName| rec.get(k).unwrap_or(0.0);
         println!(
             "trace: {} faults ({} major), {} swap-outs seen, {} allocations, {} lost, {} on disk",
-            g("trace_faults") as u64,
-            g("trace_major_faults") as u64,
-            g("trace_swap_outs") as u64,
-            g("trace_allocations") as u64,
-            g("trace_lost") as u64,
-            format_bytes(g("trace_bytes") as u64)
+            g(MetricName::TraceFaults) as u64,
+            g(MetricName::TraceMajorFaults) as u64,
+            g(MetricName::TraceSwapOuts) as u64,
+            g(MetricName::TraceAllocations) as u64,
+            g(MetricName::TraceLost) as u64,
+            format_bytes(g(MetricName::TraceBytes) as u64)
         );
         if let Some(dir) = trace_dir_of(rec) {
             println!("next: swaplab analyze {}", dir.display());

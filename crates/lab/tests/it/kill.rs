@@ -19,7 +19,7 @@ use common::*;
 use swaplab_host::journal::{JournalFile, Undo};
 use swaplab_lab::catalog::Catalog;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::{Outcome, Status};
+use swaplab_lab::record::{MetricName, Outcome, Status};
 use swaplab_lab::runner::Lab;
 
 const CHILD_ENV: &str = "SWAPLAB_LAB_TEST_CHILD";
@@ -363,7 +363,7 @@ fn sigterm_kills_the_group_restores_and_records_interrupted() {
         (Status::Interrupted, Some(Outcome::Interrupted))
     );
     assert!(
-        r.get("wall_ns").unwrap() > 0.0,
+        r.get(MetricName::WallNs).unwrap() > 0.0,
         "the interrupted run keeps its measurements"
     );
     assert_restored(&before, "sigterm");

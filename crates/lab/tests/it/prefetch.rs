@@ -18,7 +18,7 @@ fn skip(test: &str) -> bool {
 }
 use swaplab_lab::options::{LimitSpec, RunOptions};
 use swaplab_lab::prefetcher::{PrefetchSpec, LOG_FILE};
-use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::record::{MetricName, Outcome, RunRecord};
 use swaplab_report::model::Value;
 
 /// Builds tests/prefetch_walker.c with the system C compiler.
@@ -48,7 +48,7 @@ fn run(lab: &swaplab_lab::runner::Lab, cmd: Vec<String>, o: RunOptions) -> RunRe
     r
 }
 
-fn metric(r: &RunRecord, name: &str) -> f64 {
+fn metric(r: &RunRecord, name: MetricName) -> f64 {
     r.get(name)
         .unwrap_or_else(|| panic!("no metric {name}: {:?}", r.metrics.keys()))
 }
@@ -220,7 +220,7 @@ fn requests_land_ahead_of_a_sequential_walk() {
     let req: Vec<usize> = (0..n).filter(|&p| requested[p]).collect();
     assert_eq!(
         req.len() as f64,
-        metric(&r, "prefetch_pages_requested"),
+        metric(&r, MetricName::PrefetchPagesRequested),
         "the log and the counter disagree"
     );
     // Landed: requested pages are in memory or the swap cache.
@@ -243,10 +243,10 @@ fn requests_land_ahead_of_a_sequential_walk() {
         "{stray} pages resident that nobody asked for"
     );
     // The walk was served from the prefetches: most of it minor faults.
-    let used = metric(&r, "prefetch_pages_used");
+    let used = metric(&r, MetricName::PrefetchPagesUsed);
     assert!(used >= (walk / 2) as f64, "used {used}");
-    assert!(metric(&r, "prefetch_accuracy") > 0.5);
-    assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
+    assert!(metric(&r, MetricName::PrefetchAccuracy) > 0.5);
+    assert!(metric(&r, MetricName::PrefetchCpuNs) > 0.0);
     // The report's metrics table of the run carries them, with their meaning.
     let t = swaplab_study::report::run::metrics_table(&r);
     let row = t
@@ -254,7 +254,7 @@ fn requests_land_ahead_of_a_sequential_walk() {
         .iter()
         .find(|row| matches!(&row[0], Value::Text(n) if n == "prefetch_accuracy"))
         .expect("prefetch_accuracy in the metrics table");
-    assert!(matches!(row[1], Value::Float(v) if v == metric(&r, "prefetch_accuracy")));
+    assert!(matches!(row[1], Value::Float(v) if v == metric(&r, MetricName::PrefetchAccuracy)));
     assert!(matches!(&row[4], Value::Text(m) if m.contains("used")));
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
@@ -295,10 +295,10 @@ fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
         total += pages;
     }
     assert!(total > 0, "nothing paged out ({} lines logged)", log.len());
-    assert_eq!(total as f64, metric(&r, "prefetch_pages_paged_out"));
+    assert_eq!(total as f64, metric(&r, MetricName::PrefetchPagesPagedOut));
     // Paged out by its own thread, whose CPU time is part of the total.
-    let po_cpu = metric(&r, "prefetch_pageout_cpu_ns");
-    assert!(po_cpu > 0.0 && po_cpu < metric(&r, "prefetch_cpu_ns"));
+    let po_cpu = metric(&r, MetricName::PrefetchPageoutCpuNs);
+    assert!(po_cpu > 0.0 && po_cpu < metric(&r, MetricName::PrefetchCpuNs));
     // The kernel's view (the walker's own mincore after the walk): on zram
     // a page out completes at once, so the pages paged out are gone, and
     // the last lag's worth of the walk, never paged out, is still there.
@@ -315,7 +315,7 @@ fn pageout_reclaims_the_walked_pages_a_lag_behind_and_keeps_the_rest() {
         &res[walk - 32..walk]
     );
     // The walk was prefetched meanwhile.
-    assert!(metric(&r, "prefetch_pages_used") >= (walk / 2) as f64);
+    assert!(metric(&r, MetricName::PrefetchPagesUsed) >= (walk / 2) as f64);
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
     assert_restored(&before, "prefetch pageout");
@@ -366,7 +366,7 @@ fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
         .map(|l| l.split('\t').nth(4).unwrap().parse::<f64>().unwrap())
         .sum();
     assert!(requested > 0.0, "no request");
-    assert_eq!(requested, metric(&r, "prefetch_pages_requested"));
+    assert_eq!(requested, metric(&r, MetricName::PrefetchPagesRequested));
     // --prefetch on the command line wins (no log: its spec has no log=1)
     let r = run(&lab, cmd, with_file(Some("stride")));
     assert!(
@@ -375,7 +375,7 @@ fn a_hint_files_prefetch_starts_the_prefetcher_unless_the_command_line_chose() {
         r.notes
     );
     assert!(!r.dir.join(LOG_FILE).exists());
-    assert!(metric(&r, "prefetch_cpu_ns") > 0.0);
+    assert!(metric(&r, MetricName::PrefetchCpuNs) > 0.0);
     // a bad prefetch in a hint file fails before any run, naming the file
     std::fs::write(&hints, "version = 1\nprefetch = \"leap:window=zz\"\n").unwrap();
     let e = lab
@@ -438,16 +438,19 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
             r.notes
         );
         // It acted during the walk, and the record has its counts.
-        assert!(metric(&r, "prefetch_madvise_calls") > 0.0, "{mode}");
-        assert!(metric(&r, "prefetch_major_faults") > 0.0, "{mode}");
+        assert!(metric(&r, MetricName::PrefetchMadviseCalls) > 0.0, "{mode}");
+        assert!(metric(&r, MetricName::PrefetchMajorFaults) > 0.0, "{mode}");
         if spec.ends_with("pageout=1") {
-            assert!(metric(&r, "prefetch_pages_paged_out") > 0.0, "{mode}");
+            assert!(
+                metric(&r, MetricName::PrefetchPagesPagedOut) > 0.0,
+                "{mode}"
+            );
         }
         // The record is in the catalog with the prefetcher's counts.
         let stored = lab.catalog.run(r.id).unwrap();
         assert_eq!(
-            stored.get("prefetch_madvise_calls"),
-            r.get("prefetch_madvise_calls"),
+            stored.get(MetricName::PrefetchMadviseCalls),
+            r.get(MetricName::PrefetchMadviseCalls),
             "{mode}"
         );
         assert_eq!(prefetch_leftovers(), (0, 0), "{mode}");
@@ -501,8 +504,8 @@ fn random_walk_goes_sparse(cmd: &[String], what: &str) {
     o.flush_stats = Some(std::time::Duration::from_millis(1));
     let r = run(&lab, cmd.to_vec(), o);
     assert_eq!(r.outcome, Some(Outcome::Ok), "{:?} {:?}", r.error, r.notes);
-    let majors = metric(&r, "prefetch_major_faults");
-    let requested = metric(&r, "prefetch_pages_requested");
+    let majors = metric(&r, MetricName::PrefetchMajorFaults);
+    let requested = metric(&r, MetricName::PrefetchPagesRequested);
     assert!(majors > 1000.0, "chase did not swap: {majors} major faults");
     assert!(
         requested <= majors * 0.02,
@@ -515,16 +518,16 @@ fn random_walk_goes_sparse(cmd: &[String], what: &str) {
     // exec), faults taken in kernel mode, on user buffers of system calls
     // (exclude_kernel), and those between the two ioctls of a switch.
     // Sampled faults alone would be about 1/16 of it.
-    assert!(metric(&r, "prefetch_sparse_switches") >= 1.0);
-    assert!(metric(&r, "prefetch_sparse_ns") > 0.0);
+    assert!(metric(&r, MetricName::PrefetchSparseSwitches) >= 1.0);
+    assert!(metric(&r, MetricName::PrefetchSparseNs) > 0.0);
     // And the kernel did sample sparsely, in the process that faulted:
     // far fewer samples than faults.
-    let samples = metric(&r, "prefetch_samples");
+    let samples = metric(&r, MetricName::PrefetchSamples);
     assert!(
         samples > 0.0 && samples <= majors / 4.0,
         "{samples} samples for {majors} major faults"
     );
-    let rusage = metric(&r, "majflt");
+    let rusage = metric(&r, MetricName::Majflt);
     assert!(
         majors <= rusage && rusage - majors <= 64.0 + rusage / 1000.0,
         "perf counted {majors} major faults, getrusage {rusage}"
@@ -560,7 +563,7 @@ fn thread_mode_hands_the_preload_library_its_switch() {
         swaplab_lab::preload::library_path().unwrap()
     );
     // No external prefetcher ran.
-    assert!(r.get("prefetch_madvise_calls").is_none());
+    assert!(r.get(MetricName::PrefetchMadviseCalls).is_none());
     assert_eq!(prefetch_leftovers(), (0, 0));
     drop(lab);
     assert_restored(&before, "prefetch thread");

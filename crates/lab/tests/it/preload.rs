@@ -11,6 +11,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use swaplab_lab::preload::{self, HintAction, ResolvedHint, ResolvedHints};
+use swaplab_lab::record::MetricName;
 use swaplab_lab::workload;
 use swaplab_trace::alloc_log::{self, AllocLog, Record};
 
@@ -888,7 +889,7 @@ fn the_prefetch_thread_follows_a_forked_child() {
             );
             let out = r.workload_output.clone().expect("the workload's JSON line");
             let child = out["child_pid"].as_u64().unwrap() as u32;
-            let majflt = r.get("majflt").unwrap();
+            let majflt = r.get(MetricName::Majflt).unwrap();
             let (ok, all) = thread_calls(&report, child);
             eprintln!(
                 "{test}: rep {rep} {}: {majflt} major faults, child {child}: {ok} of {all} prefetch calls ok",
@@ -970,7 +971,7 @@ fn the_prefetch_thread_runs_in_an_exec_d_child() {
         .count();
     eprintln!(
         "{test}: {} major faults; traverse {child}: {ok} of {all} calls ok; other processes: {others}",
-        r.get("majflt").unwrap_or(f64::NAN)
+        r.get(MetricName::Majflt).unwrap_or(f64::NAN)
     );
     assert!(
         ok >= 10,

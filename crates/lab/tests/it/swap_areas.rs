@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::Outcome;
+use swaplab_lab::record::{MetricName, Outcome};
 
 /// A plain swap file (the one area a machine without emulated devices
 /// gives): 48 MiB traversed twice under a 16 MiB limit with a 96 MiB file
@@ -92,7 +92,7 @@ fn a_swap_file_run_records_its_area() {
 
     // Every page swapped out was written to some area's device: their
     // devices (each counted once) wrote at least the kernel's pswpout.
-    let swapped_out = r.get("swapout_pages").unwrap();
+    let swapped_out = r.get(MetricName::SwapoutPages).unwrap();
     assert!(swapped_out >= (16 << 20) as f64 / 4096.0, "{swapped_out}");
     let mut per_device: BTreeMap<String, u64> = BTreeMap::new();
     for area in &r.swap_areas {

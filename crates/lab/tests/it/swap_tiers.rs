@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::Outcome;
+use swaplab_lab::record::{MetricName, Outcome};
 use swaplab_sim::device::{Costs, DeviceSpec, FaultPath};
 use swaplab_sim::engine::{simulate_costed, Extras};
 use swaplab_sim::policy::PolicySpec;
@@ -158,7 +158,7 @@ fn one_case(mib: u64, passes: u64) {
          measured fast {fast_w} slow {slow_w} (share {measured_share:.4}); \
          kernel swap-outs {:?}",
         h.slow_from_write,
-        r.get("swapout_pages")
+        r.get(MetricName::SwapoutPages)
     );
     // The fast area's 4,095 slots (16 MiB less the header), then the slow.
     assert_eq!(h.slow_from_write, Some(4096), "{h:?}");

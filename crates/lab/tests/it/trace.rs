@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::*;
 use swaplab_analysis::analyze::{analyze, attribute, AnalyzeOptions, ObjectRef, PatternKind};
 use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
-use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::record::{MetricName, MetricsExt, Outcome, RunRecord};
 use swaplab_trace::events::{FaultKind, TraceTables};
 use swaplab_trace::trace_dir;
 
@@ -178,9 +178,9 @@ fn check(test: &str, args: &[&str], keep: f64, swap: &str, expect: &str, source:
         "{test}: tracefs mounts not as before"
     );
     assert!(
-        rec.get("stat_flushes").unwrap_or(0.0) >= 1.0,
+        rec.get(MetricName::StatFlushes).unwrap_or(0.0) >= 1.0,
         "{test}: --flush-stats made no reads: {:?}",
-        rec.metrics.get("stat_flushes")
+        rec.metrics.metric(MetricName::StatFlushes)
     );
     let objs = reported_objects(&rec);
     assert!(!objs.is_empty(), "{test}: the workload reported no objects");

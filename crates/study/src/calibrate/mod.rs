@@ -29,7 +29,7 @@ use crate::bench::group::BenchGroup;
 use crate::bench::touch::{cdfs, read_latencies, Curve, Scratch};
 use crate::saved::Header;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::Outcome;
+use swaplab_lab::record::{MetricName, Outcome};
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
 
@@ -298,9 +298,9 @@ fn measure(
             profile_path: None,
             phases: Vec::new(),
             evicted: Vec::new(),
-            majflt_cgroup: rec.get("cg_pgmajfault"),
-            swapout_pages: rec.get("swapout_pages"),
-            swapin_pages: rec.get("swapin_pages"),
+            majflt_cgroup: rec.get(MetricName::CgPgmajfault),
+            swapout_pages: rec.get(MetricName::SwapoutPages),
+            swapin_pages: rec.get(MetricName::SwapinPages),
             output: output.clone(),
         };
         if rec.outcome != Some(Outcome::Ok) {

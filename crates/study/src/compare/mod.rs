@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use swaplab_analysis::stats::{mann_whitney, median_of, power_note};
 use swaplab_lab::catalog::Catalog;
 use swaplab_lab::error::{Error, Result};
-use swaplab_lab::record::{Outcome, Role, RunRecord, METRICS};
+use swaplab_lab::record::{MetricName, Outcome, Role, RunRecord};
 
 /// What to compare: a run (`12`, `r12`) or a sweep (`s3`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,22 +100,49 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
-/// The metrics compared cell by cell.
-pub const CELL_METRICS: [&str; 6] = [
-    "wall_ns",
-    "majflt",
-    "swap_pages",
-    "peak_bytes",
-    "psi_some_us",
-    "sys_ns",
-];
-
-fn value(r: &RunRecord, name: &str) -> Option<f64> {
-    if name == "swap_pages" {
-        return Some(r.get("swapin_pages")? + r.get("swapout_pages")?);
-    }
-    r.get(name)
+/// A metric compared cell by cell: a run's metric, or its swap traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellMetric {
+    /// A metric of the run record.
+    Run(MetricName),
+    /// `swap_pages`: pages swapped in + out ([`RunRecord::swap_pages`]).
+    SwapPages,
 }
+
+impl CellMetric {
+    /// The name in the comparison's rows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellMetric::Run(m) => m.as_str(),
+            CellMetric::SwapPages => "swap_pages",
+        }
+    }
+
+    /// Its unit.
+    pub fn unit(self) -> &'static str {
+        match self {
+            CellMetric::Run(m) => m.unit(),
+            CellMetric::SwapPages => "pages",
+        }
+    }
+
+    fn value(self, r: &RunRecord) -> Option<f64> {
+        match self {
+            CellMetric::Run(m) => r.get(m),
+            CellMetric::SwapPages => r.swap_pages(),
+        }
+    }
+}
+
+/// The metrics compared cell by cell.
+pub const CELL_METRICS: [CellMetric; 6] = [
+    CellMetric::Run(MetricName::WallNs),
+    CellMetric::Run(MetricName::Majflt),
+    CellMetric::SwapPages,
+    CellMetric::Run(MetricName::PeakBytes),
+    CellMetric::Run(MetricName::PsiSomeUs),
+    CellMetric::Run(MetricName::SysNs),
+];
 
 /// Compares two sides given as text: runs (`12`), sweeps (`s3`) or one
 /// variant of a sweep each (`s3:base s3:hinted`), which compares the two
@@ -206,26 +233,14 @@ pub fn compare(catalog: &Catalog, a: Target, b: Target) -> Result<Comparison> {
 /// Two runs, metric by metric.
 pub fn compare_runs(ta: Target, tb: Target, a: &RunRecord, b: &RunRecord) -> Comparison {
     let mut rows = Vec::new();
-    let mut names: Vec<String> = METRICS.iter().map(|m| m.0.to_string()).collect();
-    for k in a.metrics.keys().chain(b.metrics.keys()) {
-        if !names.contains(k) {
-            names.push(k.clone());
-        }
-    }
-    for name in names {
-        let (va, vb) = (a.get(&name), b.get(&name));
-        if va.is_none() && vb.is_none() {
-            continue;
-        }
-        let unit = a
-            .metrics
-            .get(&name)
-            .or(b.metrics.get(&name))
-            .map(|m| m.unit.clone())
-            .unwrap_or_default();
+    let keys = a.metrics.keys().chain(b.metrics.keys()).map(|k| k.as_str());
+    for name in MetricName::in_table_order(keys) {
+        let (ma, mb) = (a.metrics.get(name), b.metrics.get(name));
+        let (va, vb) = (ma.map(|m| m.value), mb.map(|m| m.value));
+        let unit = ma.or(mb).map(|m| m.unit.clone()).unwrap_or_default();
         rows.push(CompareRow {
             cell: String::new(),
-            metric: name,
+            metric: name.to_string(),
             unit,
             a: va,
             b: vb,
@@ -304,8 +319,8 @@ pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) 
             ));
         }
         for m in CELL_METRICS {
-            let xa: Vec<f64> = oa.iter().filter_map(|r| value(r, m)).collect();
-            let xb: Vec<f64> = ob.iter().filter_map(|r| value(r, m)).collect();
+            let xa: Vec<f64> = oa.iter().filter_map(|r| m.value(r)).collect();
+            let xb: Vec<f64> = ob.iter().filter_map(|r| m.value(r)).collect();
             if xa.is_empty() && xb.is_empty() {
                 continue;
             }
@@ -314,12 +329,8 @@ pub fn compare_sweeps(ta: Target, tb: Target, a: &[RunRecord], b: &[RunRecord]) 
             let (ma, mb) = (median_of(&xa), median_of(&xb));
             rows.push(CompareRow {
                 cell: cell.clone(),
-                metric: m.to_string(),
-                unit: if m == "swap_pages" {
-                    "pages".into()
-                } else {
-                    swaplab_lab::record::metric_unit(m).to_string()
-                },
+                metric: m.as_str().to_string(),
+                unit: m.unit().to_string(),
                 a: ma,
                 b: mb,
                 ratio: ratio(ma, mb),

@@ -6,7 +6,7 @@ use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, TableDoc, Valu
 use super::{col, linux_config, mib, shell_line, ConfigSource};
 use swaplab_lab::areas::SwapAreaRecord;
 use swaplab_lab::error::Result;
-use swaplab_lab::record::{RunRecord, METRICS};
+use swaplab_lab::record::{MetricName, MetricsExt, RunRecord};
 use swaplab_lab::timeline::{self, Sample};
 
 /// Whether a y axis of these values should be logarithmic: positive values
@@ -44,13 +44,8 @@ pub fn metrics_table(rec: &RunRecord) -> Table {
             col("meaning", "text", "", "what it measures"),
         ],
     );
-    let known = METRICS.iter().map(|m| (m.0, m.2));
-    let extra = rec
-        .metrics
-        .keys()
-        .filter(|k| !METRICS.iter().any(|m| m.0 == k.as_str()))
-        .map(|k| (k.as_str(), ""));
-    for (name, meaning) in known.chain(extra) {
+    for name in MetricName::in_table_order(rec.metrics.keys().map(|k| k.as_str())) {
+        let meaning = name.parse::<MetricName>().map_or("", |m| m.meaning());
         if let Some(m) = rec.metrics.get(name) {
             t.push(vec![
                 name.into(),
@@ -252,7 +247,7 @@ fn timeline_figures(rec: &RunRecord, s: &[Sample]) -> Vec<Figure> {
             title: "Memory pressure (PSI) over time".into(),
             caption: format!(
                 "Share of each sampling interval in which some task (or all non-idle tasks: full) stalled waiting for memory; scope: {}.",
-                rec.metrics.get("psi_some_us").map(|m| m.scope.as_str()).unwrap_or("unknown")
+                rec.metrics.metric(MetricName::PsiSomeUs).map(|m| m.scope.as_str()).unwrap_or("unknown")
             ),
             chart: Chart::Lines {
                 x: Axis::linear("time since start (s)"),
@@ -417,7 +412,7 @@ pub fn swap_area_figures(rec: &RunRecord) -> Vec<Figure> {
         .filter(|a| a.traffic.shared_device)
         .map(|a| a.traffic.area.display().to_string())
         .collect();
-    let kernel = match rec.metrics.get("swapout_pages") {
+    let kernel = match rec.metrics.metric(MetricName::SwapoutPages) {
         Some(m) => format!(
             " The kernel counted {:.0} pages swapped out ({:.1} MiB; swapout_pages, scope {}).",
             m.value,
@@ -497,7 +492,9 @@ pub fn run_section(rec: &RunRecord) -> Result<Section> {
         notes.push(format!("error: {e}"));
     }
     notes.extend(super::mglru_note([rec]));
-    let wall = rec.get("wall_ns").map(|w| format!("{:.3} s", w / 1e9));
+    let wall = rec
+        .get(MetricName::WallNs)
+        .map(|w| format!("{:.3} s", w / 1e9));
     let limit = match rec.limit_bytes {
         Some(b) => format!(
             "a memory limit of {} ({})",
@@ -569,7 +566,7 @@ mod tests {
     use super::*;
     use swaplab_host::swap::traffic::{AreaSample, DiskCounters};
     use swaplab_lab::areas::AreaSampler;
-    use swaplab_lab::record::{Metric, Role, Status};
+    use swaplab_lab::record::{Role, Status};
     use swaplab_lab::timeline::Scope;
 
     fn area(name: &str, prio: i32, used: u64, written: u64, shared: bool) -> AreaSample {
@@ -607,14 +604,7 @@ mod tests {
         let (swap_areas, note) = s.finish();
         assert!(note.is_none());
         let mut metrics = swaplab_lab::record::Metrics::new();
-        metrics.insert(
-            "swapout_pages".into(),
-            Metric {
-                value: 4096.0,
-                unit: "pages".into(),
-                scope: Scope::Cgroup,
-            },
-        );
+        metrics.put(MetricName::SwapoutPages, 4096.0, Scope::Cgroup);
         let rec = RunRecord {
             id: 7,
             dir: Default::default(),

@@ -10,6 +10,7 @@ use swaplab_report::{Axis, Chart, Figure, Section, Series, Table};
 use super::{ServeCell, ServeResult};
 use crate::report::{col, mib, shell_line};
 use swaplab_lab::error::Result;
+use swaplab_lab::record::MetricName;
 
 /// `"kind"` of a saved serve result.
 pub const SERVE_KIND: &str = super::SERVE_KIND;
@@ -346,7 +347,7 @@ pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
     );
     let all_runs = r.calibration.iter().chain(&r.runs);
     for x in all_runs {
-        let m = |k: &str| x.metrics.get(k).copied();
+        let m = |k: MetricName| x.metrics.get(k.as_str()).copied();
         let t = x.load.as_ref().map(|l| &l.total);
         runs.push(vec![
             x.run_id.into(),
@@ -364,13 +365,13 @@ pub fn section(p: &Path, r: ServeResult) -> Result<Section> {
             t.and_then(|t| t.p99_ms).into(),
             t.and_then(|t| t.p999_ms).into(),
             t.and_then(|t| t.max_ms).into(),
-            m("majflt").into(),
-            m("cg_pgmajfault").into(),
-            m("swapin_pages").into(),
-            m("swapout_pages").into(),
-            m("peak_bytes").map(|b| b / 1048576.0).into(),
-            m("psi_some_us").map(|v| v / 1e6).into(),
-            m("kswapd_cpu_ns").map(|v| v / 1e9).into(),
+            m(MetricName::Majflt).into(),
+            m(MetricName::CgPgmajfault).into(),
+            m(MetricName::SwapinPages).into(),
+            m(MetricName::SwapoutPages).into(),
+            m(MetricName::PeakBytes).map(|b| b / 1048576.0).into(),
+            m(MetricName::PsiSomeUs).map(|v| v / 1e6).into(),
+            m(MetricName::KswapdCpuNs).map(|v| v / 1e9).into(),
             x.run_dir.display().to_string().into(),
         ]);
     }

@@ -33,7 +33,7 @@ use swaplab_host::procfs::Environment;
 
 use swaplab_lab::error::{Error, Result};
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
-use swaplab_lab::record::{Outcome, Role, RunRecord, Settings, Status};
+use swaplab_lab::record::{MetricName, MetricsExt, Outcome, Role, RunRecord, Settings, Status};
 use swaplab_lab::runner::{die_with_parent, Lab, Progress, ProgressFn, RunPlan};
 
 /// `"kind"` of a saved serve result, and the kind of its catalog group.
@@ -1527,27 +1527,27 @@ pub fn cut_trace_to_load(dir: &Path, phases: &[Phase]) -> Result<()> {
     Ok(())
 }
 
-const SERVER_METRICS: &[&str] = &[
-    "wall_ns",
-    "majflt",
-    "minflt",
-    "cg_pgmajfault",
-    "cg_pgfault",
-    "swapin_pages",
-    "swapout_pages",
-    "zswpin_pages",
-    "zswpout_pages",
-    "peak_bytes",
-    "swap_peak_bytes",
-    "max_rss_bytes",
-    "psi_some_us",
-    "psi_full_us",
-    "kswapd_cpu_ns",
-    "pgscan_pages",
-    "pgsteal_pages",
-    "oom_kills",
-    "user_ns",
-    "sys_ns",
+const SERVER_METRICS: &[MetricName] = &[
+    MetricName::WallNs,
+    MetricName::Majflt,
+    MetricName::Minflt,
+    MetricName::CgPgmajfault,
+    MetricName::CgPgfault,
+    MetricName::SwapinPages,
+    MetricName::SwapoutPages,
+    MetricName::ZswpinPages,
+    MetricName::ZswpoutPages,
+    MetricName::PeakBytes,
+    MetricName::SwapPeakBytes,
+    MetricName::MaxRssBytes,
+    MetricName::PsiSomeUs,
+    MetricName::PsiFullUs,
+    MetricName::KswapdCpuNs,
+    MetricName::PgscanPages,
+    MetricName::PgstealPages,
+    MetricName::OomKills,
+    MetricName::UserNs,
+    MetricName::SysNs,
 ];
 
 /// `swaplab serve` on a [`Lab`]: the server study's operations on lab's
@@ -1697,7 +1697,7 @@ fn serve_once(
     }
     let metrics = SERVER_METRICS
         .iter()
-        .filter_map(|m| Some((m.to_string(), rec.get(m)?)))
+        .filter_map(|&m| Some((m.to_string(), rec.get(m)?)))
         .collect();
     let run = ServeRun {
         run_id: rec.id,
@@ -1762,7 +1762,7 @@ fn serve_in(
         if let Some(s) = lab.interrupted() {
             return Err(Error::Interrupted(s));
         }
-        match (&run.error, rec.get("peak_bytes")) {
+        match (&run.error, rec.get(MetricName::PeakBytes)) {
             (None, Some(p)) if p > 0.0 => peak = Some(p as u64),
             (e, _) => {
                 return Err(Error::failed(
@@ -1839,7 +1839,7 @@ fn serve_in(
     }
     if records.iter().any(|r| {
         r.metrics
-            .get("swapin_pages")
+            .metric(MetricName::SwapinPages)
             .is_some_and(|m| m.scope == swaplab_lab::timeline::Scope::System)
     }) {
         notes.push("swap traffic is machine-wide (/proc/vmstat deltas): this cgroup version has no per-group swap-in/out counters".into());
@@ -1924,12 +1924,15 @@ pub fn cells_of(
                 max_ms: load(|t| t.max_ms),
                 majflt: metric(&|r| {
                     r.metrics
-                        .get("cg_pgmajfault")
-                        .or_else(|| r.metrics.get("majflt"))
+                        .get(MetricName::CgPgmajfault.as_str())
+                        .or_else(|| r.metrics.get(MetricName::Majflt.as_str()))
                         .copied()
                 }),
                 swap_pages: metric(&|r| {
-                    Some(r.metrics.get("swapin_pages")? + r.metrics.get("swapout_pages")?)
+                    Some(
+                        r.metrics.get(MetricName::SwapinPages.as_str())?
+                            + r.metrics.get(MetricName::SwapoutPages.as_str())?,
+                    )
                 }),
                 throughput_ratio: None,
                 cdf: if cdfs.is_empty() {

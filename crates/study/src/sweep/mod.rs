@@ -22,7 +22,7 @@ use swaplab_lab::catalog::SweepRow;
 use swaplab_lab::error::{Error, Result};
 use swaplab_lab::options::{format_size_short, LimitSpec, RunOptions, Variant};
 pub use swaplab_lab::options::{limit_text, variants_or_default};
-use swaplab_lab::record::{Outcome, Role, RunRecord, Status};
+use swaplab_lab::record::{MetricName, MetricsExt, Outcome, Role, RunRecord, Status};
 use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
 
 /// A sweep to run.
@@ -143,10 +143,6 @@ pub struct SweepReport {
     pub notes: Vec<String>,
 }
 
-fn get(r: &RunRecord, name: &str) -> Option<f64> {
-    r.get(name)
-}
-
 impl SweepReport {
     /// Builds the cells from a sweep's runs (also for sweeps read back from the catalog).
     pub fn from_runs(row: &SweepRow, runs: &[RunRecord]) -> SweepReport {
@@ -227,7 +223,7 @@ impl SweepReport {
                     if let Some(t) = runs
                         .iter()
                         .filter(|r| cells[i].runs.contains(&r.id))
-                        .filter_map(|r| get(r, "wall_ns"))
+                        .filter_map(|r| r.get(MetricName::WallNs))
                         .reduce(f64::min)
                     {
                         cells[i].slowdown_at_least = Some(t / bw);
@@ -246,7 +242,7 @@ impl SweepReport {
         let mut notes = Vec::new();
         if runs.iter().any(|r| {
             r.metrics
-                .get("swapin_pages")
+                .metric(MetricName::SwapinPages)
                 .is_some_and(|m| m.scope == swaplab_lab::timeline::Scope::System)
         }) {
             notes.push("swap traffic is machine-wide (/proc/vmstat deltas): cgroup v1 has no per-group swap-in/out counters".into());
@@ -376,11 +372,8 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
         .filter(|r| r.outcome == Some(Outcome::Ok))
         .collect();
     let count = |o: Outcome| rs.iter().filter(|r| r.outcome == Some(o)).count();
-    let vals = |name: &str| -> Vec<f64> { ok.iter().filter_map(|r| get(r, name)).collect() };
-    let swap: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| Some(get(r, "swapin_pages")? + get(r, "swapout_pages")?))
-        .collect();
+    let vals = |name: MetricName| -> Vec<f64> { ok.iter().filter_map(|r| r.get(name)).collect() };
+    let swap: Vec<f64> = ok.iter().filter_map(|r| r.swap_pages()).collect();
     let (oom, timeout) = (count(Outcome::Oom), count(Outcome::Timeout));
     let timed_out: Vec<&RunRecord> = rs
         .iter()
@@ -394,8 +387,8 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
             None
         }
     };
-    let majflt_at_least = least(&|r| get(r, "majflt"));
-    let swap_pages_at_least = least(&|r| Some(get(r, "swapin_pages")? + get(r, "swapout_pages")?));
+    let majflt_at_least = least(&|r| r.get(MetricName::Majflt));
+    let swap_pages_at_least = least(&|r| r.swap_pages());
     Cell {
         variant: variant.to_string(),
         limit_label: label.to_string(),
@@ -405,18 +398,18 @@ fn make_cell(variant: &str, label: &str, rs: &[&RunRecord]) -> Cell {
         oom,
         timeout,
         other: rs.len() - ok.len() - oom - timeout,
-        wall_ns: summarize(&vals("wall_ns")),
-        majflt: summarize(&vals("majflt")),
+        wall_ns: summarize(&vals(MetricName::WallNs)),
+        majflt: summarize(&vals(MetricName::Majflt)),
         swap_pages: summarize(&swap),
         majflt_at_least,
         swap_pages_at_least,
         swap_scope: ok
             .iter()
-            .find_map(|r| r.metrics.get("swapin_pages"))
+            .find_map(|r| r.metrics.metric(MetricName::SwapinPages))
             .map(|m| m.scope.as_str().to_string()),
         slowdown: None,
         slowdown_at_least: None,
-        wall_at_least_s: least(&|r| get(r, "wall_ns")).map(|w| w / 1e9),
+        wall_at_least_s: least(&|r| r.get(MetricName::WallNs)).map(|w| w / 1e9),
         note: String::new(),
         idle: idle_counts(rs),
     }
@@ -460,7 +453,7 @@ pub fn idle_labels(r: &RunRecord) -> Vec<String> {
         .into_iter()
         .map(|m| format!("{m} idle"))
         .collect();
-    if r.get("prefetch_gave_up").unwrap_or(0.0) > 0.0 {
+    if r.get(MetricName::PrefetchGaveUp).unwrap_or(0.0) > 0.0 {
         labels.push(PREFETCH_OFF.to_string());
     }
     labels
@@ -712,20 +705,12 @@ pub fn no_swap_warning(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use swaplab_lab::record::Metric;
     use swaplab_lab::timeline::Scope;
 
     /// Puts each (name, value) into `metrics`.
-    fn put(metrics: &mut swaplab_lab::record::Metrics, kv: &[(&str, f64)]) {
+    fn put(metrics: &mut swaplab_lab::record::Metrics, kv: &[(MetricName, f64)]) {
         for &(k, v) in kv {
-            metrics.insert(
-                k.into(),
-                Metric {
-                    value: v,
-                    unit: String::new(),
-                    scope: Scope::System,
-                },
-            );
+            metrics.put(k, v, Scope::System);
         }
     }
 
@@ -744,10 +729,10 @@ mod tests {
         put(
             &mut metrics,
             &[
-                ("wall_ns", wall_s * 1e9),
-                ("majflt", majflt),
-                ("swapin_pages", majflt),
-                ("swapout_pages", 1.0),
+                (MetricName::WallNs, wall_s * 1e9),
+                (MetricName::Majflt, majflt),
+                (MetricName::SwapinPages, majflt),
+                (MetricName::SwapoutPages, 1.0),
             ],
         );
         RunRecord {
@@ -807,17 +792,17 @@ mod tests {
             spec: serde_json::json!({"limits": ["50%"], "variants": [{"name": "leap"}, {"name": "quiet"}]}),
             error: None,
         };
-        let with = |mut r: RunRecord, kv: &[(&str, f64)]| {
+        let with = |mut r: RunRecord, kv: &[(MetricName, f64)]| {
             put(&mut r.metrics, kv);
             r
         };
         let none = [
-            ("prefetch_pages_requested", 0.0),
-            ("prefetch_pages_paged_out", 0.0),
+            (MetricName::PrefetchPagesRequested, 0.0),
+            (MetricName::PrefetchPagesPagedOut, 0.0),
         ];
         let some = [
-            ("prefetch_pages_requested", 512.0),
-            ("prefetch_pages_paged_out", 0.0),
+            (MetricName::PrefetchPagesRequested, 512.0),
+            (MetricName::PrefetchPagesPagedOut, 0.0),
         ];
         let runs = vec![
             // leap: idle in one run of two (both had major faults).
@@ -849,7 +834,10 @@ mod tests {
         // Hints that matched nothing are idle whatever the faults.
         let hints = with(
             run(5, "h", "50%", Some(50), 0, Outcome::Ok, 1.0, 0.0),
-            &[("hints_given", 2.0), ("hints_applied", 0.0)],
+            &[
+                (MetricName::HintsGiven, 2.0),
+                (MetricName::HintsApplied, 0.0),
+            ],
         );
         assert_eq!(hints.idle_mechanisms(), vec!["hints"]);
     }

@@ -13,7 +13,7 @@ use crate::report::run::{run_config, wants_log};
 use crate::report::{col, mib, shell_line};
 use crate::sweep::{Cell, SweepReport};
 use swaplab_lab::error::Result;
-use swaplab_lab::record::{Outcome, Role, RunRecord};
+use swaplab_lab::record::{MetricName, Outcome, Role, RunRecord};
 
 /// One metric drawn against the limit.
 struct Metric {
@@ -23,40 +23,36 @@ struct Metric {
     value: fn(&RunRecord) -> Option<f64>,
 }
 
-fn metric(r: &RunRecord, name: &str) -> Option<f64> {
-    r.get(name)
-}
-
 const METRICS: [Metric; 5] = [
     Metric {
         key: "wall_s",
         title: "Run time against the memory limit",
         axis: "run time (s)",
-        value: |r| metric(r, "wall_ns").map(|v| v / 1e9),
+        value: |r| r.get(MetricName::WallNs).map(|v| v / 1e9),
     },
     Metric {
         key: "majflt",
         title: "Major faults against the memory limit",
         axis: "major faults",
-        value: |r| metric(r, "majflt"),
+        value: |r| r.get(MetricName::Majflt),
     },
     Metric {
         key: "swapin_pages",
         title: "Swap-ins against the memory limit",
         axis: "pages swapped in",
-        value: |r| metric(r, "swapin_pages"),
+        value: |r| r.get(MetricName::SwapinPages),
     },
     Metric {
         key: "swapout_pages",
         title: "Swap-outs against the memory limit",
         axis: "pages swapped out",
-        value: |r| metric(r, "swapout_pages"),
+        value: |r| r.get(MetricName::SwapoutPages),
     },
     Metric {
         key: "psi_some_pct",
         title: "Memory stall (PSI some) against the memory limit",
         axis: "stalled share of run time (%)",
-        value: |r| Some(metric(r, "psi_some_us")? * 1e3 / metric(r, "wall_ns")? * 100.0),
+        value: |r| Some(r.get(MetricName::PsiSomeUs)? * 1e3 / r.get(MetricName::WallNs)? * 100.0),
     },
 ];
 
@@ -80,7 +76,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
     let peak = runs
         .iter()
         .filter(|r| r.role == Role::Calibrate)
-        .find_map(|r| r.get("peak_bytes"))
+        .find_map(|r| r.get(MetricName::PeakBytes))
         .or_else(|| {
             rep.cells
                 .iter()
@@ -415,7 +411,7 @@ fn versus_table(rep: &SweepReport, runs: &[RunRecord], variants: &[String]) -> T
     let Some(base) = variants.first() else {
         return t;
     };
-    let wall = |r: &RunRecord| r.get("wall_ns").map(|v| v / 1e9);
+    let wall = |r: &RunRecord| r.get(MetricName::WallNs).map(|v| v / 1e9);
     for v in variants.iter().skip(1) {
         for c in rep.cells.iter().filter(|c| &c.variant == v) {
             let Some(b) = rep

@@ -47,6 +47,7 @@ use swaplab_trace::DenseTrace;
 use crate::calibrate::{self, DeviceProfile};
 use crate::sweep::{LabSweep, SweepRequest};
 use swaplab_lab::options::{LimitSpec, RunOptions};
+use swaplab_lab::record::{MetricName, RunRecord};
 use swaplab_lab::runner::{Lab, ProgressFn};
 use swaplab_lab::{Error, Result};
 
@@ -583,9 +584,11 @@ pub fn run(
             })
             .collect::<Vec<_>>()
     };
+    let metric_median =
+        |rs: &[&RunRecord], m: MetricName| median(rs.iter().filter_map(|r| r.get(m)).collect());
     let base = cell_runs(&LimitSpec::None.to_string());
-    let base_wall = median(base.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
-    let base_peak = median(base.iter().filter_map(|r| r.get("peak_bytes")).collect());
+    let base_wall = metric_median(&base, MetricName::WallNs).map(|v| v / 1e9);
+    let base_peak = metric_median(&base, MetricName::PeakBytes);
     let overhead = base_peak.map_or(0, |p| (p as u64).saturating_sub(footprint * 4096));
 
     // 3–5. Simulate at each effective memory.
@@ -648,11 +651,10 @@ pub fn run(
             "simulating {} + {readahead} and opt at {capacity} pages ({pct}% of the peak)",
             policies.join(", ")
         ));
-        let m_maj = median(cell.iter().filter_map(|r| r.get("majflt")).collect());
-        let m_out = median(cell.iter().filter_map(|r| r.get("swapout_pages")).collect());
-        let m_in = median(cell.iter().filter_map(|r| r.get("swapin_pages")).collect());
-        let m_wall =
-            median(cell.iter().filter_map(|r| r.get("wall_ns")).collect()).map(|v| v / 1e9);
+        let m_maj = metric_median(&cell, MetricName::Majflt);
+        let m_out = metric_median(&cell, MetricName::SwapoutPages);
+        let m_in = metric_median(&cell, MetricName::SwapinPages);
+        let m_wall = metric_median(&cell, MetricName::WallNs).map(|v| v / 1e9);
         let mut predictions = Vec::new();
         for policy in &policies {
             let Some(Prediction {

@@ -25,7 +25,7 @@ use crate::compare::{compare_sweeps, Target};
 use crate::sweep::{LabSweep, SweepRequest};
 use swaplab_lab::error::{Error, Result};
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
-use swaplab_lab::record::RunRecord;
+use swaplab_lab::record::{MetricName, RunRecord};
 use swaplab_lab::runner::{Lab, ProgressFn};
 
 /// Significance level for "pays".
@@ -210,7 +210,7 @@ pub fn verify(
     let wall = |v: &[RunRecord]| -> Vec<f64> {
         v.iter()
             .filter(|r| r.outcome == Some(swaplab_lab::record::Outcome::Ok))
-            .filter_map(|r| r.get("wall_ns"))
+            .filter_map(|r| r.get(MetricName::WallNs))
             .map(|ns| ns / 1e9)
             .collect()
     };
@@ -224,8 +224,8 @@ pub fn verify(
             &base,
             &h,
         );
-        let row = |m: &str| c.rows.iter().find(|r| r.metric == m);
-        let p = row("wall_ns").and_then(|r| r.p);
+        let row = |m: MetricName| c.rows.iter().find(|r| r.metric == m.as_str());
+        let p = row(MetricName::WallNs).and_then(|r| r.p);
         let completed = h
             .iter()
             .all(|r| r.outcome == Some(swaplab_lab::record::Outcome::Ok));
@@ -237,9 +237,9 @@ pub fn verify(
             what: what[k].clone(),
             base_s: med(&base_wall),
             hinted_s: med(&hw),
-            ratio: row("wall_ns").and_then(|r| r.ratio),
+            ratio: row(MetricName::WallNs).and_then(|r| r.ratio),
             p,
-            majflt: row("majflt").map_or((None, None), |r| (r.a, r.b)),
+            majflt: row(MetricName::Majflt).map_or((None, None), |r| (r.a, r.b)),
             pays,
             reason,
         });

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
-use swaplab_lab::record::{Outcome, Role, RunRecord, Status};
+use swaplab_lab::record::{MetricName, Outcome, Role, RunRecord, Status};
 use swaplab_study::sweep::{LabSweep, SweepRequest};
 
 fn s(v: &[&str]) -> Vec<String> {
@@ -71,7 +71,7 @@ fn sweep_interleaves_and_keeps_every_run() {
     let all = lab.catalog.recent_runs(100).unwrap();
     let calib: Vec<&RunRecord> = all.iter().filter(|r| r.role == Role::Calibrate).collect();
     assert_eq!(calib.len(), 1);
-    let peak = calib[0].get("peak_bytes").unwrap() as u64;
+    let peak = calib[0].get(MetricName::PeakBytes).unwrap() as u64;
     let page = swaplab_host::util::page_size();
     for r in &runs {
         // At a few MiB a v1 memory cgroup now and then OOM-kills although
@@ -88,7 +88,7 @@ fn sweep_interleaves_and_keeps_every_run() {
             peak / page * page
         };
         assert_eq!(r.limit_bytes, Some(want));
-        assert!(r.get("peak_bytes").unwrap() <= want as f64);
+        assert!(r.get(MetricName::PeakBytes).unwrap() <= want as f64);
     }
     // Cells from the runs' own files on disk.
     for c in &rep.cells {

@@ -38,7 +38,7 @@ use swaplab_analysis::stats::mann_whitney;
 use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::format_size;
 use swaplab_lab::options::{LimitSpec, RunOptions, Variant};
-use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::record::{MetricName, Outcome, RunRecord};
 use swaplab_lab::runner::{Lab, ProgressFn};
 use swaplab_lab::workload;
 use swaplab_lab::{Error, Result};
@@ -519,7 +519,7 @@ fn run_size(
             .find(|l| Some(l.1) == c.limit_bytes)
             .map_or(0.0, |l| l.0);
         let mine: Vec<&RunRecord> = runs.iter().filter(|r| c.runs.contains(&r.id)).collect();
-        walls.push(ok_values(&mine, "wall_ns"));
+        walls.push(ok_values(&mine, MetricName::WallNs));
         cells.push(cell_of(
             &c.variant,
             pct,
@@ -550,10 +550,10 @@ fn unlimited_wall(lab: &Lab, command: &[String], options: &RunOptions) -> Option
     let key = swaplab_lab::runner::peak_key(&resolved, options);
     let (_, id) = lab.catalog.peak(&key).ok()??;
     let rec = lab.catalog.run(id?).ok()?;
-    rec.get("wall_ns").map(|w| w / 1e9)
+    rec.get(MetricName::WallNs).map(|w| w / 1e9)
 }
 
-fn ok_values(runs: &[&RunRecord], metric: &str) -> Vec<f64> {
+fn ok_values(runs: &[&RunRecord], metric: MetricName) -> Vec<f64> {
     runs.iter()
         .filter(|r| r.outcome == Some(Outcome::Ok))
         .filter_map(|r| r.get(metric))
@@ -572,10 +572,10 @@ fn cell_of(variant: &str, pct: f64, limit: u64, runs: &[&RunRecord], outcome: St
         runs: runs.len(),
         ok,
         run_ids: runs.iter().map(|r| r.id).collect(),
-        wall_s: median(ok_values(runs, "wall_ns")).map(|w| w / 1e9),
-        majflt: median(ok_values(runs, "majflt")),
-        swapin_pages: median(ok_values(runs, "swapin_pages")),
-        swapout_pages: median(ok_values(runs, "swapout_pages")),
+        wall_s: median(ok_values(runs, MetricName::WallNs)).map(|w| w / 1e9),
+        majflt: median(ok_values(runs, MetricName::Majflt)),
+        swapin_pages: median(ok_values(runs, MetricName::SwapinPages)),
+        swapout_pages: median(ok_values(runs, MetricName::SwapoutPages)),
         mlocked_bytes: median(
             runs.iter()
                 .filter(|r| r.outcome == Some(Outcome::Ok))

@@ -29,6 +29,7 @@ use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun}
 use crate::saved::Header;
 use balloon::Balloon;
 use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
+use swaplab_lab::record::MetricName;
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
 
@@ -296,36 +297,36 @@ fn measure(
             };
             let rec = group.run(&cmd, &ro, &format!("THP {mode}"), rep)?;
             let touch = bench_touch::collect(&rec, rep, &lat, &rss)?;
-            let g = |k: &str| rec.get(k);
+            let g = |k: MetricName| rec.get(k);
             let thp_counters = [
-                "thp_fault_alloc",
-                "thp_fault_fallback",
-                "thp_split_page",
-                "thp_swpout",
-                "thp_swpout_fallback",
+                MetricName::ThpFaultAlloc,
+                MetricName::ThpFaultFallback,
+                MetricName::ThpSplitPage,
+                MetricName::ThpSwpout,
+                MetricName::ThpSwpoutFallback,
             ]
-            .iter()
+            .into_iter()
             .filter_map(|k| Some((k.to_string(), g(k)?)))
             .collect();
             out[mi].runs.push(ReclaimRun {
                 thp: mode.clone(),
                 touch,
-                kswapd_cpu_ns: g("kswapd_cpu_ns"),
-                cpu_total_ns: g("cpu_total_ns"),
-                kswapd_machine_share: g("kswapd_machine_share"),
-                sys_ns: g("sys_ns"),
-                pgscan_direct: g("pgscan_direct_pages"),
-                pgsteal_direct: g("pgsteal_direct_pages"),
-                pgscan_kswapd: g("pgscan_kswapd_pages"),
-                pgsteal_kswapd: g("pgsteal_kswapd_pages"),
-                allocstall: g("allocstall"),
-                limit_reclaim: g("swapout_pages").map(|out| {
-                    let global = g("pgsteal_direct_pages").unwrap_or(0.0)
-                        + g("pgsteal_kswapd_pages").unwrap_or(0.0);
+                kswapd_cpu_ns: g(MetricName::KswapdCpuNs),
+                cpu_total_ns: g(MetricName::CpuTotalNs),
+                kswapd_machine_share: g(MetricName::KswapdMachineShare),
+                sys_ns: g(MetricName::SysNs),
+                pgscan_direct: g(MetricName::PgscanDirectPages),
+                pgsteal_direct: g(MetricName::PgstealDirectPages),
+                pgscan_kswapd: g(MetricName::PgscanKswapdPages),
+                pgsteal_kswapd: g(MetricName::PgstealKswapdPages),
+                allocstall: g(MetricName::Allocstall),
+                limit_reclaim: g(MetricName::SwapoutPages).map(|out| {
+                    let global = g(MetricName::PgstealDirectPages).unwrap_or(0.0)
+                        + g(MetricName::PgstealKswapdPages).unwrap_or(0.0);
                     (out - global).max(0.0)
                 }),
                 thp_counters,
-                psi_full_us: g("psi_full_us"),
+                psi_full_us: g(MetricName::PsiFullUs),
                 balloon_released: balloon.as_ref().and_then(Balloon::fired),
             });
             done += 1;

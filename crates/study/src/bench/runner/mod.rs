@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use swaplab_analysis::stats::median;
 use swaplab_lab::error::{Error, Result};
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::{Outcome, Role};
+use swaplab_lab::record::{MetricName, Outcome, Role};
 use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
 use swaplab_lab::workload;
 
@@ -169,14 +169,16 @@ pub fn bench_runner(
         if !order_direct_first {
             direct(&mut b)?;
         }
-        b.runner_cpu_ns
-            .push(rec.get("user_ns").unwrap_or(f64::NAN) + rec.get("sys_ns").unwrap_or(f64::NAN));
-        let wall = rec.get("wall_ns").unwrap_or(f64::NAN);
+        b.runner_cpu_ns.push(
+            rec.get(MetricName::UserNs).unwrap_or(f64::NAN)
+                + rec.get(MetricName::SysNs).unwrap_or(f64::NAN),
+        );
+        let wall = rec.get(MetricName::WallNs).unwrap_or(f64::NAN);
         b.runner_wall_ns.push(wall);
         b.runner_total_ns.push(total_ns);
         b.sampler_cpu_share
-            .push(rec.get("sampler_cpu_share").unwrap_or(f64::NAN));
-        if let Some(n) = rec.get("samples") {
+            .push(rec.get(MetricName::SamplerCpuShare).unwrap_or(f64::NAN));
+        if let Some(n) = rec.get(MetricName::Samples) {
             // One sample at the start and one after the exit are extra.
             rates.push((n - 2.0).max(0.0) / (wall / 1e9));
         }

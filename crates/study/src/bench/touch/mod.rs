@@ -28,7 +28,7 @@ use swaplab_host::util::{format_size, parse_size};
 use crate::bench::group::BenchGroup;
 use crate::saved::Header;
 use swaplab_lab::options::{LimitSpec, RunOptions};
-use swaplab_lab::record::{Outcome, RunRecord};
+use swaplab_lab::record::{MetricName, Outcome, RunRecord};
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
 
@@ -574,12 +574,12 @@ pub(crate) fn collect(rec: &RunRecord, rep: u32, lat: &Path, rss: &Path) -> Resu
         timer: out["timer"].as_str().unwrap_or("").to_string(),
         timer_overhead_ns: out["timer_overhead_ns"].as_f64().unwrap_or(0.0),
         majflt_self: out["majflt"].as_u64(),
-        majflt_rusage: rec.get("majflt"),
-        majflt_cgroup: rec.get("cg_pgmajfault"),
-        swapout_pages: rec.get("swapout_pages"),
-        swapin_pages: rec.get("swapin_pages"),
-        psi_some_us: rec.get("psi_some_us"),
-        wall_ns: rec.get("wall_ns"),
+        majflt_rusage: rec.get(MetricName::Majflt),
+        majflt_cgroup: rec.get(MetricName::CgPgmajfault),
+        swapout_pages: rec.get(MetricName::SwapoutPages),
+        swapin_pages: rec.get(MetricName::SwapinPages),
+        psi_some_us: rec.get(MetricName::PsiSomeUs),
+        wall_ns: rec.get(MetricName::WallNs),
         touch_ns: 0.0,
         p50_ns: 0.0,
         p99_ns: 0.0,

@@ -15,7 +15,7 @@ use swaplab_lab::error::{Error, Result};
 
 use swaplab_analysis::stats::median;
 use swaplab_lab::options::{LimitSpec, RunOptions, TraceConfig};
-use swaplab_lab::record::{Outcome, Role};
+use swaplab_lab::record::{MetricName, Outcome, Role};
 use swaplab_lab::runner::{Lab, Progress, ProgressFn, RunPlan};
 
 /// Target: traced wall / untraced wall.
@@ -135,12 +135,16 @@ pub fn bench_trace(
                 index += 1;
                 continue;
             }
-            m.wall_ns.push(rec.get("wall_ns").unwrap_or(f64::NAN));
-            m.majflt.push(rec.get("majflt").unwrap_or(f64::NAN));
+            m.wall_ns
+                .push(rec.get(MetricName::WallNs).unwrap_or(f64::NAN));
+            m.majflt
+                .push(rec.get(MetricName::Majflt).unwrap_or(f64::NAN));
             if m.mode != "untraced" {
-                m.events.push(rec.get("trace_faults").unwrap_or(0.0));
-                m.lost.push(rec.get("trace_lost").unwrap_or(0.0));
-                m.trace_bytes.push(rec.get("trace_bytes").unwrap_or(0.0));
+                m.events
+                    .push(rec.get(MetricName::TraceFaults).unwrap_or(0.0));
+                m.lost.push(rec.get(MetricName::TraceLost).unwrap_or(0.0));
+                m.trace_bytes
+                    .push(rec.get(MetricName::TraceBytes).unwrap_or(0.0));
             }
             progress(Progress::RunFinished {
                 index,
