@@ -455,7 +455,7 @@ main() {
     # The benchmark simulates in the guest: the release build.
     echo "== building swaplab (release)"
     cargo build --release -q -p swaplab || { echo "could not build swaplab (cargo build --release -p swaplab)"; exit 1; }
-    swaplab=$ROOT/target/release/swaplab tests=- once=
+    swaplab=$ROOT/target/release/swaplab tests=- once= perboot= devices=
     rm -rf "$VALIDATE_OUT"
   else
     echo "== building swaplab and the guest tests"
