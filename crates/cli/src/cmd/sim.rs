@@ -728,25 +728,40 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
     Ok(())
 }
 
-/// The sizes a curve is reported at: every step of the exact curve
-/// (`--full`), `--mem`, or `--points` evenly spaced.
-fn mrc_sizes(a: &MrcArgs, exact: &mrc::StackHistogram, page_size: u64, d: u64) -> Result<Vec<u64>> {
+/// The sizes a curve is reported at when they do not wait for the exact
+/// curve: `--mem`, or `--points` evenly spaced; `None` for `--full`.
+fn mrc_fixed_sizes(a: &MrcArgs, page_size: u64, d: u64) -> Result<Option<Vec<u64>>> {
     Ok(if a.full {
-        // The curve steps where a distance has reuses: report those sizes.
-        let mut v: Vec<u64> = (1..exact.counts.len() as u64)
-            .filter(|&c| exact.counts[c as usize] > 0)
-            .collect();
-        if v.last() != Some(&d) {
-            v.push(d);
-        }
-        v
+        None
     } else if let Some(m) = &a.mem {
-        sizes_of(m, page_size, d)?
-            .into_iter()
-            .map(|x| x.1)
-            .collect()
+        Some(
+            sizes_of(m, page_size, d)?
+                .into_iter()
+                .map(|x| x.1)
+                .collect(),
+        )
     } else {
-        mrc::sweep_sizes(d, a.points.max(1))
+        Some(mrc::sweep_sizes(d, a.points.max(1)))
+    })
+}
+
+/// `--full`'s sizes: every step of the exact curve (a distance with
+/// reuses), and the footprint.
+fn mrc_steps(exact: &mrc::StackHistogram, d: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = (1..exact.counts.len() as u64)
+        .filter(|&c| exact.counts[c as usize] > 0)
+        .collect();
+    if v.last() != Some(&d) {
+        v.push(d);
+    }
+    v
+}
+
+/// The policies of `--policy`, if any.
+fn mrc_specs(a: &MrcArgs) -> Result<Vec<PolicySpec>> {
+    Ok(match &a.policy {
+        Some(p) => PolicySpec::parse_list(p)?,
+        None => Vec::new(),
     })
 }
 
@@ -808,15 +823,12 @@ fn mrc_in_memory(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
     let pb = out::progress(t.len() as u64, "mrc");
     let exact = mrc::stack_histogram_with(&t, &|n| pb.inc(n))?;
     pb.finish_and_clear();
-    let sizes = mrc_sizes(a, &exact, t.page_size, d)?;
+    let sizes = mrc_fixed_sizes(a, t.page_size, d)?.unwrap_or_else(|| mrc_steps(&exact, d));
     let mut shards = Vec::new();
     for (name, cfg) in mrc_shards(a) {
         shards.push((name, mrc::shards(&t, &cfg)?));
     }
-    let specs = match &a.policy {
-        Some(p) => PolicySpec::parse_list(p)?,
-        None => Vec::new(),
-    };
+    let specs = mrc_specs(a)?;
     let sims = if specs.is_empty() {
         Vec::new()
     } else {
@@ -832,28 +844,15 @@ fn mrc_in_memory(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
 /// the exact curve's steps, known after the first).
 fn mrc_streamed(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
     let path = &a.trace;
-    let specs = match &a.policy {
-        Some(p) => PolicySpec::parse_list(p)?,
-        None => Vec::new(),
-    };
-    let (mut st, meta) = open_stream(path, &specs, a.spill_dir.clone())?;
+    let specs = mrc_specs(a)?;
+    // With --full the policies wait for the second read: the first needs
+    // no next uses (no backward pass for OPT).
+    let first_specs: &[PolicySpec] = if a.full { &[] } else { &specs };
+    let (mut st, meta) = open_stream(path, first_specs, a.spill_dir.clone())?;
     let d = meta.distinct_pages;
-    // The sizes, when they do not wait for the exact curve.
-    let early = if a.full {
-        None
-    } else if let Some(m) = &a.mem {
-        Some(
-            sizes_of(m, meta.page_size, d)?
-                .into_iter()
-                .map(|x| x.1)
-                .collect(),
-        )
-    } else {
-        Some(mrc::sweep_sizes(d, a.points.max(1)))
-    };
+    let early = mrc_fixed_sizes(a, meta.page_size, d)?;
     let named = mrc_shards(a);
     let cfgs: Vec<ShardsConfig> = named.iter().map(|(_, c)| *c).collect();
-    let first_specs: &[PolicySpec] = if early.is_some() { &specs } else { &[] };
     let sz = |v: &[u64]| v.iter().map(|&c| (c.to_string(), c)).collect::<Vec<_>>();
     let early_sz = sz(early.as_deref().unwrap_or(&[]));
     let pb = out::progress(
@@ -865,10 +864,7 @@ fn mrc_streamed(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
     });
     pb.finish_and_clear();
     let pass = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
-    let sizes = match early {
-        Some(v) => v,
-        None => mrc_sizes(a, &pass.exact, meta.page_size, d)?,
-    };
+    let sizes = early.unwrap_or_else(|| mrc_steps(&pass.exact, d));
     let mut sims = pass.sims;
     if !specs.is_empty() && first_specs.is_empty() {
         // --full: the policies at the exact curve's steps, a second read.
