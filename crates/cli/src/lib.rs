@@ -41,6 +41,65 @@ pub struct OutFlags {
     pub csv: bool,
 }
 
+/// `--save FILE` and `--report OUT.html`, shared by every study that keeps
+/// its result in a file (the benchmarks, calibrate, validate, serve, sim,
+/// mrc): the result as JSON that `swaplab report FILE` draws, and a report
+/// page of it written now.
+#[derive(Args, Clone, Debug, Default)]
+pub struct SaveFlags {
+    /// Also save the result as JSON (`swaplab report FILE` draws it; `swaplab compare`
+    /// reads sim and mrc results).
+    #[arg(long = "save", value_name = "FILE")]
+    pub file: Option<std::path::PathBuf>,
+    /// Also write a report page (HTML) of the result.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<std::path::PathBuf>,
+}
+
+impl SaveFlags {
+    /// Whether either was asked for.
+    pub fn any(&self) -> bool {
+        self.file.is_some() || self.report.is_some()
+    }
+
+    /// Saves `result` with `saver` and writes its report section (from
+    /// `section`), each if asked for.
+    pub(crate) fn write<T: serde::Serialize>(
+        &self,
+        result: &T,
+        saver: impl Fn(&std::path::Path, &T) -> anyhow::Result<()>,
+        section: swaplab_study::report::SectionBuilder,
+    ) -> anyhow::Result<()> {
+        if let Some(p) = &self.file {
+            saver(p, result)?;
+            eprintln!(
+                "saved {} (read it with `swaplab report {}`)",
+                p.display(),
+                p.display()
+            );
+        }
+        if let Some(out) = &self.report {
+            let v = serde_json::to_value(result)?;
+            let saved = self.file.as_deref().unwrap_or(std::path::Path::new(""));
+            let sec = section(saved, &v)?;
+            let argv = cmd::report::argv();
+            cmd::report::write(
+                &swaplab_study::report::report_of(vec![sec], None, &argv),
+                out,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A `ValueEnum`'s word on the command line (`select-only` for
+/// `PgScript::SelectOnly`), for the libraries that take it as text.
+pub(crate) fn value_name<T: clap::ValueEnum>(v: &T) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
+}
+
 /// The parser of the command after `--`: any bytes, kept as text by
 /// `swaplab_trace::arg::encode` (arguments that are not UTF-8 survive to
 /// the program exactly).

@@ -11,6 +11,7 @@ use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::{format_size, parse_size};
 
 use crate::error::{Error, Result};
+use crate::prefetcher::PrefetchSpec;
 
 /// A memory limit as the user wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -155,8 +156,47 @@ fn trim_float(v: f64) -> String {
     t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// THP modes.
-pub const THP_MODES: [&str; 3] = ["always", "madvise", "never"];
+/// A transparent-huge-page mode (`/sys/kernel/mm/transparent_hugepage/enabled`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpMode {
+    /// Huge pages wherever the kernel can.
+    Always,
+    /// Only in regions `madvise(MADV_HUGEPAGE)` marks.
+    Madvise,
+    /// Never.
+    Never,
+}
+
+impl ThpMode {
+    /// The word the kernel's knob takes and shows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThpMode::Always => "always",
+            ThpMode::Madvise => "madvise",
+            ThpMode::Never => "never",
+        }
+    }
+}
+
+impl FromStr for ThpMode {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<ThpMode> {
+        [ThpMode::Always, ThpMode::Madvise, ThpMode::Never]
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| {
+                Error::Invalid(format!("THP mode {s:?}: must be always, madvise or never"))
+            })
+    }
+}
+
+impl fmt::Display for ThpMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How a run is set up. `None` fields leave the machine's setting alone.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -175,8 +215,8 @@ pub struct RunOptions {
     pub swappiness: Option<u32>,
     /// `vm.page-cluster`.
     pub page_cluster: Option<u32>,
-    /// THP mode: always, madvise or never.
-    pub thp: Option<String>,
+    /// THP mode.
+    pub thp: Option<ThpMode>,
     /// MGLRU on (`true`) or off for the run (`/sys/kernel/mm/lru_gen/enabled`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mglru: Option<bool>,
@@ -244,13 +284,6 @@ impl RunOptions {
         if let Some(p) = &self.prefetch {
             p.validate()?;
         }
-        if let Some(t) = &self.thp {
-            if !THP_MODES.contains(&t.as_str()) {
-                return Err(Error::Invalid(format!(
-                    "--thp {t:?}: must be always, madvise or never"
-                )));
-            }
-        }
         Ok(())
     }
 
@@ -267,7 +300,7 @@ impl RunOptions {
             },
             swappiness: over.swappiness.or(self.swappiness),
             page_cluster: over.page_cluster.or(self.page_cluster),
-            thp: over.thp.clone().or_else(|| self.thp.clone()),
+            thp: over.thp.or(self.thp),
             mglru: over.mglru.or(self.mglru),
             timeout: over.timeout.or(self.timeout),
             hints: over.hints.clone().or_else(|| self.hints.clone()),
@@ -384,65 +417,177 @@ pub fn parse_on_off(flag: &str, v: &str) -> Result<bool> {
     }
 }
 
-/// Parses run-option words (as in a variant). Returns the options and the
-/// command given with `cmd=`.
+/// The run flags of `swaplab run` and `swaplab sweep` (flattened into
+/// their arguments) and of a sweep's `--variant NAME="ARGS"`: one clap
+/// structure parses both, so the two cannot drift.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct RunFlags {
+    /// Swap for the experiment (repeatable): file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A],
+    /// zswap[:COMPRESSOR], existing (default: use what the machine has); emulated devices where
+    /// the kernel can build them (docs/swap-devices.md): delay:SIZE[,read=LAT][,write=LAT]
+    /// [,on=brd|loop], nbd:SIZE[,rtt=LAT][,bw=SIZE]. Several areas tier by prio=N. Removed afterwards.
+    #[arg(long = "swap", value_name = "SPEC", value_parser = parse_swap_spec)]
+    pub swap: Vec<SwapSpec>,
+    /// Cap on the group's memory in swap (0 forbids swapping).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_flag)]
+    pub swap_limit: Option<u64>,
+    /// cgroup v2 memory.high for the group: above it the kernel reclaims and slows the
+    /// program instead of OOM-killing it. cgroup v1 has no equivalent (an error there).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size_flag)]
+    pub mem_high: Option<u64>,
+    /// vm.swappiness (0..200) during the run (and the v1 group's memory.swappiness).
+    #[arg(long, value_name = "N")]
+    pub swappiness: Option<u32>,
+    /// vm.page-cluster (log2 of swap readahead pages) during the run.
+    #[arg(long, value_name = "N")]
+    pub page_cluster: Option<u32>,
+    /// Transparent huge pages during the run.
+    #[arg(long, value_name = "MODE")]
+    pub thp: Option<ThpMode>,
+    /// The multi-generational LRU (/sys/kernel/mm/lru_gen/enabled) during the run; restored
+    /// after. Recorded in every run either way. A kernel without lru_gen refuses it.
+    #[arg(long, value_name = "on|off", value_parser = parse_on_off_flag)]
+    pub mglru: Option<bool>,
+    /// Kill the whole cgroup after this long (250ms, 30s, 5m); recorded as a timeout.
+    #[arg(long, value_name = "T", value_parser = parse_duration_flag)]
+    pub timeout: Option<Duration>,
+    /// Apply a hint file (written by `swaplab advise`) at allocation time, through the
+    /// preload library: mlock, prefetch (willneed), cold/pageout per allocation site.
+    #[arg(long, value_name = "FILE")]
+    pub hints: Option<PathBuf>,
+    /// Read the group's memory.stat this often (1ms) during the run, which flushes its
+    /// statistics: guards a small, fast-churning group against OOM kills that stale
+    /// statistics cause in reclaim. Its cost is recorded (stat_flushes, flusher_cpu_ns).
+    #[arg(long, value_name = "T", value_parser = parse_duration_flag)]
+    pub flush_stats: Option<Duration>,
+    /// Prefetch swapped pages ahead of the program's fault trend from outside it:
+    /// leap, stride (process_madvise WILLNEED; any program, static ones too) or thread
+    /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=auto|1|0
+    /// (leap's default auto pages out what a walk passed once the walk cannot fit the
+    /// limit; docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
+    #[arg(long, value_name = "MODE[:K=V...]", value_parser = parse_prefetch_flag)]
+    pub prefetch: Option<PrefetchSpec>,
+}
+
+fn parse_swap_spec(s: &str) -> std::result::Result<SwapSpec, String> {
+    s.parse().map_err(|e: swaplab_host::Error| e.to_string())
+}
+
+fn parse_size_flag(s: &str) -> std::result::Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
+fn parse_duration_flag(s: &str) -> std::result::Result<Duration, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn parse_on_off_flag(s: &str) -> std::result::Result<bool, String> {
+    parse_on_off("--mglru", s).map_err(|_| "must be on or off".to_string())
+}
+
+fn parse_prefetch_flag(s: &str) -> std::result::Result<PrefetchSpec, String> {
+    s.parse().map_err(|e: Error| e.to_string())
+}
+
+impl RunFlags {
+    /// The run options these flags give (no memory limit: `run` and a
+    /// variant take `--mem-limit`, a sweep `--limits`), checked.
+    pub fn options(&self) -> Result<RunOptions> {
+        if let Some(h) = &self.hints {
+            if !h.is_file() {
+                return Err(Error::Invalid(format!(
+                    "--hints {}: no such file (write one with `swaplab advise TRACE -o FILE`)",
+                    h.display()
+                )));
+            }
+        }
+        let o = RunOptions {
+            mem_limit: None,
+            swap_limit: self.swap_limit,
+            mem_high: self.mem_high,
+            swap: self.swap.clone(),
+            swappiness: self.swappiness,
+            page_cluster: self.page_cluster,
+            thp: self.thp,
+            mglru: self.mglru,
+            timeout: self.timeout,
+            hints: self.hints.clone(),
+            trace: None,
+            flush_stats: self.flush_stats,
+            prefetch: self.prefetch.clone(),
+        };
+        o.validate()?;
+        Ok(o)
+    }
+}
+
+/// A variant's arguments: the run flags and `--mem-limit`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "variant", no_binary_name = true, disable_help_flag = true)]
+struct VariantFlags {
+    #[arg(long, value_name = "SIZE|PCT")]
+    mem_limit: Option<String>,
+    #[command(flatten)]
+    run: RunFlags,
+}
+
+/// Parses run-option words (as in a variant) with [`RunFlags`]'s parser.
+/// Returns the options and the command given with `cmd=` (the first word
+/// that starts with it where a flag is expected; every flag takes a value).
 pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<String>>)> {
-    let mut o = RunOptions::default();
+    use clap::Parser;
+    let mut end = words.len();
     let mut i = 0;
-    let mut command = None;
     while i < words.len() {
-        let w = words[i].as_str();
-        if let Some(first) = w.strip_prefix("cmd=") {
+        let w = &words[i];
+        if w.starts_with("cmd=") {
+            end = i;
+            break;
+        }
+        // A flag without `=` takes the next word as its value.
+        i += if w.starts_with("--") && !w.contains('=') {
+            2
+        } else {
+            1
+        };
+    }
+    let command = match words.get(end) {
+        None => None,
+        Some(first) => {
+            let first = &first["cmd=".len()..];
             let mut c: Vec<String> = Vec::new();
             if !first.is_empty() {
                 c.push(first.to_string());
             }
-            c.extend(words[i + 1..].iter().cloned());
+            c.extend(words[end + 1..].iter().cloned());
             if c.is_empty() {
                 return Err(Error::Invalid("cmd= needs a program".into()));
             }
-            command = Some(c);
-            break;
+            Some(c)
         }
-        let (flag, inline) = match w.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (w, None),
-        };
-        let mut value = || -> Result<String> {
-            if let Some(v) = &inline {
-                return Ok(v.clone());
-            }
-            i += 1;
-            words
-                .get(i)
-                .cloned()
-                .ok_or_else(|| Error::Invalid(format!("{flag} needs a value")))
-        };
-        let num = |flag: &str, v: String| -> Result<u32> {
-            v.parse::<u32>()
-                .map_err(|_| Error::Invalid(format!("{flag} {v:?}: not a whole number")))
-        };
-        match flag {
-            "--page-cluster" => o.page_cluster = Some(num(flag, value()?)?),
-            "--swappiness" => o.swappiness = Some(num(flag, value()?)?),
-            "--thp" => o.thp = Some(value()?),
-            "--mglru" => o.mglru = Some(parse_on_off(flag, &value()?)?),
-            "--swap" => o.swap.push(value()?.parse()?),
-            "--swap-limit" => o.swap_limit = Some(parse_size(&value()?)?),
-            "--mem-high" => o.mem_high = Some(parse_size(&value()?)?),
-            "--timeout" => o.timeout = Some(parse_duration(&value()?)?),
-            "--mem-limit" => o.mem_limit = Some(value()?.parse()?),
-            "--hints" => o.hints = Some(PathBuf::from(value()?)),
-            "--flush-stats" => o.flush_stats = Some(parse_duration(&value()?)?),
-            "--prefetch" => o.prefetch = Some(value()?.parse()?),
-            other => {
-                return Err(Error::Invalid(format!(
-                    "unknown option {other:?} (known: --page-cluster, --swappiness, --thp, --mglru, --swap, --swap-limit, --mem-high, --timeout, --mem-limit, --hints, --flush-stats, --prefetch, cmd=...)"
-                )))
-            }
+    };
+    let flags = VariantFlags::try_parse_from(&words[..end]).map_err(|e| {
+        // clap's message without its "error: " prefix, usage and help lines.
+        let text = e.render().to_string();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
+            .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+            .collect();
+        let mut why = lines.join(" ");
+        if e.kind() == clap::error::ErrorKind::UnknownArgument {
+            use clap::CommandFactory;
+            let known: Vec<String> = VariantFlags::command()
+                .get_arguments()
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+                .collect();
+            why.push_str(&format!(" (known: {}, cmd=...)", known.join(", ")));
         }
-        i += 1;
-    }
+        Error::Invalid(why)
+    })?;
+    let mut o = flags.run.options()?;
+    o.mem_limit = flags.mem_limit.as_deref().map(str::parse).transpose()?;
     o.validate()?;
     Ok((o, command))
 }

@@ -224,7 +224,7 @@ impl Lab {
                 swap: Vec::new(),
                 swappiness: None,
                 page_cluster: None,
-                thp: options.thp.clone(),
+                thp: options.thp,
                 mglru: None,
                 timeout: options.timeout,
                 hints: None,
@@ -434,7 +434,7 @@ impl Lab {
                 session.set_sysctl("vm.page-cluster", &v.to_string())?;
             }
             if let Some(t) = &opts.thp {
-                session.set_knob(&Knob::thp_enabled(), t)?;
+                session.set_knob(&Knob::thp_enabled(), t.as_str())?;
             }
             if let Some(on) = opts.mglru {
                 session.set_mglru(on)?;

@@ -49,12 +49,8 @@ pub enum BenchCmd {
         /// it the peer runs only if that venv or python3 has the package.
         #[arg(long)]
         peer: bool,
-        /// Save the result as JSON (for `swaplab report`).
-        #[arg(long, value_name = "FILE")]
-        save: Option<std::path::PathBuf>,
-        /// Also write a report page (HTML) of the result.
-        #[arg(long, value_name = "OUT.html")]
-        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        save: crate::SaveFlags,
         #[command(flatten)]
         out: crate::OutFlags,
     },
@@ -85,12 +81,8 @@ pub enum BenchCmd {
         /// Memory sizes to extrapolate the costs to, e.g. 1T,64T.
         #[arg(long, value_name = "SIZES", value_delimiter = ',', value_parser = swaplab_trace::units::parse_bytes)]
         extrapolate: Vec<u64>,
-        /// Save the result as JSON (for `swaplab report`).
-        #[arg(long, value_name = "FILE")]
-        save: Option<std::path::PathBuf>,
-        /// Also write a report page (HTML) of the result.
-        #[arg(long, value_name = "OUT.html")]
-        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        save: crate::SaveFlags,
         #[command(flatten)]
         out: crate::OutFlags,
     },
@@ -157,12 +149,8 @@ pub enum BenchCmd {
         /// Read the group's memory.stat this often during each run (see `run --flush-stats`).
         #[arg(long, value_name = "T")]
         flush_stats: Option<String>,
-        /// Save the result as JSON (for `swaplab report`).
-        #[arg(long, value_name = "FILE")]
-        save: Option<std::path::PathBuf>,
-        /// Also write a report page (HTML) of the result.
-        #[arg(long, value_name = "OUT.html")]
-        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        save: crate::SaveFlags,
         #[command(flatten)]
         out: crate::OutFlags,
     },
@@ -204,12 +192,8 @@ pub enum BenchCmd {
         /// Kill a run after this long (it is then left out of the summary).
         #[arg(long, value_name = "T", default_value = "10m")]
         timeout: String,
-        /// Save the result as JSON (for `swaplab report`).
-        #[arg(long, value_name = "FILE")]
-        save: Option<std::path::PathBuf>,
-        /// Also write a report page (HTML) of the result.
-        #[arg(long, value_name = "OUT.html")]
-        report: Option<std::path::PathBuf>,
+        #[command(flatten)]
+        save: crate::SaveFlags,
         #[command(flatten)]
         out: crate::OutFlags,
     },
@@ -251,7 +235,6 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             policy,
             peer,
             save,
-            report,
             out,
             ..
         } => run_sim(
@@ -261,7 +244,6 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             policy,
             peer,
             save,
-            report,
             out,
         ),
         BenchCmd::Vma {
@@ -273,7 +255,6 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             seed,
             extrapolate,
             save,
-            report,
             out,
         } => {
             let (ops, repeat) = if quick { (16 << 10, 2) } else { (ops, repeat) };
@@ -286,7 +267,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 extrapolate,
                 ..Default::default()
             };
-            run_vma(&opts, save, report, out)
+            run_vma(&opts, save, out)
         }
         BenchCmd::Capture {
             workloads,
@@ -351,7 +332,6 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             timeout,
             flush_stats,
             save,
-            report,
             out,
         } => {
             use swaplab_lab::options::parse_duration;
@@ -375,7 +355,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 timeout: Some(parse_duration(&timeout)?),
                 flush_stats: flush_stats.as_deref().map(parse_duration).transpose()?,
             };
-            run_touch(&opts, save, report, out)
+            run_touch(&opts, save, out)
         }
         BenchCmd::Reclaim {
             mem_limit,
@@ -389,7 +369,6 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             seed,
             timeout,
             save,
-            report,
             out,
         } => {
             use swaplab_lab::options::parse_duration;
@@ -425,15 +404,14 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 seed,
                 timeout: Some(parse_duration(&timeout)?),
             };
-            run_reclaim(&opts, save, report, out)
+            run_reclaim(&opts, save, out)
         }
     }
 }
 
 fn run_reclaim(
     opts: &swaplab_study::bench::reclaim::ReclaimOptions,
-    save: Option<std::path::PathBuf>,
-    report: Option<std::path::PathBuf>,
+    save: crate::SaveFlags,
     of: crate::OutFlags,
 ) -> Result<()> {
     use swaplab_study::bench::reclaim::{self as bench_reclaim, Pressure};
@@ -527,10 +505,8 @@ fn run_reclaim(
             println!("note: {n}");
         }
     }
-    save_and_report(
+    save.write(
         &r,
-        save.as_deref(),
-        report.as_deref(),
         |p, r| Ok(bench_reclaim::save(p, r)?),
         swaplab_study::bench::reclaim::section::bench_reclaim_section,
     )
@@ -561,8 +537,7 @@ pub(crate) fn end_progress() {
 
 fn run_touch(
     opts: &swaplab_study::bench::touch::TouchOptions,
-    save: Option<std::path::PathBuf>,
-    report: Option<std::path::PathBuf>,
+    save: crate::SaveFlags,
     of: crate::OutFlags,
 ) -> Result<()> {
     use swaplab_study::bench::touch as bench_touch;
@@ -639,10 +614,8 @@ fn run_touch(
             println!("note: {n}");
         }
     }
-    save_and_report(
+    save.write(
         &r,
-        save.as_deref(),
-        report.as_deref(),
         |p, r| Ok(bench_touch::save(p, r)?),
         swaplab_study::bench::touch::section::bench_touch_section,
     )
@@ -654,8 +627,7 @@ fn f1(x: Option<f64>) -> String {
 
 fn run_vma(
     opts: &swaplab_study::bench::vma::VmaOptions,
-    save: Option<std::path::PathBuf>,
-    report: Option<std::path::PathBuf>,
+    save: crate::SaveFlags,
     of: crate::OutFlags,
 ) -> Result<()> {
     use swaplab_study::bench::vma as bench_vma;
@@ -780,10 +752,8 @@ fn run_vma(
             println!("note: {n}");
         }
     }
-    save_and_report(
+    save.write(
         &r,
-        save.as_deref(),
-        report.as_deref(),
         |p, r| Ok(bench_vma::save(p, r)?),
         swaplab_study::bench::vma::section::bench_vma_section,
     )
@@ -873,8 +843,7 @@ fn run_sim(
     mem: u64,
     policy: String,
     peer: bool,
-    save: Option<std::path::PathBuf>,
-    report: Option<std::path::PathBuf>,
+    save: crate::SaveFlags,
     of: crate::OutFlags,
 ) -> Result<()> {
     use swaplab_study::bench::sim as bench_sim;
@@ -923,10 +892,8 @@ fn run_sim(
         ]);
     }
     out::print(of.format(), &tr, &result)?;
-    save_and_report(
+    save.write(
         &result,
-        save.as_deref(),
-        report.as_deref(),
         |p, r| Ok(swaplab_study::sim::section::save(p, r)?),
         bench_sim::section::bench_sim_section,
     )?;
@@ -1027,35 +994,6 @@ fn run_sim(
                 result.peer_missing.join(", ")
             );
         }
-    }
-    Ok(())
-}
-
-/// `--save FILE` and `--report OUT.html` of a benchmark: the result as a
-/// file `swaplab report` reads, and its report section written now.
-pub(crate) fn save_and_report<T: serde::Serialize>(
-    result: &T,
-    save: Option<&std::path::Path>,
-    report: Option<&std::path::Path>,
-    saver: impl Fn(&std::path::Path, &T) -> Result<()>,
-    section: swaplab_study::report::SectionBuilder,
-) -> Result<()> {
-    if let Some(p) = save {
-        saver(p, result)?;
-        eprintln!(
-            "saved {} (read it with `swaplab report {}`)",
-            p.display(),
-            p.display()
-        );
-    }
-    if let Some(out) = report {
-        let v = serde_json::to_value(result)?;
-        let sec = section(save.unwrap_or(std::path::Path::new("")), &v)?;
-        let argv = crate::cmd::report::argv();
-        crate::cmd::report::write(
-            &swaplab_study::report::report_of(vec![sec], None, &argv),
-            out,
-        )?;
     }
     Ok(())
 }

@@ -46,12 +46,8 @@ pub struct HintsArgs {
     /// Read each group's memory.stat this often (see `run --flush-stats`).
     #[arg(long, value_name = "T")]
     pub flush_stats: Option<String>,
-    /// Save the result as JSON (for `swaplab report`).
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<std::path::PathBuf>,
-    /// Also write a report page (HTML) of the result.
-    #[arg(long, value_name = "OUT.html")]
-    pub report: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub save: crate::SaveFlags,
     #[command(flatten)]
     pub out: crate::OutFlags,
 }
@@ -197,10 +193,8 @@ pub fn run(a: HintsArgs) -> Result<()> {
             println!("note: {n}");
         }
     }
-    crate::cmd::bench::save_and_report(
+    a.save.write(
         &r,
-        a.save.as_deref(),
-        a.report.as_deref(),
         |p, r| Ok(bench_hints::save(p, r)?),
         swaplab_study::bench::hints::section::bench_hints_section,
     )

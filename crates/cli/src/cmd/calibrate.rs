@@ -1,6 +1,6 @@
 //! `swaplab calibrate`: measure what a page costs to swap out and in on
 //! this machine, per swap kind, and save device profiles for the simulator.
-use crate::cmd::bench::{end_progress, run_progress, save_and_report};
+use crate::cmd::bench::{end_progress, run_progress};
 use crate::out::{self, num, Rows};
 use anyhow::Result;
 use clap::Args;
@@ -36,12 +36,8 @@ pub struct CalibrateArgs {
     /// Kill a run after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
-    /// Also save the whole result as JSON (for `swaplab report`).
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Also write a report page (HTML).
-    #[arg(long, value_name = "OUT.html")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    save: crate::SaveFlags,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -112,10 +108,8 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
             println!("note: {n}");
         }
     }
-    save_and_report(
+    a.save.write(
         &r,
-        a.save.as_deref(),
-        a.report.as_deref(),
         |p, r| Ok(calibrate::save(p, r)?),
         swaplab_study::calibrate::section::calibrate_section,
     )

@@ -4,106 +4,14 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
-use swaplab_lab::options::{parse_duration, parse_limits, LimitSpec, RunOptions, Variant};
+use swaplab_lab::options::{parse_limits, LimitSpec, RunOptions, Variant};
 use swaplab_lab::record::MetricName;
 use swaplab_lab::runner::{Lab, Output, Progress};
 use swaplab_study::sweep::{limit_text, LabSweep, SweepRequest};
 
-/// Settings shared by `run` and `sweep`.
-#[derive(Args, Clone)]
-pub struct SettingArgs {
-    /// Swap for the experiment (repeatable): file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A],
-    /// zswap[:COMPRESSOR], existing (default: use what the machine has); emulated devices where
-    /// the kernel can build them (docs/swap-devices.md): delay:SIZE[,read=LAT][,write=LAT]
-    /// [,on=brd|loop], nbd:SIZE[,rtt=LAT][,bw=SIZE]. Several areas tier by prio=N. Removed afterwards.
-    #[arg(long = "swap", value_name = "SPEC")]
-    pub swap: Vec<String>,
-    /// Cap on the group's memory in swap (0 forbids swapping).
-    #[arg(long, value_name = "SIZE")]
-    pub swap_limit: Option<String>,
-    /// cgroup v2 memory.high for the group: above it the kernel reclaims and slows the
-    /// program instead of OOM-killing it. cgroup v1 has no equivalent (an error there).
-    #[arg(long, value_name = "SIZE")]
-    pub mem_high: Option<String>,
-    /// vm.swappiness (0..200) during the run (and the v1 group's memory.swappiness).
-    #[arg(long, value_name = "N")]
-    pub swappiness: Option<u32>,
-    /// vm.page-cluster (log2 of swap readahead pages) during the run.
-    #[arg(long, value_name = "N")]
-    pub page_cluster: Option<u32>,
-    /// Transparent huge pages during the run.
-    #[arg(long, value_name = "MODE", value_parser = ["always", "madvise", "never"])]
-    pub thp: Option<String>,
-    /// The multi-generational LRU (/sys/kernel/mm/lru_gen/enabled) during the run; restored
-    /// after. Recorded in every run either way. A kernel without lru_gen refuses it.
-    #[arg(long, value_name = "on|off", value_parser = ["on", "off"])]
-    pub mglru: Option<String>,
-    /// Kill the whole cgroup after this long (250ms, 30s, 5m); recorded as a timeout.
-    #[arg(long, value_name = "T")]
-    pub timeout: Option<String>,
-    /// Apply a hint file (written by `swaplab advise`) at allocation time, through the
-    /// preload library: mlock, prefetch (willneed), cold/pageout per allocation site.
-    #[arg(long, value_name = "FILE")]
-    pub hints: Option<std::path::PathBuf>,
-    /// Read the group's memory.stat this often (1ms) during the run, which flushes its
-    /// statistics: guards a small, fast-churning group against OOM kills that stale
-    /// statistics cause in reclaim. Its cost is recorded (stat_flushes, flusher_cpu_ns).
-    #[arg(long, value_name = "T")]
-    pub flush_stats: Option<String>,
-    /// Prefetch swapped pages ahead of the program's fault trend from outside it:
-    /// leap, stride (process_madvise WILLNEED; any program, static ones too) or thread
-    /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=auto|1|0
-    /// (leap's default auto pages out what a walk passed once the walk cannot fit the
-    /// limit; docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
-    #[arg(long, value_name = "MODE[:K=V...]")]
-    pub prefetch: Option<String>,
-}
-
-impl SettingArgs {
-    pub fn options(&self) -> Result<RunOptions> {
-        let o = RunOptions {
-            mem_limit: None,
-            swap_limit: self
-                .swap_limit
-                .as_deref()
-                .map(swaplab_host::util::parse_size)
-                .transpose()?,
-            mem_high: self
-                .mem_high
-                .as_deref()
-                .map(swaplab_host::util::parse_size)
-                .transpose()?,
-            swap: self
-                .swap
-                .iter()
-                .map(|s| s.parse())
-                .collect::<Result<_, swaplab_host::Error>>()?,
-            swappiness: self.swappiness,
-            page_cluster: self.page_cluster,
-            thp: self.thp.clone(),
-            mglru: self.mglru.as_deref().map(|v| v == "on"),
-            timeout: self.timeout.as_deref().map(parse_duration).transpose()?,
-            hints: self.hints.clone(),
-            trace: None,
-            flush_stats: self
-                .flush_stats
-                .as_deref()
-                .map(parse_duration)
-                .transpose()?,
-            prefetch: self.prefetch.as_deref().map(str::parse).transpose()?,
-        };
-        if let Some(h) = &self.hints {
-            if !h.is_file() {
-                anyhow::bail!(
-                    "--hints {}: no such file (write one with `swaplab advise TRACE -o FILE`)",
-                    h.display()
-                );
-            }
-        }
-        o.validate()?;
-        Ok(o)
-    }
-}
+/// Settings shared by `run`, `sweep`, `trace` and `serve`, and a sweep's
+/// `--variant`s: one clap structure (swaplab-lab's `RunFlags`).
+pub use swaplab_lab::options::RunFlags as SettingArgs;
 
 #[derive(Args)]
 pub struct RunArgs {

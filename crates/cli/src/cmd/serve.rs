@@ -7,6 +7,21 @@ use swaplab_lab::options::{parse_duration, parse_limits, Variant};
 use swaplab_lab::runner::Lab;
 use swaplab_study::serve::{self, LabServe, PostgresSetup, RedisPreset, ServeRequest};
 
+/// `--preset`: a built-in server setup.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    Redis,
+    Postgres,
+}
+
+/// `--script`: pgbench's built-in scripts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PgScript {
+    SelectOnly,
+    SimpleUpdate,
+    TpcbLike,
+}
+
 #[derive(Args)]
 pub struct ServeArgs {
     /// A built-in setup: `redis` (redis-server on a free loopback port without persistence,
@@ -15,8 +30,8 @@ pub struct ServeArgs {
     /// directory, filled by pgbench -i with a scale of --size / 16 MiB, loaded by pgbench with
     /// per-transaction logs). Installs the Debian packages when missing (as root). --server,
     /// --ready, --fill and --load replace its parts.
-    #[arg(long, value_name = "NAME", value_parser = ["redis", "postgres"])]
-    pub preset: Option<String>,
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<Preset>,
     /// The preset's data size (redis: keys × value size; postgres: pgbench scale × 16 MiB).
     #[arg(long, value_name = "SIZE", default_value = "64M")]
     pub size: String,
@@ -34,8 +49,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "T", default_value = "30s")]
     pub duration: String,
     /// The postgres preset's pgbench built-in script.
-    #[arg(long, value_name = "NAME", default_value = "select-only", value_parser = ["select-only", "simple-update", "tpcb-like"])]
-    pub script: String,
+    #[arg(long, value_name = "NAME", value_enum, default_value_t = PgScript::SelectOnly)]
+    pub script: PgScript,
     /// Trace the server during its load phase into DIR (a trace directory for `swaplab analyze`
     /// and `swaplab advise`; the whole run's trace is kept in DIR/whole-run/). Traces one run:
     /// give one limit and at most one variant; --repeat defaults to 1.
@@ -81,13 +96,8 @@ pub struct ServeArgs {
     /// Between SIGTERM and SIGKILL when stopping the server.
     #[arg(long, value_name = "T", default_value = "10s")]
     pub grace: String,
-    /// Also save the result (JSON; `swaplab report FILE` draws it). It is always kept in the
-    /// catalog too (`swaplab report sN`).
-    #[arg(long, value_name = "FILE")]
-    pub save: Option<std::path::PathBuf>,
-    /// Also write a report page (HTML) of the result.
-    #[arg(long, value_name = "OUT.html")]
-    pub report: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub save: crate::SaveFlags,
     /// Print the result as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -108,13 +118,13 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
         split("--load", &a.load)?,
     );
     let mut setup = None;
-    if let Some(p) = &a.preset {
-        match p.as_str() {
-            "postgres" => {
+    if let Some(p) = a.preset {
+        match p {
+            Preset::Postgres => {
                 let s = PostgresSetup::create(&mut |m| eprintln!("swaplab: {m}"))?;
                 let preset = s.preset(
                     swaplab_host::util::parse_size(&a.size)?,
-                    &a.script,
+                    &crate::value_name(&a.script),
                     a.clients.unwrap_or(8).max(1),
                     parse_duration(&a.duration)?,
                     a.requests,
@@ -126,7 +136,7 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
                 load.get_or_insert(l);
                 setup = Some(s);
             }
-            "redis" => {
+            Preset::Redis => {
                 serve::ensure_redis(&mut |m| eprintln!("swaplab: {m}"))?;
                 let preset = RedisPreset {
                     port: serve::free_port()?,
@@ -141,7 +151,6 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
                 fill.get_or_insert(f);
                 load.get_or_insert(l);
             }
-            other => anyhow::bail!("--preset {other}: unknown (known: redis, postgres)"),
         }
     }
     let server = server.context("no server: give --server CMD (or --preset redis or postgres)")?;
@@ -176,7 +185,7 @@ fn request(a: &ServeArgs) -> Result<(ServeRequest, Option<PostgresSetup>)> {
     }
     Ok((
         ServeRequest {
-            preset: a.preset.clone(),
+            preset: a.preset.as_ref().map(crate::value_name),
             server,
             ready,
             fill,
@@ -225,12 +234,12 @@ pub fn run(a: ServeArgs) -> Result<i32> {
             return Err(e.into());
         }
     };
-    if let Some(p) = &a.save {
+    if let Some(p) = &a.save.file {
         let text = serde_json::to_string_pretty(&res)?;
         swaplab_trace::atomic::write_atomic(p, text.as_bytes())
             .with_context(|| format!("saving {}", p.display()))?;
     }
-    if let Some(out) = &a.report {
+    if let Some(out) = &a.save.report {
         super::report::write_sources(&[format!("s{}", res.group_id)], out)?;
     }
     if a.json {

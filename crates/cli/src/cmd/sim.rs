@@ -94,12 +94,8 @@ pub struct SimArgs {
     /// (default: the trace's directory; the file is unlinked at once).
     #[arg(long, value_name = "DIR", requires = "stream")]
     spill_dir: Option<PathBuf>,
-    /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Also write a report page (HTML) of the result.
-    #[arg(long, value_name = "OUT.html")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    save: crate::SaveFlags,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -523,7 +519,7 @@ fn save_sim(
     sizes: Vec<(String, u64)>,
     results: Vec<swaplab_sim::SimResult>,
 ) -> Result<()> {
-    if a.save.is_none() && a.report.is_none() {
+    if !a.save.any() {
         return Ok(());
     }
     use swaplab_study::sim::section::{save, sim_section, SavedSim, SIM_KIND};
@@ -536,13 +532,7 @@ fn save_sim(
         results,
         machine: swaplab_host::procfs::Environment::capture().ok(),
     };
-    crate::cmd::bench::save_and_report(
-        &saved,
-        a.save.as_deref(),
-        a.report.as_deref(),
-        |p, r| Ok(save(p, r)?),
-        sim_section,
-    )
+    a.save.write(&saved, |p, r| Ok(save(p, r)?), sim_section)
 }
 
 /// A hint file's ranges for the trace at `path` (loaded as `t`): site
@@ -637,12 +627,8 @@ pub struct MrcArgs {
     /// (default: the trace's directory; the file is unlinked at once).
     #[arg(long, value_name = "DIR", requires = "stream")]
     spill_dir: Option<PathBuf>,
-    /// Save the result as JSON (for `swaplab report` and `swaplab compare`).
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Also write a report page (HTML) of the result.
-    #[arg(long, value_name = "OUT.html")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    save: crate::SaveFlags,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -695,7 +681,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
                 .collect(),
         },
     )?;
-    if a.save.is_some() || a.report.is_some() {
+    if a.save.any() {
         use swaplab_study::sim::section::{mrc_section, save, SavedCurve, SavedMrc, MRC_KIND};
         let saved = SavedMrc {
             kind: MRC_KIND.into(),
@@ -712,13 +698,7 @@ pub fn run_mrc(a: MrcArgs) -> Result<()> {
                 .collect(),
             machine: swaplab_host::procfs::Environment::capture().ok(),
         };
-        crate::cmd::bench::save_and_report(
-            &saved,
-            a.save.as_deref(),
-            a.report.as_deref(),
-            |p, r| Ok(save(p, r)?),
-            mrc_section,
-        )?;
+        a.save.write(&saved, |p, r| Ok(save(p, r)?), mrc_section)?;
     }
     if a.out.format() == out::Format::Table {
         for c in curves.iter().filter(|c| c.mae.is_some()) {

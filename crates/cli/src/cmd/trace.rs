@@ -10,6 +10,13 @@ use swaplab_trace::units::format_bytes;
 use super::run::{make_runs, parse_limit, SettingArgs};
 use swaplab_lab::record::MetricName;
 
+/// `--source`: where fault events come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum FaultSource {
+    Perf,
+    Tracefs,
+}
+
 #[derive(Args)]
 pub struct TraceArgs {
     /// Memory limit: a size (64M) or a share of the command's peak (50%). Default: none.
@@ -19,8 +26,8 @@ pub struct TraceArgs {
     pub settings: SettingArgs,
     /// Fault-event source: perf (software events with the data address; the default,
     /// tells major from minor exactly) or tracefs (exceptions:page_fault_user read in binary).
-    #[arg(long, default_value = "perf", value_parser = ["perf", "tracefs"])]
-    pub source: String,
+    #[arg(long, value_enum, default_value_t = FaultSource::Perf)]
+    pub source: FaultSource,
     /// Pagemap + maps samples per second for swap-outs/ins per page (0 turns them off).
     #[arg(long, default_value_t = 10.0, value_name = "HZ")]
     pub pagemap_hz: f64,
@@ -97,7 +104,7 @@ pub fn trace(a: TraceArgs) -> Result<()> {
     let mut options = a.settings.options()?;
     options.mem_limit = parse_limit(a.mem_limit.as_deref())?;
     let cfg = TraceConfig {
-        source: a.source.clone(),
+        source: crate::value_name(&a.source),
         pagemap_hz: a.pagemap_hz,
         alloc_min: swaplab_host::util::parse_size(&a.alloc_min)
             .with_context(|| format!("--alloc-min {}", a.alloc_min))?,

@@ -1,10 +1,8 @@
 //! `swaplab validate`: the simulator's predictions against the kernel.
-use crate::cmd::bench::save_and_report;
 use crate::cmd::run::Bar;
 use crate::out::{self, Rows};
 use anyhow::Result;
 use clap::Args;
-use std::path::PathBuf;
 use swaplab_host::util::parse_size;
 use swaplab_study::validate::{self, ValidateOptions};
 
@@ -57,12 +55,8 @@ pub struct ValidateArgs {
     /// More workload arguments, e.g. --args="--passes 3".
     #[arg(long, allow_hyphen_values = true, value_name = "ARGS")]
     args: Option<String>,
-    /// Save the result as JSON (for `swaplab report`).
-    #[arg(long, value_name = "FILE")]
-    save: Option<PathBuf>,
-    /// Also write a report page (HTML).
-    #[arg(long, value_name = "OUT.html")]
-    report: Option<PathBuf>,
+    #[command(flatten)]
+    save: crate::SaveFlags,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -260,10 +254,8 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             println!("note: {note}");
         }
     }
-    save_and_report(
+    a.save.write(
         &r,
-        a.save.as_deref(),
-        a.report.as_deref(),
         |p, r| Ok(validate::save(p, r)?),
         swaplab_study::validate::section::validate_section,
     )

@@ -1746,7 +1746,7 @@ fn serve_in(
         });
         let base = RunOptions {
             mem_limit: Some(LimitSpec::None),
-            thp: req.options.thp.clone(),
+            thp: req.options.thp,
             timeout: req.options.timeout,
             ..Default::default()
         };

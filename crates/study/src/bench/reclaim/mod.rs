@@ -28,7 +28,7 @@ use crate::bench::group::BenchGroup;
 use crate::bench::touch::{self as bench_touch, median, Curve, Scratch, TouchRun};
 use crate::saved::Header;
 use balloon::Balloon;
-use swaplab_lab::options::{LimitSpec, RunOptions, THP_MODES};
+use swaplab_lab::options::{LimitSpec, RunOptions, ThpMode};
 use swaplab_lab::record::MetricName;
 use swaplab_lab::runner::Lab;
 use swaplab_lab::{Error, Result};
@@ -68,7 +68,7 @@ pub struct ReclaimOptions {
 pub fn parse_thp(s: &str) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for m in s.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        if !THP_MODES.contains(&m) {
+        if m.parse::<ThpMode>().is_err() {
             return Err(Error::Invalid(format!(
                 "--thp {m:?}: give always, madvise or never (comma-separated to compare)"
             )));
@@ -291,7 +291,7 @@ fn measure(
                     Pressure::MachineMem(_) => LimitSpec::None,
                 }),
                 swap: vec![opts.swap.1.clone()],
-                thp: (mode != "system").then(|| mode.clone()),
+                thp: mode.parse().ok(),
                 timeout: opts.timeout,
                 ..Default::default()
             };
