@@ -148,7 +148,11 @@
 //! only ever enter at a head. So each list is a plain FIFO queue of page ids
 //! (a `VecDeque<u32>`, tail at the queue's front) rather than a linked list:
 //! no per-page links, no neighbour updates, and the queues are read
-//! sequentially. The list a page is on lives in its state byte, which is
+//! sequentially. (With `writeback=async` the written pages of a priority
+//! pass move to the inactive tail when their writes complete: they are
+//! among the entries the pass itself put at the head, which are drained
+//! from the queue's back and put back, so the cost is the pass's own.)
+//! The list a page is on lives in its state byte, which is
 //! all a hit reads or writes (the engine's prefetch hint brings it in
 //! early). Reclaim and deactivation prefetch the state of the pages a few
 //! places ahead of the tail, so that scanning overlaps their cache misses.
