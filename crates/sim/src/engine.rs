@@ -709,10 +709,16 @@ const NO: u32 = u32::MAX;
 
 /// Swap slots, allocated at swap-out by a next-fit cursor as the kernel's
 /// `scan_swap_map_slots` does on one device, over `2 × pages` slots (slot 0
-/// is the swap header). A page keeps its slot while its swap copy is valid:
-/// through a clean swap-in and a clean eviction; a write after swap-in
-/// frees it (the kernel frees the slot of a page written after swap-in,
-/// `should_try_to_free_swap` / `folio_free_swap` on the write fault).
+/// is the swap header). A page keeps its slot through a clean swap-in and a
+/// clean eviction, and also when it is written after the fault that mapped
+/// it: `do_swap_page` frees the slot only when that fault itself writes
+/// (`should_try_to_free_swap` → `folio_free_swap`, the swap-in of a write,
+/// or the first use of a read-ahead page by a write); a read fault maps an
+/// exclusive page writable and clean, the later write dirties the PTE
+/// without a fault, and the folio stays in the swap cache with its slot,
+/// to which reclaim writes it again. (Until the writeback model, any write
+/// after the swap-in freed the slot here, so a rewritten page took a new
+/// slot in eviction order.)
 struct Slots {
     of: Vec<u32>,
     owner: Vec<u32>,
@@ -1214,7 +1220,16 @@ fn run_ext(
             write,
             next_use: nu,
         };
-        match e.policy.access(id, &req) {
+        let answer = e.policy.access(id, &req);
+        // The reference maps a page from swap (a major fault, the first use
+        // of a read-ahead page, a swap-cache hit): do_swap_page, where a
+        // write fault frees the slot (should_try_to_free_swap).
+        let from_swap = match answer {
+            Access::SwapCache => true,
+            Access::Hit => s & PREFETCHED != 0,
+            Access::Miss { .. } => s & SEEN != 0,
+        };
+        match answer {
             Access::Hit => {
                 if s & RESIDENT == 0 {
                     return Err(e.contract(format!("hit on page {id}, which is not resident")));
@@ -1339,6 +1354,8 @@ fn run_ext(
         }
         if write {
             e.state[id as usize] |= DIRTY;
+        }
+        if write && from_swap {
             if e.cost.is_some() && e.slots.as_ref().is_some_and(|sl| sl.of[id as usize] != NO) {
                 let io = e.io(id);
                 if let Some(cs) = &mut e.cost {
