@@ -95,9 +95,10 @@ pub const DEFAULT_POLICY: &str = "linux";
 
 /// The policy validate predicts with when none is asked: the classic lists
 /// with reclaim in batches of 32 and asynchronous writeback (written pages
-/// stay in the swap cache until a later pass frees them), which is within
-/// 15 % of the kernel's major faults in more of the host cells than `linux`
-/// (docs/fidelity.md, "The swap cache during writeback").
+/// stay in the swap cache until a later pass frees them): on the 16 host
+/// cells as many within 15 % of the kernel's major faults as `linux`, at
+/// about half its mean error, and closer swap-outs (docs/fidelity.md, "The
+/// swap cache during writeback").
 pub const PREDICT_POLICY: &str = "linux:reclaim=batch:writeback=async";
 
 /// One policy's prediction at one limit, and its errors against the
