@@ -7,6 +7,12 @@
 //! * Evicting a dirty page is a **swap-out** (a write to swap); evicting a
 //!   clean page whose swap copy is still valid writes nothing.
 //!
+//! * A policy may write a page to swap and keep it resident
+//!   ([`Policy::take_writes`], `linux:writeback=async`): the swap-out is
+//!   counted then and the page is clean; a reference to it before its
+//!   eviction is a swap-cache hit ([`Access::SwapCache`]): a minor fault in
+//!   the kernel's count, kept apart here (`swapcache_hits`).
+//!
 //! A page that was never swapped out has no swap copy, so it counts as dirty
 //! from its first touch: anonymous memory has no other backing store.
 //! (Simplification: the kernel maps a read-only first touch of anonymous
@@ -45,6 +51,12 @@ pub struct Counters {
     pub references: u64,
     pub hits: u64,
     pub minor_faults: u64,
+    /// References to a page reclaim had written to swap but not freed yet
+    /// ([`Access::SwapCache`], `linux:writeback=async`): minor faults in
+    /// the kernel's count, but neither hits nor misses here, so the miss
+    /// ratio keeps its meaning (references = hits + misses + these).
+    #[serde(default)]
+    pub swapcache_hits: u64,
     pub major_faults: u64,
     pub swap_outs: u64,
     pub evictions: u64,
@@ -409,6 +421,8 @@ pub fn feed_chunk<P: Policy + ?Sized, const CHECK: bool>(
     };
     let is_resident = |r: &[u64], id: u32| r[(id >> 6) as usize] & (1 << (id & 63)) != 0;
     let (mut hits, mut minor, mut major, mut evictions, mut swap_outs) = (0u64, 0u64, 0, 0, 0);
+    let mut swapcache = 0u64;
+    let mut written: Vec<u32> = Vec::new();
     for i in 0..ids.len() {
         if let Some(&ahead) = ids.get(i + PREFETCH_DISTANCE) {
             crate::util::prefetch(bits.as_ptr().wrapping_add((ahead >> 6) as usize * 2));
@@ -438,7 +452,36 @@ pub fn feed_chunk<P: Policy + ?Sized, const CHECK: bool>(
                     bits[w + 1] |= b;
                 }
             }
+            Access::SwapCache => {
+                if CHECK && !is_resident(resident_bits, id) {
+                    return Err(contract(
+                        i,
+                        format!("swap-cache hit on page {id}, which is not resident"),
+                    ));
+                }
+                swapcache += 1;
+                if write {
+                    bits[w + 1] |= b;
+                }
+            }
             Access::Miss { victim } => {
+                // Pages the policy wrote and kept (before the victim, which
+                // may be one of them): clean from now.
+                policy.take_writes(&mut written);
+                if !written.is_empty() {
+                    for &p in &written {
+                        let (pw, pb) = Core::at(p);
+                        if CHECK && (p == id || !is_resident(resident_bits, p)) {
+                            return Err(contract(
+                                i,
+                                format!("wrote page {p}, which is not resident"),
+                            ));
+                        }
+                        swap_outs += u64::from(bits[pw + 1] & pb != 0);
+                        bits[pw + 1] &= !pb;
+                    }
+                    written.clear();
+                }
                 if CHECK {
                     if is_resident(resident_bits, id) {
                         return Err(contract(i, format!("miss on page {id}, which is resident")));
@@ -496,6 +539,7 @@ pub fn feed_chunk<P: Policy + ?Sized, const CHECK: bool>(
         }
     }
     c.hits += hits;
+    c.swapcache_hits += swapcache;
     c.minor_faults += minor;
     c.major_faults += major;
     c.evictions += evictions;
@@ -665,10 +709,16 @@ const NO: u32 = u32::MAX;
 
 /// Swap slots, allocated at swap-out by a next-fit cursor as the kernel's
 /// `scan_swap_map_slots` does on one device, over `2 × pages` slots (slot 0
-/// is the swap header). A page keeps its slot while its swap copy is valid:
-/// through a clean swap-in and a clean eviction; a write after swap-in
-/// frees it (the kernel frees the slot of a page written after swap-in,
-/// `should_try_to_free_swap` / `folio_free_swap` on the write fault).
+/// is the swap header). A page keeps its slot through a clean swap-in and a
+/// clean eviction, and also when it is written after the fault that mapped
+/// it: `do_swap_page` frees the slot only when that fault itself writes
+/// (`should_try_to_free_swap` → `folio_free_swap`, the swap-in of a write,
+/// or the first use of a read-ahead page by a write); a read fault maps an
+/// exclusive page writable and clean, the later write dirties the PTE
+/// without a fault, and the folio stays in the swap cache with its slot,
+/// to which reclaim writes it again. (Until the writeback model, any write
+/// after the swap-in freed the slot here, so a rewritten page took a new
+/// slot in eviction order.)
 struct Slots {
     of: Vec<u32>,
     owner: Vec<u32>,
@@ -738,6 +788,8 @@ struct Ext<'a> {
     name: String,
     pos: usize,
     cost: Option<CostState>,
+    /// The policy's writes of the current miss ([`Policy::take_writes`]).
+    written: Vec<u32>,
 }
 
 /// The time model's state (`simulate_costed`), in µs of the program's clock.
@@ -845,19 +897,7 @@ impl Ext<'_> {
         }
         self.c.evictions += 1;
         if vs & DIRTY != 0 {
-            self.c.swap_outs += 1;
-            if let Some(s) = &mut self.slots {
-                s.alloc(v);
-            }
-            if self.cost.is_some() {
-                let io = self.io(v);
-                if let Some(cs) = &mut self.cost {
-                    let now = cs.now(self.pos);
-                    let t = cs.fc.reclaim_us + cs.dev.write(io, now);
-                    cs.reclaim += t;
-                    cs.stall += t;
-                }
-            }
+            self.write_out(v);
         }
         if vs & PREFETCHED != 0 {
             self.c.prefetch_unused += 1;
@@ -866,8 +906,41 @@ impl Ext<'_> {
         Ok(())
     }
 
-    /// Accounts for the answer to a miss or an insert of `id`.
+    /// Reclaim writes page `v` to swap: a swap-out, its slot, and the
+    /// write's cost.
+    fn write_out(&mut self, v: u32) {
+        self.c.swap_outs += 1;
+        if let Some(s) = &mut self.slots {
+            s.alloc(v);
+        }
+        if self.cost.is_some() {
+            let io = self.io(v);
+            if let Some(cs) = &mut self.cost {
+                let now = cs.now(self.pos);
+                let t = cs.fc.reclaim_us + cs.dev.write(io, now);
+                cs.reclaim += t;
+                cs.stall += t;
+            }
+        }
+    }
+
+    /// Accounts for the answer to a miss or an insert of `id`, and for the
+    /// pages the policy wrote on the way ([`Policy::take_writes`]).
     fn missed(&mut self, id: u32, victim: Option<u32>) -> Result<(), SimError> {
+        let mut written = std::mem::take(&mut self.written);
+        self.policy.take_writes(&mut written);
+        for &p in &written {
+            let ps = self.state[p as usize];
+            if p == id || ps & RESIDENT == 0 || ps & PINNED != 0 {
+                return Err(self.contract(format!("wrote page {p}, which is not resident")));
+            }
+            if ps & DIRTY != 0 {
+                self.write_out(p);
+                self.state[p as usize] = ps & !DIRTY;
+            }
+        }
+        written.clear();
+        self.written = written;
         match victim {
             Some(v) => {
                 if v == id {
@@ -906,7 +979,7 @@ impl Ext<'_> {
             next_use: self.next_of.get(id as usize).copied().unwrap_or(NEVER),
         };
         match self.policy.insert(id, &req) {
-            Access::Hit => Err(self.contract(format!(
+            Access::Hit | Access::SwapCache => Err(self.contract(format!(
                 "insert of page {id} answered hit, but it is not resident"
             ))),
             Access::Miss { victim } => {
@@ -1050,6 +1123,7 @@ fn run_ext(
         },
         name: spec.to_string(),
         pos: 0,
+        written: Vec::new(),
         cost: match costs {
             Some(k) => {
                 let dev = k.device.build()?;
@@ -1146,7 +1220,16 @@ fn run_ext(
             write,
             next_use: nu,
         };
-        match e.policy.access(id, &req) {
+        let answer = e.policy.access(id, &req);
+        // The reference maps a page from swap (a major fault, the first use
+        // of a read-ahead page, a swap-cache hit): do_swap_page, where a
+        // write fault frees the slot (should_try_to_free_swap).
+        let from_swap = match answer {
+            Access::SwapCache => true,
+            Access::Hit => s & PREFETCHED != 0,
+            Access::Miss { .. } => s & SEEN != 0,
+        };
+        match answer {
             Access::Hit => {
                 if s & RESIDENT == 0 {
                     return Err(e.contract(format!("hit on page {id}, which is not resident")));
@@ -1170,6 +1253,20 @@ fn run_ext(
                             pf.hit(e.vpn[id as usize]);
                         }
                     }
+                }
+            }
+            Access::SwapCache => {
+                if s & RESIDENT == 0 {
+                    return Err(e.contract(format!(
+                        "swap-cache hit on page {id}, which is not resident"
+                    )));
+                }
+                e.c.swapcache_hits += 1;
+                // The kernel path of a swap-cache hit.
+                if let Some(cs) = &mut e.cost {
+                    let t = cs.fc.trap_us + cs.fc.kernel_us;
+                    cs.swapcache += t;
+                    cs.stall += t;
                 }
             }
             Access::Miss { victim } => {
@@ -1257,6 +1354,8 @@ fn run_ext(
         }
         if write {
             e.state[id as usize] |= DIRTY;
+        }
+        if write && from_swap {
             if e.cost.is_some() && e.slots.as_ref().is_some_and(|sl| sl.of[id as usize] != NO) {
                 let io = e.io(id);
                 if let Some(cs) = &mut e.cost {
@@ -1824,5 +1923,44 @@ mod tests {
         let e = PolicySpec::parse("lruu").unwrap_err().to_string();
         assert!(e.contains("unknown policy 'lruu'"), "{e}");
         assert!(PolicySpec::parse("lru:x").is_err());
+    }
+
+    #[test]
+    fn written_pages_count_alike_in_both_engines() {
+        // linux:writeback=async writes pages and keeps them
+        // (Policy::take_writes), and answers SwapCache for a reference to
+        // one. Both engines count the write when it is made and nothing when
+        // the clean page is evicted or found in the swap cache: the plain
+        // loop and the extended one (forced here by a willneed hint on a
+        // page the trace never touches) give the same counters. A loop of
+        // 110 pages over 100, read on odd passes and written on even ones.
+        let mut refs = Vec::new();
+        for pass in 0..6u64 {
+            refs.extend((0..110u64).map(|p| (p, pass % 2 == 0)));
+        }
+        let t = DenseTrace::from_refs(&refs);
+        let spec = PolicySpec::parse("linux:reclaim=batch:writeback=async").unwrap();
+        let plain = simulate_checked(&t, &spec, 100, 1).unwrap().counters;
+        let hint = [RangeHint {
+            start: 5000,
+            end: 5001,
+            action: HintKind::Willneed { window: 0 },
+        }];
+        let extras = Extras {
+            prefetch: None,
+            hints: &hint,
+        };
+        let ext = simulate_ext(&t, None, &spec, 100, 1, &extras, &|_| {})
+            .unwrap()
+            .counters;
+        assert_eq!(plain, ext);
+        assert!(plain.swapcache_hits > 0, "{plain:?}");
+        assert_eq!(
+            plain.hits + plain.swapcache_hits + plain.minor_faults + plain.major_faults,
+            660
+        );
+        // Every swap-out is a write of a dirty page: no more than the first
+        // touches and the writes of the even passes make dirty.
+        assert!(plain.swap_outs <= 110 + 3 * 110, "{plain:?}");
     }
 }

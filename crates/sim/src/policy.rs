@@ -18,6 +18,12 @@ pub enum Access {
     Miss {
         victim: Option<u32>,
     },
+    /// The page is resident (charged to memory) but was unmapped and
+    /// written to swap by reclaim ([`Policy::take_writes`]), which has not
+    /// freed it yet: it is in the swap cache, and this reference maps it
+    /// again — a minor fault (a swap-cache hit), no read. Only
+    /// `linux:writeback=async` answers this.
+    SwapCache,
 }
 
 /// What the policy may know about the current reference.
@@ -56,6 +62,16 @@ pub trait Policy: Send {
     fn victim_ahead(&self, _ahead: usize) -> Option<u32> {
         None
     }
+
+    /// Resident pages this policy's reclaim wrote to swap since the last
+    /// call and keeps resident for now (the kernel's `pageout()`: the write
+    /// starts, the folio is freed later once clean), appended to `out` in
+    /// write order. The engine asks after every miss and insert, counts each
+    /// dirty one's swap-out (slot, device write) then and marks it clean,
+    /// so its eventual eviction writes nothing. Default: none (a policy's
+    /// victims are written when they are evicted).
+    #[inline]
+    fn take_writes(&mut self, _out: &mut Vec<u32>) {}
 
     /// Brings non-resident page `id` in without a reference: a readahead
     /// read (swap readahead, a prefetcher, MADV_WILLNEED). The answer

@@ -190,6 +190,19 @@ pub fn sim_rows(res: &[SimResult], page_size: u64) -> Rows {
             .map(String::from),
         );
     }
+    // Swap-cache hits (`linux:writeback=async`): minor faults of pages
+    // reclaim wrote but had not freed, a column only when there are any.
+    if res.iter().any(|r| r.counters.swapcache_hits > 0) {
+        let at = rows
+            .header
+            .iter()
+            .position(|h| h == "major")
+            .map_or(0, |k| k + 1);
+        rows.header.insert(at, "swapcache".into());
+        for (row, r) in rows.rows.iter_mut().zip(res) {
+            row.insert(at, num(r.counters.swapcache_hits));
+        }
+    }
     if res.iter().any(|r| r.cost.is_some()) {
         add_cost_columns(&mut rows, res);
     }

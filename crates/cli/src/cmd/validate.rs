@@ -10,7 +10,7 @@ use swaplab_study::validate::{self, ValidateOptions};
 #[command(
     after_help = "Needs root. Records the workload's own page references, runs it \
 unlimited and at each limit (a share of its peak) with the swap area, simulates each \
---policy (`linux` unless asked) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
+--policy (`linux:reclaim=batch:writeback=async` unless asked) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
 (the limit minus what else the unlimited run's cgroup held), and predicts the run time with \
 the simulator's device model on the calibrated device profile (swaplab calibrate; measured \
 first when missing): what `swaplab sim --device PROFILE --fault-path kernel --base-time T0` \
@@ -38,8 +38,10 @@ pub struct ValidateArgs {
     #[arg(long, default_value = "file:1G", num_args = 1)]
     swap: Vec<String>,
     /// The policies that predict, comma-separated (`sim --policy` names): `linux,mglru`
-    /// shows the classic lists and MGLRU side by side, each with its errors.
-    #[arg(long, default_value = "linux", value_name = "P[,P…]")]
+    /// shows the classic lists and MGLRU side by side, each with its errors. The
+    /// default is the classic lists with reclaim in batches and asynchronous
+    /// writeback (docs/fidelity.md).
+    #[arg(long, default_value = validate::PREDICT_POLICY, value_name = "P[,P…]")]
     policy: String,
     /// Runs per limit.
     #[arg(long, default_value_t = 1)]

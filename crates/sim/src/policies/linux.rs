@@ -72,6 +72,32 @@
 //!      retries too). It always ends: a pass at priority 0 clears every
 //!      young bit of the inactive list.
 //!
+//! * **Writeback** (`writeback=async`, with `reclaim=batch`; validate's
+//!   model): a page without the young bit that is dirty (first touched, or
+//!   written since its swap-in) is not freed by the scan that finds it.
+//!   `shrink_folio_list` gives it a slot and unmaps it (`add_to_swap`,
+//!   `try_to_unmap`), `pageout()` starts the write (the engine counts the
+//!   swap-out then, [`Policy::take_writes`], so slots follow the write
+//!   order as `add_to_swap` allocates them) and, the folio being under
+//!   writeback, `goto keep`: `move_folios_to_lru` puts it back at the
+//!   inactive head, `PG_referenced` cleared, still charged to the cgroup.
+//!   The pass's writes are submitted at the end of `shrink_lruvec`
+//!   (`blk_finish_plug`) and taken to complete before the next priority's
+//!   pass: `folio_end_writeback` → `folio_rotate_reclaimable` moves each
+//!   written folio still on the inactive list to its tail (the last
+//!   written scanned first), where the next scan frees it clean, no second
+//!   write (`__remove_mapping`, shadow entry and `nonresident_age` as any
+//!   eviction). A reference before that finds it in the swap cache
+//!   (`do_swap_page` → `swap_cache_get_folio`): it is mapped again, young,
+//!   where it is on the list, and the fault is minor — no read, no
+//!   `VM_FAULT_MAJOR` ([`Access::SwapCache`]). A clean page is freed by
+//!   the scan that finds it, as before. Pages under writeback count
+//!   against the limit (the kernel uncharges a folio when it is freed), so
+//!   a reclaim that meets only dirty pages writes more than it frees and
+//!   frees them on a later pass: its "write-ahead" is what a loop slightly
+//!   larger than memory finds in the swap cache. With `writeback=sync`
+//!   (the default) a reclaimed dirty page is written and freed at once.
+//!
 //!   The anon share: `SCAN_FRACT` weighs anon against file by swappiness
 //!   and the lists' reclaim costs; with no file pages the file cost stays
 //!   0 and the anon cost `A` large, so `ap = s(3A+1)/(2A+1) → 1.5 s` and
@@ -103,15 +129,13 @@
 //! hierarchy, no NUMA nodes); no file pages (so the workingset size of the
 //! refault test is the active anon list alone, and the scan's anon share is
 //! the fixed `s / (400 − s)` above rather than one that follows the reclaim
-//! costs); a reclaimed dirty page is written and freed in the same pass
-//! (the kernel's `pageout()` starts the write and keeps the folio, which
-//! is freed on a later pass once clean: soon if `folio_rotate_reclaimable`
-//! moved it to the tail when the write completed, after a whole trip round
-//! the inactive list if the write completed while the folio was still
-//! isolated; a touch in between is a swap-cache hit, a minor fault —
-//! docs/fidelity.md shows this is where traverse at 90 % misses), and
-//! reclaim is never throttled on writeback (`reclaim_throttle`; cgroup v1
-//! also waits in `shrink_folio_list` for folios under writeback); no
+//! costs); without `writeback=async` a reclaimed dirty page is written and
+//! freed in the same pass, and with it every write completes before the
+//! next priority's pass, so no folio's write completes while it is
+//! isolated (which in the kernel leaves it at the head for a whole trip
+//! round the inactive list) and no scan meets a folio still under
+//! writeback (cgroup v1 waits for it in `shrink_folio_list`); reclaim is
+//! never throttled on writeback (`reclaim_throttle`); no
 //! per-CPU `folio_batch` delay before
 //! a new folio reaches its list; single-mapped pages only (so
 //! `referenced_ptes > 1` never activates); shadow entries are never
@@ -124,12 +148,17 @@
 //! only ever enter at a head. So each list is a plain FIFO queue of page ids
 //! (a `VecDeque<u32>`, tail at the queue's front) rather than a linked list:
 //! no per-page links, no neighbour updates, and the queues are read
-//! sequentially. The list a page is on lives in its state byte, which is
+//! sequentially. (With `writeback=async` the written pages of a priority
+//! pass move to the inactive tail when their writes complete: they are
+//! among the entries the pass itself put at the head, which are drained
+//! from the queue's back and put back, so the cost is the pass's own.)
+//! The list a page is on lives in its state byte, which is
 //! all a hit reads or writes (the engine's prefetch hint brings it in
 //! early). Reclaim and deactivation prefetch the state of the pages a few
 //! places ahead of the tail, so that scanning overlaps their cache misses.
 //!
-//! Memory: 1 state byte (list, young, `PG_referenced`, shadow) and, with
+//! Memory: 1 state byte (list, young, `PG_referenced`, shadow, dirty,
+//! written) and, with
 //! `refault=1`, a 4-byte eviction age per page: 5 bytes per page (1 with
 //! `refault=0`), plus the queues, 4 bytes per resident page (their
 //! capacity grows in powers of two). With 1/8 of the pages resident, as in
@@ -146,12 +175,14 @@ pub const INFO: PolicyInfo = PolicyInfo {
     params: "ratio=N (inactive ratio, default int_sqrt(10*GB) or 1), refault=0|1 (default 1), \
              reclaim=page|batch (default page: one page a miss, lists kept at the ratio; \
              batch: 32 pages a reclaim with the kernel's scan balance), batch=N (pages a reclaim, default 32), \
-             swappiness=N (1-200, default 60)",
+             swappiness=N (1-200, default 60), writeback=sync|async (default sync: a reclaimed dirty page \
+             is written and freed at once; async, with reclaim=batch: it is written and kept in the swap cache \
+             until a later pass frees it, and a reference before that is a swap-cache hit)",
     needs_future: false,
     build: |c| {
         c.params.allow(
             "linux",
-            &["ratio", "refault", "reclaim", "batch", "swappiness"],
+            &["ratio", "refault", "reclaim", "batch", "swappiness", "writeback"],
         )?;
         Ok(Box::new(TwoLists::<false>::new(c, 0, true)?))
     },
@@ -175,6 +206,13 @@ const RESIDENT: u8 = ON_INACTIVE | ON_ACTIVE;
 /// victim: off both lists (the kernel has freed it), still resident for
 /// the engine until a miss takes it.
 const FREED: u8 = 32;
+/// Dirty: no valid swap copy (first touched, or written since its
+/// swap-in); tracked with `writeback=async` only.
+const DIRTY: u8 = 64;
+/// Unmapped and written to swap by reclaim, not freed yet (`writeback=async`):
+/// in the swap cache, still on the inactive list and charged. A reference
+/// maps it again ([`Access::SwapCache`]).
+const WRITTEN: u8 = 128;
 
 /// `SWAP_CLUSTER_MAX`: the pages one reclaim pass isolates at a time, and
 /// the least a direct reclaim tries to free.
@@ -227,6 +265,15 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     refault_snap: u64,
     /// Folios isolated by one scan, put back after it (`move_folios_to_lru`).
     scratch: Vec<u32>,
+    /// `writeback=async`: `DIRTY`, else 0 (no dirty tracking, reclaimed
+    /// pages are written and freed at once).
+    dirty_bit: u8,
+    /// Pages written by the current priority pass.
+    pass_writes: usize,
+    /// Pages written since the engine last asked ([`Policy::take_writes`]).
+    wrote: Vec<u32>,
+    /// Pages the current priority pass took from the inactive list.
+    pass_pops: usize,
 }
 
 impl<const RRIP: bool> TwoLists<RRIP> {
@@ -250,6 +297,20 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             };
         let batch = c.params.int("batch", SWAP_CLUSTER_MAX as u64, 1, 1 << 20)? as usize;
         let swappiness = c.params.int("swappiness", 60, 1, 200)? as usize;
+        let async_wb = match c.params.0.get("writeback").map(String::as_str) {
+            Some("async") => true,
+            None | Some("sync") => false,
+            Some(v) => {
+                return Err(SimError::BadParam(format!(
+                    "writeback={v}: expected async or sync"
+                )))
+            }
+        };
+        if async_wb && !batched {
+            return Err(SimError::BadParam(
+                "writeback=async models the writes of reclaim's priority passes: give reclaim=batch with it".into(),
+            ));
+        }
         Ok(TwoLists {
             lists: [VecDeque::new(), VecDeque::new()],
             flags: vec![0; c.pages],
@@ -270,6 +331,10 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             refault_acts: 0,
             refault_snap: 0,
             scratch: Vec::new(),
+            dirty_bit: if async_wb { DIRTY } else { 0 },
+            pass_writes: 0,
+            wrote: Vec::new(),
+            pass_pops: 0,
         })
     }
 
@@ -390,6 +455,9 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             };
             let mut nr_inactive = scan(self.lists[INACTIVE].len());
             let mut nr_active = scan(self.lists[ACTIVE].len());
+            let before = self.lists[INACTIVE].len();
+            self.pass_pops = 0;
+            self.pass_writes = 0;
             // shrink_lruvec: batches of SWAP_CLUSTER_MAX from each list in
             // turn (inactive, then active) while the inactive count lasts.
             while nr_inactive > 0 {
@@ -413,6 +481,9 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             if self.inactive_is_low() {
                 self.shrink_active_list(SWAP_CLUSTER_MAX);
             }
+            if self.pass_writes > 0 {
+                self.writes_complete(before - self.pass_pops);
+            }
             if reclaimed >= self.batch {
                 break;
             }
@@ -434,6 +505,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             let Some(t) = self.pop_tail(INACTIVE) else {
                 break;
             };
+            self.pass_pops += 1;
             let i = t as usize;
             let f = self.flags[i];
             if f & YOUNG != 0 {
@@ -443,6 +515,16 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 } else {
                     g
                 };
+                back.push(t);
+                continue;
+            }
+            if f & DIRTY != 0 {
+                // pageout(): try_to_unmap, then the write starts and the
+                // folio is kept, PG_referenced cleared by
+                // folio_check_references; it is freed once clean.
+                self.flags[i] = (f & !(DIRTY | REFERENCED)) | WRITTEN;
+                self.pass_writes += 1;
+                self.wrote.push(t);
                 back.push(t);
                 continue;
             }
@@ -465,6 +547,38 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         back.clear();
         self.scratch = back;
         reclaimed
+    }
+
+    /// The writes of a priority pass complete (`blk_finish_plug` at the end
+    /// of `shrink_lruvec` submits them; the device is taken to finish them
+    /// before the next pass): `folio_end_writeback` →
+    /// `folio_rotate_reclaimable` moves each written folio still on the
+    /// inactive list, unreferenced, to its tail, in completion (issue)
+    /// order, so the last one written is scanned first. The folios put on
+    /// the inactive list by this pass are its entries from `kept` on (a
+    /// pass takes at most the list's length at its start, from the tail).
+    fn writes_complete(&mut self, kept: usize) {
+        let q = &mut self.lists[INACTIVE];
+        let new: Vec<u32> = q.drain(kept.min(q.len())..).collect();
+        let flags = &self.flags;
+        let (written, others): (Vec<u32>, Vec<u32>) = new
+            .into_iter()
+            .partition(|&p| flags[p as usize] & WRITTEN != 0);
+        q.extend(others);
+        for p in written {
+            q.push_front(p);
+        }
+    }
+
+    /// A page reclaim wrote but did not free is referenced: `do_swap_page`
+    /// finds it in the swap cache and maps it again (a minor fault), young,
+    /// where it is on the list; clean unless this reference writes it.
+    #[cold]
+    fn swap_cache_hit(&mut self, id: u32, write: bool) -> Access {
+        let i = id as usize;
+        let d = if write { DIRTY } else { 0 };
+        self.flags[i] = (self.flags[i] & !WRITTEN) | YOUNG | d;
+        Access::SwapCache
     }
 
     /// `shrink_active_list`: up to `n` pages from the active tail go to the
@@ -494,32 +608,42 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// took it: it comes back as a refault would (`workingset_refault`),
     /// but the engine counts a hit (see the module doc).
     #[cold]
-    fn rescue(&mut self, id: u32) -> Access {
+    fn rescue(&mut self, id: u32, write: bool) -> Access {
         if let Some(k) = self.freed.iter().position(|&p| p == id) {
             self.freed.remove(k);
         }
         self.flags[id as usize] &= !FREED;
-        self.place(id, YOUNG);
+        let dirty = if write { self.dirty_bit } else { 0 };
+        self.place(id, YOUNG | dirty);
         Access::Hit
     }
 }
 
 impl<const RRIP: bool> Policy for TwoLists<RRIP> {
     #[inline]
-    fn access(&mut self, id: u32, _req: &Req) -> Access {
+    fn access(&mut self, id: u32, req: &Req) -> Access {
         let i = id as usize;
         let f = self.flags[i];
         if f & RESIDENT != 0 {
-            self.flags[i] = f | YOUNG;
+            if f & WRITTEN != 0 {
+                return self.swap_cache_hit(id, req.write);
+            }
+            self.flags[i] = f | YOUNG | (self.dirty_bit & 0u8.wrapping_sub(u8::from(req.write)));
             if RRIP && f & ON_ACTIVE != 0 {
                 self.rrpv[i] = 0;
             }
             return Access::Hit;
         }
         if f & FREED != 0 {
-            return self.rescue(id);
+            return self.rescue(id, req.write);
         }
-        self.fault_in(id, YOUNG)
+        // No swap copy yet (a first touch), or written by this reference.
+        let dirty = if f & SHADOW == 0 || req.write {
+            self.dirty_bit
+        } else {
+            0
+        };
+        self.fault_in(id, YOUNG | dirty)
     }
 
     /// Swap readahead (`__read_swap_cache_async`): the folio goes to the
@@ -533,6 +657,13 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
 
     fn can_remove(&self) -> bool {
         true
+    }
+
+    #[inline]
+    fn take_writes(&mut self, out: &mut Vec<u32>) {
+        if !self.wrote.is_empty() {
+            out.append(&mut self.wrote);
+        }
     }
 
     /// MADV_PAGEOUT (`reclaim_pages`): the folios are reclaimed at once,
@@ -568,7 +699,8 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         let mut moved = Vec::new();
         for &id in ids {
             let i = id as usize;
-            if self.flags[i] & FREED != 0 {
+            // Freed, or unmapped in the swap cache: no PTE for madvise to see.
+            if self.flags[i] & (FREED | WRITTEN) != 0 {
                 continue;
             }
             let f = self.flags[i] & !(YOUNG | REFERENCED);
@@ -889,7 +1021,7 @@ mod tests {
         let (mut victims, mut hits) = (Vec::new(), Vec::new());
         for &id in trace {
             match p.access(id, &req) {
-                Access::Hit => hits.push(id),
+                Access::Hit | Access::SwapCache => hits.push(id),
                 Access::Miss { victim: Some(v) } => victims.push(v),
                 Access::Miss { victim: None } => {}
             }
@@ -1044,6 +1176,81 @@ mod tests {
     }
 
     #[test]
+    fn hand_worked_async_writeback() {
+        // cap 8, refault off, batch=4, swappiness 200 (a list of n pages is
+        // scanned n >> prio pages at priority prio > 0, all at 0),
+        // writeback=async. Pages 0..7 fault in: I (tail first) [0 .. 7],
+        // young and dirty.
+        // 8: reclaim. Priorities 12..4 scan nothing; 3 scans 1: 0 is young,
+        //    kept (R set, Y cleared); 2 scans 2: 1, 2 kept; 1 scans 4: 3..6
+        //    kept: I [7 0 1 .. 6]. Priority 0 scans all 8: 7 is young, kept;
+        //    0..6 are not young but dirty: pageout() writes them (WRITTEN,
+        //    R cleared) and they are kept: nothing reclaimed. The pass's
+        //    writes complete: folio_rotate_reclaimable moves 0..6 to the
+        //    tail in issue order, the last written first: I [6 5 .. 0 7].
+        //    Nothing was freed, so the reclaim is retried: priority 3 scans
+        //    8 >> 3 = 1 page: 6 (written, clean now) is freed; 2 scans
+        //    7 >> 2 = 1: 5 is freed; 1 scans 6 >> 1 = 3 in one batch: 4, 3,
+        //    2 are freed (5 >= batch 4: done). freed [6 5 4 3 2], I [1 0 7];
+        //    8 takes 6.
+        // 1, 0: written but not freed: swap-cache hits (minor faults, no
+        //    read), mapped again where they are on the list.
+        // 9: takes 5. I [1 0 7 8 9], freed [4 3 2].
+        let spec = "linux:refault=0:batch=4:swappiness=200:reclaim=batch:writeback=async";
+        let mut t: Vec<u32> = (0..9).collect();
+        t.extend([1, 0, 9]);
+        let (victims, hits, p) = run_lists(spec, 8, 10, &t);
+        assert_eq!(victims, [6, 5]);
+        assert_eq!(hits, [1, 0]);
+        let list = |l: usize| p.lists[l].iter().copied().collect::<Vec<_>>();
+        assert_eq!(list(INACTIVE), [1, 0, 7, 8, 9]);
+        assert_eq!(p.freed.iter().copied().collect::<Vec<_>>(), [4, 3, 2]);
+        // 1 and 0 are mapped again (young) and clean; 7 was never written.
+        assert_eq!(p.flags[1], ON_INACTIVE | YOUNG);
+        assert_eq!(p.flags[7], ON_INACTIVE | REFERENCED | DIRTY);
+        assert_eq!(p.flags[2], SHADOW | FREED);
+
+        // The engine's count: 10 first touches, 2 swap-cache hits, no major
+        // fault; 7 swap-outs, all when reclaim wrote 0..6 (the victims are
+        // clean when freed), 2 evictions.
+        let pages: Vec<u64> = t.iter().map(|&x| u64::from(x)).collect();
+        let c = run_spec(spec, 8, &pages).counters;
+        assert_eq!(
+            (c.minor_faults, c.swapcache_hits, c.major_faults, c.hits),
+            (10, 2, 0, 0)
+        );
+        assert_eq!((c.swap_outs, c.evictions), (7, 2));
+        // Written and freed in one pass (writeback=sync, the default), the
+        // first reclaim frees 0..6 and 8 takes 0: 1 is still among the
+        // freed pages not taken (a hit, see the module doc), 0 is a major
+        // fault.
+        let c = run_spec(&spec.replace("async", "sync"), 8, &pages).counters;
+        assert_eq!((c.swapcache_hits, c.major_faults, c.hits), (0, 1, 1));
+    }
+
+    #[test]
+    fn async_writeback_keeps_part_of_a_loop() {
+        // A loop of 110 pages over 100 of memory, 6 passes: under the
+        // per-page model every reference after the first pass is a major
+        // fault, as for LRU; with asynchronous writeback part of them are
+        // swap-cache hits (pages a reclaim wrote ahead of what it freed),
+        // and the writes are counted when made.
+        let pages: Vec<u64> = (0..6).flat_map(|_| 0..110u64).collect();
+        let run = |s: &str| run_spec(s, 100, &pages).counters;
+        let page = run("linux:refault=0");
+        let sync = run("linux:refault=0:reclaim=batch");
+        let wb = run("linux:refault=0:reclaim=batch:writeback=async");
+        eprintln!("{page:?}\n{sync:?}\n{wb:?}");
+        assert_eq!(page.major_faults, 5 * 110);
+        assert_eq!((sync.swapcache_hits, page.swapcache_hits), (0, 0));
+        assert!(wb.swapcache_hits > 0 && wb.major_faults < sync.major_faults);
+        assert_eq!(
+            wb.hits + wb.swapcache_hits + wb.major_faults + wb.minor_faults,
+            6 * 110
+        );
+    }
+
+    #[test]
     fn params_are_checked() {
         // Flags 1 + shadow age 4; the queues (4 bytes per resident page)
         // are still empty.
@@ -1057,6 +1264,11 @@ mod tests {
         assert!(build("linux:batch=0").is_err());
         assert!(build("linux:swappiness=0").is_err());
         assert!(build("linux:swappiness=201").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=sync").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=later").is_err());
+        // The writes are those of reclaim's priority passes.
+        assert!(build("linux:writeback=async").is_err());
         // linux-rrip keeps one page a miss and takes none of these.
         assert!(build("linux-rrip:reclaim=page").is_err());
     }
@@ -1071,5 +1283,7 @@ mod tests {
         contract_all("linux:batch=100:swappiness=200:reclaim=batch");
         contract_all("linux:reclaim=page");
         contract_all("linux:reclaim=page:refault=0");
+        contract_all("linux:reclaim=batch:writeback=async");
+        contract_all("linux:batch=1:reclaim=batch:writeback=async");
     }
 }

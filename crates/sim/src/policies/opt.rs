@@ -280,7 +280,7 @@ mod tests {
                 },
             );
             match r {
-                Access::Hit => assert!(resident[id as usize]),
+                Access::Hit | Access::SwapCache => assert!(resident[id as usize]),
                 Access::Miss { victim } => {
                     assert!(!resident[id as usize]);
                     resident[id as usize] = true;
