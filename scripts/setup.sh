@@ -59,7 +59,8 @@ fi
 # creates it and installs the build tool and dependencies (maturin, numpy,
 # pyarrow, pandas, pytest, mypy with pandas' stubs, ray) once, again only
 # when python/pyproject.toml changes; scripts/test.sh calls it, then builds the package into it
-# (maturin develop --profile test, the tests' build, this checkout's target/).
+# (maturin develop: the dev profile, which is the tests' build, in this
+# checkout's target/).
 PYENV="$PWD/target/pyenv"
 swaplab_pyenv() {
   command -v python3 >/dev/null 2>&1 || { echo "python3 is missing (apt-get install python3 python3-venv): the Python tests cannot run"; return 1; }

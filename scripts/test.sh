@@ -143,17 +143,18 @@ else
     sleep 1
   done
 fi
-# The package in the test profile: with the same features as the tests'
-# build (python/Cargo.toml), it reuses every workspace crate that build
-# compiled and compiles only pyo3's crates and its own.
-echo "== python: build the package into target/pyenv (maturin develop --profile test) and run its tests (pytest)"
+# The dev profile is the tests' (Cargo.toml), and the package asks for
+# the features of the tests' build (python/Cargo.toml): maturin reuses
+# every workspace crate that build compiled and compiles only pyo3's
+# crates and the package's own.
+echo "== python: build the package into target/pyenv (maturin develop) and run its tests (pytest)"
 p0=$(date +%s)
 pylog=target/pytest.log
 : > "$pylog"
 wait "$pyenv_pid"; pyenv_status=$?
 cat target/pyenv-setup.log
 if [ "$pyenv_status" = 0 ] && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bin:$PATH" \
-      "$PYENV/bin/maturin" develop --profile test --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
+      "$PYENV/bin/maturin" develop --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
       || { cat "$OLDPWD/target/maturin.log"; exit 1; }); then
   # -rs lists each skip with its reason (collected into the summary below).
   SWAPLAB_PYTEST_JSON=$results/pytest.json "$PYENV/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
