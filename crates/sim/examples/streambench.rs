@@ -32,6 +32,12 @@ fn cpu_s() -> f64 {
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();
+    if a.len() < 3 || !matches!(a[0].as_str(), "gen" | "run") || (a[0] == "gen" && a.len() < 4) {
+        eprintln!(
+            "usage: streambench gen TRACE.parquet REFS PAGES | streambench run TRACE.parquet POLICIES [MEM_PCT]"
+        );
+        std::process::exit(2);
+    }
     let path = std::path::Path::new(&a[1]);
     match a[0].as_str() {
         "gen" => {
