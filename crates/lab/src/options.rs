@@ -426,7 +426,7 @@ pub struct RunFlags {
     /// zswap[:COMPRESSOR], existing (default: use what the machine has); emulated devices where
     /// the kernel can build them (docs/swap-devices.md): delay:SIZE[,read=LAT][,write=LAT]
     /// [,on=brd|loop], nbd:SIZE[,rtt=LAT][,bw=SIZE]. Several areas tier by prio=N. Removed afterwards.
-    #[arg(long = "swap", value_name = "SPEC", value_parser = parse_swap_spec)]
+    #[arg(long = "swap", value_name = "SPEC")]
     pub swap: Vec<SwapSpec>,
     /// Cap on the group's memory in swap (0 forbids swapping).
     #[arg(long, value_name = "SIZE", value_parser = parse_size_flag)]
@@ -465,12 +465,8 @@ pub struct RunFlags {
     /// (the preload library's thread). Options: leap:window=1M:max=32M:pageout=auto|1|0
     /// (leap's default auto pages out what a walk passed once the walk cannot fit the
     /// limit; docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
-    #[arg(long, value_name = "MODE[:K=V...]", value_parser = parse_prefetch_flag)]
+    #[arg(long, value_name = "MODE[:K=V...]")]
     pub prefetch: Option<PrefetchSpec>,
-}
-
-fn parse_swap_spec(s: &str) -> std::result::Result<SwapSpec, String> {
-    s.parse().map_err(|e: swaplab_host::Error| e.to_string())
 }
 
 fn parse_size_flag(s: &str) -> std::result::Result<u64, String> {
@@ -485,14 +481,18 @@ fn parse_on_off_flag(s: &str) -> std::result::Result<bool, String> {
     parse_on_off("--mglru", s).map_err(|_| "must be on or off".to_string())
 }
 
-fn parse_prefetch_flag(s: &str) -> std::result::Result<PrefetchSpec, String> {
-    s.parse().map_err(|e: Error| e.to_string())
-}
-
 impl RunFlags {
     /// The run options these flags give (no memory limit: `run` and a
     /// variant take `--mem-limit`, a sweep `--limits`), checked.
     pub fn options(&self) -> Result<RunOptions> {
+        let o = self.unchecked()?;
+        o.validate()?;
+        Ok(o)
+    }
+
+    /// [`options`](Self::options) before [`RunOptions::validate`] (a
+    /// variant adds its `--mem-limit` first and validates once).
+    fn unchecked(&self) -> Result<RunOptions> {
         if let Some(h) = &self.hints {
             if !h.is_file() {
                 return Err(Error::Invalid(format!(
@@ -501,7 +501,7 @@ impl RunFlags {
                 )));
             }
         }
-        let o = RunOptions {
+        Ok(RunOptions {
             mem_limit: None,
             swap_limit: self.swap_limit,
             mem_high: self.mem_high,
@@ -515,9 +515,7 @@ impl RunFlags {
             trace: None,
             flush_stats: self.flush_stats,
             prefetch: self.prefetch.clone(),
-        };
-        o.validate()?;
-        Ok(o)
+        })
     }
 }
 
@@ -586,7 +584,7 @@ pub fn parse_option_words(words: &[String]) -> Result<(RunOptions, Option<Vec<St
         }
         Error::Invalid(why)
     })?;
-    let mut o = flags.run.options()?;
+    let mut o = flags.run.unchecked()?;
     o.mem_limit = flags.mem_limit.as_deref().map(str::parse).transpose()?;
     o.validate()?;
     Ok((o, command))
@@ -836,6 +834,12 @@ mod tests {
         ] {
             let e = bad.parse::<Variant>().unwrap_err().to_string();
             assert!(e.contains("variant"), "{bad}: {e}");
+        }
+        // An unknown flag is answered with the flags a variant knows, the
+        // ones `run` takes among them.
+        let e = "x=--bogus 1".parse::<Variant>().unwrap_err().to_string();
+        for known in ["--page-cluster", "--prefetch", "--mem-limit", "cmd=..."] {
+            assert!(e.contains(known), "{e}");
         }
         let base = RunOptions {
             page_cluster: Some(3),
