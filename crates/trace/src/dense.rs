@@ -174,8 +174,18 @@ impl DenseTrace {
 /// references of the standard trace (5.3 M distinct pages, a 256 MiB table)
 /// loaded from oracleGeneral in 2.0–2.2 s of CPU with them, 2.3–3.0 s
 /// without (`examples/loadformats.rs`, `og-bin`).
+///
+/// Memory first touched costs more than the lookups: the kernel zeroes
+/// each new page (and on the VM the host backs it), which was a third of
+/// an oracleGeneral load's CPU time when each doubling allocated a new
+/// table. So the table lives at the start of one large reservation of
+/// address space ([`Slots`], nothing backed until touched), a doubling
+/// reuses the memory already touched, clears it and inserts every page
+/// again from the list of pages in id order (which the caller keeps), and
+/// an all-zero slot is free (ids are stored plus one), so fresh memory
+/// needs no filling.
 pub(crate) struct IdMap {
-    slots: Vec<Slot>,
+    slots: Slots,
     /// 64 − log2(slots.len()).
     shift: u32,
     len: usize,
@@ -184,17 +194,20 @@ pub(crate) struct IdMap {
 #[derive(Clone, Copy)]
 struct Slot {
     key: u64,
-    /// [`EMPTY`] for a free slot.
-    id: u32,
+    /// The dense id plus one; 0 for a free slot.
+    id1: u32,
 }
 
-const EMPTY: u32 = u32::MAX;
 /// How many references ahead [`IdMap::map_batch`] touches the slot it will
 /// need (enough to cover a memory latency at a few ns per lookup).
 const AHEAD: usize = 16;
-/// The table doubles when it is this full (1/2: short probe runs).
+/// The table doubles when it is this full.
 const MAX_LOAD_NUM: usize = 1;
 const MAX_LOAD_DEN: usize = 2;
+/// Slots of address space reserved for the table: enough for any trace
+/// the simulator takes ([`MAX_REFS`] distinct pages at the load factor),
+/// 128 GiB of addresses, none of it backed until used.
+const RESERVE: usize = 1 << 33;
 
 impl Default for IdMap {
     fn default() -> Self {
@@ -205,11 +218,8 @@ impl Default for IdMap {
 impl IdMap {
     fn with_slots(n: usize) -> Self {
         let n = n.next_power_of_two().max(16);
-        let mut slots: Vec<Slot> = Vec::with_capacity(n);
-        huge_pages(slots.as_mut_ptr().cast(), n * std::mem::size_of::<Slot>());
-        slots.resize(n, Slot { key: 0, id: EMPTY });
         IdMap {
-            slots,
+            slots: Slots::new(n),
             shift: 64 - n.trailing_zeros(),
             len: 0,
         }
@@ -222,35 +232,39 @@ impl IdMap {
 
     /// Appends the dense id of each of `pages` to `ids`; a page not seen
     /// before gets the next id and is appended to `new_pages` (so ids are
-    /// numbered in order of first reference).
+    /// numbered in order of first reference). `new_pages` must hold every
+    /// page this map has numbered, in id order: the table is rebuilt from
+    /// it when it grows.
     pub(crate) fn map_batch(
         &mut self,
         pages: &[u64],
         ids: &mut Vec<u32>,
         new_pages: &mut Vec<u64>,
     ) {
+        debug_assert_eq!(new_pages.len(), self.len);
         ids.reserve(pages.len());
         for (i, &key) in pages.iter().enumerate() {
             if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
-                self.grow();
+                self.grow(new_pages);
             }
             if let Some(&ahead) = pages.get(i + AHEAD) {
                 self.prefetch(self.home(ahead));
             }
             let mask = self.slots.len() - 1;
             let mut at = self.home(key);
+            let table = self.slots.get();
             loop {
-                let slot = &mut self.slots[at];
-                if slot.id == EMPTY {
+                let slot = &mut table[at];
+                if slot.id1 == 0 {
                     let id = new_pages.len() as u32;
-                    *slot = Slot { key, id };
+                    *slot = Slot { key, id1: id + 1 };
                     new_pages.push(key);
                     self.len += 1;
                     ids.push(id);
                     break;
                 }
                 if slot.key == key {
-                    ids.push(slot.id);
+                    ids.push(slot.id1 - 1);
                     break;
                 }
                 at = (at + 1) & mask;
@@ -272,23 +286,141 @@ impl IdMap {
         // (`at` < slots.len(), wrapping_add never dereferences).
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(self.slots.as_ptr().wrapping_add(at).cast());
+            _mm_prefetch::<_MM_HINT_T0>(self.slots.ptr().wrapping_add(at).cast());
         }
         #[cfg(not(target_arch = "x86_64"))]
         let _ = at;
     }
 
-    fn grow(&mut self) {
-        let old = std::mem::replace(self, IdMap::with_slots(self.slots.len() * 2));
-        self.len = old.len;
-        let mask = self.slots.len() - 1;
-        for s in old.slots.into_iter().filter(|s| s.id != EMPTY) {
-            let mut at = self.home(s.key);
-            while self.slots[at].id != EMPTY {
+    /// Doubles the table: clears it (or moves to a larger reservation when
+    /// this one is full) and inserts `pages` again, page `i` with id `i`.
+    fn grow(&mut self, pages: &[u64]) {
+        let n = self.slots.len() * 2;
+        if n <= self.slots.cap {
+            self.slots.get().fill(Slot { key: 0, id1: 0 });
+            self.slots.len = n;
+        } else {
+            self.slots = Slots::new(n);
+        }
+        self.shift = 64 - n.trailing_zeros();
+        let mask = n - 1;
+        for (i, &key) in pages.iter().enumerate() {
+            if let Some(&ahead) = pages.get(i + AHEAD) {
+                self.prefetch(self.home(ahead));
+            }
+            let mut at = self.home(key);
+            let table = self.slots.get();
+            while table[at].id1 != 0 {
                 at = (at + 1) & mask;
             }
-            self.slots[at] = s;
+            table[at] = Slot {
+                key,
+                id1: i as u32 + 1,
+            };
         }
+    }
+}
+
+/// The id table's memory: the table is its first `len` slots, of `cap`
+/// zeroed when allocated, from one anonymous
+/// mapping (reserved address space: the kernel backs a page when it is
+/// first touched). [`RESERVE`] slots when the system grants that much
+/// address space, else just the `n` asked for (a strict overcommit
+/// policy, a limit on address space), and on systems without `mmap` a
+/// zeroed heap allocation.
+struct Slots {
+    ptr: std::ptr::NonNull<Slot>,
+    len: usize,
+    cap: usize,
+    mapped: bool,
+}
+
+// SAFETY: `Slots` owns its memory exclusively (like a `Vec<Slot>`).
+#[allow(unsafe_code)]
+unsafe impl Send for Slots {}
+// SAFETY: shared access only reads (`ptr`, `cap`), as for a `Vec<Slot>`.
+#[allow(unsafe_code)]
+unsafe impl Sync for Slots {}
+
+impl Slots {
+    /// A table of `n` slots, all free, in room for at least `n`.
+    #[allow(unsafe_code)]
+    fn new(n: usize) -> Slots {
+        #[cfg(unix)]
+        for cap in [RESERVE.max(n), n] {
+            let len = cap * std::mem::size_of::<Slot>();
+            // SAFETY: a new private anonymous mapping, at an address the
+            // kernel chooses: it aliases nothing.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                huge_pages(p.cast(), len);
+                return Slots {
+                    ptr: std::ptr::NonNull::new(p.cast()).expect("mmap gave a non-null address"),
+                    len: n,
+                    cap,
+                    mapped: true,
+                };
+            }
+        }
+        let layout = std::alloc::Layout::array::<Slot>(n).expect("table size");
+        // SAFETY: the layout has a nonzero size (n ≥ 16).
+        let p = unsafe { std::alloc::alloc_zeroed(layout) };
+        let Some(ptr) = std::ptr::NonNull::new(p.cast()) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        Slots {
+            ptr,
+            len: n,
+            cap: n,
+            mapped: false,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn ptr(&self) -> *const Slot {
+        self.ptr.as_ptr()
+    }
+
+    /// The table.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn get(&mut self) -> &mut [Slot] {
+        assert!(self.len <= self.cap);
+        // SAFETY: the first `cap` slots are this allocation's, zeroed when
+        // it was made (an all-zero `Slot` is valid), and `&mut self`
+        // makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Slots {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        let len = self.cap * std::mem::size_of::<Slot>();
+        #[cfg(unix)]
+        if self.mapped {
+            // SAFETY: the mapping `new` made, of this length, unmapped once.
+            unsafe {
+                libc::munmap(self.ptr.as_ptr().cast(), len);
+            }
+            return;
+        }
+        let layout = std::alloc::Layout::array::<Slot>(self.cap).expect("table size");
+        // SAFETY: allocated by `new` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
+        let _ = len;
     }
 }
 

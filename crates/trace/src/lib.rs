@@ -17,8 +17,8 @@
 //! * [`atomic`]: the atomic file writer every file of swaplab goes through.
 //! * [`units`]: human sizes (`64M`, `1.5G`, `25%`).
 
-// Two unsafe blocks, both in dense.rs: the loader's cache prefetch (IdMap) and
-// the id table's madvise(MADV_HUGEPAGE).
+// Unsafe code only in dense.rs, for the loader's id table (IdMap): its cache
+// prefetch, its madvise(MADV_HUGEPAGE), and its memory (one reserved mapping).
 #![deny(unsafe_code)]
 
 pub mod alloc_log;
