@@ -189,6 +189,9 @@ pub(crate) struct IdMap {
     /// 64 − log2(slots.len()).
     shift: u32,
     len: usize,
+    /// At this many pages the memory of the next doubling is populated
+    /// ahead, on another thread ([`Slots::populate_ahead`]).
+    populate_at: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -222,6 +225,7 @@ impl IdMap {
             slots: Slots::new(n),
             shift: 64 - n.trailing_zeros(),
             len: 0,
+            populate_at: populate_at(n),
         }
     }
 
@@ -244,8 +248,13 @@ impl IdMap {
         debug_assert_eq!(new_pages.len(), self.len);
         ids.reserve(pages.len());
         for (i, &key) in pages.iter().enumerate() {
-            if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
-                self.grow(new_pages);
+            if self.len >= self.populate_at {
+                if (self.len + 1) * MAX_LOAD_DEN > self.slots.len() * MAX_LOAD_NUM {
+                    self.grow(new_pages);
+                } else {
+                    self.slots.populate_ahead();
+                    self.populate_at = self.slots.len() * MAX_LOAD_NUM / MAX_LOAD_DEN;
+                }
             }
             if let Some(&ahead) = pages.get(i + AHEAD) {
                 self.prefetch(self.home(ahead));
@@ -303,6 +312,7 @@ impl IdMap {
             self.slots = Slots::new(n);
         }
         self.shift = 64 - n.trailing_zeros();
+        self.populate_at = populate_at(n).min(n * MAX_LOAD_NUM / MAX_LOAD_DEN);
         let mask = n - 1;
         for (i, &key) in pages.iter().enumerate() {
             if let Some(&ahead) = pages.get(i + AHEAD) {
@@ -321,6 +331,19 @@ impl IdMap {
     }
 }
 
+/// The number of pages at which a table of `n` slots has the memory of its
+/// next doubling populated ahead: 3/8 full (3/4 of the way to doubling),
+/// for tables of 2^20 slots (16 MiB) or more; before that, at the doubling
+/// itself (the growth check comes first, so `populate_at` is only ever
+/// reached once per size).
+fn populate_at(n: usize) -> usize {
+    if n >= 1 << 20 {
+        n / 8 * 3
+    } else {
+        n * MAX_LOAD_NUM / MAX_LOAD_DEN
+    }
+}
+
 /// The id table's memory: the table is its first `len` slots, of `cap`
 /// zeroed when allocated, from one anonymous
 /// mapping (reserved address space: the kernel backs a page when it is
@@ -333,6 +356,8 @@ struct Slots {
     len: usize,
     cap: usize,
     mapped: bool,
+    /// The thread populating memory ahead, joined before the memory goes.
+    ahead: Option<std::thread::JoinHandle<()>>,
 }
 
 // SAFETY: `Slots` owns its memory exclusively (like a `Vec<Slot>`).
@@ -368,6 +393,7 @@ impl Slots {
                     len: n,
                     cap,
                     mapped: true,
+                    ahead: None,
                 };
             }
         }
@@ -382,11 +408,46 @@ impl Slots {
             len: n,
             cap: n,
             mapped: false,
+            ahead: None,
         }
     }
 
     fn len(&self) -> usize {
         self.len
+    }
+
+    /// Has the kernel back the memory the next doubling will use
+    /// (`MADV_POPULATE_WRITE` on another thread), so that the thread
+    /// mapping ids does not wait while the kernel zeroes it page by page
+    /// as lookups first touch it. Only where the table has room to double
+    /// in place; a hint, ignored where it fails.
+    #[allow(unsafe_code)]
+    fn populate_ahead(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.mapped && self.len * 2 <= self.cap {
+            if let Some(h) = self.ahead.take() {
+                let _ = h.join();
+            }
+            let size = std::mem::size_of::<Slot>();
+            let (start, bytes) = (
+                self.ptr.as_ptr() as usize + self.len * size,
+                self.len * size,
+            );
+            self.ahead = std::thread::Builder::new()
+                .name("swaplab-idmap".into())
+                .spawn(move || {
+                    // SAFETY: the range is inside this mapping (len * 2 ≤
+                    // cap), which stays mapped until `drop` has joined
+                    // this thread; MADV_POPULATE_WRITE only faults pages
+                    // in, as a write would, without changing their
+                    // contents (fresh pages read as zero either way), so
+                    // it cannot disturb the mapping thread's use of them.
+                    unsafe {
+                        libc::madvise(start as *mut libc::c_void, bytes, libc::MADV_POPULATE_WRITE);
+                    }
+                })
+                .ok();
+        }
     }
 
     fn ptr(&self) -> *const Slot {
@@ -408,6 +469,9 @@ impl Slots {
 impl Drop for Slots {
     #[allow(unsafe_code)]
     fn drop(&mut self) {
+        if let Some(h) = self.ahead.take() {
+            let _ = h.join();
+        }
         let len = self.cap * std::mem::size_of::<Slot>();
         #[cfg(unix)]
         if self.mapped {
