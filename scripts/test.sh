@@ -76,7 +76,7 @@ if [ "$kernels" = 1 ]; then
   scripts/kernels.sh --prepare > target/kernels-prepare.log 2>&1 &
   prep_pid=$!
 fi
-( swaplab_pyenv ) > target/pyenv-setup.log 2>&1 &
+( t=$(date +%s); swaplab_pyenv; s=$?; echo "   (the Python tools set up in $(( $(date +%s) - t )) s)"; exit $s ) > target/pyenv-setup.log 2>&1 &
 pyenv_pid=$!
 
 phase native
@@ -89,12 +89,16 @@ fi
 
 phase "cargo build"
 echo "== cargo test --no-run (build every test binary of the workspace)"
+# The Python extension (python/, swaplab-py) has no Rust tests (pytest
+# tests it, below) and is left to `maturin develop`, which builds it with
+# pyo3's extension-module feature: built here too, without that feature,
+# pyo3, numpy and the extension compiled twice.
 # .ci/run lints in this build (clippy-driver as the workspace's rustc
 # wrapper): a lint is then a build error here.
 case ${RUSTC_WORKSPACE_WRAPPER:-} in
   *clippy-driver*) echo "   with clippy's lints (RUSTC_WORKSPACE_WRAPPER=clippy-driver, CLIPPY_ARGS=${CLIPPY_ARGS:-})" ;;
 esac
-cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
+cargo test --workspace --exclude swaplab-py --no-run --quiet 2>&1 | tee "$log"
 if [ "${PIPESTATUS[0]}" = 0 ]; then
   check "cargo build: every test binary" ok
 else
@@ -108,10 +112,10 @@ echo "== cargo test (workspace, every test binary even after a failure; a line o
 # take -Z unstable-options (scripts/rustdoc-json: RUSTC_BOOTSTRAP for
 # rustdoc only, never in cargo's environment, where build scripts read it
 # and the workspace would be rebuilt).
-SWAPLAB_TEST_RESULTS=$results/cargo cargo test --workspace --no-fail-fast --lib --bins --tests \
+SWAPLAB_TEST_RESULTS=$results/cargo cargo test --workspace --exclude swaplab-py --no-fail-fast --lib --bins --tests \
   --config "target.'cfg(all())'.runner='$PWD/scripts/test-runner'" 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Finished\) '
 mkdir -p "$results/cargo"
-RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --no-fail-fast --doc -- -Z unstable-options \
+RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --exclude swaplab-py --no-fail-fast --doc -- -Z unstable-options \
   --format json --report-time > "$results/cargo/doc-tests.json" 2>> "$log"
 echo $? > "$results/cargo/doc-tests.status"
 python3 scripts/test-summary.py --one "$results/cargo/doc-tests.json"
@@ -153,9 +157,11 @@ pylog=target/pytest.log
 : > "$pylog"
 wait "$pyenv_pid"; pyenv_status=$?
 cat target/pyenv-setup.log
+p1=$(date +%s)
 if [ "$pyenv_status" = 0 ] && (cd python && VIRTUAL_ENV="$PYENV" PATH="$PYENV/bin:$PATH" \
       "$PYENV/bin/maturin" develop --quiet >/dev/null 2>"$OLDPWD/target/maturin.log" \
       || { cat "$OLDPWD/target/maturin.log"; exit 1; }); then
+  echo "   (waited $((p1 - p0)) s for the Python tools, maturin develop took $(( $(date +%s) - p1 )) s)"
   # -rs lists each skip with its reason (collected into the summary below).
   SWAPLAB_PYTEST_JSON=$results/pytest.json "$PYENV/bin/python" -m pytest -q -rs -p no:cacheprovider python/tests 2>&1 | tee "$pylog"
   echo "${PIPESTATUS[0]}" > "$results/pytest.status"

@@ -1250,4 +1250,19 @@ bytes = 16777216
         assert_eq!(frame_module("libc.so.6!malloc+0x1a"), "libc.so.6");
         assert_eq!(frame_module("prog-1a2b+0x40"), "prog-1a2b");
     }
+
+    #[test]
+    fn module_names() {
+        assert_eq!(
+            frame_module("swaplab-workload-0123abcd!xmalloc+0x1a"),
+            "swaplab-workload-0123abcd"
+        );
+        assert_eq!(frame_module("libstdc++.so.6+0x1234"), "libstdc++.so.6");
+        assert_eq!(
+            module_stem("swaplab-workload-0123abcdef"),
+            "swaplab-workload"
+        );
+        assert_eq!(module_stem("libc.so.6"), "libc.so.6");
+        assert_eq!(module_stem("my-prog"), "my-prog");
+    }
 }

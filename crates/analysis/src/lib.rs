@@ -18,6 +18,8 @@
 //! * [`sim_hints`] — a hint file as the simulator's page ranges, site
 //!   hints matched against a trace's allocation sites (`swaplab sim
 //!   --hints`).
+//! * [`sites`] — allocation sites and allocations from the preload
+//!   library's logs; the hints it reports applied.
 //! * [`symbolize`] — stack frames `(module, offset)` to function, file:line
 //!   and a stable key (DWARF and the ELF symbol table).
 //! * [`output`] — the files `swaplab analyze` writes (`analysis.json`,
@@ -34,6 +36,7 @@ pub mod hints;
 pub mod output;
 pub mod predict;
 pub mod sim_hints;
+pub mod sites;
 pub mod stats;
 pub mod symbolize;
 

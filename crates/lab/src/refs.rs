@@ -44,8 +44,9 @@ use std::time::Instant;
 use serde::Serialize;
 
 use swaplab_trace::alloc_log;
-use swaplab_trace::alloc_sites::{self, AllocSites, SiteAlloc, SiteEntry, SiteModule};
+use swaplab_trace::alloc_sites;
 use swaplab_trace::import::lackey::LackeyReader;
+use swaplab_trace::import::words::WordRefs;
 use swaplab_trace::import::ImportOptions;
 use swaplab_trace::native::NativeWriter;
 use swaplab_trace::{RefBatch, RefSource, Source, TraceMeta};
@@ -454,15 +455,9 @@ impl AllocCapture {
                 return Ok(None);
             }
         };
-        let mut sites = sites_from_log(&log, program, self.alloc_min, meta);
+        let mut sites =
+            swaplab_analysis::sites::sites_from_log(&log, program, self.alloc_min, meta, notes);
         sites.capture = Some(method.to_string());
-        if sites
-            .sites
-            .iter()
-            .any(|s| s.frames.iter().any(|f| f.starts_with('?')))
-        {
-            notes.push("some allocation stacks name modules the log did not define".into());
-        }
         let path = alloc_sites::sidecar_path(out);
         sites
             .write(&path)
@@ -491,89 +486,6 @@ fn program_module(argv0: &str) -> String {
         .unwrap_or_default()
 }
 
-/// The sidecar of a trace (`meta`) from the preload library's log of the
-/// captured process: its allocations of at least `alloc_min` bytes in log
-/// order (ALLOC and FREE events numbered together), their stacks
-/// symbolized into the frame keys `advise` writes (as `swaplab trace`
-/// does), and the modules those name. Sampled small allocations are left
-/// out (hints never apply to them).
-pub fn sites_from_log(
-    log: &alloc_log::AllocLog,
-    program: &str,
-    alloc_min: u64,
-    meta: &TraceMeta,
-) -> AllocSites {
-    use alloc_log::Record;
-    use std::collections::{BTreeMap, HashMap};
-    let mut stacks = crate::tracing::StackSites::new();
-    let mut modules: HashMap<u32, PathBuf> = HashMap::new();
-    let mut stack_site: HashMap<u32, u32> = HashMap::new();
-    let mut allocations: Vec<SiteAlloc> = Vec::new();
-    let mut open: HashMap<u64, usize> = HashMap::new();
-    let mut seq = 0u64;
-    for r in &log.records {
-        match r {
-            Record::Module { id, path } => {
-                modules.insert(*id, path.clone());
-            }
-            Record::Stack { id, frames } => {
-                stack_site.insert(*id, stacks.site_of(&modules, frames));
-            }
-            Record::Alloc(a) => {
-                open.insert(a.addr, allocations.len());
-                allocations.push(SiteAlloc {
-                    seq,
-                    start: a.addr,
-                    size: a.size,
-                    site_id: stack_site.get(&a.stack_id).copied().unwrap_or(0),
-                    func: a.func.name().to_string(),
-                    free_seq: None,
-                });
-                seq += 1;
-            }
-            Record::Free(a) => {
-                if let Some(i) = open.remove(&a.addr) {
-                    allocations[i].free_seq = Some(seq);
-                }
-                seq += 1;
-            }
-            _ => {}
-        }
-    }
-    AllocSites {
-        kind: alloc_sites::SITES_KIND.into(),
-        version: alloc_sites::SITES_VERSION,
-        trace_count: meta.count,
-        trace_distinct_pages: meta.distinct_pages,
-        page_size: meta.page_size,
-        alloc_min,
-        capture: None,
-        pid: log.pid,
-        program: program.to_string(),
-        modules: stacks
-            .module_paths
-            .iter()
-            .map(|(name, path)| {
-                let m = SiteModule {
-                    path: path.display().to_string(),
-                    build_id: swaplab_analysis::symbolize::build_id(path),
-                };
-                (name.clone(), m)
-            })
-            .collect::<BTreeMap<_, _>>(),
-        sites: stacks
-            .sites
-            .into_iter()
-            .map(|s| SiteEntry {
-                site_id: s.site_id,
-                frames: s.frames,
-                locations: s.locations,
-            })
-            .collect(),
-        allocations,
-    }
-}
-
 /// True when `argv` (resolved) runs one of the embedded workloads (not
 /// `list` or a benchmark helper).
 pub fn is_builtin_workload(argv: &[String]) -> bool {
@@ -584,73 +496,6 @@ pub fn is_builtin_workload(argv: &[String]) -> bool {
         && argv
             .get(1)
             .is_some_and(|w| RECORDING_WORKLOADS.contains(&w.as_str()))
-}
-
-/// Reads the built-in workloads' reference stream: little-endian u64
-/// words, `(page << 1) | write` (native/workloads/refs.c).
-struct WordRefs<R> {
-    inner: R,
-    buf: Vec<u8>,
-    /// Bytes of `buf` not yet decoded (a word split across reads).
-    have: usize,
-    eof: bool,
-}
-
-impl<R: Read> WordRefs<R> {
-    fn new(inner: R) -> Self {
-        WordRefs {
-            inner,
-            buf: vec![0; 1 << 20],
-            have: 0,
-            eof: false,
-        }
-    }
-
-    /// Fills `batch` (cleared) with up to `max` references; false at the end.
-    fn next_batch(&mut self, batch: &mut RefBatch, max: usize) -> Result<bool> {
-        batch.clear();
-        while batch.len() < max {
-            let whole = self.have / 8 * 8;
-            let take = whole.min((max - batch.len()) * 8);
-            for w in self.buf[..take].chunks_exact(8) {
-                let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-                batch.page.push(v >> 1);
-                batch.write.push(v & 1 == 1);
-            }
-            self.buf.copy_within(take..self.have, 0);
-            self.have -= take;
-            if batch.len() >= max {
-                break;
-            }
-            if self.eof {
-                if self.have != 0 {
-                    return Err(Error::Invalid(format!(
-                        "the workload's reference stream ended inside a word ({} stray bytes)",
-                        self.have
-                    )));
-                }
-                break;
-            }
-            let n = loop {
-                match self.inner.read(&mut self.buf[self.have..]) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        return Err(Error::io(
-                            "reading the workload's references from",
-                            Path::new("its pipe"),
-                            e,
-                        ))
-                    }
-                }
-            };
-            if n == 0 {
-                self.eof = true;
-            }
-            self.have += n;
-        }
-        Ok(!batch.is_empty())
-    }
 }
 
 /// Runs a built-in workload (`argv` resolved, [`is_builtin_workload`])
@@ -704,7 +549,7 @@ pub fn capture_workload_refs(
     };
     let mut reader = WordRefs::new(File::from(read_end));
     let meta = stream_into(out, 4096, source, &mut child, |b| {
-        reader.next_batch(b, 1 << 16)
+        Ok(reader.next_batch(b, 1 << 16)?)
     })?;
     let status = child
         .wait()

@@ -44,7 +44,7 @@ use swaplab_host::maps::{self, MapEntry, RegionTracker};
 use swaplab_host::pagemap::PagemapWatcher;
 use swaplab_trace::alloc_log;
 use swaplab_trace::events::{
-    Allocation, FaultEvent, FaultKind, Process, Region, Site, SwapDir, SwapEvent, SwapSource,
+    FaultEvent, FaultKind, Process, Region, SwapDir, SwapEvent, SwapSource,
 };
 
 use crate::error::{Error, Result};
@@ -52,6 +52,7 @@ use crate::preload::{self, HintAction, ResolvedHint, ResolvedHints};
 use crate::record::{MetricName, MetricsExt, RunRecord};
 use crate::timeline::Scope;
 use swaplab_analysis::hints::{HintAction as HA, HintFile};
+use swaplab_analysis::sites::{allocations_from_logs, read_hint_report};
 use swaplab_analysis::symbolize::Symbolizer;
 use swaplab_trace::trace_dir::{self, TableRow, TableWriter, TraceMetaFile};
 use swaplab_trace::Error as TraceError;
@@ -853,187 +854,6 @@ fn read_alloc_logs(dir: &Path, notes: &mut Vec<String>) -> Vec<alloc_log::AllocL
     logs
 }
 
-/// The preload library's call stacks as deduplicated, symbolized sites
-/// (one per distinct list of frame keys), shared by `trace` and reference
-/// capture (crates/lab/src/refs.rs).
-pub(crate) struct StackSites {
-    sym: Symbolizer,
-    site_ids: HashMap<Vec<String>, u32>,
-    /// The sites, ids 1, 2, … in order of first appearance.
-    pub sites: Vec<Site>,
-    /// Every module a symbolized frame named → its file.
-    pub module_paths: BTreeMap<String, PathBuf>,
-}
-
-impl StackSites {
-    pub fn new() -> Self {
-        StackSites {
-            sym: Symbolizer::new(),
-            site_ids: HashMap::new(),
-            sites: Vec::new(),
-            module_paths: BTreeMap::new(),
-        }
-    }
-
-    /// The site of a stack's `frames`, with `modules` the log's module
-    /// table so far (a frame of an unknown module becomes `?ID+0xOFF`).
-    pub fn site_of(&mut self, modules: &HashMap<u32, PathBuf>, frames: &[alloc_log::Frame]) -> u32 {
-        let mut keys = Vec::with_capacity(frames.len());
-        let mut locs = Vec::with_capacity(frames.len());
-        for fr in frames {
-            match modules.get(&fr.module_id) {
-                Some(path) => {
-                    let s = self.sym.symbolize(path, fr.offset);
-                    locs.push(match (&s.file, s.line) {
-                        (Some(f), Some(l)) => format!("{f}:{l}"),
-                        _ => String::new(),
-                    });
-                    if !self.module_paths.contains_key(&s.module) {
-                        self.module_paths.insert(s.module.clone(), path.clone());
-                    }
-                    keys.push(s.key);
-                }
-                None => {
-                    keys.push(format!("?{}+{:#x}", fr.module_id, fr.offset));
-                    locs.push(String::new());
-                }
-            }
-        }
-        let next = self.sites.len() as u32 + 1;
-        let sites = &mut self.sites;
-        *self.site_ids.entry(keys.clone()).or_insert_with(|| {
-            sites.push(Site {
-                site_id: next,
-                frames: keys,
-                locations: locs,
-            });
-            next
-        })
-    }
-}
-
-/// Turns the preload library's logs into allocations, symbolized sites and
-/// processes. Sites are deduplicated across processes by their frames.
-pub fn allocations_from_logs(
-    logs: &[alloc_log::AllocLog],
-    mono_t0: u64,
-    notes: &mut Vec<String>,
-) -> (Vec<Allocation>, Vec<Site>, Vec<Process>) {
-    use alloc_log::Record;
-    let mut stacks = StackSites::new();
-    let mut allocs = Vec::new();
-    let mut procs = Vec::new();
-    let rel = |t: u64| t.saturating_sub(mono_t0);
-    for log in logs {
-        procs.push(Process {
-            pid: log.pid,
-            ppid: if log.forked { log.ppid } else { 0 },
-            t_start_ns: rel(log.t0_ns),
-            comm: String::new(),
-        });
-        let mut modules: HashMap<u32, PathBuf> = HashMap::new();
-        let mut stack_site: HashMap<u32, u32> = HashMap::new();
-        let mut open: HashMap<u64, usize> = HashMap::new();
-        for r in &log.records {
-            match r {
-                Record::Module { id, path } => {
-                    modules.insert(*id, path.clone());
-                }
-                Record::Stack { id, frames } => {
-                    stack_site.insert(*id, stacks.site_of(&modules, frames));
-                }
-                Record::Alloc(a) | Record::Sample { alloc: a, .. } => {
-                    // A sampled small allocation stands for more bytes of its site.
-                    let weight = match r {
-                        Record::Sample { interval, .. } => {
-                            Some(alloc_log::sample_weight(a.size, *interval))
-                        }
-                        _ => None,
-                    };
-                    let site_id = stack_site.get(&a.stack_id).copied().unwrap_or(0);
-                    open.insert(a.addr, allocs.len());
-                    allocs.push(Allocation {
-                        pid: log.pid,
-                        tid: a.tid,
-                        start: a.addr,
-                        size: a.size,
-                        t_alloc_ns: rel(a.t_ns),
-                        t_free_ns: None,
-                        site_id,
-                        func: a.func.name().to_string(),
-                        weight,
-                    });
-                }
-                Record::Free(a) => {
-                    if let Some(i) = open.remove(&a.addr) {
-                        allocs[i].t_free_ns = Some(rel(a.t_ns));
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let sites = stacks.sites;
-    if sites
-        .iter()
-        .any(|s| s.frames.iter().any(|f| f.starts_with('?')))
-    {
-        notes.push("some allocation stacks name modules the log did not define".into());
-    }
-    (allocs, sites, procs)
-}
-
-/// One line of the preload library's hint report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AppliedHint {
-    /// Process.
-    pub pid: u32,
-    /// Hint id (1-based position in the hint file).
-    pub id: u32,
-    /// mlock, willneed, cold, pageout.
-    pub action: String,
-    /// Object start.
-    pub addr: u64,
-    /// Bytes.
-    pub len: u64,
-    /// `ok` or an errno name.
-    pub result: String,
-    /// result == ok.
-    pub ok: bool,
-}
-
-/// Reads `hints-applied.tsv` (missing file: nothing applied).
-pub fn read_hint_report(path: &Path) -> Vec<AppliedHint> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split('\t').collect();
-            if f.len() < 6 {
-                return None;
-            }
-            Some(AppliedHint {
-                pid: f[0].parse().ok()?,
-                id: f[1].parse().ok()?,
-                action: f[2].to_string(),
-                addr: u64::from_str_radix(f[3].trim_start_matches("0x"), 16).ok()?,
-                len: f[4].parse().ok()?,
-                result: f[5].to_string(),
-                ok: f[5] == "ok",
-            })
-        })
-        .collect()
-}
-
-/// Splits a frame key into its module file name and the rest.
-pub fn frame_module(key: &str) -> &str {
-    if let Some((m, _)) = key.split_once('!') {
-        return m;
-    }
-    key.rfind("+0x").map(|i| &key[..i]).unwrap_or(key)
-}
-
 /// The file a hint frame's module means: the program itself (by name, or
 /// by stem for a rebuilt built-in workload), else the file the hint file's
 /// `[modules.NAME]` entry names — refused when its ELF build-id is no longer
@@ -1152,7 +972,7 @@ pub fn resolve_hints(file: &HintFile, program: &Path) -> Result<ResolvedHints> {
         }
         let mut frames = Vec::with_capacity(h.site.len());
         for key in &h.site {
-            let m = frame_module(key);
+            let m = swaplab_analysis::hints::frame_module(key);
             let path = find_module(m, program, &file.modules).map_err(|why| {
                 Error::failed(
                     format!("hint {} names module {m:?}", i + 1),
@@ -1230,37 +1050,6 @@ mod tests {
             program_path("no-such-program-swaplab"),
             PathBuf::from("no-such-program-swaplab")
         );
-    }
-
-    #[test]
-    fn module_names() {
-        assert_eq!(
-            frame_module("swaplab-workload-0123abcd!xmalloc+0x1a"),
-            "swaplab-workload-0123abcd"
-        );
-        assert_eq!(frame_module("libstdc++.so.6+0x1234"), "libstdc++.so.6");
-        assert_eq!(
-            module_stem("swaplab-workload-0123abcdef"),
-            "swaplab-workload"
-        );
-        assert_eq!(module_stem("libc.so.6"), "libc.so.6");
-        assert_eq!(module_stem("my-prog"), "my-prog");
-    }
-
-    #[test]
-    fn hint_report_lines() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("r.tsv");
-        std::fs::write(
-            &p,
-            "12\t1\tmlock\t0x7f0000\t4096\tok\n12\t2\twillneed\t0x10\t8\tENOMEM\nbad line\n",
-        )
-        .unwrap();
-        let r = read_hint_report(&p);
-        assert_eq!(r.len(), 2);
-        assert!(r[0].ok && r[0].addr == 0x7f0000 && r[0].len == 4096);
-        assert!(!r[1].ok && r[1].result == "ENOMEM");
-        assert!(read_hint_report(&d.path().join("missing")).is_empty());
     }
 
     #[test]

@@ -175,8 +175,8 @@ pub enum BenchCmd {
         touches: String,
         /// THP modes to compare, e.g. always,never (journaled and restored); default: as the
         /// machine has it.
-        #[arg(long, default_value = "")]
-        thp: String,
+        #[arg(long, value_name = "MODE", value_delimiter = ',')]
+        thp: Vec<swaplab_lab::options::ThpMode>,
         /// The swap area of every run (Nx: N times the region).
         #[arg(long, default_value = "file:2x")]
         swap: String,
@@ -398,7 +398,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
                 pressure,
                 size,
                 touches,
-                thp: bench_reclaim::parse_thp(&thp)?,
+                thp,
                 swap: swaps.remove(0),
                 repeat,
                 seed,
@@ -427,7 +427,7 @@ fn run_reclaim(
         "bench reclaim: random touches of a {} region ({} touches) under {pressure}, THP {}, {} repeat(s)",
         format_bytes(opts.size),
         num(opts.touches),
-        if opts.thp.is_empty() { "as set".to_string() } else { opts.thp.join(" vs ") },
+        if opts.thp.is_empty() { "as set".to_string() } else { bench_reclaim::thp_labels(&opts.thp).join(" vs ") },
         opts.repeat
     );
     let lab = swaplab_lab::runner::Lab::open()?;

@@ -276,7 +276,7 @@ fn bad_reclaim_arguments_say_what_to_do() {
         ),
         (
             &["bench", "reclaim", "--thp", "sometimes"][..],
-            "always, madvise or never",
+            "[possible values: always, madvise, never]",
         ),
         (&["bench", "reclaim", "--touches", "lots"][..], "--touches"),
         (

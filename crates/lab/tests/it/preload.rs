@@ -670,7 +670,7 @@ fn the_prefetch_thread_follows_a_sequential_trend_and_not_a_random_walk() {
         "{v}"
     );
     // the same calls, read here from the report: hint id 0, willneed
-    let applied = swaplab_lab::tracing::read_hint_report(&report);
+    let applied = swaplab_analysis::sites::read_hint_report(&report);
     assert!(applied.iter().all(|h| h.id == 0 && h.action == "willneed"));
     assert!(applied.iter().filter(|h| h.ok).count() as u64 >= v["calls"].as_u64().unwrap());
 }
@@ -818,7 +818,7 @@ fn an_allocation_inside_dl_iterate_phdr_does_not_deadlock() {
 /// The prefetch thread's calls (hint id 0) of `pid` in a hint report: (ok,
 /// all).
 fn thread_calls(report: &Path, pid: u32) -> (usize, usize) {
-    let applied = swaplab_lab::tracing::read_hint_report(report);
+    let applied = swaplab_analysis::sites::read_hint_report(report);
     let mine: Vec<_> = applied
         .iter()
         .filter(|h| h.pid == pid && h.id == 0 && h.action == "willneed")
@@ -965,7 +965,7 @@ fn the_prefetch_thread_runs_in_an_exec_d_child() {
         .and_then(|p| p.trim().parse().ok())
         .unwrap_or_else(|| panic!("no child pid in {err}"));
     let (ok, all) = thread_calls(&report, child);
-    let others = swaplab_lab::tracing::read_hint_report(&report)
+    let others = swaplab_analysis::sites::read_hint_report(&report)
         .iter()
         .filter(|h| h.pid != child)
         .count();

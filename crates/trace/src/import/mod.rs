@@ -16,6 +16,10 @@
 //!
 //! [`open`] decompresses `.zst` files on the fly; [`detect`] guesses a format
 //! from the file name.
+//!
+//! [`words`] decodes the built-in workloads' own recording of their
+//! references, read from a pipe while `swaplab trace --refs` captures them
+//! (not a [`Format`]: no file of it is ever imported).
 use crate::{Error, RefSource, Result, Source};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -29,6 +33,7 @@ pub mod oracle_general;
 mod par;
 pub mod perf;
 pub mod txt;
+pub mod words;
 
 pub use self::csv::CsvReader;
 pub use lackey::LackeyReader;

@@ -54,9 +54,8 @@ pub struct ReclaimOptions {
     pub size: u64,
     /// Random touches per run.
     pub touches: u64,
-    /// THP modes to compare (`always`, `never`, `madvise`); empty: as the
-    /// machine has it.
-    pub thp: Vec<String>,
+    /// THP modes to compare; empty: as the machine has it.
+    pub thp: Vec<ThpMode>,
     /// The swap area of every run: (label, spec).
     pub swap: (String, SwapSpec),
     pub repeat: u32,
@@ -64,20 +63,19 @@ pub struct ReclaimOptions {
     pub timeout: Option<Duration>,
 }
 
-/// Parses `always,never`.
-pub fn parse_thp(s: &str) -> Result<Vec<String>> {
+/// The modes' words in the order given, each once; `["system"]` (as the
+/// machine has it) when none is given.
+pub fn thp_labels(modes: &[ThpMode]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for m in s.split(',').map(str::trim).filter(|m| !m.is_empty()) {
-        if m.parse::<ThpMode>().is_err() {
-            return Err(Error::Invalid(format!(
-                "--thp {m:?}: give always, madvise or never (comma-separated to compare)"
-            )));
-        }
+    for m in modes.iter().map(|m| m.as_str()) {
         if !out.iter().any(|x| x == m) {
             out.push(m.to_string());
         }
     }
-    Ok(out)
+    if out.is_empty() {
+        out.push("system".into());
+    }
+    out
 }
 
 /// One run.
@@ -205,11 +203,7 @@ pub fn run(
     progress: &mut dyn FnMut(&str, usize, usize),
 ) -> Result<ReclaimResult> {
     check(opts)?;
-    let modes: Vec<String> = if opts.thp.is_empty() {
-        vec!["system".into()]
-    } else {
-        opts.thp.clone()
-    };
+    let modes = thp_labels(&opts.thp);
     let limit = match opts.pressure {
         Pressure::MemLimit(b) => LimitSpec::Bytes(b),
         Pressure::MachineMem(_) => LimitSpec::None,
@@ -435,15 +429,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn thp_modes_parse() {
-        assert_eq!(
-            parse_thp("always, never,always").unwrap(),
-            ["always", "never"]
-        );
-        assert!(parse_thp("sometimes")
-            .unwrap_err()
-            .to_string()
-            .contains("always, madvise or never"));
-        assert!(parse_thp("").unwrap().is_empty());
+    fn thp_modes_once_each_in_order() {
+        use ThpMode::*;
+        assert_eq!(thp_labels(&[Always, Never, Always]), ["always", "never"]);
+        assert_eq!(thp_labels(&[]), ["system"]);
     }
 }
