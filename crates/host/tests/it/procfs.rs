@@ -190,10 +190,17 @@ fn environment_snapshot() {
     // SAFETY: sysconf touches no memory of ours.
     assert_eq!(env.page_size, unsafe { libc::sysconf(libc::_SC_PAGESIZE) }
         as u64);
-    assert_eq!(
-        env.swap_areas.len(),
-        fs::read_to_string("/proc/swaps").unwrap().lines().count() - 1
-    );
+    // Other tests of this binary add and remove swap areas meanwhile: a
+    // snapshot taken while /proc/swaps read the same before and after it.
+    let swaps = || fs::read_to_string("/proc/swaps").unwrap().lines().count() - 1;
+    let (areas, listed) = loop {
+        let before = swaps();
+        let areas = Environment::capture().unwrap().swap_areas.len();
+        if swaps() == before {
+            break (areas, before);
+        }
+    };
+    assert_eq!(areas, listed);
     assert_eq!(
         env.knobs.swappiness.as_deref(),
         Some(
