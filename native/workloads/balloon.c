@@ -46,6 +46,11 @@ int run_balloon(int argc, char **argv)
     if (p == MAP_FAILED)
         die(EXIT_NOMEM, "balloon: cannot map %llu bytes: %s", (unsigned long long)size,
             strerror(errno));
+    /* Huge pages where the kernel has them (THP "madvise" or "always"):
+     * 512 times fewer faults to fill, the same memory held. On this kind
+     * of machine (a VM) 4 KiB faults filled 23 GB in ~57 s of system
+     * time. A hint: ignored where THP is off or the call fails. */
+    (void)madvise(p, size, MADV_HUGEPAGE);
     uint64_t t0 = now_ns();
     for (uint64_t off = 0; off < size; off += STEP) {
         uint64_t len = size - off < STEP ? size - off : STEP;
