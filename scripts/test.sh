@@ -89,16 +89,19 @@ fi
 
 phase "cargo build"
 echo "== cargo test --no-run (build every test binary of the workspace)"
-# The Python extension (python/, swaplab-py) has no Rust tests (pytest
-# tests it, below) and is left to `maturin develop`, which builds it with
-# pyo3's extension-module feature: built here too, without that feature,
-# pyo3, numpy and the extension compiled twice.
+# The Python extension (python/, swaplab-py) is built here too, without
+# pyo3's extension-module feature (maturin builds pyo3 again with it, a
+# few crates): left out, the build resolves the shared crates' features
+# without numpy's and pyo3's, and both scripts/kernels.sh's guest-test
+# build and `maturin develop` compiled the workspace once more (91 s and
+# ~240 s in a fresh clone's suite). docs/decisions.md, "The suite's build
+# and its time".
 # .ci/run lints in this build (clippy-driver as the workspace's rustc
 # wrapper): a lint is then a build error here.
 case ${RUSTC_WORKSPACE_WRAPPER:-} in
   *clippy-driver*) echo "   with clippy's lints (RUSTC_WORKSPACE_WRAPPER=clippy-driver, CLIPPY_ARGS=${CLIPPY_ARGS:-})" ;;
 esac
-cargo test --workspace --exclude swaplab-py --no-run --quiet 2>&1 | tee "$log"
+cargo test --workspace --no-run --quiet 2>&1 | tee "$log"
 if [ "${PIPESTATUS[0]}" = 0 ]; then
   check "cargo build: every test binary" ok
 else
@@ -112,10 +115,10 @@ echo "== cargo test (workspace, every test binary even after a failure; a line o
 # take -Z unstable-options (scripts/rustdoc-json: RUSTC_BOOTSTRAP for
 # rustdoc only, never in cargo's environment, where build scripts read it
 # and the workspace would be rebuilt).
-SWAPLAB_TEST_RESULTS=$results/cargo cargo test --workspace --exclude swaplab-py --no-fail-fast --lib --bins --tests \
+SWAPLAB_TEST_RESULTS=$results/cargo cargo test --workspace --no-fail-fast --lib --bins --tests \
   --config "target.'cfg(all())'.runner='$PWD/scripts/test-runner'" 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Finished\) '
 mkdir -p "$results/cargo"
-RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --exclude swaplab-py --no-fail-fast --doc -- -Z unstable-options \
+RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --no-fail-fast --doc -- -Z unstable-options \
   --format json --report-time > "$results/cargo/doc-tests.json" 2>> "$log"
 echo $? > "$results/cargo/doc-tests.status"
 python3 scripts/test-summary.py --one "$results/cargo/doc-tests.json"
