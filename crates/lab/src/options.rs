@@ -11,7 +11,7 @@ use swaplab_host::swap::SwapSpec;
 use swaplab_host::util::{format_size, parse_size};
 
 use crate::error::{Error, Result};
-use crate::prefetcher::PrefetchSpec;
+use crate::prefetcher::spec::PrefetchSpec;
 
 /// A memory limit as the user wrote it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -241,7 +241,7 @@ pub struct RunOptions {
     /// Prefetch swapped pages ahead of the program's fault trend (see
     /// [`crate::prefetcher`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefetch: Option<crate::prefetcher::PrefetchSpec>,
+    pub prefetch: Option<crate::prefetcher::spec::PrefetchSpec>,
 }
 
 mod opt_duration_ns {

@@ -918,7 +918,7 @@ pub fn check_hints(path: &Path, resolved: &[String]) -> Result<ResolvedHints> {
 pub fn file_prefetch(
     file: &swaplab_analysis::hints::HintFile,
     path: &Path,
-) -> Result<Option<crate::prefetcher::PrefetchSpec>> {
+) -> Result<Option<crate::prefetcher::spec::PrefetchSpec>> {
     file.prefetch
         .as_deref()
         .map(|p| {
@@ -929,7 +929,7 @@ pub fn file_prefetch(
 }
 
 /// The prefetcher the hint file at `path` asks for, if any.
-pub fn hint_file_prefetch(path: &Path) -> Result<Option<crate::prefetcher::PrefetchSpec>> {
+pub fn hint_file_prefetch(path: &Path) -> Result<Option<crate::prefetcher::spec::PrefetchSpec>> {
     let text = std::fs::read_to_string(path).map_err(|e| Error::io("reading", path, e))?;
     let file = swaplab_analysis::hints::parse(&text, path)?;
     file_prefetch(&file, path)
