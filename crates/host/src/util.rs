@@ -1,8 +1,9 @@
 //! Small helpers: kernel-file I/O with context, sizes, process identity.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -134,6 +135,28 @@ pub fn poll<T>(
 /// the directory): [`swaplab_trace::atomic::write_atomic`].
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(swaplab_trace::atomic::write_atomic(path, bytes)?)
+}
+
+/// An executable program: a name with a slash as it is, else the first
+/// on `PATH`, then in /usr/local/bin, /usr/sbin, /sbin, /usr/bin and /bin
+/// (which a non-login or empty PATH may miss).
+pub fn find_program(name: impl AsRef<OsStr>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let exec = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    let name = name.as_ref();
+    if name.as_encoded_bytes().contains(&b'/') {
+        let p = PathBuf::from(name);
+        return exec(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/bin", "/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
+        .map(|d| d.join(name))
+        .find(|p| exec(p))
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use serde::Serialize;
-
+use swaplab_host::util::find_program;
 use swaplab_trace::alloc_log;
 use swaplab_trace::alloc_sites;
 use swaplab_trace::import::lackey::LackeyReader;
@@ -158,25 +158,6 @@ pub struct SitesWritten {
     pub allocations: usize,
     /// Distinct sites among them.
     pub sites: usize,
-}
-
-/// Finds an executable: a name with a slash as is, else through `PATH`.
-fn find_program(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let exec = |p: &Path| {
-        std::fs::metadata(p)
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    let name = swaplab_trace::arg::decode(name);
-    if name.as_encoded_bytes().contains(&b'/') {
-        let p = PathBuf::from(name);
-        return exec(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path)
-        .map(|d| d.join(&name))
-        .find(|p| exec(p))
 }
 
 fn valgrind_missing() -> Error {
@@ -479,7 +460,7 @@ impl Drop for AllocCapture {
 /// The file name of the program `argv0` runs (resolved through `PATH`,
 /// symlinks followed): the module name its own frames carry.
 fn program_module(argv0: &str) -> String {
-    let p = find_program(argv0).unwrap_or_else(|| PathBuf::from(argv0));
+    let p = find_program(swaplab_trace::arg::decode(argv0)).unwrap_or_else(|| PathBuf::from(argv0));
     let p = std::fs::canonicalize(&p).unwrap_or(p);
     p.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -599,11 +580,11 @@ pub fn capture_refs(command: &[String], out: &Path, opts: &RefOptions) -> Result
         }
     }
     let valgrind = match &opts.valgrind {
-        Some(p) => find_program(&p.to_string_lossy()).ok_or_else(valgrind_missing)?,
+        Some(p) => find_program(p).ok_or_else(valgrind_missing)?,
         None => find_program("valgrind").ok_or_else(valgrind_missing)?,
     };
     let argv = workload::resolve_command(command)?;
-    if find_program(&argv[0]).is_none() {
+    if find_program(swaplab_trace::arg::decode(&argv[0])).is_none() {
         return Err(Error::Invalid(format!(
             "cannot capture {}: no such executable{}",
             swaplab_trace::arg::shell_word(program),

@@ -132,20 +132,7 @@ pub fn unload(name: &str) -> Result<()> {
     run("modprobe", &["-r".to_string(), name.to_string()])
 }
 
-/// The full path of a program on PATH (or in /sbin, /usr/sbin, which a
-/// non-login PATH may miss).
-pub fn find_program(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map(PathBuf::from))
-        .map(|d| d.join(name))
-        .find(|p| {
-            use std::os::unix::fs::PermissionsExt;
-            p.metadata()
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
-}
+pub use crate::util::find_program;
 
 /// Fails with `no WHAT: PROGRAM is not installed` unless it is.
 pub fn require_program(what: &str, program: &str, package: &str) -> Result<PathBuf> {
