@@ -360,22 +360,11 @@ fn gen_sqlite(size: u64, seed: u64, dir: &Path, e: &mut Expect) -> Result<()> {
         strs.push((s, id));
     }
     let h = rows.finish()?;
-    let mut probes = Out::create(&dir.join("probes.csv"))?;
-    let (mut hits, mut hit_v) = (0i64, 0i64);
-    for _ in 0..n {
-        let id = 1 + rng.below(n);
-        if rng.below(2) == 0 {
-            hits += 1;
-            hit_v += vs[id as usize - 1];
-            line.clear();
-            writeln!(line, "{}", row_key(seed, id)).expect("a Vec");
-        } else {
-            line.clear();
-            writeln!(line, "{}", row_key(seed, n + id)).expect("a Vec");
-        }
-        probes.put(&line)?;
-    }
-    probes.finish()?;
+    let present = put_probes(&mut rng, n, &dir.join("probes.csv"), |id| {
+        row_key(seed, id).to_string()
+    })?;
+    let hits = present.len();
+    let hit_v: i64 = present.iter().map(|&id| vs[id as usize - 1]).sum();
     // after UPDATE t SET v = v + 1 WHERE id % 3 = 0
     let mut groups = std::collections::BTreeMap::<i64, (i64, i64)>::new();
     for id in 1..=n {
@@ -418,6 +407,23 @@ fn gen_sqlite(size: u64, seed: u64, dir: &Path, e: &mut Expect) -> Result<()> {
     Ok(())
 }
 
+/// `n` probes into `path`, a key a line: a random one of the `n` entries'
+/// ids, or half the time an absent one (`n` + that id). The ids present.
+fn put_probes(rng: &mut Rng, n: u64, path: &Path, key: impl Fn(u64) -> String) -> Result<Vec<u64>> {
+    let mut probes = Out::create(path)?;
+    let mut present = Vec::new();
+    for _ in 0..n {
+        let id = 1 + rng.below(n);
+        let hit = rng.below(2) == 0;
+        if hit {
+            present.push(id);
+        }
+        probes.put(format!("{}\n", key(if hit { id } else { n + id })).as_bytes())?;
+    }
+    probes.finish()?;
+    Ok(present)
+}
+
 /// A path as a dot-command argument of the sqlite3 shell (quoted).
 fn sql_path(p: &str) -> String {
     format!("\"{}\"", p.replace('\\', "\\\\").replace('"', "\\\""))
@@ -440,19 +446,9 @@ fn gen_pydict(size: u64, seed: u64, dir: &Path, e: &mut Expect) -> Result<()> {
         total_v += v;
     }
     let h = rows.finish()?;
-    let mut probes = Out::create(&dir.join("probes.txt"))?;
-    let (mut hits, mut hit_v) = (0u64, 0u64);
-    for _ in 0..n {
-        let id = 1 + rng.below(n);
-        if rng.below(2) == 0 {
-            hits += 1;
-            hit_v += vs[id as usize - 1];
-            probes.put(format!("{}\n", key(id)).as_bytes())?;
-        } else {
-            probes.put(format!("{}\n", key(n + id)).as_bytes())?;
-        }
-    }
-    probes.finish()?;
+    let present = put_probes(&mut rng, n, &dir.join("probes.txt"), key)?;
+    let hits = present.len();
+    let hit_v: u64 = present.iter().map(|&id| vs[id as usize - 1]).sum();
     let gcd = |mut a: u64, mut b: u64| {
         while b != 0 {
             (a, b) = (b, a % b);
