@@ -167,11 +167,23 @@ pub fn progress(total: u64, what: &str) -> ProgressBar {
     pb
 }
 
-/// `0.1234` → `12.34%`.
+/// A sweep's table as rows (the header first, as `SweepReport::rows`).
+pub fn sweep_rows(rep: &swaplab_study::sweep::SweepReport) -> Rows {
+    let mut rows = rep.rows().into_iter();
+    let header = rows.next().unwrap_or_default();
+    let mut t = Rows {
+        header,
+        rows: rows.collect(),
+        left: false,
+    };
+    t.rows.retain(|r| !r.is_empty());
+    t
+}
+
 /// A sweep's cell table (through [`Rows`], like every table) with its notes
 /// below it.
 pub fn sweep_table(rep: &swaplab_study::sweep::SweepReport) -> String {
-    let mut s = crate::cmd::catalog::sweep_rows(rep).render();
+    let mut s = sweep_rows(rep).render();
     s.push('\n');
     for n in &rep.notes {
         s.push_str(&format!("note: {n}\n"));
@@ -179,6 +191,7 @@ pub fn sweep_table(rep: &swaplab_study::sweep::SweepReport) -> String {
     s
 }
 
+/// `0.1234` → `12.34%`.
 pub fn pct(x: f64) -> String {
     format!("{:.2}%", x * 100.0)
 }

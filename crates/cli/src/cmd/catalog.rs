@@ -308,19 +308,6 @@ pub fn metrics_rows(runs: &[&RunRecord]) -> Rows {
     rows
 }
 
-/// A sweep's table as rows (the header first, as `SweepReport::rows`).
-pub fn sweep_rows(rep: &swaplab_study::sweep::SweepReport) -> Rows {
-    let mut rows = rep.rows().into_iter();
-    let header = rows.next().unwrap_or_default();
-    let mut t = Rows {
-        header,
-        rows: rows.collect(),
-        left: false,
-    };
-    t.rows.retain(|r| !r.is_empty());
-    t
-}
-
 pub fn runs(a: RunsArgs) -> Result<()> {
     let c = open()?;
     if a.sweeps {
@@ -443,7 +430,7 @@ pub fn show(a: ShowArgs) -> Result<()> {
                     return Ok(());
                 }
                 Format::Csv => {
-                    print!("{}", sweep_rows(&rep).csv()?);
+                    print!("{}", crate::out::sweep_rows(&rep).csv()?);
                     return Ok(());
                 }
                 Format::Table => {}

@@ -308,7 +308,7 @@ pub fn sweep(a: SweepArgs) -> Result<i32> {
     }
     match a.out.format() {
         crate::out::Format::Json => println!("{}", serde_json::to_string_pretty(&rep)?),
-        crate::out::Format::Csv => print!("{}", super::catalog::sweep_rows(&rep).csv()?),
+        crate::out::Format::Csv => print!("{}", crate::out::sweep_rows(&rep).csv()?),
         crate::out::Format::Table => {
             println!("sweep s{}: {}", rep.sweep_id, rep.commands_text());
             print!("{}", crate::out::sweep_table(&rep));
