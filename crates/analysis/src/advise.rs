@@ -216,7 +216,34 @@ pub struct Advice {
     /// What the simulator predicts it does to the whole process
     /// ([`crate::predict::screen`]; `None` before screening).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prediction: Option<crate::predict::Prediction>,
+    pub prediction: Option<Prediction>,
+}
+
+/// One hint's (or several hints') predicted effect on the whole process.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Prediction {
+    /// Simulated major faults of the process without the hint.
+    pub base_major_faults: u64,
+    /// With it (`None`: it cannot run, its locks take all the memory).
+    pub hinted_major_faults: Option<u64>,
+    /// Pages it locks (taken from the memory of everything else).
+    pub locked_pages: u64,
+    /// The memory the faulting pages had, pages.
+    pub capacity_pages: u64,
+    /// Allocations of the trace it applies to.
+    pub allocations: u64,
+    /// It is a clear gain (see [`crate::predict`]).
+    pub clear_gain: bool,
+    /// The prediction in words.
+    pub summary: String,
+}
+
+impl Prediction {
+    /// Major faults saved (negative: added); `None` when it cannot run.
+    pub fn saved(&self) -> Option<i64> {
+        self.hinted_major_faults
+            .map(|h| self.base_major_faults as i64 - h as i64)
+    }
 }
 
 /// Advice must be expected to save at least this share of the process's
