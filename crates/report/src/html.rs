@@ -273,3 +273,13 @@ fn strip_xml_decl(svg: String) -> String {
         None => svg,
     }
 }
+
+impl Report {
+    /// Writes the page to `path` atomically.
+    pub fn write(&self, path: &std::path::Path) -> Result<u64> {
+        let html = render(self)?;
+        swaplab_trace::atomic::write_atomic(path, html.as_bytes())
+            .map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))?;
+        Ok(html.len() as u64)
+    }
+}

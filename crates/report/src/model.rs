@@ -274,15 +274,11 @@ impl Chart {
     /// The names of the series a legend shows (empty: a single unnamed one).
     pub fn series_names(&self) -> Vec<String> {
         match self {
-            Chart::Lines { series, .. } if series.len() > 1 || has_name(series) => series
-                .iter()
-                .map(|s| crate::plot::legend_text(&s.name))
-                .collect(),
+            Chart::Lines { series, .. } if series.len() > 1 || has_name(series) => {
+                series.iter().map(|s| legend_text(&s.name)).collect()
+            }
             Chart::Lines { .. } => Vec::new(),
-            Chart::Scatter { groups, .. } => groups
-                .iter()
-                .map(|g| crate::plot::legend_text(&g.name))
-                .collect(),
+            Chart::Scatter { groups, .. } => groups.iter().map(|g| legend_text(&g.name)).collect(),
             Chart::Bars { series, .. } if series.len() > 1 => {
                 series.iter().map(|s| s.0.clone()).collect()
             }
@@ -355,13 +351,20 @@ pub struct Report {
     pub sections: Vec<Section>,
 }
 
-impl Report {
-    /// Writes the page to `path` atomically.
-    pub fn write(&self, path: &std::path::Path) -> Result<u64> {
-        let html = crate::html::render(self)?;
-        swaplab_trace::atomic::write_atomic(path, html.as_bytes())
-            .map_err(|e| Error::Invalid(format!("writing {}: {e}", path.display())))?;
-        Ok(html.len() as u64)
+/// The legend entry of a series or group name (long names are cut: two
+/// entries share a row).
+pub fn legend_text(name: &str) -> String {
+    short(name, 50)
+}
+
+/// `s` cut to `max` characters with an ellipsis.
+pub fn short(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('…');
+        t
     }
 }
 

@@ -6,7 +6,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor;
 
-use crate::model::{Axis, Band, Chart, Figure, ScatterGroup, Series};
+use crate::model::{legend_text, short, Axis, Band, Chart, Figure, ScatterGroup, Series};
 use crate::{Error, Result};
 
 /// Width of every figure, pixels.
@@ -411,12 +411,6 @@ fn draw_legend(area: &Area<'_>, entries: &[(String, RGBColor)], line: bool) -> P
     Ok(())
 }
 
-/// The legend entry of a series or group name (long names are cut: two
-/// entries share a row).
-pub fn legend_text(name: &str) -> String {
-    short(name, 50)
-}
-
 /// Pixels per row of a legend (two entries per row).
 const LEGEND_ROW: i32 = 20;
 
@@ -572,17 +566,6 @@ fn trim(s: String) -> String {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
-    }
-}
-
-/// `s` cut to `max` characters with an ellipsis.
-pub fn short(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
     }
 }
 
