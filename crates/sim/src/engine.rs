@@ -27,23 +27,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use swaplab_trace::dense::{DenseTrace, NEVER};
 
-#[derive(Debug, thiserror::Error)]
-pub enum SimError {
-    #[error("unknown policy '{0}' (known: {1}; see `swaplab sim --list-policies`)")]
-    UnknownPolicy(String, String),
-    #[error("{0}")]
-    BadParam(String),
-    /// The device would take all the memory (zram): this combination
-    /// cannot run, others may.
-    #[error("{0}")]
-    NoMemory(String),
-    #[error("policy '{policy}' broke the replacement contract at reference {pos}: {what}")]
-    Contract {
-        policy: String,
-        pos: u64,
-        what: String,
-    },
-}
+pub use crate::error::SimError;
 
 /// Event counts of one simulation.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

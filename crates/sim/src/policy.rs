@@ -6,7 +6,7 @@
 //! resident page (if any) it evicted to make room. A policy must evict only
 //! when it is full, exactly one page per miss then, and never the page being
 //! referenced; `engine::simulate_checked` verifies this for every policy.
-use crate::engine::SimError;
+use crate::error::SimError;
 use std::collections::BTreeMap;
 
 /// The outcome of one reference.

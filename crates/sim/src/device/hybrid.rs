@@ -22,7 +22,7 @@
 //! of two swap areas by priority (the fast device until its SIZE is full,
 //! then the slow one), modelled in [`super::tiers`].
 use super::{DevStats, Device, DeviceSpec, HybridStats, Io};
-use crate::engine::SimError;
+use crate::error::SimError;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 pub const INFO: super::DeviceInfo = super::DeviceInfo {

@@ -18,7 +18,7 @@
 //!   (no elevator), each paying seek + rotation + transfer.
 //!
 //! zram is CPU work in the faulting or reclaiming task: no queue.
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::Params;
 use serde::{Deserialize, Serialize};
 use std::path::Path;

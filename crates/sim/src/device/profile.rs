@@ -8,7 +8,7 @@
 //! measured reclaim time per page, used as the fault path's reclaim cost).
 //! zram and zswap profiles keep `compress_ratio` of each stored page in RAM.
 use super::{page_us, DevStats, Device, DeviceInfo, Io, Pipe};
-use crate::engine::SimError;
+use crate::error::SimError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -66,7 +66,7 @@
 //!   evicted. For a program that writes every page it touches, the two
 //!   agree.
 use super::{DevStats, Device, DeviceSpec, HybridStats, Io, PAGE_BYTES};
-use crate::engine::SimError;
+use crate::error::SimError;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeSet;
 

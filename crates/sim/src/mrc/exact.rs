@@ -6,7 +6,7 @@
 //! therefore gives the miss count at every size at once.
 use super::stack::{prefetch, StackTracker, MAX_KEYS};
 use super::MissRatioCurve;
-use crate::engine::SimError;
+use crate::error::SimError;
 use serde::Serialize;
 use swaplab_trace::dense::DenseTrace;
 

@@ -44,7 +44,7 @@
 //!   unchanged. Miss ratios are clamped to [0, 1].
 use super::stack::{StackTracker, MAX_KEYS};
 use super::MissRatioCurve;
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::util::hash64;
 use rustc_hash::FxHashMap;
 use serde::Serialize;

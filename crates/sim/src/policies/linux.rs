@@ -164,7 +164,7 @@
 //! capacity grows in powers of two). With 1/8 of the pages resident, as in
 //! `tests/memory.rs`, that is 6 bytes per page (13 with the linked lists
 //! this replaced). A hit reads one byte.
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
 use crate::util::prefetch;
 use std::collections::VecDeque;

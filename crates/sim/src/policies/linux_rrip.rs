@@ -35,7 +35,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 #[cfg(test)]
 mod tests {
     use crate::engine::testutil::*;
-    use crate::engine::SimError;
+    use crate::error::SimError;
 
     const A: u64 = 1;
     const B: u64 = 2;

@@ -80,7 +80,7 @@
 //! most ~3× its set (its capacity grows in powers of two): 12 bytes per
 //! page with 1/8 of the pages resident, as measured by `tests/memory.rs`
 //! (17 with the two sets of linked lists this replaced).
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::{Access, Policy, PolicyInfo, Req};
 use crate::util::prefetch;
 use std::collections::VecDeque;
@@ -370,7 +370,7 @@ impl Policy for Lirs {
 mod tests {
     use super::*;
     use crate::engine::testutil::*;
-    use crate::engine::SimError;
+    use crate::error::SimError;
 
     /// S top first, as (page, 'L' LIR | 'R' resident HIR | 'N' non-resident
     /// HIR), then Q from its front (next victim) to its end.

@@ -133,7 +133,7 @@
 //! Memory: a 4-byte generation (or shadow `min_seq`) and 1 flag byte per
 //! page; 4 bytes per queue entry (one per resident page) and per entry of
 //! the list of pages made young since the last aging.
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
 use crate::util::prefetch;
 use std::collections::VecDeque;

@@ -1,6 +1,6 @@
 //! One file per policy; adding a policy means one new file and one line in
 //! [`REGISTRY`].
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::PolicyInfo;
 
 pub mod arc;

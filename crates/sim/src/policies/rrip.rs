@@ -54,7 +54,7 @@
 //! bits of bitmap (+1/63 for the summary levels); `bytes_per_page` counts
 //! the per-frame part as if every page had a frame (an upper bound). DRRIP
 //! adds 4 bytes per page (the shadow memories' dense ids) and the shadows.
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
 use crate::util::{hash64, Rng, NIL};
 

@@ -260,7 +260,7 @@ impl Policy for S3Fifo {
 #[cfg(test)]
 mod tests {
     use crate::engine::testutil::*;
-    use crate::engine::SimError;
+    use crate::error::SimError;
 
     #[test]
     fn hand_worked_ghost_and_main() {

@@ -30,7 +30,7 @@
 //!   (the next pass of a sweep) pages out nothing, and the next pageout
 //!   starts from there. A new trend starts afresh.
 use super::{Fault, Prefetcher, PrefetcherInfo};
-use crate::engine::SimError;
+use crate::error::SimError;
 use std::collections::VecDeque;
 
 pub const INFO: PrefetcherInfo = PrefetcherInfo {

@@ -16,7 +16,7 @@
 //! each fault; `leap:pageout=1` pages out the pages its walk has passed,
 //! as `run --prefetch leap:pageout=1` does): the engine drops them as it
 //! drops a `pageout` hint's pages, and counts them in `prefetch_pageouts`.
-use crate::engine::SimError;
+use crate::error::SimError;
 use crate::policy::Params;
 
 pub mod cluster;
