@@ -5,12 +5,12 @@
 //! pyarrow Tables and pandas DataFrames. Results cross the boundary as
 //! numpy arrays (traces, without a copy on the way in) or as Python objects
 //! (dicts, lists, numbers, None: simulation results, metadata, records),
-//! built by [`to_py`] from the value the CLI prints with `--json`, so that
+//! built by `to_py` from the value the CLI prints with `--json`, so that
 //! they equal `json.loads` of its output and a DataFrame has exactly the
 //! columns of `swaplab sim --json`. List arguments take a Python list or
-//! the command line's comma-joined string ([`Items`]).
+//! the command line's comma-joined string (`Items`).
 //!
-//! Every entry point runs its work through [`guarded`]: errors become
+//! Every entry point runs its work through `guarded`: errors become
 //! `swaplab.SwaplabError` (a `ValueError`) with the CLI's message, and a
 //! panic (a bug) becomes the same exception instead of pyo3's
 //! `PanicException`. Long work runs with the GIL released (`py.detach`).

@@ -9,7 +9,7 @@
 //!    its address. "Live" is `t_alloc <= t < t_free` (an event at the very
 //!    nanosecond of a free belongs to what is allocated next). A forked child
 //!    starts with a copy of its parent's allocations live at the fork
-//!    ([`Process::t_start_ns`]), recursively; a child's own later allocation at
+//!    (`Process::t_start_ns`), recursively; a child's own later allocation at
 //!    the same start address replaces the inherited one (it must have freed
 //!    it), and the parent's free does not end the child's copy. Threads share
 //!    their pid's allocations (events are keyed by `pid`, never `tid`). When

@@ -5,7 +5,7 @@
 //! ## `analysis.json`
 //!
 //! One object: `objects` and `sites` (the ranked tables of
-//! [`Analysis`](crate::analyze::Analysis), with their patterns),
+//! [`Analysis`], with their patterns),
 //! `unattributed`, `totals`, `bands` and `page_size` (bytes).
 //!
 //! ## `scatter.csv` — one row per swap event or major fault drawn in the scatter

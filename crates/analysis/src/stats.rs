@@ -29,7 +29,7 @@ pub struct Summary {
     pub q3: f64,
 }
 
-/// Quantile `q` in [0,1] of sorted values (linear interpolation, type 7).
+/// Quantile `q` in \[0, 1\] of sorted values (linear interpolation, type 7).
 pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;

@@ -31,7 +31,7 @@ pub enum Undo {
     RestoreKnob {
         /// Knob name, for people.
         name: String,
-        /// Its file (must be a kernel tunable, see [`Knob::is_restorable_path`]).
+        /// Its file (must be a kernel tunable, see `Knob::is_restorable_path`).
         path: PathBuf,
         /// How the file shows values.
         format: Format,

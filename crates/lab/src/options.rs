@@ -422,6 +422,8 @@ pub fn parse_on_off(flag: &str, v: &str) -> Result<bool> {
 /// structure parses both, so the two cannot drift.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct RunFlags {
+    // The brackets below are the help text's optional parts, not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// Swap for the experiment (repeatable): file:SIZE[,path=P][,prio=N], zram:SIZE[,algo=A],
     /// zswap[:COMPRESSOR], existing (default: use what the machine has); emulated devices where
     /// the kernel can build them (docs/swap-devices.md): delay:SIZE[,read=LAT][,write=LAT]

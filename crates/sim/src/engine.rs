@@ -372,7 +372,7 @@ impl Sim {
 /// per reference, which also kept the policy's state behind a pointer
 /// reloaded every time). The engine's state is two bitmaps ([`Core`]);
 /// each reference prefetches its page's state word pair and the policy's
-/// per-page state [`PREFETCH_DISTANCE`] references ahead. `CHECK` (the
+/// per-page state `PREFETCH_DISTANCE` references ahead. `CHECK` (the
 /// contract checks of the tests) is a constant that compiles away.
 ///
 /// A contract error names no policy (the loop does not know it);

@@ -2,7 +2,7 @@
 //!
 //! Pure computation over a [`DenseTrace`](swaplab_trace::DenseTrace): no OS calls.
 //!
-//! * [`policy`]: the small [`Policy`](policy::Policy) trait every policy implements,
+//! * [`policy`]: the small [`Policy`] trait every policy implements,
 //!   its parameters and the [`registry`](policies::REGISTRY).
 //! * [`engine`]: the memory model around a policy (minor/major faults, dirty
 //!   pages, swap-outs) and the simulation loop.

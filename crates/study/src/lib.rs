@@ -11,7 +11,7 @@
 //! * [`validate`], [`calibrate`], [`demo`] (the real-workload half of
 //!   `swaplab demo`), [`serve`] (a server under a limit and its load
 //!   generator), [`sim`] (saved simulations and miss-ratio curves).
-//! * [`bench`] — the benchmarks: the runner's own cost, what tracing
+//! * [`bench`](mod@bench) — the benchmarks: the runner's own cost, what tracing
 //!   costs, vma, touch, reclaim and hints, recorded as groups of the
 //!   catalog.
 //! * [`report`] — the sections of a report: what the user named (a run, a

@@ -1,7 +1,7 @@
 //! Saved results: every study's result is one JSON file whose `"kind"`
 //! says which. [`Saved`] is all of them as one enum, decoded once (the
 //! kind picks the type), and [`Saved::section`] the one dispatch to their
-//! report sections. Adding a study adds one line to [`saved_kinds!`]'s
+//! report sections. Adding a study adds one line to `saved_kinds!`'s
 //! list below. [`save`] and [`save_compact`] write them.
 
 use std::path::Path;

@@ -71,7 +71,7 @@ fn pq(path: &Path, e: parquet::errors::ParquetError) -> Error {
 ///
 /// The row groups are encoded and compressed on worker threads (the
 /// calling thread only assigns dense ids and copies the columns): full
-/// groups go to [`Encoders`], and their encoded column chunks are appended
+/// groups go to `Encoders`, and their encoded column chunks are appended
 /// to the file in order. At most [`MAX_IN_FLIGHT`] groups are pending at a
 /// time, so memory stays bounded (about 15 MiB per group for page, write
 /// and id).

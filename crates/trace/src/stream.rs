@@ -21,7 +21,7 @@
 //!
 //! Native files of format 1 (no `id` column) stream too: their pages are
 //! numbered on first sight by the in-memory loader's own map
-//! ([`IdMap`]: the same ids, 16–32 bytes per distinct page), but OPT's
+//! (`IdMap`: the same ids, 16–32 bytes per distinct page), but OPT's
 //! backward pass needs the ids and refuses them. Other tools' formats
 //! are converted first (`swaplab import`).
 use crate::dense::{IdMap, MAX_REFS, NEVER};

@@ -132,7 +132,7 @@ pub struct PrefetchStats {
     pub trend_switches: u64,
     /// Calls that failed because the program exited or unmapped the range.
     pub quiet_errors: u64,
-    /// Times sampling went sparse (no trend for [`IDLE`]) and came back.
+    /// Times sampling went sparse (no trend for `IDLE`) and came back.
     pub sparse_switches: u64,
     /// Fault samples the kernel delivered (major and minor).
     pub samples: u64,
@@ -146,7 +146,7 @@ pub struct PrefetchStats {
     pub pageout_started: u64,
     pub pageout_regrets: u64,
     /// 1 if the prefetcher turned itself off because its requests were
-    /// not used ([`MIN_ACCURACY`]).
+    /// not used (`MIN_ACCURACY`).
     pub gave_up: u64,
     /// Processes of the run with major faults the prefetcher saw, and
     /// processes it asked for pages in (or paged out of).
@@ -336,7 +336,7 @@ impl Prefetcher {
 
     /// The command started: attach and start the thread. The events are
     /// inherited by every thread and process the command starts; each
-    /// process's faults are served in its own address space ([`Space`]).
+    /// process's faults are served in its own address space (`Space`).
     pub fn started(&mut self, pid: u32) -> Result<()> {
         let Some(setup) = self.setup.take() else {
             return Ok(());

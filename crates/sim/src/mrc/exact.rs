@@ -2,7 +2,7 @@
 //!
 //! LRU is a stack algorithm: a memory of `c` pages holds the `c` most
 //! recently used pages, so a reference hits iff its stack distance (see
-//! [`super::stack`]) is at most `c`. One pass that histograms the distances
+//! `super::stack`) is at most `c`. One pass that histograms the distances
 //! therefore gives the miss count at every size at once.
 use super::stack::{prefetch, StackTracker, MAX_KEYS};
 use super::MissRatioCurve;

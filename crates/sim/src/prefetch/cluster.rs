@@ -5,7 +5,7 @@
 //! Works in **swap slot** order: the engine allocates slots at swap-out as
 //! the kernel does (a next-fit cursor), so pages swapped out together sit
 //! in neighbouring slots whatever their virtual addresses. At a fault on
-//! slot `s` the window size is [`swapin_nr_pages`](super::swapin_nr_pages)
+//! slot `s` the window size is [`swapin_nr_pages`]
 //! with `max_pages = 2^pc` (`vm.page-cluster`, default 3), the previous
 //! offset (updated only at a fault with no hits since the last window),
 //! the readahead hits since the last fault (`swapin_readahead_hits`,

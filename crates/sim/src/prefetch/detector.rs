@@ -206,7 +206,7 @@ pub enum Unasked {
 }
 
 /// Counts the resident pages from a page on along a direction (±1), up to
-/// a number ([`Detector::check_regret`]).
+/// a number (`Detector::check_regret`).
 pub type Resident<'a> = &'a mut dyn FnMut(i64, i64, u64) -> u64;
 
 /// The per-thread trend logic (no system calls: testable by itself).
@@ -453,7 +453,7 @@ impl Detector {
     }
 
     /// [`Detector::access`], with a way to count resident pages
-    /// ([`Detector::check_regret`]).
+    /// (`Detector::check_regret`).
     pub fn access_with(
         &mut self,
         tid: u32,

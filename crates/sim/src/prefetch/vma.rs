@@ -3,7 +3,7 @@
 //! swap device is rotational.
 //!
 //! Works in **virtual page** order. At a fault on page `p` the window size
-//! is [`swapin_nr_pages`](super::swapin_nr_pages) with `max_win = 2^min(pc,
+//! is [`swapin_nr_pages`] with `max_win = 2^min(pc,
 //! 5)` (`SWAP_RA_ORDER_CEILING` is 5 on 64-bit), the previous fault page
 //! and window, and the readahead hits since the last fault (all kept per
 //! VMA in `swap_readahead_info`; the simulator sees one VMA, so one set).

@@ -202,7 +202,7 @@ pub struct HintsCell {
     pub sim_swap_outs: Option<f64>,
     /// 1 - sim majflt / sim base majflt.
     pub sim_fault_reduction: Option<f64>,
-    /// The speed-up the simulation predicts (see [`predicted_speedup`]).
+    /// The speed-up the simulation predicts (see `predicted_speedup`).
     pub sim_speedup: Option<f64>,
     /// What the simulation modelled ("linux + cluster:pc=3 …").
     pub sim_model: String,

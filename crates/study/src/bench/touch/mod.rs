@@ -209,7 +209,7 @@ pub struct TouchConfig {
     pub time_cdf: Curve,
     /// The repeat the per-index figures come from.
     pub figure_repeat: Option<u32>,
-    /// (first touch of the bin, median ns, max ns), [`INDEX_BINS`] bins.
+    /// (first touch of the bin, median ns, max ns), `INDEX_BINS` bins.
     pub by_index: Vec<(u64, f64, f64)>,
     /// (touch, anonymous RSS bytes).
     pub rss: Vec<(u64, f64)>,
