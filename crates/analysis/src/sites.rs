@@ -20,13 +20,13 @@ use crate::symbolize::Symbolizer;
 /// (one per distinct list of frame keys), shared by `trace` and reference
 /// capture.
 #[derive(Default)]
-pub struct StackSites {
+struct StackSites {
     sym: Symbolizer,
     site_ids: HashMap<Vec<String>, u32>,
     /// The sites, ids 1, 2, … in order of first appearance.
-    pub sites: Vec<Site>,
+    sites: Vec<Site>,
     /// Every module a symbolized frame named → its file.
-    pub module_paths: BTreeMap<String, PathBuf>,
+    module_paths: BTreeMap<String, PathBuf>,
 }
 
 /// One log's module table and its stacks' sites, read as the log goes.
@@ -59,13 +59,9 @@ impl LogStacks {
 }
 
 impl StackSites {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// The site of a stack's `frames`, with `modules` the log's module
     /// table so far (a frame of an unknown module becomes `?ID+0xOFF`).
-    pub fn site_of(&mut self, modules: &HashMap<u32, PathBuf>, frames: &[alloc_log::Frame]) -> u32 {
+    fn site_of(&mut self, modules: &HashMap<u32, PathBuf>, frames: &[alloc_log::Frame]) -> u32 {
         let mut keys = Vec::with_capacity(frames.len());
         let mut locs = Vec::with_capacity(frames.len());
         for fr in frames {
@@ -108,7 +104,7 @@ pub fn allocations_from_logs(
     notes: &mut Vec<String>,
 ) -> (Vec<Allocation>, Vec<Site>, Vec<Process>) {
     use alloc_log::Record;
-    let mut stacks = StackSites::new();
+    let mut stacks = StackSites::default();
     let mut allocs = Vec::new();
     let mut procs = Vec::new();
     let rel = |t: u64| t.saturating_sub(mono_t0);
@@ -230,7 +226,7 @@ pub fn sites_from_log(
     notes: &mut Vec<String>,
 ) -> AllocSites {
     use alloc_log::Record;
-    let mut stacks = StackSites::new();
+    let mut stacks = StackSites::default();
     let mut table = LogStacks::default();
     let mut allocations: Vec<SiteAlloc> = Vec::new();
     let mut open: HashMap<u64, usize> = HashMap::new();
