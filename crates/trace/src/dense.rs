@@ -472,9 +472,9 @@ impl Drop for Slots {
         if let Some(h) = self.ahead.take() {
             let _ = h.join();
         }
-        let len = self.cap * std::mem::size_of::<Slot>();
         #[cfg(unix)]
         if self.mapped {
+            let len = self.cap * std::mem::size_of::<Slot>();
             // SAFETY: the mapping `new` made, of this length, unmapped once.
             unsafe {
                 libc::munmap(self.ptr.as_ptr().cast(), len);
@@ -484,7 +484,6 @@ impl Drop for Slots {
         let layout = std::alloc::Layout::array::<Slot>(self.cap).expect("table size");
         // SAFETY: allocated by `new` with this layout, freed once.
         unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), layout) };
-        let _ = len;
     }
 }
 
