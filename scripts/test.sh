@@ -109,15 +109,24 @@ else
 fi
 
 phase "cargo test"
-echo "== cargo test (workspace, every test binary even after a failure; a line of counts per binary)"
-# Each test binary through scripts/test-runner (libtest's JSON events into
-# target/test-results/cargo), the doc tests through a rustdoc that may
-# take -Z unstable-options (scripts/rustdoc-json: RUSTC_BOOTSTRAP for
-# rustdoc only, never in cargo's environment, where build scripts read it
-# and the workspace would be rebuilt).
-SWAPLAB_TEST_RESULTS=$results/cargo cargo test --workspace --no-fail-fast --lib --bins --tests \
-  --config "target.'cfg(all())'.runner='$PWD/scripts/test-runner'" 2>&1 | tee -a "$log" | grep -v '^ *\(Running\|Finished\) '
+echo "== cargo test (workspace, every test binary even after a failure, two at a time; a line of counts per binary)"
+# The test binaries of `cargo test --workspace --lib --bins --tests`, run
+# by scripts/test-binaries two at a time (the root tests of all of them
+# take turns through one lock, swaplab_testkit::system_lock; the other
+# core runs the other binary's tests meanwhile), each through
+# scripts/test-runner (libtest's JSON events into
+# target/test-results/cargo). The doc tests run after them, through a
+# rustdoc that may take -Z unstable-options (scripts/rustdoc-json:
+# RUSTC_BOOTSTRAP for rustdoc only, never in cargo's environment, where
+# build scripts read it and the workspace would be rebuilt).
 mkdir -p "$results/cargo"
+cargo test --workspace --no-run --lib --bins --tests --message-format=json > target/test-binaries.json 2>> "$log"
+SWAPLAB_TEST_RESULTS=$results/cargo python3 scripts/test-binaries target/test-binaries.json 2>&1 | tee -a "$log"
+# 1: a binary failed (its results say which); anything else: none ran.
+case ${PIPESTATUS[0]} in
+  0|1) ;;
+  *) check "cargo test: the test binaries run (scripts/test-binaries)" failed "see $log" ;;
+esac
 RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --no-fail-fast --doc -- -Z unstable-options \
   --format json --report-time > "$results/cargo/doc-tests.json" 2>> "$log"
 echo $? > "$results/cargo/doc-tests.status"

@@ -375,6 +375,47 @@ pub fn system_state() -> String {
     state::SystemState::capture().to_string()
 }
 
+/// Held by a test while it changes the system or compares snapshots of it
+/// ([`system_state`]): an exclusive `flock` on one file, `swaplab-tests.lock`
+/// in the temporary directory, so it serialises those tests across threads
+/// *and* across test binaries. scripts/test.sh runs two test binaries at a
+/// time (the root tests of one would otherwise show in the other's
+/// before/after comparison); each binary's tests also run in threads. The
+/// lock is released when the guard drops, or when the process dies: a
+/// test that panics or is killed never leaves it held.
+#[must_use = "the lock is released when the guard drops"]
+pub struct SystemLock(#[allow(dead_code)] std::fs::File);
+
+/// Takes the [`SystemLock`], waiting for whichever test holds it.
+pub fn system_lock() -> SystemLock {
+    lock_file(&std::env::temp_dir().join("swaplab-tests.lock"))
+}
+
+fn lock_file(path: &Path) -> SystemLock {
+    // flock needs no write access: another user's lock file is opened
+    // read-only.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .or_else(|_| std::fs::File::open(path))
+        .unwrap_or_else(|e| panic!("cannot open the tests' lock file {}: {e}", path.display()));
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this function owns (`file`), which
+        // outlives the call.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return SystemLock(file);
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            panic!("cannot lock {}: {e}", path.display());
+        }
+    }
+}
+
 /// Pids of running `swaplab-workload balloon` processes.
 pub fn balloon_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -402,6 +443,28 @@ mod tests {
         let r = checkout_root(env!("CARGO_MANIFEST_DIR"));
         assert!(r.join("Cargo.lock").exists());
         assert!(r.join("crates/testkit/Cargo.toml").exists());
+    }
+
+    #[test]
+    fn the_system_lock_excludes_every_other_holder_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swaplab-tests.lock");
+        let held = lock_file(&path);
+        // Another open file description, as another thread's or another
+        // test binary's would be: the kernel's flock refuses it.
+        use std::os::fd::AsRawFd;
+        let other = std::fs::File::open(&path).unwrap();
+        let try_lock = || {
+            // SAFETY: flock on `other`'s descriptor, open for the call.
+            let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+            (r == 0)
+                .then_some(())
+                .ok_or_else(std::io::Error::last_os_error)
+        };
+        let e = try_lock().unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+        drop(held);
+        try_lock().unwrap();
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use swaplab_testkit::{balloon_pids, browser, skip, skip_unless, system_state, Facility};
 
 /// One at a time: the counters are machine-wide.
-use crate::common::ROOT as BENCH;
+use crate::common::root_lock;
 
 fn swaplab_cmd(dir: &Path, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_swaplab"));
@@ -80,7 +80,7 @@ fn memcg_reclaim_is_direct_and_thp_follows_the_mode() {
     if !Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
         return skip(test, Facility::MachineState, "this kernel has no THP");
     }
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let before = system_state();
     let dir = var_tmp();
     let d = dir.path();
@@ -166,7 +166,7 @@ fn machine_pressure_wakes_kswapd_and_the_balloon_leaves_nothing() {
     ) {
         return;
     }
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let before = system_state();
     let dir = var_tmp();
     let v = ok_json(
@@ -209,7 +209,7 @@ fn a_killed_bench_leaves_no_balloon() {
     if skip_unless(test, &[Facility::Root, Facility::MemoryCgroup]) {
         return;
     }
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let before = system_state();
     let dir = var_tmp();
     let d = dir.path();

@@ -11,7 +11,7 @@ use std::path::Path;
 use swaplab_testkit::{browser, skip, Facility};
 
 /// One bench at a time: the slab numbers are system-wide.
-use common::ROOT as BENCH;
+use common::root_lock;
 
 fn ok_json(dir: &Path, args: &[&str]) -> serde_json::Value {
     let o = swaplab(dir, args);
@@ -47,7 +47,7 @@ fn i(v: &serde_json::Value) -> i64 {
 #[test]
 fn each_pattern_makes_the_vmas_the_kernel_reports() {
     let test = &test_name!();
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let dir = tempfile::tempdir().unwrap();
     let n: i64 = 16384;
     let before = max_map_count();
@@ -123,7 +123,7 @@ fn each_pattern_makes_the_vmas_the_kernel_reports() {
 #[test]
 fn max_map_count_is_raised_for_the_run_and_restored() {
     let test = &test_name!();
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let dir = tempfile::tempdir().unwrap();
     let before = max_map_count();
     let ops = before + 1000;
@@ -192,7 +192,7 @@ fn bad_input_gets_a_clear_error() {
 #[test]
 fn the_vma_report_holds_its_numbers_and_opens_in_a_browser() {
     let test = &test_name!();
-    let _g = BENCH.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = root_lock();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let v = ok_json(

@@ -20,7 +20,7 @@ fn serve_trace_then_advise() {
     {
         return;
     }
-    let _lock = ROOT.lock().unwrap_or_else(|p| p.into_inner());
+    let _lock = root_lock();
     let before = swaplab_testkit::system_state();
     let dir = tempfile::Builder::new()
         .prefix("swaplab-cli-serve-")

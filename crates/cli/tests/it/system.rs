@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use crate::common::ROOT as SYSTEM;
+use crate::common::root_lock;
 
 fn is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
@@ -28,7 +28,7 @@ use swaplab_testkit::system_state;
 struct Lab {
     dir: tempfile::TempDir,
     before: String,
-    _lock: std::sync::MutexGuard<'static, ()>,
+    _lock: swaplab_testkit::SystemLock,
 }
 
 impl Lab {
@@ -38,7 +38,7 @@ impl Lab {
             swaplab_testkit::skip(test, swaplab_testkit::Facility::Root, "needs root");
             return None;
         }
-        let lock = SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+        let lock = root_lock();
         let dir = tempfile::Builder::new()
             .prefix("swaplab-cli-test-")
             .tempdir_in("/var/tmp")

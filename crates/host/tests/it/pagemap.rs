@@ -17,7 +17,7 @@ use swaplab_host::maps::{read_maps, watch_ranges, MapEntry, RegionTracker};
 use swaplab_host::pagemap::{PagemapWatcher, SwapChange};
 
 /// The swap tests of this binary run one at a time.
-use common::SYSTEM as SWAP;
+use common::system_lock;
 
 fn page_size() -> usize {
     // SAFETY: no preconditions.
@@ -148,7 +148,7 @@ fn swap_session(test: &str, spec: &str) -> Option<Session> {
 
 #[test]
 fn pageout_and_touch_are_seen_with_ioctl_and_fallback() {
-    let _g = SWAP.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = system_lock();
     let Some(mut session) = swap_session("pageout_and_touch", "file:128M") else {
         return;
     };
@@ -276,7 +276,7 @@ fn measure(label: &str, ranges: &[(u64, u64)]) {
 #[test]
 #[ignore = "measurement: 256 MiB paged out to a swap file; run with --ignored --nocapture"]
 fn scan_cost_256mib() {
-    let _g = SWAP.lock().unwrap_or_else(|p| p.into_inner());
+    let _g = system_lock();
     let Some(mut session) = swap_session(&test_name!(), "file:512M") else {
         return;
     };

@@ -134,7 +134,7 @@ fn orphan(journal: &Path) {
 
 #[test]
 fn emulated_kinds_fail_before_changing_anything_where_missing() {
-    let _system = common::SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+    let _system = common::system_lock();
     let state = state_dir();
     for (spec, needle) in [
         ("delay:64M,read=1ms,write=1ms", "no "),
@@ -177,7 +177,7 @@ fn emulated_kinds_fail_before_changing_anything_where_missing() {
 
 #[test]
 fn device_entries_are_undone_by_recovery() {
-    let _system = common::SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+    let _system = common::system_lock();
     if common::skip_unless(&test_name!(), &[common::Facility::Root]) {
         return;
     }
@@ -379,7 +379,7 @@ fn print_traffic(label: &str, tr: &[traffic::AreaTraffic]) {
 
 #[test]
 fn devices_build_tier_and_restore() {
-    let _system = common::SYSTEM.lock().unwrap_or_else(|e| e.into_inner());
+    let _system = common::system_lock();
     let test = &test_name!();
     if let Err(why) = buildable() {
         return skip(test, &why);

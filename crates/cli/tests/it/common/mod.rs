@@ -24,11 +24,11 @@ pub const ROOT_SWAP: [swaplab_testkit::Facility; 3] = [
     swaplab_testkit::Facility::Swapfile,
 ];
 
-/// Serialises the root tests of this test binary: [`root_json`], and the
-/// tests of every module that change the system or compare snapshots of it
-/// (each module's lock is this one: the modules were separate binaries, and
-/// one's changes must not show in another's before/after comparison).
-pub static ROOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Serialises the root tests: [`root_json`], and the tests of every module
+/// that change the system or compare snapshots of it, across this binary's
+/// threads and every other test binary (one test's changes must not show
+/// in another's before/after comparison): [`swaplab_testkit::system_lock`].
+pub use swaplab_testkit::system_lock as root_lock;
 
 /// A JSON number, or a panic naming what it was.
 pub fn f(v: &serde_json::Value) -> f64 {
@@ -53,7 +53,7 @@ pub fn root_json(
     }
     // The tests of one binary run in parallel threads: a second root test
     // would change the system between this one's snapshots.
-    let _lock = ROOT.lock().unwrap_or_else(|p| p.into_inner());
+    let _lock = root_lock();
     let before = system_state();
     let dir = tempfile::Builder::new()
         .prefix(prefix)

@@ -9,11 +9,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 
-/// Serialises the tests of this binary that touch system state ([`Baseline`]
-/// and every module's own lock: the modules were separate binaries).
-pub static SYSTEM: Mutex<()> = Mutex::new(());
+/// Serialises the tests that touch system state ([`Baseline`] and every
+/// module's own lock), across this binary's threads and every other test
+/// binary: [`swaplab_testkit::system_lock`].
+pub use swaplab_testkit::system_lock;
 
 pub use swaplab_testkit::Facility;
 
@@ -117,12 +117,12 @@ pub fn force_restore(want: &SystemState) {
 /// Holds the system-state mutex and the state at the start of a test.
 pub struct Baseline {
     pub state: SystemState,
-    _lock: MutexGuard<'static, ()>,
+    _lock: swaplab_testkit::SystemLock,
 }
 
 impl Baseline {
     pub fn take() -> Baseline {
-        let lock = SYSTEM.lock().unwrap_or_else(|p| p.into_inner());
+        let lock = system_lock();
         Baseline {
             state: SystemState::capture(),
             _lock: lock,

@@ -5,16 +5,15 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 
 use swaplab_lab::catalog::Catalog;
 use swaplab_lab::runner::Lab;
 
-static LOCK: Mutex<()> = Mutex::new(());
-
-/// Serialises the tests that make runs (they set sysctls and add swap).
-pub fn serial() -> MutexGuard<'static, ()> {
-    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+/// Serialises the tests that make runs (they set sysctls and add swap),
+/// across this binary's threads and every other test binary
+/// ([`swaplab_testkit::system_lock`]).
+pub fn serial() -> swaplab_testkit::SystemLock {
+    swaplab_testkit::system_lock()
 }
 
 /// Records a skip (see `swaplab_testkit::skip`) and returns true when runs
