@@ -383,12 +383,69 @@ pub fn system_state() -> String {
 /// before/after comparison); each binary's tests also run in threads. The
 /// lock is released when the guard drops, or when the process dies: a
 /// test that panics or is killed never leaves it held.
+///
+/// The holder also gets the CPU first: scripts/test-binaries runs the test
+/// binaries at a low priority (nice 10) and names the priority of the
+/// lock's holder in [`LOCK_NICE_ENV`]; the holding thread takes it (root
+/// may raise a thread's priority), and so do the processes and threads it
+/// starts, until the guard drops. A test that swaps under a memory limit
+/// then keeps the CPU headroom it has when it runs alone: beside another
+/// binary's tests at equal priority, a server's fill at 30 % was
+/// OOM-killed by a v1 memory cgroup whose reclaim fell behind.
 #[must_use = "the lock is released when the guard drops"]
-pub struct SystemLock(#[allow(dead_code)] std::fs::File);
+pub struct SystemLock {
+    _file: std::fs::File,
+    /// The thread that holds the lock and the nice value it had, to put
+    /// back (when it was raised).
+    renice: Option<(libc::pid_t, i32)>,
+}
+
+/// Environment variable: the nice value a [`SystemLock`]'s holder takes.
+pub const LOCK_NICE_ENV: &str = "SWAPLAB_TEST_LOCK_NICE";
 
 /// Takes the [`SystemLock`], waiting for whichever test holds it.
 pub fn system_lock() -> SystemLock {
-    lock_file(&std::env::temp_dir().join("swaplab-tests.lock"))
+    let want = std::env::var(LOCK_NICE_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok());
+    lock_with_nice(&std::env::temp_dir().join("swaplab-tests.lock"), want)
+}
+
+/// Locks `path`; then, when `want` is below the thread's nice value (a
+/// higher priority), gives the thread that value while the lock is held.
+fn lock_with_nice(path: &Path, want: Option<i32>) -> SystemLock {
+    let mut lock = lock_file(path);
+    if let (Some(want), Some(now)) = (want, thread_nice()) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        if want < now && set_nice(tid, want) {
+            lock.renice = Some((tid, now));
+        }
+    }
+    lock
+}
+
+impl Drop for SystemLock {
+    fn drop(&mut self) {
+        if let Some((tid, nice)) = self.renice {
+            set_nice(tid, nice);
+        }
+    }
+}
+
+/// The calling thread's nice value (/proc/thread-self/stat, field 19).
+fn thread_nice() -> Option<i32> {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").ok()?;
+    let after_comm = &stat[stat.rfind(')')? + 1..];
+    after_comm.split_whitespace().nth(16)?.parse().ok()
+}
+
+/// Sets thread `tid`'s nice value (on Linux a thread's own attribute,
+/// inherited by the threads and processes it starts); false if refused.
+fn set_nice(tid: libc::pid_t, nice: i32) -> bool {
+    // SAFETY: setpriority takes plain integers and changes only the
+    // scheduling priority of the thread named.
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0 }
 }
 
 fn lock_file(path: &Path) -> SystemLock {
@@ -407,7 +464,10 @@ fn lock_file(path: &Path) -> SystemLock {
         // SAFETY: flock on a descriptor this function owns (`file`), which
         // outlives the call.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-            return SystemLock(file);
+            return SystemLock {
+                _file: file,
+                renice: None,
+            };
         }
         let e = std::io::Error::last_os_error();
         if e.kind() != std::io::ErrorKind::Interrupted {
@@ -465,6 +525,37 @@ mod tests {
         assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
         drop(held);
         try_lock().unwrap();
+    }
+
+    /// The holder's priority, read back from the kernel: raised (as root)
+    /// for the thread and what it starts while held, put back after.
+    #[test]
+    fn the_lock_holder_gets_the_priority_named_and_gives_it_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("swaplab-tests.lock");
+        std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let me = unsafe { libc::gettid() };
+            assert!(set_nice(me, 10), "lowering one's own priority is allowed");
+            assert_eq!(thread_nice(), Some(10));
+            let held = lock_with_nice(&path, Some(0));
+            let child = std::process::Command::new("sh")
+                .args(["-c", "cut -d' ' -f19 /proc/self/stat"])
+                .output()
+                .unwrap();
+            let child_nice = String::from_utf8_lossy(&child.stdout).trim().to_string();
+            if is_root() {
+                assert_eq!(thread_nice(), Some(0));
+                assert_eq!(child_nice, "0", "a process started by the holder");
+            } else {
+                // Only root may raise a priority: nothing changes.
+                assert_eq!(thread_nice(), Some(10));
+            }
+            drop(held);
+            assert_eq!(thread_nice(), Some(10));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]
