@@ -121,12 +121,19 @@ echo "== cargo test (workspace, every test binary even after a failure, two at a
 # build scripts read it and the workspace would be rebuilt).
 mkdir -p "$results/cargo"
 cargo test --workspace --no-run --lib --bins --tests --message-format=json > target/test-binaries.json 2>> "$log"
-SWAPLAB_TEST_RESULTS=$results/cargo python3 scripts/test-binaries target/test-binaries.json 2>&1 | tee -a "$log"
+SWAPLAB_TEST_RESULTS=$results/cargo SWAPLAB_TEST_LOCK_LOG=$results/lock-held.tsv \
+  python3 scripts/test-binaries target/test-binaries.json 2>&1 | tee -a "$log"
 # 1: a binary failed (its results say which); anything else: none ran.
 case ${PIPESTATUS[0]} in
   0|1) ;;
   *) check "cargo test: the test binaries run (scripts/test-binaries)" failed "see $log" ;;
 esac
+# The tests that take turns are the phase's critical path: how long the
+# system lock was held in all, and by whom longest.
+if [ -s "$results/lock-held.tsv" ]; then
+  sort -rn "$results/lock-held.tsv" | awk -F'\t' '{s += $1; if (NR <= 6) top = top sprintf("\n     %6.1f s  %s", $1, $2)}
+    END {printf "   (the system lock was held %.0f s by %d tests; longest:%s)\n", s, NR, top}'
+fi
 RUSTDOC=$PWD/scripts/rustdoc-json cargo test --workspace --no-fail-fast --doc -- -Z unstable-options \
   --format json --report-time > "$results/cargo/doc-tests.json" 2>> "$log"
 echo $? > "$results/cargo/doc-tests.status"

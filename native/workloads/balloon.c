@@ -3,9 +3,9 @@
  *
  *   swaplab-workload balloon --size SIZE
  *
- * Maps SIZE bytes of anonymous memory and mlocks it in 64 MiB steps (mlock
- * faults every page in and makes it unevictable, so neither reclaim nor
- * swap can take it back), prints one JSON line on stdout when it holds all
+ * Maps SIZE bytes of anonymous memory, faults it in on one thread per CPU
+ * and mlocks it in 64 MiB steps (unevictable, so neither reclaim nor swap
+ * can take it back), prints one JSON line on stdout when it holds all
  * of it, then sleeps until killed. swaplab starts it in its own journaled
  * cgroup with PR_SET_PDEATHSIG, and a watchdog kills it when the machine's
  * available memory or its memory pressure crosses a safety threshold. */
@@ -19,6 +19,33 @@
 #include <unistd.h>
 
 #define STEP (64UL << 20)
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* One filling thread: every nth STEP of the mapping, from its first. */
+struct filler {
+    char *p;
+    uint64_t size;
+    unsigned first, n;
+    int err; /* errno of a failed populate, 0 when all went well */
+    uint64_t at;
+};
+
+static void *fill(void *arg)
+{
+    struct filler *f = arg;
+    for (uint64_t off = (uint64_t)f->first * STEP; off < f->size; off += (uint64_t)f->n * STEP) {
+        uint64_t len = f->size - off < STEP ? f->size - off : STEP;
+        if (madvise(f->p + off, len, MADV_POPULATE_WRITE) != 0) {
+            f->err = errno;
+            f->at = off;
+            return NULL;
+        }
+    }
+    return NULL;
+}
 
 int run_balloon(int argc, char **argv)
 {
@@ -52,6 +79,29 @@ int run_balloon(int argc, char **argv)
      * time. A hint: ignored where THP is off or the call fails. */
     (void)madvise(p, size, MADV_HUGEPAGE);
     uint64_t t0 = now_ns();
+    /* The mapping is locked on fault first (mlock2 MLOCK_ONFAULT: every
+     * page is unevictable from the moment it is faulted in, so reclaim
+     * never takes the balloon's own pages while it fills the machine),
+     * then faulted in by one thread per CPU (MADV_POPULATE_WRITE: faults
+     * under the mmap read lock, so they run in parallel). On a VM the
+     * cost is the hypervisor backing each page the guest touches for the
+     * first time: 8 GiB of cold memory took 19.9 s on one thread and
+     * 10.1-10.4 s on two of this kind of 2-CPU machine. The mlock steps
+     * below then find every page there; where the kernel has neither call
+     * (EINVAL), they fault the pages in themselves, as before. */
+    if (mlock2(p, size, MLOCK_ONFAULT) == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned n = cpus < 1 ? 1 : cpus > 16 ? 16 : (unsigned)cpus;
+        struct filler fillers[16];
+        for (unsigned i = 0; i < n; i++)
+            fillers[i] = (struct filler){.p = p, .size = size, .first = i, .n = n};
+        run_threads(n, fill, fillers, sizeof fillers[0]);
+        for (unsigned i = 0; i < n; i++)
+            if (fillers[i].err && fillers[i].err != EINVAL)
+                die(EXIT_NOMEM, "balloon: faulting in at %llu of %llu bytes: %s (the memory is gone)",
+                    (unsigned long long)fillers[i].at, (unsigned long long)size,
+                    strerror(fillers[i].err));
+    }
     for (uint64_t off = 0; off < size; off += STEP) {
         uint64_t len = size - off < STEP ? size - off : STEP;
         if (mlock(p + off, len) != 0)

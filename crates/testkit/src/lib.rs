@@ -398,10 +398,18 @@ pub struct SystemLock {
     /// The thread that holds the lock and the nice value it had, to put
     /// back (when it was raised).
     renice: Option<(libc::pid_t, i32)>,
+    /// When it was taken: the time held goes to [`LOCK_LOG_ENV`]'s file.
+    since: std::time::Instant,
 }
 
 /// Environment variable: the nice value a [`SystemLock`]'s holder takes.
 pub const LOCK_NICE_ENV: &str = "SWAPLAB_TEST_LOCK_NICE";
+
+/// Environment variable: a file to which each [`SystemLock`] appends, when
+/// it is let go, a line `SECONDS<TAB>TEST` (the holding thread's name,
+/// which libtest sets to the test's). The tests that held it longest are
+/// the suite's critical path: scripts/test.sh lists them.
+pub const LOCK_LOG_ENV: &str = "SWAPLAB_TEST_LOCK_LOG";
 
 /// Takes the [`SystemLock`], waiting for whichever test holds it.
 pub fn system_lock() -> SystemLock {
@@ -429,6 +437,18 @@ impl Drop for SystemLock {
     fn drop(&mut self) {
         if let Some((tid, nice)) = self.renice {
             set_nice(tid, nice);
+        }
+        if let Some(log) = std::env::var_os(LOCK_LOG_ENV) {
+            let held = self.since.elapsed().as_secs_f64();
+            let t = std::thread::current();
+            let line = format!("{held:.2}\t{}\n", t.name().unwrap_or("?"));
+            // One write of a short line to a file opened for appending:
+            // the lines of tests in other processes do not interleave.
+            let _ = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .and_then(|mut f| f.write_all(line.as_bytes()));
         }
     }
 }
@@ -467,6 +487,7 @@ fn lock_file(path: &Path) -> SystemLock {
             return SystemLock {
                 _file: file,
                 renice: None,
+                since: std::time::Instant::now(),
             };
         }
         let e = std::io::Error::last_os_error();
