@@ -28,7 +28,9 @@ use swaplab_testkit::system_state;
 struct Lab {
     dir: tempfile::TempDir,
     before: String,
-    _lock: swaplab_testkit::SystemLock,
+    /// Held until the test is done with the system ([`Lab::done_with_system`]
+    /// or the end of the test).
+    lock: Option<swaplab_testkit::SystemLock>,
 }
 
 impl Lab {
@@ -46,8 +48,20 @@ impl Lab {
         Some(Lab {
             dir,
             before: system_state(),
-            _lock: lock,
+            lock: Some(lock),
         })
+    }
+
+    /// Checks that the system is as it was and lets the other tests that
+    /// change it go on: what follows (reading the results, a browser's
+    /// look at a report) needs no root.
+    fn done_with_system(&mut self) {
+        assert_eq!(
+            self.before,
+            system_state(),
+            "the test changed the system (swap areas, swaplab cgroups, vm sysctls)"
+        );
+        self.lock = None;
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -90,7 +104,7 @@ impl Lab {
 
 impl Drop for Lab {
     fn drop(&mut self) {
-        if std::thread::panicking() {
+        if std::thread::panicking() || self.lock.is_none() {
             return;
         }
         assert_eq!(
@@ -468,7 +482,7 @@ fn restore_undoes_a_killed_sweep_and_doctor_is_clean_after() {
 fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     use swaplab_testkit::{browser, skip, Facility};
     let test = &test_name!();
-    let Some(lab) = Lab::new(&test_name!()) else {
+    let Some(mut lab) = Lab::new(&test_name!()) else {
         return;
     };
     let html = |name: &str| lab.path(name).display().to_string();
@@ -511,6 +525,7 @@ fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     let evil_arg = "<script>alert(1)</script>";
     let prog = lab.path(name).display().to_string();
     lab.expect(0, &["run", "--report", &run_html, "--", &prog, evil_arg]);
+    lab.done_with_system();
 
     // The sweep figure's data: medians of the catalog's runs, cell by cell.
     let runs = json(&lab.expect(0, &["runs", "--json", "--limit", "1000"]));
@@ -607,7 +622,7 @@ fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
     use std::os::unix::ffi::OsStrExt;
     use swaplab_testkit::{browser, skip, Facility};
     let test = &test_name!();
-    let Some(lab) = Lab::new(&test_name!()) else {
+    let Some(mut lab) = Lab::new(&test_name!()) else {
         return;
     };
     let mut prog = lab.dir.path().as_os_str().as_bytes().to_vec();
@@ -637,6 +652,7 @@ fn a_command_that_is_not_utf8_runs_exactly_and_reads_correctly() {
     let arg_shown = r"$'caf\xe9 \'x\''";
     assert!(show.contains(arg_shown), "{show}");
     assert!(show.contains(r"/echo\xff <i>'"), "{show}");
+    lab.done_with_system();
     if let Some(why) = browser::missing() {
         return skip(test, Facility::Browser, why);
     }
