@@ -31,7 +31,9 @@
 #                                 while it builds)
 #   scripts/kernels.sh --validate [6.1|6.12]
 #                                 the fidelity benchmark instead of the tests:
-#                                 `swaplab validate --policy linux,mglru` on
+#                                 `swaplab validate --policy P` (P: linux,
+#                                 linux:reclaim=batch:writeback=async and mglru;
+#                                 SWAPLAB_VALIDATE_POLICIES to change) on
 #                                 traverse, qsort, kv and chase at 90/75/50/25 %
 #                                 in each boot (sizes for emulation: VALIDATE_CELLS),
 #                                 the saved results brought back through a
@@ -166,7 +168,10 @@ VALIDATE_CELLS=(
   "chase 4M --ops=60000"
 )
 VALIDATE_LIMITS=90%,75%,50%,25%
-VALIDATE_POLICIES=linux,mglru
+# The classic lists as the host's validate predicts them by default
+# (reclaim in batches, asynchronous writeback: docs/fidelity.md) and as
+# one page a miss, and MGLRU.
+VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,mglru}
 
 # In the guest: `swaplab validate` on each cell, with the swap file on the
 # ext4 disk; the saved results (and each run's output) go to $4, a
