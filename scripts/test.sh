@@ -109,11 +109,11 @@ else
 fi
 
 phase "cargo test"
-echo "== cargo test (workspace, every test binary even after a failure, two at a time; a line of counts per binary)"
+echo "== cargo test (workspace, every test binary even after a failure, three at a time; a line of counts per binary)"
 # The test binaries of `cargo test --workspace --lib --bins --tests`, run
-# by scripts/test-binaries two at a time (the root tests of all of them
-# take turns through one lock, swaplab_testkit::system_lock; the other
-# core runs the other binary's tests meanwhile), each through
+# by scripts/test-binaries three at a time on two CPUs (the root tests of
+# all of them take turns through one lock, swaplab_testkit::system_lock;
+# the other binaries' tests that need none run beside them), each through
 # scripts/test-runner (libtest's JSON events into
 # target/test-results/cargo). The doc tests run in the next phase.
 mkdir -p "$results/cargo"
