@@ -378,7 +378,7 @@ pub fn system_state() -> String {
 /// Held by a test while it changes the system or compares snapshots of it
 /// ([`system_state`]): an exclusive `flock` on one file, `swaplab-tests.lock`
 /// in the temporary directory, so it serialises those tests across threads
-/// *and* across test binaries. scripts/test.sh runs two test binaries at a
+/// *and* across test binaries. scripts/test.sh runs several test binaries at a
 /// time (the root tests of one would otherwise show in the other's
 /// before/after comparison); each binary's tests also run in threads. The
 /// lock is released when the guard drops, or when the process dies: a
