@@ -228,10 +228,17 @@ fn a_killed_bench_leaves_no_balloon() {
     let t0 = Instant::now();
     let balloon = loop {
         let held = balloon_pids().into_iter().find(|p| {
+            // Locked and resident: the balloon locks its whole mapping on
+            // fault first (VmLck is its size at once), then faults it in.
             std::fs::read_to_string(format!("/proc/{p}/status"))
                 .map(|s| {
-                    s.lines()
-                        .any(|l| l.starts_with("VmLck:") && !l.contains(" 0 kB"))
+                    let kb = |key: &str| {
+                        s.lines()
+                            .find_map(|l| l.strip_prefix(key))
+                            .and_then(|v| v.trim().trim_end_matches(" kB").parse::<u64>().ok())
+                            .unwrap_or(0)
+                    };
+                    kb("VmLck:") > 0 && kb("VmRSS:") >= 64 << 10
                 })
                 .unwrap_or(false)
         });

@@ -56,12 +56,16 @@ impl Lab {
     /// change it go on: what follows (reading the results, a browser's
     /// look at a report) needs no root.
     fn done_with_system(&mut self) {
+        self.assert_restored();
+        self.lock = None;
+    }
+
+    fn assert_restored(&self) {
         assert_eq!(
             self.before,
             system_state(),
             "the test changed the system (swap areas, swaplab cgroups, vm sysctls)"
         );
-        self.lock = None;
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
@@ -107,11 +111,7 @@ impl Drop for Lab {
         if std::thread::panicking() || self.lock.is_none() {
             return;
         }
-        assert_eq!(
-            self.before,
-            system_state(),
-            "the test changed the system (swap areas, swaplab cgroups, vm sysctls)"
-        );
+        self.assert_restored();
     }
 }
 

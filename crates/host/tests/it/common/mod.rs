@@ -114,7 +114,7 @@ pub fn force_restore(want: &SystemState) {
     }
 }
 
-/// Holds the system-state mutex and the state at the start of a test.
+/// Holds the system lock and the state at the start of a test.
 pub struct Baseline {
     pub state: SystemState,
     _lock: swaplab_testkit::SystemLock,
