@@ -161,13 +161,21 @@ PY
 # for emulation (guest code runs 5–9× slower, three guests share two
 # cores): each validation's five runs and its simulations take a few
 # minutes at most.
+# SWAPLAB_VALIDATE_CELLS replaces them ("traverse 16M --passes=4;qsort 4M"),
+# SWAPLAB_VALIDATE_LIMITS the limits, SWAPLAB_VALIDATE_ARGS adds
+# arguments to every `swaplab validate` (e.g. "--repeat 3"); the host
+# hands all four to the guests (boot()).
 VALIDATE_CELLS=(
   "traverse 16M --passes=4"
   "qsort 4M"
   "kv 8M --ops=100000"
   "chase 4M --ops=60000"
 )
-VALIDATE_LIMITS=90%,75%,50%,25%
+if [ -n "${SWAPLAB_VALIDATE_CELLS:-}" ]; then
+  IFS=';' read -r -a VALIDATE_CELLS <<< "$SWAPLAB_VALIDATE_CELLS"
+fi
+VALIDATE_LIMITS=${SWAPLAB_VALIDATE_LIMITS:-90%,75%,50%,25%}
+read -r -a VALIDATE_ARGS <<< "${SWAPLAB_VALIDATE_ARGS:-}"
 # The classic lists as the host's validate predicts them by default
 # (reclaim in batches, asynchronous writeback: docs/fidelity.md) and as
 # one page a miss, and MGLRU.
@@ -200,7 +208,7 @@ guest_validate() {
     local a=()
     [ -n "$args" ] && a=(--args "${args//=/ }")
     if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$VALIDATE_LIMITS" --swap "$spec" \
-         --policy "$VALIDATE_POLICIES" --timeout 900 --save "$out/$w.json" > "$out/$w.txt" 2>&1; then
+         --policy "$VALIDATE_POLICIES" --timeout 900 --retries 2 "${VALIDATE_ARGS[@]}" --save "$out/$w.json" > "$out/$w.txt" 2>&1; then
       passed=$((passed + 1)); t=ok
     else
       failed=$((failed + 1)); t="FAILED: $(tail -2 "$out/$w.txt" | tr '\n' ' ')"
@@ -345,7 +353,13 @@ boot() {
   if [ -n "$VALIDATE_OUT" ]; then
     mkdir -p "$VALIDATE_OUT/$id"
     rw=(--rwdir "$VALIDATE_OUT/$id")
-    exec="$ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
+    # The guest starts with a clean environment: the benchmark's settings
+    # go on the command line.
+    local v settings=()
+    for v in SWAPLAB_VALIDATE_POLICIES SWAPLAB_VALIDATE_CELLS SWAPLAB_VALIDATE_LIMITS SWAPLAB_VALIDATE_ARGS; do
+      [ -n "${!v:-}" ] && settings+=("$v=$(printf %q "${!v}")")
+    done
+    exec="env ${settings[*]} $ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
   fi
   # SWAPLAB_GUEST_NICE: the guest's weight against the host's other work
   # (docs/decisions.md: not beside the host's tests). setsid gives vng a

@@ -86,6 +86,7 @@ metric_names! {
     ZswpoutPages = "zswpout_pages", "pages", "pages stored into zswap (cgroup or system)";
     RefaultAnonPages = "refault_anon_pages", "pages", "anonymous pages faulted back in after reclaim (memory.stat workingset_refault_anon)";
     PeakBytes = "peak_bytes", "bytes", "peak memory usage of the cgroup (v1 memory.max_usage_in_bytes, v2 memory.peak)";
+    PeakChargedBytes = "peak_charged_bytes", "bytes", "most of the group's pages and kernel memory the timeline saw, without the per-CPU charge stock that peak_bytes counts (timeline.parquet charged_bytes)";
     SwapPeakBytes = "swap_peak_bytes", "bytes", "most of the group's memory seen in swap (v2 memory.swap.peak, else the timeline's maximum)";
     LimitBytes = "limit_bytes", "bytes", "the memory limit in force (absent: unlimited)";
     LimitHits = "limit_hits", "count", "times a charge hit the limit (v1 failcnt + memsw.failcnt, v2 memory.events max)";
@@ -626,6 +627,7 @@ mod tests {
         "zswpout_pages",
         "refault_anon_pages",
         "peak_bytes",
+        "peak_charged_bytes",
         "swap_peak_bytes",
         "limit_bytes",
         "limit_hits",

@@ -741,6 +741,9 @@ impl Lab {
         if let Some(p) = stats1.peak_bytes {
             put(MetricName::PeakBytes, p as f64, Scope::Cgroup);
         }
+        if let Some(p) = samples.iter().filter_map(|s| s.charged_bytes).max() {
+            put(MetricName::PeakChargedBytes, p as f64, Scope::Cgroup);
+        }
         let swap_peak = stats1
             .swap_peak_bytes
             .or_else(|| samples.iter().filter_map(|s| s.swap_bytes).max());

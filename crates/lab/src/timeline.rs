@@ -1,12 +1,23 @@
 //! The run timeline: a cheap sampler of a memory cgroup (about 20 Hz) and
 //! its Parquet file, `timeline.parquet` in the run directory.
 //!
-//! Each tick reads at most four small files through descriptors opened
+//! Each tick reads at most five small files through descriptors opened
 //! once (`pread` at offset 0, no open/close per tick): the group's usage
 //! (`memory.usage_in_bytes` / `memory.current`), its `memory.stat`
-//! (faults; swap on v1), v2 `memory.swap.current`, and a memory PSI file
-//! (the group's or its companion's `memory.pressure`, else
-//! /proc/pressure/memory, marked `system` in the file's metadata).
+//! (faults; swap on v1; the charged pages), v2 `memory.swap.current`, v1
+//! `memory.kmem.usage_in_bytes`, and a memory PSI file (the group's or its
+//! companion's `memory.pressure`, else /proc/pressure/memory, marked
+//! `system` in the file's metadata).
+//!
+//! `charged_bytes` is what the group's pages and kernel objects hold,
+//! counted from memory.stat. The usage counter holds that plus the
+//! per-CPU charge stock: a task charges its group in batches of 64 pages
+//! (`MEMCG_CHARGE_BATCH`) and keeps the rest of a batch on its CPU for its
+//! next charges, so an unlimited run's usage (and its peak) is rounded up
+//! by up to 64 pages for each CPU that charged. Under a limit a charge
+//! that does not fit takes only its own pages, so the stock is not memory
+//! a limited run can count on. `swaplab validate` takes the program's
+//! memory beside its traced data from `charged_bytes` for that reason.
 //!
 //! | column | type | unit | meaning |
 //! |---|---|---|---|
@@ -17,6 +28,7 @@
 //! | `pgmajfault` | INT64, nullable | count | the group's major faults so far (memory.stat) |
 //! | `psi_some_us` | INT64, nullable | µs | memory PSI "some" stall total (cumulative; see `psi_scope`) |
 //! | `psi_full_us` | INT64, nullable | µs | memory PSI "full" stall total (cumulative) |
+//! | `charged_bytes` | INT64, nullable | bytes | the group's pages and kernel memory without the per-CPU charge stock (v1 memory.stat `rss` + `cache` + `memory.kmem.usage_in_bytes`, v2 memory.stat `anon` + `file` + `kernel`) |
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -38,7 +50,7 @@ use swaplab_host::cgroup::{CgroupVersion, MemoryGroup};
 use crate::error::{Error, Result};
 
 /// The column names, in file order.
-pub const COLUMNS: [&str; 7] = [
+pub const COLUMNS: [&str; 8] = [
     "t_ns",
     "usage_bytes",
     "swap_bytes",
@@ -46,11 +58,12 @@ pub const COLUMNS: [&str; 7] = [
     "pgmajfault",
     "psi_some_us",
     "psi_full_us",
+    "charged_bytes",
 ];
 
 /// The columns with their documentation (type, unit, meaning), in file
 /// order: the module docs' table and the report's Schema come from here.
-pub const COLUMN_DOCS: [(&str, &str, &str, &str); 7] = [
+pub const COLUMN_DOCS: [(&str, &str, &str, &str); 8] = [
     ("t_ns", "INT64", "ns", "time since the workload was started"),
     (
         "usage_bytes",
@@ -88,6 +101,12 @@ pub const COLUMN_DOCS: [(&str, &str, &str, &str); 7] = [
         "µs",
         "memory PSI \"full\" stall total (cumulative)",
     ),
+    (
+        "charged_bytes",
+        "INT64, nullable",
+        "bytes",
+        "the group's pages and kernel memory without the per-CPU charge stock (v1 memory.stat `rss` + `cache` + `memory.kmem.usage_in_bytes`, v2 memory.stat `anon` + `file` + `kernel`)",
+    ),
 ];
 
 /// The documented schema of `timeline.parquet`.
@@ -119,6 +138,9 @@ pub struct Sample {
     pub psi_some_us: Option<u64>,
     /// Memory PSI full, µs (cumulative).
     pub psi_full_us: Option<u64>,
+    /// The group's pages and kernel memory, without the per-CPU charge
+    /// stock that `usage_bytes` includes (the module docs).
+    pub charged_bytes: Option<u64>,
 }
 
 /// Where PSI numbers come from.
@@ -156,6 +178,8 @@ pub struct SamplerPaths {
     pub stat: Option<PathBuf>,
     /// v2 memory.swap.current (v1 takes swap from memory.stat).
     pub swap: Option<PathBuf>,
+    /// v1 memory.kmem.usage_in_bytes (v2 counts `kernel` in memory.stat).
+    pub kmem: Option<PathBuf>,
     /// A memory PSI file.
     pub psi: Option<PathBuf>,
     /// Whose PSI that is.
@@ -167,11 +191,16 @@ impl SamplerPaths {
     /// else its companion's, else the system's.
     pub fn for_group(group: &MemoryGroup) -> SamplerPaths {
         let m = &group.memory;
-        let (usage, swap) = match m.version {
-            CgroupVersion::V1 => (m.file("memory.usage_in_bytes"), None),
+        let (usage, swap, kmem) = match m.version {
+            CgroupVersion::V1 => (
+                m.file("memory.usage_in_bytes"),
+                None,
+                Some(m.file("memory.kmem.usage_in_bytes")),
+            ),
             CgroupVersion::V2 => (
                 m.file("memory.current"),
                 Some(m.file("memory.swap.current")),
+                None,
             ),
         };
         let mut psi_candidates = vec![(m.file("memory.pressure"), Scope::Cgroup)];
@@ -184,6 +213,7 @@ impl SamplerPaths {
             usage: Some(usage),
             stat: Some(m.file("memory.stat")),
             swap: swap.filter(|p| p.exists()),
+            kmem: kmem.filter(|p| p.exists()),
             psi_scope: psi.as_ref().map(|(_, s)| *s),
             psi: psi.map(|(p, _)| p),
         }
@@ -196,6 +226,7 @@ pub struct Sampler {
     usage: Option<File>,
     stat: Option<File>,
     swap: Option<File>,
+    kmem: Option<File>,
     psi: Option<File>,
     /// Where the PSI numbers come from.
     pub psi_scope: Option<Scope>,
@@ -214,6 +245,7 @@ impl Sampler {
             usage: open(&paths.usage),
             stat: open(&paths.stat),
             swap: open(&paths.swap),
+            kmem: open(&paths.kmem),
             psi: open(&paths.psi),
             psi_scope: paths.psi_scope,
             buf: vec![0u8; 16 << 10],
@@ -254,6 +286,8 @@ impl Sampler {
         }
         if let Some(f) = &self.stat {
             if let Some(n) = Self::read(&mut self.buf, f) {
+                // v1: rss + cache (+ kmem below); v2: anon + file + kernel.
+                let (mut pages, mut kernel) = (None::<u64>, None::<u64>);
                 for line in self.buf[..n].split(|&b| b == b'\n') {
                     let mut it = line.splitn(2, |&b| b == b' ');
                     let (Some(k), Some(v)) = (it.next(), it.next()) else {
@@ -263,9 +297,23 @@ impl Sampler {
                         b"pgfault" => s.pgfault = parse_u64(v),
                         b"pgmajfault" => s.pgmajfault = parse_u64(v),
                         b"swap" if self.swap.is_none() => s.swap_bytes = parse_u64(v),
+                        b"rss" | b"cache" | b"anon" | b"file" => {
+                            if let Some(v) = parse_u64(v) {
+                                pages = Some(pages.unwrap_or(0) + v);
+                            }
+                        }
+                        b"kernel" => kernel = parse_u64(v),
                         _ => {}
                     }
                 }
+                if kernel.is_none() {
+                    if let Some(f) = &self.kmem {
+                        if let Some(n) = Self::read(&mut self.buf, f) {
+                            kernel = parse_u64(&self.buf[..n]);
+                        }
+                    }
+                }
+                s.charged_bytes = pages.map(|p| p + kernel.unwrap_or(0));
             }
         }
         if let Some(f) = &self.psi {
@@ -320,7 +368,8 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
     let schema = "message swaplab_timeline { required int64 t_ns (INTEGER(64,false)); \
         optional int64 usage_bytes (INTEGER(64,false)); optional int64 swap_bytes (INTEGER(64,false)); \
         optional int64 pgfault (INTEGER(64,false)); optional int64 pgmajfault (INTEGER(64,false)); \
-        optional int64 psi_some_us (INTEGER(64,false)); optional int64 psi_full_us (INTEGER(64,false)); }";
+        optional int64 psi_some_us (INTEGER(64,false)); optional int64 psi_full_us (INTEGER(64,false)); \
+        optional int64 charged_bytes (INTEGER(64,false)); }";
     let schema = Arc::new(parse_message_type(schema).map_err(|e| pq(path, e))?);
     let props = WriterProperties::builder()
         .set_writer_version(WriterVersion::PARQUET_2_0)
@@ -338,7 +387,7 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
         let mut w =
             SerializedFileWriter::new(file, schema, Arc::new(props)).map_err(|e| pq(path, e))?;
         let mut rg = w.next_row_group().map_err(|e| pq(path, e))?;
-        let getters: [fn(&Sample) -> Option<u64>; 7] = [
+        let getters: [fn(&Sample) -> Option<u64>; 8] = [
             |s| Some(s.t_ns),
             |s| s.usage_bytes,
             |s| s.swap_bytes,
@@ -346,6 +395,7 @@ pub fn write_parquet(path: &Path, samples: &[Sample], meta: &TimelineMeta) -> Re
             |s| s.pgmajfault,
             |s| s.psi_some_us,
             |s| s.psi_full_us,
+            |s| s.charged_bytes,
         ];
         for (i, get) in getters.iter().enumerate() {
             let mut col = rg.next_column().map_err(|e| pq(path, e))?.ok_or_else(|| {
@@ -402,7 +452,7 @@ pub fn read_parquet(path: &Path) -> Result<(Vec<Sample>, Option<TimelineMeta>)> 
     let mut out = Vec::new();
     for row in reader.get_row_iter(None).map_err(|e| pq(path, e))? {
         let row = row.map_err(|e| pq(path, e))?;
-        let mut vals: [Option<u64>; 7] = [None; 7];
+        let mut vals: [Option<u64>; 8] = [None; 8];
         for (name, field) in row.get_column_iter() {
             let Some(i) = COLUMNS.iter().position(|c| c == name) else {
                 continue;
@@ -421,6 +471,7 @@ pub fn read_parquet(path: &Path) -> Result<(Vec<Sample>, Option<TimelineMeta>)> 
             pgmajfault: vals[4],
             psi_some_us: vals[5],
             psi_full_us: vals[6],
+            charged_bytes: vals[7],
         });
     }
     Ok((out, meta))
@@ -454,7 +505,7 @@ mod tests {
         std::fs::write(g.join("memory.swap.current"), "8192\n").unwrap();
         std::fs::write(
             g.join("memory.stat"),
-            "anon 4096\nfile 0\npgfault 120\npgmajfault 7\nswap 999\n",
+            "anon 4096\nfile 8192\nkernel 20480\nkernel_stack 16384\npgfault 120\npgmajfault 7\nswap 999\n",
         )
         .unwrap();
         std::fs::write(
@@ -480,6 +531,8 @@ mod tests {
             "v2 swap comes from memory.swap.current, not memory.stat"
         );
         assert_eq!((a.pgfault, a.pgmajfault), (Some(120), Some(7)));
+        // anon + file + kernel; kernel_stack is part of kernel, not added again.
+        assert_eq!(a.charged_bytes, Some(4096 + 8192 + 20480));
         assert_eq!((a.psi_some_us, a.psi_full_us), (Some(1500), Some(900)));
         // Files change in place (same descriptor re-read at offset 0), and a longer text is read whole.
         let long: String = (0..2000).map(|i| format!("x{i} {i}\n")).collect();
@@ -505,9 +558,10 @@ mod tests {
         std::fs::write(g.join("memory.usage_in_bytes"), "4096\n").unwrap();
         std::fs::write(
             g.join("memory.stat"),
-            "cache 0\nswap 65536\npgfault 3\npgmajfault 1\ntotal_swap 65536\n",
+            "cache 8192\nrss 40960\nrss_huge 0\nswap 65536\npgfault 3\npgmajfault 1\ntotal_swap 65536\ntotal_rss 40960\n",
         )
         .unwrap();
+        std::fs::write(g.join("memory.kmem.usage_in_bytes"), "12288\n").unwrap();
         let group = MemoryGroup {
             memory: swaplab_host::cgroup::Cgroup {
                 path: g,
@@ -519,6 +573,8 @@ mod tests {
         let mut s = Sampler::new(&paths, Instant::now());
         let a = s.sample();
         assert_eq!((a.usage_bytes, a.swap_bytes), (Some(4096), Some(65536)));
+        // rss + cache + kmem (not the hierarchy's total_ lines).
+        assert_eq!(a.charged_bytes, Some(40960 + 8192 + 12288));
         // Without a group PSI file the system's is used, and marked so.
         if Path::new("/proc/pressure/memory").exists() {
             assert_eq!(paths.psi_scope, Some(Scope::System));
@@ -539,6 +595,7 @@ mod tests {
                 pgmajfault: Some(i),
                 psi_some_us: Some(i * 7),
                 psi_full_us: None,
+                charged_bytes: Some(i << 19),
             })
             .collect();
         let meta = TimelineMeta {

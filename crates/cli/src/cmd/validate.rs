@@ -46,6 +46,11 @@ pub struct ValidateArgs {
     /// Runs per limit.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Up to this many more runs at a limit whose runs did not all end ok (OOM kill,
+    /// timeout), one at a time until it has --repeat ok runs. Every run stays in the
+    /// record and the row lists the ones that failed.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    retries: u32,
     /// Kill a run after this many seconds.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
@@ -112,6 +117,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         swap,
         lower_tier,
         repeat: a.repeat,
+        retries: a.retries,
         timeout: Some(std::time::Duration::from_secs(a.timeout.max(1))),
         flush_stats: a
             .flush_stats

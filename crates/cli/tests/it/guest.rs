@@ -219,6 +219,15 @@ fn v2_limit_is_enforced_and_swap_is_counted_per_group() {
         peak as u64 > limit / 2,
         "peak {peak}: the 64M workload did not fill the limit"
     );
+    // memory.stat's anon + file + kernel, the timeline's most: near the
+    // limit, never above it by more than the statistics may lag (64 pages
+    // a CPU, as the per-CPU charge stock).
+    let (charged, _) = metric(rec, "peak_charged_bytes").expect("peak_charged_bytes");
+    let slack = 64 * 4096 * std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    assert!(
+        charged as u64 <= limit + slack && charged as u64 > limit / 2,
+        "peak_charged_bytes {charged} against memory.max {limit}"
+    );
     // Swap traffic: the kernel's own totals moved by at least the workload's
     // excess over the limit (64M - 32M = 8 192 pages), and the record's
     // count is the group's share of them.

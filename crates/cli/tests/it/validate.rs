@@ -46,6 +46,35 @@ fn validate_traverse_against_the_kernel() {
     // header shifts it across a page boundary).
     let fp = f(&v["footprint_pages"]);
     assert!((4096.0..=4097.0).contains(&fp), "footprint {fp}");
+    // The memory beside the array is the charged memory the unlimited
+    // run's timeline saw (pages and kernel memory, without the per-CPU
+    // charge stock the usage peak counts), or, where the timeline missed
+    // the array, the peak, with a note saying so.
+    let peak = f(&v["base_peak_bytes"]);
+    let beside = match v["base_charged_bytes"].as_f64() {
+        Some(c) => {
+            let slack =
+                64.0 * 4096.0 * std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+            assert!(
+                c >= fp * 4096.0 && c <= peak + slack,
+                "charged {c}, peak {peak}"
+            );
+            c
+        }
+        None => {
+            assert!(
+                v["notes"].to_string().contains("per-CPU charge stock"),
+                "{}",
+                v["notes"]
+            );
+            peak
+        }
+    };
+    assert_eq!(
+        f(&v["overhead_bytes"]),
+        (beside - fp * 4096.0).max(0.0),
+        "{v}"
+    );
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     let r = &rows[0];
@@ -161,6 +190,41 @@ fn validate_traverse_against_the_kernel() {
         "{}",
         String::from_utf8_lossy(&rep.stderr)
     );
+}
+
+/// A limit whose runs did not end ok gets `--retries` more runs, each
+/// kept and listed: 8 MiB traversed under a quarter of its peak with 1 MiB
+/// of swap cannot fit, so the kernel's OOM killer ends every run.
+#[test]
+fn validate_retries_runs_that_did_not_end_ok() {
+    let test = &test_name!();
+    let Some((_dir, v)) = root_json(
+        test,
+        &ROOT_SWAP,
+        "swaplab-validate-retry-",
+        &[
+            "validate",
+            "traverse",
+            "--size",
+            "8M",
+            "--limits",
+            "25%",
+            "--swap",
+            "file:1M",
+            "--retries",
+            "2",
+            "--policy",
+            "linux",
+            "--json",
+        ],
+    ) else {
+        return;
+    };
+    let r = &v["rows"][0];
+    assert_eq!(r["ok_runs"], 0, "{r}");
+    assert_eq!(r["not_ok"], serde_json::json!(["oom", "oom", "oom"]), "{r}");
+    assert!(r["measured_majflt"].is_null(), "{r}");
+    assert_eq!(v["retry_sweeps"].as_array().map(Vec::len), Some(2), "{v}");
 }
 
 #[test]

@@ -6,11 +6,15 @@
 //! 2. One sweep runs it unlimited and at each limit (a share of its peak),
 //!    `repeat` times, interleaved, with the chosen swap.
 //! 3. The **effective memory** at a limit is what the limit leaves for the
-//!    traced data: `limit − (peak − footprint)`, where the peak is the
-//!    unlimited runs' median cgroup peak and the footprint the trace's
-//!    distinct pages — the rest of the peak (binary, libraries, stack, page
-//!    tables, page cache) is measured, not guessed, and taken to stay
-//!    charged at every limit.
+//!    traced data: `limit − (charged − footprint)`, where `charged` is the
+//!    unlimited runs' median of the most memory their timelines saw
+//!    charged (`peak_charged_bytes`: pages and kernel memory, without the
+//!    per-CPU charge stock that the usage counter adds; the cgroup peak
+//!    where a run has no timeline) and the footprint the trace's distinct
+//!    pages — the rest (binary, libraries, stack, page tables, page cache)
+//!    is measured, not guessed, and taken to stay charged at every limit.
+//!    The limits themselves are shares of the cgroup peak, as the kernel
+//!    reports it.
 //! 4. The trace is simulated with each asked policy (`linux:reclaim=batch:writeback=async` by default;
 //!    `--policy linux,mglru` for the classic lists and MGLRU side by side)
 //!    and the kernel's swap readahead as this machine has it (cluster or VMA
@@ -78,6 +82,11 @@ pub struct ValidateOptions {
     pub lower_tier: Option<SwapSpec>,
     /// Runs per cell.
     pub repeat: u32,
+    /// More runs for a limit whose runs did not all end ok (an OOM kill,
+    /// a timeout), one round at a time, at most this many rounds: the
+    /// cell is compared on the runs that did. 6.12's MGLRU OOM-kills small
+    /// groups now and then (docs/kernels.md).
+    pub retries: u32,
     /// Kill a run after this long.
     pub timeout: Option<std::time::Duration>,
     /// Read each group's memory.stat this often (`run --flush-stats`): keeps
@@ -232,8 +241,16 @@ pub struct ValidateResult {
     pub fault_path: String,
     pub base_wall_s: Option<f64>,
     pub base_peak_bytes: Option<f64>,
-    /// Peak − footprint: what else the cgroup holds.
+    /// Charged − footprint: what else the cgroup holds (module docs, 3.).
     pub overhead_bytes: u64,
+    /// The unlimited runs' median `peak_charged_bytes`, the charged memory
+    /// `overhead_bytes` is taken from (absent in results saved before it,
+    /// and for runs without a timeline: then the peak is).
+    #[serde(default)]
+    pub base_charged_bytes: Option<f64>,
+    /// The sweeps of `--retries`' extra runs (the header holds the first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retry_sweeps: Vec<i64>,
     pub profile: DeviceProfile,
     pub profile_path: PathBuf,
     pub rows: Vec<ValidateRow>,
@@ -584,7 +601,46 @@ pub fn run(
         skip_after_timeout: true,
     };
     let report = lab.sweep(&req, progress)?;
-    let runs = lab.catalog.sweep_runs(report.sweep_id)?;
+    let mut runs = lab.catalog.sweep_runs(report.sweep_id)?;
+    let mut retry_sweeps = Vec::new();
+    for round in 1..=o.retries {
+        let ok = |l: &LimitSpec| {
+            let label = l.to_string();
+            runs.iter()
+                .filter(|r| {
+                    r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok)
+                })
+                .count()
+        };
+        let short: Vec<LimitSpec> = limits[1..]
+            .iter()
+            .filter(|l| ok(l) < o.repeat as usize)
+            .cloned()
+            .collect();
+        if short.is_empty() {
+            break;
+        }
+        say(&format!(
+            "retry {round} of {}: one more run at {} (fewer than {} ended ok)",
+            o.retries,
+            short
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            o.repeat
+        ));
+        let again = lab.sweep(
+            &SweepRequest {
+                limits: short,
+                repeat: 1,
+                ..req.clone()
+            },
+            progress,
+        )?;
+        runs.extend(lab.catalog.sweep_runs(again.sweep_id)?);
+        retry_sweeps.push(again.sweep_id);
+    }
     let median = |xs: Vec<f64>| crate::bench::touch::median(xs);
     let cell_runs = |label: &str| {
         runs.iter()
@@ -598,7 +654,20 @@ pub fn run(
     let base = cell_runs(&LimitSpec::None.to_string());
     let base_wall = metric_median(&base, MetricName::WallNs).map(|v| v / 1e9);
     let base_peak = metric_median(&base, MetricName::PeakBytes);
-    let overhead = base_peak.map_or(0, |p| (p as u64).saturating_sub(footprint * 4096));
+    // The per-CPU charge stock rounds an unlimited run's usage up by as
+    // much as 64 pages per CPU (timeline.rs): the charged memory is what
+    // the program holds.
+    // A run too short for the timeline's 20 Hz may end before a sample
+    // saw its data: then the charged memory says nothing, and the peak is
+    // taken.
+    let base_charged = metric_median(&base, MetricName::PeakChargedBytes)
+        .filter(|&c| c >= (footprint * 4096) as f64);
+    if base_charged.is_none() && base_peak.is_some() {
+        notes.push("the unlimited runs' timelines saw less charged memory than the traced data: the memory beside it is taken from the usage peak, which also counts the per-CPU charge stock (up to 64 pages a CPU)".into());
+    }
+    let overhead = base_charged
+        .or(base_peak)
+        .map_or(0, |p| (p as u64).saturating_sub(footprint * 4096));
 
     // 3–5. Simulate at each effective memory.
     let pc = std::fs::read_to_string("/proc/sys/vm/page-cluster")
@@ -787,6 +856,8 @@ pub fn run(
         base_wall_s: base_wall,
         base_peak_bytes: base_peak,
         overhead_bytes: overhead,
+        base_charged_bytes: base_charged,
+        retry_sweeps,
         profile,
         profile_path,
         rows,

@@ -400,6 +400,7 @@ pub(crate) mod tests {
             base_wall_s: Some(0.5),
             base_peak_bytes: Some(2e6),
             overhead_bytes: 1 << 20,
+            base_charged_bytes: None,
             profile: swaplab_sim::device::DeviceProfile::example(),
             profile_path: "p.toml".into(),
             rows,

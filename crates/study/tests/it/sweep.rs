@@ -73,6 +73,26 @@ fn sweep_interleaves_and_keeps_every_run() {
     assert_eq!(calib.len(), 1);
     let peak = calib[0].get(MetricName::PeakBytes).unwrap() as u64;
     let page = swaplab_host::util::page_size();
+    // The most memory the timeline saw charged (memory.stat's pages and
+    // kernel memory): at least the 8 MiB array qsort sorts, and no more
+    // than the usage counter's peak, which also holds each CPU's charge
+    // stock. memory.stat may lag by as many pages as the stock holds (64
+    // a CPU: the kernel flushes its per-CPU statistics past that many
+    // updates), hence the margins.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let slack = 64 * page * cpus;
+    let charged = calib[0]
+        .get(MetricName::PeakChargedBytes)
+        .expect("peak_charged_bytes") as u64;
+    eprintln!(
+        "unlimited qsort 8M: peak {peak}, charged {charged} ({} pages apart)",
+        (peak as i64 - charged as i64) / page as i64
+    );
+    assert!(
+        charged + slack >= 8 << 20,
+        "charged {charged} < the 8 MiB array"
+    );
+    assert!(charged <= peak + slack, "charged {charged} > peak {peak}");
     for r in &runs {
         // At a few MiB a v1 memory cgroup now and then OOM-kills although
         // the swap file is nearly empty (reclaim of a tiny group fails to
