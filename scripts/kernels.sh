@@ -35,7 +35,8 @@
 #                                 linux:reclaim=batch:writeback=async and mglru;
 #                                 SWAPLAB_VALIDATE_POLICIES to change) on
 #                                 traverse, qsort, kv and chase at 90/75/50/25 %
-#                                 in each boot (sizes for emulation: VALIDATE_CELLS),
+#                                 in each boot (sizes for emulation: VALIDATE_CELLS;
+#                                 SWAPLAB_VALIDATE_CELLS, _LIMITS and _ARGS to change),
 #                                 the saved results brought back through a
 #                                 writable 9p folder (target/kernels/validate/BOOT/),
 #                                 one table per kernel and MGLRU state, and
@@ -207,6 +208,8 @@ guest_validate() {
     t0=$(date +%s)
     local a=()
     [ -n "$args" ] && a=(--args "${args//=/ }")
+    # --retries: 6.12's MGLRU OOM-kills groups this small now and then
+    # (docs/kernels.md); a limit with no run that ended ok gets two more.
     if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$VALIDATE_LIMITS" --swap "$spec" \
          --policy "$VALIDATE_POLICIES" --timeout 900 --retries 2 "${VALIDATE_ARGS[@]}" --save "$out/$w.json" > "$out/$w.txt" 2>&1; then
       passed=$((passed + 1)); t=ok

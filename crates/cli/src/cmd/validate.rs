@@ -134,7 +134,8 @@ pub fn run(a: ValidateArgs) -> Result<()> {
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;
-    let lab = swaplab_lab::runner::Lab::open()?;
+    let mut lab = swaplab_lab::runner::Lab::open()?;
+    lab.sample_hz = validate::SAMPLE_HZ;
     let bar = Bar::new();
     let r = validate::run(
         &lab,

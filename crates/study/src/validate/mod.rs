@@ -10,7 +10,8 @@
 //!    unlimited runs' median of the most memory their timelines saw
 //!    charged (`peak_charged_bytes`: pages and kernel memory, without the
 //!    per-CPU charge stock that the usage counter adds; the cgroup peak
-//!    where a run has no timeline) and the footprint the trace's distinct
+//!    where a run has no timeline or its samples missed the data; validate
+//!    samples at [`SAMPLE_HZ`]) and the footprint the trace's distinct
 //!    pages — the rest (binary, libraries, stack, page tables, page cache)
 //!    is measured, not guessed, and taken to stay charged at every limit.
 //!    The limits themselves are shares of the cgroup peak, as the kernel
@@ -97,6 +98,12 @@ pub struct ValidateOptions {
     /// in the row's own `sim_*` fields; empty means [`PREDICT_POLICY`].
     pub policies: Vec<String>,
 }
+
+/// Timeline samples a second in validate's runs (`Lab::sample_hz`; runs
+/// elsewhere take 20): the charged memory of an unlimited run is its
+/// timeline's most, and the guests' cells run for 0.1–0.3 s, where 20 Hz
+/// saw one such run before it had touched its data.
+pub const SAMPLE_HZ: u32 = 100;
 
 /// The policy of results saved before `--policy` (version 2), which
 /// predicted with `linux` alone.
@@ -656,12 +663,15 @@ pub fn run(
     let base_peak = metric_median(&base, MetricName::PeakBytes);
     // The per-CPU charge stock rounds an unlimited run's usage up by as
     // much as 64 pages per CPU (timeline.rs): the charged memory is what
-    // the program holds.
-    // A run too short for the timeline's 20 Hz may end before a sample
-    // saw its data: then the charged memory says nothing, and the peak is
-    // taken.
-    let base_charged = metric_median(&base, MetricName::PeakChargedBytes)
-        .filter(|&c| c >= (footprint * 4096) as f64);
+    // the program holds. A run too short for the timeline (`SAMPLE_HZ`)
+    // may end before a sample saw its data: its charged memory says
+    // nothing, and without another run's the peak is taken.
+    let base_charged = median(
+        base.iter()
+            .filter_map(|r| r.get(MetricName::PeakChargedBytes))
+            .filter(|&c| c >= (footprint * 4096) as f64)
+            .collect(),
+    );
     if base_charged.is_none() && base_peak.is_some() {
         notes.push("the unlimited runs' timelines saw less charged memory than the traced data: the memory beside it is taken from the usage peak, which also counts the per-CPU charge stock (up to 64 pages a CPU)".into());
     }
