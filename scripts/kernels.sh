@@ -77,7 +77,7 @@ guest() {
   local disk=/tmp/swaplab-disk
   mkdir -p "$disk" && mount -t ext4 /dev/vda "$disk" || { echo "RESULT kernel $label: no ext4 disk at /dev/vda"; return 1; }
   modprobe zram num_devices=1 2>/dev/null || true
-  # SWAPLAB_GUEST_DEVICES: the emulated devices' tests (host.it.devices,
+  # SWAPLAB_GUEST_DEVICES: the emulated devices' tests (host.it.devices and cli.it.devices,
   # in 6.12's boot only) fail where a device cannot be built.
   export SWAPLAB_GUEST=1 SWAPLAB_GUEST_DEVICES=1 SWAPLAB_GUEST_DIR=$disk SWAPLAB_CACHE_DIR=$disk/cache TMPDIR=$disk/tmp
   mkdir -p "$TMPDIR"
@@ -435,7 +435,8 @@ boot = "guest::mglru_switch_is_recorded_and_restored guest::v2_faults_agree_with
 print("cli.it=" + found["cli"] + "@guest:: " + " ".join("--skip " + t for t in boot.split()))
 print("host.it=" + found["host"] + "@doctor::")
 print("cli.it.boot=" + found["cli"] + "@" + boot + " --exact")
-print("host.it.devices=" + found["host"] + "@swap_devices::")'
+print("host.it.devices=" + found["host"] + "@swap_devices::")
+print("cli.it.devices=" + found["cli"] + "@devices::")'
 }
 
 # What the matrix needs on the host, installed and downloaded once.
@@ -488,8 +489,8 @@ main() {
     # kernel: the doctor's tests (they do not depend on MGLRU or the swap
     # kind).
     mapfile -t bins < <(test_binaries)
-    [ "${#bins[@]}" = 4 ] || { echo "could not build the guest tests (cargo test --workspace --test it --no-run)"; exit 1; }
-    tests=${bins[0]}; once=${bins[1]}; perboot=${bins[2]}; devices=${bins[3]}
+    [ "${#bins[@]}" = 5 ] || { echo "could not build the guest tests (cargo test --workspace --test it --no-run)"; exit 1; }
+    tests=${bins[0]}; once=${bins[1]}; perboot=${bins[2]}; devices="${bins[3]}|${bins[4]}"
     # The swaplab binary those tests run (CARGO_BIN_EXE_swaplab).
     swaplab=$ROOT/target/debug/swaplab
   fi

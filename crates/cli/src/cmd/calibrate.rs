@@ -17,12 +17,20 @@ The profiles go to $SWAPLAB_HOME/device-profiles/KIND.toml, and the swap file's 
 $SWAPLAB_HOME/device-profile.toml, the default of `swaplab sim --device file:this`. \
 Fields: docs/calibrate.md.\n\n\
 EXAMPLES\n  swaplab calibrate\n  swaplab calibrate --kinds zram --size 32M --rounds 1\n  \
-swaplab calibrate --kinds file --swap-dir /mnt/nvme --report calibrate.html"
+swaplab calibrate --kinds file --swap-dir /mnt/nvme --report calibrate.html\n  \
+swaplab calibrate --swap delay:256M,read=1ms,write=1ms --size 32M   # in a guest kernel"
 )]
 pub struct CalibrateArgs {
-    /// Swap kinds to measure: file, zram, zswap (a swap file with zswap in front), or all.
-    #[arg(long, default_value = "all")]
-    kinds: String,
+    /// Swap kinds to measure: file, zram, zswap (a swap file with zswap in front), or all
+    /// (the default, unless --swap is given).
+    #[arg(long)]
+    kinds: Option<String>,
+    /// A swap area to measure as given (repeatable): an emulated device where the kernel
+    /// can build one (delay:256M,read=1ms; nbd:256M,rtt=2ms: docs/swap-devices.md), or a
+    /// file or zram of your choosing. Its profile is saved as device-profiles/KIND.toml;
+    /// the area must hold twice the region of --size.
+    #[arg(long, value_name = "SPEC")]
+    swap: Vec<String>,
     /// The region swapped out and in per kind (16384 pages at 64M).
     #[arg(long, default_value = "64M")]
     size: String,
@@ -46,7 +54,16 @@ pub fn run(a: CalibrateArgs) -> Result<()> {
     let size = parse_size(&a.size)
         .map_err(|e| anyhow::anyhow!("--size {:?}: {e}; give a size such as 64M or 1G", a.size))?;
     let opts = CalibrateOptions {
-        kinds: calibrate::parse_kinds(&a.kinds)?,
+        kinds: match (&a.kinds, a.swap.is_empty()) {
+            (Some(k), _) => calibrate::parse_kinds(k)?,
+            (None, true) => calibrate::parse_kinds("all")?,
+            (None, false) => Vec::new(),
+        },
+        areas: a
+            .swap
+            .iter()
+            .map(|s| s.parse::<swaplab_host::swap::SwapSpec>())
+            .collect::<Result<Vec<_>, _>>()?,
         size,
         rounds: a.rounds,
         swap_dir: a.swap_dir,

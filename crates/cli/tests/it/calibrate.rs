@@ -156,6 +156,15 @@ fn bad_calibrate_arguments_say_what_to_do() {
             &["calibrate", "--rounds", "0"][..],
             "--rounds: give 1 to 16",
         ),
+        (
+            &["calibrate", "--swap", "zswap"][..],
+            "zswap is --kinds zswap",
+        ),
+        (
+            &["calibrate", "--swap", "zram:8M", "--size", "8M"][..],
+            "the area must hold twice the region",
+        ),
+        (&["calibrate", "--swap", "tape:8M"][..], "tape"),
     ] {
         let o = swaplab(dir.path(), args);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -12,6 +12,7 @@ mod bench_vma;
 mod calibrate;
 mod cli;
 mod common;
+mod devices;
 mod guest;
 mod report;
 mod serve;

@@ -17,7 +17,9 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeviceProfile {
-    /// "file" | "zram" | "zswap": which swap kind was measured.
+    /// "file" | "zram" | "zswap", or an emulated block device ("delay",
+    /// "nbd": dm-delay, NBD; stored like a file, uncompressed): which swap
+    /// kind was measured.
     pub kind: String,
     /// Free text, e.g. "file:/swapfile".
     pub name: String,
@@ -69,10 +71,17 @@ impl DeviceProfile {
         Ok(p)
     }
 
+    /// A block device (a swap file's disk, dm-delay, NBD): pages are
+    /// stored whole, outside memory; zram and zswap keep them compressed
+    /// in RAM.
+    pub fn is_block(&self) -> bool {
+        matches!(self.kind.as_str(), "file" | "delay" | "nbd")
+    }
+
     fn check(&self) -> Result<(), SimError> {
-        if !["file", "zram", "zswap"].contains(&self.kind.as_str()) {
+        if !["file", "zram", "zswap", "delay", "nbd"].contains(&self.kind.as_str()) {
             return Err(SimError::BadParam(format!(
-                "kind = \"{}\": expected \"file\", \"zram\" or \"zswap\"",
+                "kind = \"{}\": expected \"file\", \"zram\", \"zswap\", \"delay\" or \"nbd\"",
                 self.kind
             )));
         }
@@ -98,7 +107,7 @@ impl DeviceProfile {
                 "read_mb_s = 0: a throughput must be above 0".into(),
             ));
         }
-        if self.compress_ratio > 1.5 || (self.kind != "file" && self.compress_ratio == 0.0) {
+        if self.compress_ratio > 1.5 || (!self.is_block() && self.compress_ratio == 0.0) {
             return Err(SimError::BadParam(format!(
                 "compress_ratio = {}: expected stored bytes / page bytes, above 0 and at most 1.5 \
                  (1.0 for a file)",
@@ -152,11 +161,7 @@ pub const INFO: DeviceInfo = DeviceInfo {
             xfer: page_us(p.read_mb_s),
             ratio: c.params.real(
                 "ram",
-                if p.kind == "file" {
-                    0.0
-                } else {
-                    p.compress_ratio
-                },
+                if p.is_block() { 0.0 } else { p.compress_ratio },
                 0.0,
                 1.5,
             )?,
@@ -230,6 +235,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("kind = \"disk\""), "{e}");
+        // An emulated block device's profile (calibrate --swap delay:…) is
+        // one, stored outside memory like a file's.
+        for kind in ["delay", "nbd"] {
+            let p = DeviceProfile::parse(
+                &contract.replace("\"file\"\nname", &format!("\"{kind}\"\nname")),
+            )
+            .unwrap();
+            assert!(p.is_block(), "{kind}");
+        }
         let e = DeviceProfile::parse(&contract.replace("write_us = 6.0", "write_us = -1"))
             .unwrap_err()
             .to_string();

@@ -37,6 +37,10 @@ use swaplab_lab::{Error, Result};
 pub const CALIBRATE_KIND: &str = "swaplab.calibrate";
 /// The swap kinds calibrate knows how to create.
 pub const KINDS: [&str; 3] = ["file", "zram", "zswap"];
+/// The kinds of a swap area given whole (`--swap SPEC`): the emulated
+/// devices of kernels that can build them (docs/swap-devices.md), and a
+/// file or zram of a chosen size and options.
+pub const AREA_KINDS: [&str; 4] = ["file", "zram", "delay", "nbd"];
 /// The timed phases, in the order the figures list them.
 pub const PHASES: [&str; 4] = ["seq", "random", "cache", "minor"];
 
@@ -84,6 +88,10 @@ pub fn default_profile_path(home: &Path) -> PathBuf {
 pub struct CalibrateOptions {
     /// Swap kinds to measure (of [`KINDS`]).
     pub kinds: Vec<String>,
+    /// Swap areas to measure as given (`--swap delay:256M,read=1ms`), each
+    /// one kind of [`AREA_KINDS`], its profile saved under its kind's name
+    /// (`device-profiles/delay.toml`), one area of a kind per calibrate.
+    pub areas: Vec<SwapSpec>,
     /// The region each run swaps out and in.
     pub size: u64,
     /// Rounds per kind (each: evict+seq, evict+random, evict+willneed+cache).
@@ -206,12 +214,58 @@ pub fn check(opts: &CalibrateOptions) -> Result<()> {
     if opts.rounds == 0 || opts.rounds > 16 {
         return Err(Error::Invalid("--rounds: give 1 to 16".into()));
     }
-    if opts.kinds.is_empty() {
+    if opts.kinds.is_empty() && opts.areas.is_empty() {
         return Err(Error::Invalid(
             "--kinds: give file, zram, zswap or all".into(),
         ));
     }
+    for a in &opts.areas {
+        let kind = a.kind();
+        if !AREA_KINDS.contains(&kind) {
+            return Err(Error::Invalid(format!(
+                "--swap {a}: give an area of a size (file:, zram:, delay:, nbd:); zswap is --kinds zswap"
+            )));
+        }
+        if opts.kinds.iter().any(|k| k == kind)
+            || opts.areas.iter().filter(|b| b.kind() == kind).count() > 1
+        {
+            return Err(Error::Invalid(format!(
+                "--swap {a}: one {kind} area per calibrate (its profile is saved as device-profiles/{kind}.toml)"
+            )));
+        }
+        let size = match a {
+            SwapSpec::File { size, .. }
+            | SwapSpec::Zram { size, .. }
+            | SwapSpec::Delay { size, .. }
+            | SwapSpec::Nbd { size, .. } => *size,
+            _ => 0,
+        };
+        if size < opts.size * 2 {
+            return Err(Error::Invalid(format!(
+                "--swap {a}: the area must hold twice the region of --size {} (give {} or more, or a smaller --size)",
+                format_size(opts.size),
+                format_size(opts.size * 2)
+            )));
+        }
+        // Fails before anything changes, naming what this kernel lacks.
+        a.check_buildable()?;
+    }
     Ok(())
+}
+
+/// What each measurement runs: its name (the profile's kind) and its swap.
+fn jobs(opts: &CalibrateOptions) -> Result<Vec<(String, Vec<SwapSpec>)>> {
+    let mut out = Vec::new();
+    for k in &opts.kinds {
+        out.push((
+            k.clone(),
+            swaps_for(k, opts.size, opts.swap_dir.as_deref())?,
+        ));
+    }
+    for a in &opts.areas {
+        out.push((a.kind().to_string(), vec![a.clone()]));
+    }
+    Ok(out)
 }
 
 /// Progress: (what, done, total).
@@ -230,12 +284,13 @@ pub fn run(
     let t0 = Instant::now();
     // Far above the region: nothing reclaims during a timed pass.
     let limit = opts.size * 2 + (256 << 20);
+    let names: Vec<String> = jobs(opts)?.into_iter().map(|(k, _)| k).collect();
     let group = BenchGroup::begin(
         lab,
         "bench-calibrate",
         &command,
         LimitSpec::Bytes(limit),
-        &opts.kinds,
+        &names,
     )?;
     let measured = measure(lab, &group, opts, &exe, progress);
     let result = measured.map(|(kinds, notes)| CalibrateResult {
@@ -260,9 +315,11 @@ fn measure(
     let home = lab.catalog.home().to_path_buf();
     let mut out = Vec::new();
     let mut notes = Vec::new();
-    for (i, kind) in opts.kinds.iter().enumerate() {
-        progress(kind, i, opts.kinds.len());
-        let specs = swaps_for(kind, opts.size, opts.swap_dir.as_deref())?;
+    let jobs = jobs(opts)?;
+    let total = jobs.len();
+    for (i, (kind, specs)) in jobs.into_iter().enumerate() {
+        let kind = &kind;
+        progress(kind, i, total);
         let dir = scratch.0.join(kind);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;
         let cmd = vec![
@@ -376,7 +433,7 @@ fn measure(
         k.profile_path = Some(path);
         out.push(k);
     }
-    progress("done", opts.kinds.len(), opts.kinds.len());
+    progress("done", total, total);
     Ok((out, notes))
 }
 
@@ -521,6 +578,42 @@ mod tests {
             .to_string()
             .contains("file, zram"));
         assert!(parse_kinds(",").is_err());
+    }
+
+    #[test]
+    fn areas_are_checked_and_measured_after_the_kinds() {
+        let o = |kinds: &[&str], areas: &[&str], size: u64| CalibrateOptions {
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
+            areas: areas.iter().map(|a| a.parse().unwrap()).collect(),
+            size,
+            rounds: 1,
+            swap_dir: None,
+            timeout: None,
+        };
+        let err = |x: &CalibrateOptions| check(x).unwrap_err().to_string();
+        assert!(err(&o(&[], &["zswap"], 8 << 20)).contains("zswap is --kinds zswap"));
+        assert!(err(&o(&["zram"], &["zram:64M"], 8 << 20)).contains("one zram area"));
+        assert!(err(&o(&[], &["zram:64M", "zram:32M"], 8 << 20)).contains("one zram area"));
+        assert!(err(&o(&[], &["zram:12M"], 8 << 20)).contains("twice the region"));
+        let both = o(&["file"], &["zram:64M,algo=lz4"], 8 << 20);
+        check(&both).unwrap();
+        let j = jobs(&both).unwrap();
+        let names: Vec<&str> = j.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["file", "zram"]);
+        assert_eq!(
+            j[1].1,
+            vec!["zram:64M,algo=lz4".parse::<SwapSpec>().unwrap()]
+        );
+        // An emulated device this kernel cannot build is refused by name.
+        let delay = o(&[], &["delay:64M,read=1ms"], 8 << 20);
+        let want = "delay:64M,read=1ms"
+            .parse::<SwapSpec>()
+            .unwrap()
+            .check_buildable();
+        match want {
+            Err(e) => assert!(err(&delay).contains(&e.to_string())),
+            Ok(()) => check(&delay).unwrap(),
+        }
     }
 
     #[test]

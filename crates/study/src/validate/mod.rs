@@ -380,7 +380,41 @@ fn tier_sizes(fast: &SwapSpec, slow: &SwapSpec) -> Result<(u16, u16, u64)> {
 fn kind_of(s: &SwapSpec) -> &'static str {
     match s {
         SwapSpec::Zram { .. } => "zram",
+        SwapSpec::Delay { .. } => "delay",
+        SwapSpec::Nbd { .. } => "nbd",
         _ => "file",
+    }
+}
+
+/// What an emulated device's profile is of: its latencies and bandwidth,
+/// not its size or priority (`None`: any profile of the kind will do).
+fn device_settings(s: &SwapSpec) -> Option<String> {
+    match s {
+        SwapSpec::Delay {
+            read_ns,
+            write_ns,
+            on,
+            ..
+        } => Some(
+            SwapSpec::Delay {
+                size: 0,
+                read_ns: *read_ns,
+                write_ns: *write_ns,
+                on: *on,
+                prio: None,
+            }
+            .to_string(),
+        ),
+        SwapSpec::Nbd { rtt_ns, bw, .. } => Some(
+            SwapSpec::Nbd {
+                size: 0,
+                rtt_ns: *rtt_ns,
+                bw: *bw,
+                prio: None,
+            }
+            .to_string(),
+        ),
+        _ => None,
     }
 }
 
@@ -388,19 +422,69 @@ fn rel(pred: f64, meas: Option<f64>) -> Option<f64> {
     meas.filter(|m| *m > 0.0).map(|m| (pred - m) / m)
 }
 
-/// The calibrated profile of the swap kind, measured now if missing.
-fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(DeviceProfile, PathBuf)> {
+/// The calibrated profile of the swap kind, measured now if missing. An
+/// emulated device's (delay, nbd) must have been measured with the same
+/// latencies and bandwidth as `swap`, else it is measured again: the
+/// device in `swap`'s settings, 16 MiB swapped out and in once.
+fn profile_for(
+    lab: &Lab,
+    swap: &SwapSpec,
+    notes: &mut Vec<String>,
+) -> Result<(DeviceProfile, PathBuf)> {
+    let kind = kind_of(swap);
     let p = calibrate::profile_path(lab.catalog.home(), kind);
+    let settings = device_settings(swap);
     if p.is_file() {
-        return Ok((calibrate::load_profile(&p)?, p));
+        let prof = calibrate::load_profile(&p)?;
+        let same = settings.as_ref().is_none_or(|want| {
+            prof.name
+                .parse::<SwapSpec>()
+                .ok()
+                .and_then(|s| device_settings(&s))
+                .as_ref()
+                == Some(want)
+        });
+        if same {
+            return Ok((prof, p));
+        }
+        notes.push(format!(
+            "the {kind} profile at {} is of {}, not of {swap}'s settings: measured it again",
+            p.display(),
+            prof.name
+        ));
+    } else {
+        notes.push(format!(
+            "no {kind} device profile at {}: calibrated it first (swaplab calibrate --kinds {kind})",
+            p.display()
+        ));
     }
-    notes.push(format!(
-        "no {kind} device profile at {}: calibrated it first (swaplab calibrate --kinds {kind})",
-        p.display()
-    ));
+    let (kinds, areas, size, args) = match swap {
+        SwapSpec::Delay { .. } | SwapSpec::Nbd { .. } => {
+            let mut area = swap.clone();
+            if let SwapSpec::Delay { size, prio, .. } | SwapSpec::Nbd { size, prio, .. } = &mut area
+            {
+                *size = 64 << 20;
+                *prio = None;
+            }
+            let a = area.to_string();
+            (
+                Vec::new(),
+                vec![area],
+                16 << 20,
+                vec!["--swap".into(), a, "--size".into(), "16M".into()],
+            )
+        }
+        _ => (
+            vec![kind.to_string()],
+            Vec::new(),
+            64 << 20,
+            vec!["--kinds".into(), kind.into()],
+        ),
+    };
     let opts = calibrate::CalibrateOptions {
-        kinds: vec![kind.to_string()],
-        size: 64 << 20,
+        kinds,
+        areas,
+        size,
         rounds: 1,
         swap_dir: None,
         timeout: Some(std::time::Duration::from_secs(600)),
@@ -408,12 +492,11 @@ fn profile_for(lab: &Lab, kind: &str, notes: &mut Vec<String>) -> Result<(Device
     let r = calibrate::run(
         lab,
         &opts,
-        vec![
-            "swaplab".into(),
-            "calibrate".into(),
-            "--kinds".into(),
-            kind.into(),
-        ],
+        ["swaplab", "calibrate"]
+            .into_iter()
+            .map(String::from)
+            .chain(args)
+            .collect(),
         &mut |_, _, _| {},
     )?;
     let k = r.kinds.into_iter().next();
@@ -473,7 +556,7 @@ pub fn predict(
         Ok(r) => r,
         // Every row skipped: the device took all the memory.
         Err(swaplab_sim::error::Error::Invalid(_))
-            if device.profile().is_some_and(|p| p.kind != "file") =>
+            if device.profile().is_some_and(|p| !p.is_block()) =>
         {
             return Ok(None)
         }
@@ -525,8 +608,7 @@ pub fn run(
 ) -> Result<ValidateResult> {
     check(o)?;
     let mut notes = Vec::new();
-    let kind = kind_of(&o.swap);
-    let (profile, profile_path) = profile_for(lab, kind, &mut notes)?;
+    let (profile, profile_path) = profile_for(lab, &o.swap, &mut notes)?;
 
     let workload = swaplab_lab::workload::command(&o.workload, &o.size.to_string(), None, &o.args);
     // 1. The references.

@@ -401,6 +401,7 @@ pub(crate) mod tests {
             base_peak_bytes: Some(2e6),
             overhead_bytes: 1 << 20,
             base_charged_bytes: None,
+            retry_sweeps: Vec::new(),
             profile: swaplab_sim::device::DeviceProfile::example(),
             profile_path: "p.toml".into(),
             rows,
