@@ -7,8 +7,8 @@
 //! changes nothing. `SWAPLAB_GUEST_DEVICES=1` makes a missing device a
 //! failure instead of a skip.
 use crate::common;
-use common::{f, root_lock, swaplab};
-use swaplab_testkit::{is_root, skip, system_state, Facility};
+use common::{f, root_json, scratch_base, swaplab};
+use swaplab_testkit::{skip, system_state, Facility};
 
 const DELAY: &str = "delay:64M,read=2ms";
 
@@ -16,12 +16,6 @@ const DELAY: &str = "delay:64M,read=2ms";
 fn calibrate_measures_a_delay_device() {
     let test = &test_name!();
     let guest = std::env::var_os("SWAPLAB_GUEST_DEVICES").is_some_and(|v| v == "1");
-    let base = std::env::var("SWAPLAB_GUEST_DIR").unwrap_or_else(|_| "/var/tmp".into());
-    let dir = tempfile::Builder::new()
-        .prefix("swaplab-devices-")
-        .tempdir_in(base)
-        .unwrap();
-    let d = dir.path();
     let spec: swaplab_host::swap::SwapSpec = DELAY.parse().unwrap();
     let args = [
         "calibrate",
@@ -39,8 +33,12 @@ fn calibrate_measures_a_delay_device() {
             "{test}: {e} (SWAPLAB_GUEST_DEVICES=1: a skip fails)"
         );
         // The refusal: the kernel's missing facility, before any change.
+        let dir = tempfile::Builder::new()
+            .prefix("swaplab-devices-")
+            .tempdir_in(scratch_base())
+            .unwrap();
         let before = system_state();
-        let o = swaplab(d, &args);
+        let o = swaplab(dir.path(), &args);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success(), "calibrate --swap {DELAY} succeeded");
         assert!(err.contains(&e.to_string()), "{err}");
@@ -52,27 +50,16 @@ fn calibrate_measures_a_delay_device() {
         skip(test, Facility::MachineState, e);
         return;
     }
-    if !is_root() {
-        assert!(!guest, "{test}: needs root");
-        skip(test, Facility::Root, "needs root");
+    let Some((dir, v)) = root_json(
+        test,
+        &[Facility::Root, Facility::MemoryCgroup],
+        "swaplab-devices-",
+        &args,
+    ) else {
+        assert!(!guest, "{test}: skipped in a guest");
         return;
-    }
-    let _lock = root_lock();
-    let before = system_state();
-    let o = swaplab(d, &args);
-    assert_eq!(
-        system_state(),
-        before,
-        "{test}: the system was left changed"
-    );
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    drop(_lock);
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    };
+    let d = dir.path();
     let k = &v["kinds"][0];
     assert_eq!(k["kind"], "delay", "{k}");
     let p = &k["profile"];

@@ -443,6 +443,7 @@ fn run_timeline_reads_the_same_in_pyarrow() {
             pgmajfault: (i % 2 == 0).then_some(i),
             psi_some_us: None,
             psi_full_us: Some(i / 7),
+            charged_bytes: (i % 3 != 0).then_some(i << 12),
         })
         .collect();
     let dir = tempfile::tempdir().unwrap();
@@ -465,6 +466,7 @@ fn run_timeline_reads_the_same_in_pyarrow() {
             "pgmajfault",
             "psi_some_us",
             "psi_full_us",
+            "charged_bytes",
         ],
         &json!({"columns": {
             "t_ns": samples.iter().map(|s| s.t_ns).collect::<Vec<_>>(),
@@ -474,6 +476,7 @@ fn run_timeline_reads_the_same_in_pyarrow() {
             "pgmajfault": col(|s| s.pgmajfault),
             "psi_some_us": col(|s| s.psi_some_us),
             "psi_full_us": col(|s| s.psi_full_us),
+            "charged_bytes": col(|s| s.charged_bytes),
         }, "types": {"t_ns": "uint64", "pgfault": "uint64"},
         "metadata_key": timeline::META_KEY}),
     );

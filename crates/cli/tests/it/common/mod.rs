@@ -30,6 +30,13 @@ pub const ROOT_SWAP: [swaplab_testkit::Facility; 3] = [
 /// in another's before/after comparison): [`swaplab_testkit::system_lock`].
 pub use swaplab_testkit::system_lock as root_lock;
 
+/// Where a test's directory goes: /var/tmp, or in a guest kernel the
+/// disk scripts/kernels.sh mounts (`SWAPLAB_GUEST_DIR`; the guest's root
+/// is a read-only share).
+pub fn scratch_base() -> String {
+    std::env::var("SWAPLAB_GUEST_DIR").unwrap_or_else(|_| "/var/tmp".into())
+}
+
 /// A JSON number, or a panic naming what it was.
 pub fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
@@ -57,7 +64,7 @@ pub fn root_json(
     let before = system_state();
     let dir = tempfile::Builder::new()
         .prefix(prefix)
-        .tempdir_in("/var/tmp")
+        .tempdir_in(scratch_base())
         .unwrap();
     let o = swaplab(dir.path(), args);
     assert_eq!(
