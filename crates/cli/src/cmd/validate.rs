@@ -31,7 +31,9 @@ pub struct ValidateArgs {
     /// Limits, percentages of the workload's peak.
     #[arg(long, default_value = "90%,75%,50%,25%")]
     limits: String,
-    /// The swap area: file:SIZE or zram:SIZE. Twice, each with its priority, for two
+    /// The swap area: file:SIZE or zram:SIZE, or an emulated device where the kernel
+    /// builds one (delay:SIZE,read=LAT; nbd:SIZE,rtt=LAT: its profile is calibrated
+    /// with the same settings). Twice, each with its priority, for two
     /// tiers (--swap zram:16M,prio=10 --swap zram:64M,prio=5): each row then also
     /// shows the writes each area took, measured and predicted by the simulator's
     /// priority tiering.

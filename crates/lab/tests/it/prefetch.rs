@@ -242,9 +242,19 @@ fn requests_land_ahead_of_a_sequential_walk() {
         stray <= n / 100,
         "{stray} pages resident that nobody asked for"
     );
-    // The walk was served from the prefetches: most of it minor faults.
+    // The walk ran into the prefetches: most of its pages had been asked
+    // for when it touched them, served from the swap cache (used) or read
+    // too late (late). How many came in time depends on how much CPU the
+    // prefetcher's thread got on a shared machine (used 127 and 69 of the
+    // 400 in two suite runs beside other test binaries, 200 or more in
+    // the others): that is a speed, which `swaplab bench hints` measures
+    // (its `run --prefetch` arms), not this test.
     let used = metric(&r, MetricName::PrefetchPagesUsed);
-    assert!(used >= (walk / 2) as f64, "used {used}");
+    let late = metric(&r, MetricName::PrefetchPagesLate);
+    assert!(
+        used > 0.0 && used + late >= (walk / 2) as f64,
+        "used {used}, late {late} of a {walk}-page walk"
+    );
     assert!(metric(&r, MetricName::PrefetchAccuracy) > 0.5);
     assert!(metric(&r, MetricName::PrefetchCpuNs) > 0.0);
     // The report's metrics table of the run carries them, with their meaning.

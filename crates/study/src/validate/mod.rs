@@ -345,7 +345,7 @@ pub fn check(o: &ValidateOptions) -> Result<()> {
     }
     if matches!(o.swap, SwapSpec::Zswap { .. } | SwapSpec::Existing) {
         return Err(Error::Invalid(
-            "--swap: give file:SIZE or zram:SIZE (the swap kind the device profile is for)".into(),
+            "--swap: give file:SIZE or zram:SIZE, or an emulated device (delay:, nbd:) where the kernel builds one (the swap kind the device profile is for)".into(),
         ));
     }
     if let Some(low) = &o.lower_tier {
@@ -452,11 +452,6 @@ fn profile_for(
             p.display(),
             prof.name
         ));
-    } else {
-        notes.push(format!(
-            "no {kind} device profile at {}: calibrated it first (swaplab calibrate --kinds {kind})",
-            p.display()
-        ));
     }
     let (kinds, areas, size, args) = match swap {
         SwapSpec::Delay { .. } | SwapSpec::Nbd { .. } => {
@@ -481,6 +476,13 @@ fn profile_for(
             vec!["--kinds".into(), kind.into()],
         ),
     };
+    if !p.is_file() {
+        notes.push(format!(
+            "no {kind} device profile at {}: calibrated it first (swaplab calibrate {})",
+            p.display(),
+            args.join(" ")
+        ));
+    }
     let opts = calibrate::CalibrateOptions {
         kinds,
         areas,
