@@ -583,7 +583,10 @@ for i in ids:
         else:
             k["failed"].append("validate %s did not finish (%s)" % (c, os.path.join(i, w + ".txt")))
     kernels.append(k)
-cmd = ["scripts/kernels.sh", "--validate"]
+# The command that made the tables, with the settings the environment gave.
+env = ["%s=%s" % (k, os.environ[k]) for k in ("SWAPLAB_VALIDATE_POLICIES", "SWAPLAB_VALIDATE_CELLS",
+       "SWAPLAB_VALIDATE_LIMITS", "SWAPLAB_VALIDATE_ARGS") if os.environ.get(k)]
+cmd = (["env"] + env if env else []) + ["scripts/kernels.sh", "--validate"]
 json.dump({"kind": "swaplab.fidelity", "version": 1, "command": cmd, "kernels": kernels},
           open(os.path.join(out, "fidelity.json"), "w"), indent=1)
 def pct(x):
