@@ -7,7 +7,7 @@
 //! changes nothing. `SWAPLAB_GUEST_DEVICES=1` makes a missing device a
 //! failure instead of a skip.
 use crate::common;
-use common::{f, root_json, scratch_base, swaplab};
+use common::{f, root_json, root_lock, scratch_base, swaplab};
 use swaplab_testkit::{skip, system_state, Facility};
 
 const DELAY: &str = "delay:64M,read=2ms";
@@ -37,6 +37,8 @@ fn calibrate_measures_a_delay_device() {
             .prefix("swaplab-devices-")
             .tempdir_in(scratch_base())
             .unwrap();
+        // Other test binaries change the system meanwhile: hold their lock.
+        let _lock = root_lock();
         let before = system_state();
         let o = swaplab(dir.path(), &args);
         let err = String::from_utf8_lossy(&o.stderr);

@@ -142,9 +142,15 @@ struct Logged {
 fn request_log(r: &RunRecord, base: u64) -> Vec<Logged> {
     let log = std::fs::read_to_string(r.dir.join(LOG_FILE)).expect("prefetch log");
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
-    let page = |addr: u64| ((addr - base) / 4096) as usize;
     log.lines()
         .filter_map(|l| {
+            let page = |addr: u64| {
+                assert!(
+                    addr >= base,
+                    "an address below the walker's region at {base:#x}: {l}"
+                );
+                ((addr - base) / 4096) as usize
+            };
             let f: Vec<&str> = l.split('\t').collect();
             assert_eq!(f.len(), 6, "{l}");
             if let Some(kind) = f[2].strip_prefix("major-") {
