@@ -1,8 +1,9 @@
 //! The run timeline: a cheap sampler of a memory cgroup (about 20 Hz) and
 //! its Parquet file, `timeline.parquet` in the run directory.
 //!
-//! Each tick reads at most five small files through descriptors opened
-//! once (`pread` at offset 0, no open/close per tick): the group's usage
+//! Each tick reads four small files (which four depends on the cgroup
+//! version) through descriptors opened once (`pread` at offset 0, no
+//! open/close per tick): the group's usage
 //! (`memory.usage_in_bytes` / `memory.current`), its `memory.stat`
 //! (faults; swap on v1; the charged pages), v2 `memory.swap.current`, v1
 //! `memory.kmem.usage_in_bytes`, and a memory PSI file (the group's or its
