@@ -317,8 +317,7 @@ fn measure(
     let mut notes = Vec::new();
     let jobs = jobs(opts)?;
     let total = jobs.len();
-    for (i, (kind, specs)) in jobs.into_iter().enumerate() {
-        let kind = &kind;
+    for (i, (kind, specs)) in jobs.iter().enumerate() {
         progress(kind, i, total);
         let dir = scratch.0.join(kind);
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("creating", &dir, e))?;

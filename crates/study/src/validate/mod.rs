@@ -418,6 +418,13 @@ fn device_settings(s: &SwapSpec) -> Option<String> {
     }
 }
 
+/// The runs at limit `label` that ended ok: the ones a cell is compared on.
+fn ok_runs<'a>(runs: &'a [RunRecord], label: &str) -> Vec<&'a RunRecord> {
+    runs.iter()
+        .filter(|r| r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok))
+        .collect()
+}
+
 fn rel(pred: f64, meas: Option<f64>) -> Option<f64> {
     meas.filter(|m| *m > 0.0).map(|m| (pred - m) / m)
 }
@@ -695,17 +702,9 @@ pub fn run(
     let mut runs = lab.catalog.sweep_runs(report.sweep_id)?;
     let mut retry_sweeps = Vec::new();
     for round in 1..=o.retries {
-        let ok = |l: &LimitSpec| {
-            let label = l.to_string();
-            runs.iter()
-                .filter(|r| {
-                    r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok)
-                })
-                .count()
-        };
         let short: Vec<LimitSpec> = limits[1..]
             .iter()
-            .filter(|l| ok(l) < o.repeat as usize)
+            .filter(|l| ok_runs(&runs, &l.to_string()).len() < o.repeat as usize)
             .cloned()
             .collect();
         if short.is_empty() {
@@ -733,16 +732,9 @@ pub fn run(
         retry_sweeps.push(again.sweep_id);
     }
     let median = |xs: Vec<f64>| crate::bench::touch::median(xs);
-    let cell_runs = |label: &str| {
-        runs.iter()
-            .filter(|r| {
-                r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok)
-            })
-            .collect::<Vec<_>>()
-    };
     let metric_median =
         |rs: &[&RunRecord], m: MetricName| median(rs.iter().filter_map(|r| r.get(m)).collect());
-    let base = cell_runs(&LimitSpec::None.to_string());
+    let base = ok_runs(&runs, &LimitSpec::None.to_string());
     let base_wall = metric_median(&base, MetricName::WallNs).map(|v| v / 1e9);
     let base_peak = metric_median(&base, MetricName::PeakBytes);
     // The per-CPU charge stock rounds an unlimited run's usage up by as
@@ -794,7 +786,7 @@ pub fn run(
             continue;
         };
         let label = limit.to_string();
-        let cell = cell_runs(&label);
+        let cell = ok_runs(&runs, &label);
         let not_ok: Vec<String> = runs
             .iter()
             .filter(|r| r.limit_label == label)
