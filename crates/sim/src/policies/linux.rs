@@ -182,7 +182,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
     build: |c| {
         c.params.allow(
             "linux",
-            &["ratio", "refault", "reclaim", "batch", "swappiness", "writeback"],
+            &[
+                "ratio", "refault", "reclaim", "batch", "swappiness", "writeback", "write_us", "ref_us",
+                "read_us", "memcg",
+            ],
         )?;
         Ok(Box::new(TwoLists::<false>::new(c, 0, true)?))
     },
@@ -274,6 +277,78 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     wrote: Vec<u32>,
     /// Pages the current priority pass took from the inactive list.
     pass_pops: usize,
+    /// The folios of one `shrink_inactive_list` batch, isolated together.
+    isolated: Vec<u32>,
+    /// `write_us` > 0: the writes complete on a clock (`None`: each
+    /// completes before the next priority pass).
+    clock: Option<Box<WbClock>>,
+}
+
+/// Under writeback: its write was started and has not completed.
+const UNDER_WB: u8 = 1;
+/// Isolated by the current scan: off the LRU, so a write completing now
+/// does not rotate it (`folio_rotate_reclaimable` needs `folio_test_lru`).
+const ISOLATED: u8 = 2;
+
+/// The writes' clock (`write_us` > 0, see the module doc, "Timed
+/// writeback"). Time is the program's: `ref_us` per reference up to the
+/// one being served, plus the stalls so far (major faults' reads and the
+/// reclaimer's waits on writeback); the device finishes one page write
+/// every `write_us`, in the order the writes were submitted.
+struct WbClock {
+    ref_us: f64,
+    read_us: f64,
+    write_us: f64,
+    /// cgroup v1 (`memcg=v1`): a scan that meets a folio still under
+    /// writeback waits for it ("case 3"); v2 activates it ("case 2").
+    wait: bool,
+    /// Position of the reference being served (set on each miss).
+    pos: u64,
+    /// Read stalls and writeback waits so far (µs), and the waits alone.
+    stall_us: f64,
+    waited_us: f64,
+    waits: u64,
+    /// Time a reclaim that freed nothing slept on writeback (µs).
+    throttled_us: f64,
+    /// Writes completed while their folio was on a list (`pgrotated`).
+    rotations: u64,
+    /// When the device will have finished the writes submitted so far.
+    dev_free: f64,
+    /// Writes started by the current pass, submitted at its end
+    /// (`blk_finish_plug`) or when the reclaimer sleeps (the plug is
+    /// flushed on `io_schedule`).
+    plugged: Vec<u32>,
+    /// Submitted writes in completion order: (page, completion time).
+    inflight: VecDeque<(u32, f64)>,
+    /// Per page: `UNDER_WB`, `ISOLATED`.
+    state: Vec<u8>,
+    /// Per page, the stale entries it has in the inactive and active
+    /// queues (a rotation leaves its old entry behind: a page's stale
+    /// entries are all older than its live one, so the first ones popped
+    /// are the stale ones); and their totals.
+    stale: [Vec<u8>; 2],
+    stale_total: [usize; 2],
+    /// Folios rotated to the inactive tail since the last scan took them:
+    /// the tail end of the inactive list, the last rotated on top.
+    rotated: Vec<u32>,
+}
+
+impl WbClock {
+    #[inline]
+    fn now(&self) -> f64 {
+        self.pos as f64 * self.ref_us + self.stall_us
+    }
+
+    /// Submits the plugged writes: each completes `write_us` after the
+    /// later of now and the device's previous write.
+    fn flush_plug(&mut self) {
+        let now = self.now();
+        for &p in &self.plugged {
+            self.dev_free = self.dev_free.max(now) + self.write_us;
+            self.inflight.push_back((p, self.dev_free));
+        }
+        self.plugged.clear();
+    }
 }
 
 impl<const RRIP: bool> TwoLists<RRIP> {
@@ -311,6 +386,50 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 "writeback=async models the writes of reclaim's priority passes: give reclaim=batch with it".into(),
             ));
         }
+        let write_us = c.params.real("write_us", 0.0, 0.0, 1e6)?;
+        let ref_us = c.params.real("ref_us", 0.0, 0.0, 1e6)?;
+        let read_us = c.params.real("read_us", 0.0, 0.0, 1e6)?;
+        let wait = match c.params.0.get("memcg").map(String::as_str) {
+            None | Some("v1") => true,
+            Some("v2") => false,
+            Some(v) => {
+                return Err(SimError::BadParam(format!(
+                    "memcg={v}: expected v1 or v2 (what a scan does with a folio still under writeback)"
+                )))
+            }
+        };
+        let timed_keys = ["ref_us", "read_us", "memcg"];
+        if write_us == 0.0 && timed_keys.iter().any(|k| c.params.0.contains_key(*k)) {
+            return Err(SimError::BadParam(
+                "ref_us, read_us and memcg set the writes' clock: give write_us=MICROSECONDS (the device's time per page written) with them".into(),
+            ));
+        }
+        if write_us > 0.0 && !async_wb {
+            return Err(SimError::BadParam(
+                "write_us times the writes of writeback=async: give reclaim=batch:writeback=async with it".into(),
+            ));
+        }
+        let clock = (write_us > 0.0).then(|| {
+            Box::new(WbClock {
+                ref_us,
+                read_us,
+                write_us,
+                wait,
+                pos: 0,
+                stall_us: 0.0,
+                waited_us: 0.0,
+                waits: 0,
+                throttled_us: 0.0,
+                rotations: 0,
+                dev_free: 0.0,
+                plugged: Vec::new(),
+                inflight: VecDeque::new(),
+                state: vec![0; c.pages],
+                stale: [vec![0; c.pages], vec![0; c.pages]],
+                stale_total: [0, 0],
+                rotated: Vec::new(),
+            })
+        });
         Ok(TwoLists {
             lists: [VecDeque::new(), VecDeque::new()],
             flags: vec![0; c.pages],
@@ -335,19 +454,36 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             pass_writes: 0,
             wrote: Vec::new(),
             pass_pops: 0,
+            isolated: Vec::new(),
+            clock,
         })
+    }
+
+    /// The pages on `list` (the queue less its stale entries; the
+    /// inactive list's rotated tail included).
+    #[inline]
+    fn len(&self, list: usize) -> usize {
+        match &self.clock {
+            None => self.lists[list].len(),
+            Some(c) => {
+                self.lists[list].len() - c.stale_total[list]
+                    + if list == INACTIVE { c.rotated.len() } else { 0 }
+            }
+        }
     }
 
     #[inline]
     fn inactive_is_low(&self) -> bool {
-        (self.lists[INACTIVE].len() as u64).saturating_mul(self.ratio)
-            < self.lists[ACTIVE].len() as u64
+        (self.len(INACTIVE) as u64).saturating_mul(self.ratio) < self.len(ACTIVE) as u64
     }
 
     /// Takes the tail of `list`, prefetching the state of the page
     /// `SCAN_AHEAD` places behind it (a hint only: it changes nothing).
     #[inline]
     fn pop_tail(&mut self, list: usize) -> Option<u32> {
+        if let Some(c) = self.clock.as_deref_mut() {
+            return Self::pop_timed(c, &mut self.lists[list], list);
+        }
         let q = &mut self.lists[list];
         if let Some(&n) = q.get(SCAN_AHEAD) {
             prefetch(self.flags.as_ptr().wrapping_add(n as usize));
@@ -356,6 +492,106 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             }
         }
         q.pop_front()
+    }
+
+    /// `pop_tail` with the writes' clock: the rotated folios first, then the
+    /// queue's front, skipping the stale entries rotations left.
+    #[cold]
+    fn pop_timed(c: &mut WbClock, q: &mut VecDeque<u32>, list: usize) -> Option<u32> {
+        if list == INACTIVE {
+            if let Some(p) = c.rotated.pop() {
+                return Some(p);
+            }
+        }
+        loop {
+            let p = q.pop_front()?;
+            let s = &mut c.stale[list][p as usize];
+            if *s == 0 {
+                return Some(p);
+            }
+            *s -= 1;
+            c.stale_total[list] -= 1;
+        }
+    }
+
+    /// Completes the writes due by `t`, in order: `folio_end_writeback` →
+    /// `folio_rotate_reclaimable` moves each folio still on a list (either
+    /// list: `lru_move_tail` clears `PG_active`) to the inactive tail;
+    /// an isolated folio stays in its scan.
+    fn complete_until(&mut self, t: f64) {
+        let Some(c) = self.clock.as_deref_mut() else {
+            return;
+        };
+        while let Some(&(p, done)) = c.inflight.front() {
+            if done > t {
+                break;
+            }
+            c.inflight.pop_front();
+            let i = p as usize;
+            if c.state[i] & UNDER_WB == 0 {
+                continue; // dropped by MADV_PAGEOUT (see `remove`)
+            }
+            c.state[i] &= !UNDER_WB;
+            let f = self.flags[i];
+            let from = if c.state[i] & ISOLATED != 0 {
+                continue;
+            } else if f & ON_ACTIVE != 0 {
+                ACTIVE
+            } else if f & ON_INACTIVE != 0 {
+                INACTIVE
+            } else {
+                continue;
+            };
+            if c.stale[from][i] == u8::MAX {
+                // Never seen: a page rotated 255 times with none of its
+                // old entries reached. Purge the stale entries instead.
+                Self::purge_stale(c, &mut self.lists, &self.flags);
+            }
+            c.stale[from][i] += 1;
+            c.stale_total[from] += 1;
+            self.flags[i] = (f & !ON_ACTIVE) | ON_INACTIVE;
+            c.rotated.push(p);
+            c.rotations += 1;
+        }
+    }
+
+    /// Drops every stale entry from the queues (and, with them, entries
+    /// of pages no longer on that list: `remove`, `demote`).
+    fn purge_stale(c: &mut WbClock, lists: &mut [VecDeque<u32>; 2], flags: &[u8]) {
+        for (l, bit) in [(INACTIVE, ON_INACTIVE), (ACTIVE, ON_ACTIVE)] {
+            let stale = &mut c.stale[l];
+            lists[l].retain(|&p| {
+                let s = &mut stale[p as usize];
+                if *s > 0 {
+                    *s -= 1;
+                    return false;
+                }
+                flags[p as usize] & bit != 0
+            });
+            c.stale_total[l] = 0;
+        }
+        c.rotated.retain(|&p| flags[p as usize] & ON_INACTIVE != 0);
+    }
+
+    /// The reclaimer waits for `id`'s write (legacy memcg, "case 3":
+    /// `folio_wait_writeback`): the plug is flushed, the clock runs to the
+    /// write's completion, and every write due by then completes.
+    fn wait_for(&mut self, id: u32) {
+        let Some(c) = self.clock.as_deref_mut() else {
+            return;
+        };
+        c.flush_plug();
+        let Some(done) = c.inflight.iter().find(|&&(p, _)| p == id).map(|&(_, d)| d) else {
+            c.state[id as usize] &= !UNDER_WB;
+            return;
+        };
+        let now = c.now();
+        if done > now {
+            c.stall_us += done - now;
+            c.waited_us += done - now;
+        }
+        c.waits += 1;
+        self.complete_until(done);
     }
 
     /// Moves the active tail to the inactive head (`shrink_active_list`);
@@ -425,11 +661,35 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             let got = self.do_try_to_free_pages(force);
             // snapshot_refaults
             self.refault_snap = self.refault_acts;
-            if got > 0 || self.lists[INACTIVE].len() + self.lists[ACTIVE].len() == 0 {
+            if got > 0 || self.len(INACTIVE) + self.len(ACTIVE) == 0 {
                 return;
             }
             force = true;
+            self.throttle();
         }
+    }
+
+    /// A reclaim freed nothing while writes are in flight: it sleeps until
+    /// `SWAP_CLUSTER_MAX` of them complete (`reclaim_throttle` on
+    /// `VMSCAN_THROTTLE_WRITEBACK`, woken by `__acct_reclaim_writeback`),
+    /// or all of them if fewer. Without it a cgroup v2 reclaim, which
+    /// never waits on a folio, would find the same folios under writeback
+    /// forever (the clock only runs while the program does).
+    fn throttle(&mut self) {
+        let Some(c) = self.clock.as_deref_mut() else {
+            return;
+        };
+        c.flush_plug();
+        let k = c.inflight.len().min(SWAP_CLUSTER_MAX);
+        let Some(&(_, done)) = k.checked_sub(1).and_then(|k| c.inflight.get(k)) else {
+            return;
+        };
+        let now = c.now();
+        if done > now {
+            c.stall_us += done - now;
+            c.throttled_us += done - now;
+        }
+        self.complete_until(done);
     }
 
     /// The priority loop: from `DEF_PRIORITY` down to 0, each pass scans
@@ -438,6 +698,9 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     fn do_try_to_free_pages(&mut self, force_deactivate: bool) -> usize {
         let mut reclaimed = 0;
         for prio in (0..=DEF_PRIORITY).rev() {
+            if let Some(now) = self.clock.as_deref().map(WbClock::now) {
+                self.complete_until(now);
+            }
             // prepare_scan_count: deactivate anon pages when refaults were
             // activated since the last reclaim, or the inactive list is low.
             let may_deactivate = force_deactivate
@@ -453,8 +716,8 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                     s * self.swappiness / (400 - self.swappiness)
                 }
             };
-            let mut nr_inactive = scan(self.lists[INACTIVE].len());
-            let mut nr_active = scan(self.lists[ACTIVE].len());
+            let mut nr_inactive = scan(self.len(INACTIVE));
+            let mut nr_active = scan(self.len(ACTIVE));
             let before = self.lists[INACTIVE].len();
             self.pass_pops = 0;
             self.pass_writes = 0;
@@ -481,7 +744,9 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             if self.inactive_is_low() {
                 self.shrink_active_list(SWAP_CLUSTER_MAX);
             }
-            if self.pass_writes > 0 {
+            if let Some(c) = self.clock.as_deref_mut() {
+                c.flush_plug();
+            } else if self.pass_writes > 0 {
                 self.writes_complete(before - self.pass_pops);
             }
             if reclaimed >= self.batch {
@@ -501,12 +766,38 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     fn shrink_inactive_list(&mut self, n: usize) -> usize {
         let mut reclaimed = 0;
         let mut back = std::mem::take(&mut self.scratch);
+        // isolate_lru_folios: the batch leaves the list at once.
+        let mut batch = std::mem::take(&mut self.isolated);
         for _ in 0..n {
             let Some(t) = self.pop_tail(INACTIVE) else {
                 break;
             };
-            self.pass_pops += 1;
+            batch.push(t);
+        }
+        self.pass_pops += batch.len();
+        if let Some(c) = self.clock.as_deref_mut() {
+            for &t in &batch {
+                c.state[t as usize] |= ISOLATED;
+            }
+        }
+        for &t in &batch {
             let i = t as usize;
+            if self
+                .clock
+                .as_deref()
+                .is_some_and(|c| c.state[i] & UNDER_WB != 0)
+            {
+                // shrink_folio_list meets a folio under writeback; it has
+                // PG_reclaim (pageout set it). Legacy memcg waits for it
+                // and tries it again; cgroup v2 activates it.
+                if self.clock.as_deref().is_some_and(|c| c.wait) {
+                    self.wait_for(t);
+                } else {
+                    self.flags[i] = (self.flags[i] & !ON_INACTIVE) | ON_ACTIVE;
+                    back.push(t);
+                    continue;
+                }
+            }
             let f = self.flags[i];
             if f & YOUNG != 0 {
                 let g = (f & !YOUNG) | REFERENCED;
@@ -525,6 +816,10 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 self.flags[i] = (f & !(DIRTY | REFERENCED)) | WRITTEN;
                 self.pass_writes += 1;
                 self.wrote.push(t);
+                if let Some(c) = self.clock.as_deref_mut() {
+                    c.state[i] |= UNDER_WB;
+                    c.plugged.push(t);
+                }
                 back.push(t);
                 continue;
             }
@@ -536,6 +831,13 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             self.freed.push_back(t);
             reclaimed += 1;
         }
+        if let Some(c) = self.clock.as_deref_mut() {
+            for &t in &batch {
+                c.state[t as usize] &= !ISOLATED;
+            }
+        }
+        batch.clear();
+        self.isolated = batch;
         for &t in &back {
             if self.flags[t as usize] & ON_ACTIVE != 0 {
                 self.mark_active(t);
@@ -586,7 +888,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// (a referenced anon folio is deactivated all the same).
     fn shrink_active_list(&mut self, n: usize) {
         for _ in 0..n {
-            if self.lists[ACTIVE].is_empty() {
+            if self.len(ACTIVE) == 0 {
                 return;
             }
             self.deactivate_one();
@@ -637,6 +939,13 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         if f & FREED != 0 {
             return self.rescue(id, req.write);
         }
+        if let Some(c) = self.clock.as_deref_mut() {
+            // The reference being served is the clock's; a swap-in stalls.
+            c.pos = req.pos;
+            if f & SHADOW != 0 {
+                c.stall_us += c.read_us;
+            }
+        }
         // No swap copy yet (a first touch), or written by this reference.
         let dirty = if f & SHADOW == 0 || req.write {
             self.dirty_bit
@@ -683,10 +992,18 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
             self.age = self.age.wrapping_add(1);
         }
         // Their queue entries go in one pass (a page is on a list iff its
-        // flags say so).
-        for (l, bit) in [(INACTIVE, ON_INACTIVE), (ACTIVE, ON_ACTIVE)] {
-            let flags = &self.flags;
-            self.lists[l].retain(|&p| flags[p as usize] & bit != 0);
+        // flags say so). A folio under writeback is dropped as if its
+        // write had completed (the clock's simplification for hints).
+        if let Some(c) = self.clock.as_deref_mut() {
+            for &id in ids {
+                c.state[id as usize] &= !UNDER_WB;
+            }
+            Self::purge_stale(c, &mut self.lists, &self.flags);
+        } else {
+            for (l, bit) in [(INACTIVE, ON_INACTIVE), (ACTIVE, ON_ACTIVE)] {
+                let flags = &self.flags;
+                self.lists[l].retain(|&p| flags[p as usize] & bit != 0);
+            }
         }
         let flags = &self.flags;
         self.freed.retain(|&p| flags[p as usize] & FREED != 0);
@@ -712,8 +1029,14 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
             }
         }
         if !moved.is_empty() {
-            let flags = &self.flags;
-            self.lists[ACTIVE].retain(|&p| flags[p as usize] & ON_ACTIVE != 0);
+            if let Some(c) = self.clock.as_deref_mut() {
+                // The moved pages are off the active list by their flags
+                // now; their queue entries go with the stale ones.
+                Self::purge_stale(c, &mut self.lists, &self.flags);
+            } else {
+                let flags = &self.flags;
+                self.lists[ACTIVE].retain(|&p| flags[p as usize] & ON_ACTIVE != 0);
+            }
             self.lists[INACTIVE].extend(moved);
         }
     }
@@ -730,7 +1053,14 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         let pages = self.flags.len().max(1);
         let queues: usize = self.lists.iter().map(|q| 4 * q.capacity()).sum::<usize>()
             + 4 * (self.freed.capacity() + self.scratch.capacity());
-        let per_page = self.flags.len() + self.rrpv.len() + 4 * self.shadow.len();
+        let clock = self.clock.as_deref().map_or(0, |c| {
+            c.state.len()
+                + c.stale[0].len()
+                + c.stale[1].len()
+                + 12 * c.inflight.capacity()
+                + 4 * (c.rotated.capacity() + c.plugged.capacity())
+        });
+        let per_page = self.flags.len() + self.rrpv.len() + 4 * self.shadow.len() + clock;
         (per_page + queues).div_ceil(pages)
     }
 }
@@ -739,7 +1069,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// A fault (`young` = YOUNG) or a readahead (`young` = 0) brings `id` in.
     #[inline(always)]
     fn fault_in(&mut self, id: u32, young: u8) -> Access {
-        let held = self.lists[INACTIVE].len() + self.lists[ACTIVE].len() + self.freed.len();
+        let held = self.len(INACTIVE) + self.len(ACTIVE) + self.freed.len();
         let victim = if held < self.cap {
             None
         } else if self.batched {
@@ -762,7 +1092,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             && self
                 .shadow
                 .get(i)
-                .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.lists[ACTIVE].len());
+                .is_some_and(|&s| self.age.wrapping_sub(s) as usize <= self.len(ACTIVE));
         if refault_active {
             self.flags[i] = young;
             self.mark_active(id);
@@ -1013,13 +1343,13 @@ mod tests {
             seed: 1,
         };
         let mut p = TwoLists::<false>::new(&cfg, 0, true).unwrap();
-        let req = Req {
-            pos: 0,
-            write: false,
-            next_use: u32::MAX,
-        };
         let (mut victims, mut hits) = (Vec::new(), Vec::new());
-        for &id in trace {
+        for (pos, &id) in trace.iter().enumerate() {
+            let req = Req {
+                pos: pos as u64,
+                write: false,
+                next_use: u32::MAX,
+            };
             match p.access(id, &req) {
                 Access::Hit | Access::SwapCache => hits.push(id),
                 Access::Miss { victim: Some(v) } => victims.push(v),
@@ -1228,6 +1558,103 @@ mod tests {
         assert_eq!((c.swapcache_hits, c.major_faults, c.hits), (0, 1, 1));
     }
 
+    /// A list's pages tail first, as a scan would take them (the
+    /// rotated folios, then the queue without its stale entries).
+    fn live(p: &TwoLists<false>, l: usize) -> Vec<u32> {
+        let Some(c) = p.clock.as_deref() else {
+            return p.lists[l].iter().copied().collect();
+        };
+        let mut stale = c.stale[l].clone();
+        let mut out: Vec<u32> = if l == INACTIVE {
+            c.rotated.iter().rev().copied().collect()
+        } else {
+            Vec::new()
+        };
+        for &q in &p.lists[l] {
+            if stale[q as usize] > 0 {
+                stale[q as usize] -= 1;
+            } else {
+                out.push(q);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hand_worked_timed_writeback() {
+        // As hand_worked_async_writeback (cap 8, refault off, batch=4,
+        // swappiness 200), with the writes on a clock: a reference takes
+        // 1 µs, a read 0, the device writes a page every 1 µs; cgroup v1.
+        // The clock is pos + stalls.
+        // 0..7 fault in (pos 0..7): I (tail first) [0 .. 7], young, dirty.
+        // pos 8, page 8, now 8: reclaim. Priorities 3, 2, 1 keep 0..6 as
+        //   before, priority 0 keeps 7 and writes 0..6 (kept, under
+        //   writeback); the pass ends, its plug is flushed: 0..6 complete
+        //   at 9, 10, .., 15. Nothing freed, and none complete by 8: the
+        //   throttle sleeps until the 7 writes in flight (fewer than 32)
+        //   complete, stall 7, now 15; they were on the inactive list, so
+        //   each is rotated to its tail: I [6 5 4 3 2 1 0 7] (the last
+        //   written first; the old entries of 0..6 are stale).
+        //   The retry: priority 3 scans 1: 6 (clean, not young) freed;
+        //   priority 2 scans 7 >> 2 = 1: 5 freed; priority 1 scans 3: 4,
+        //   3, 2 freed (5 >= 4). freed [6 5 4 3 2], I [1 0 7]; 8 takes 6.
+        // pos 9: 1, written, not freed: a swap-cache hit (young again).
+        // pos 10..12: 9, 10, 11 take 5, 4, 3. I [1 0 7 8 9 10 11].
+        // pos 13: 12 takes 2; freed is empty now. I [1 0 7 8 .. 12].
+        // pos 14: 13, now 14 + 7 = 21: reclaim. Priority 3 scans 1: 1 is
+        //   young: kept (R). Priority 2 scans 2: 0 (not young, clean)
+        //   freed; 7 (R, not young, dirty) written, kept. Priority 1
+        //   scans 3: 8, 9, 10 (young, R not set) kept. Priority 0 scans
+        //   all 7 in one batch: 11, 12 young, kept; 1 (R, not young, clean)
+        //   freed; 7 is under writeback (it completes at 22, the plug
+        //   having been flushed at the end of priority 2): the reclaimer
+        //   waits for it, stall 8, now 22, and frees it; 8, 9, 10 (R, not
+        //   young, dirty) written. 3 freed, >= 1: done. freed [0 1 7],
+        //   I [11 12 8 9 10]; 13 takes 0. The writes of 8, 9, 10 complete at
+        //   23, 24, 25.
+        let spec = "linux:refault=0:batch=4:swappiness=200:reclaim=batch:writeback=async:\
+                    write_us=1:ref_us=1:read_us=0";
+        let mut t: Vec<u32> = (0..9).collect();
+        t.extend([1, 9, 10, 11, 12, 13]);
+        let (victims, hits, p) = run_lists(spec, 8, 14, &t);
+        assert_eq!(victims, [6, 5, 4, 3, 2, 0]);
+        assert_eq!(hits, [1]);
+        assert_eq!(live(&p, INACTIVE), [11, 12, 8, 9, 10, 13]);
+        assert_eq!(p.freed.iter().copied().collect::<Vec<_>>(), [1, 7]);
+        let c = p.clock.as_deref().unwrap();
+        assert_eq!((c.stall_us, c.throttled_us, c.waited_us), (8.0, 7.0, 1.0));
+        assert_eq!((c.waits, c.rotations), (1, 7));
+        let under: Vec<u32> = (0..14)
+            .filter(|&i| c.state[i as usize] & UNDER_WB != 0)
+            .collect();
+        assert_eq!(under, [8, 9, 10]);
+        assert_eq!(
+            c.inflight.iter().map(|&(_, d)| d).collect::<Vec<_>>(),
+            [23.0, 24.0, 25.0]
+        );
+
+        // The engine's count: 14 first touches, 1 swap-cache hit, no
+        // major fault; swap-outs 0..6, 7, 8, 9, 10 when written; 6
+        // evictions.
+        let pages: Vec<u64> = t.iter().map(|&x| u64::from(x)).collect();
+        let c = run_spec(spec, 8, &pages).counters;
+        assert_eq!(
+            (c.minor_faults, c.swapcache_hits, c.major_faults, c.hits),
+            (14, 1, 0, 0)
+        );
+        assert_eq!((c.swap_outs, c.evictions), (11, 6));
+
+        // cgroup v2 never waits on a folio: a scan that meets one under
+        // writeback activates it. In the second reclaim 7 goes to the
+        // active list and is not freed; the throttle is what lets the
+        // first end.
+        let v2 = format!("{spec}:memcg=v2");
+        let (_, _, p) = run_lists(&v2, 8, 14, &t);
+        let c = p.clock.as_deref().unwrap();
+        assert_eq!((c.waits, c.waited_us), (0, 0.0));
+        assert!(c.throttled_us >= 7.0, "{}", c.throttled_us);
+    }
+
     #[test]
     fn async_writeback_keeps_part_of_a_loop() {
         // A loop of 110 pages over 100 of memory, 6 passes: under the
@@ -1269,6 +1696,14 @@ mod tests {
         assert!(build("linux:reclaim=batch:writeback=later").is_err());
         // The writes are those of reclaim's priority passes.
         assert!(build("linux:writeback=async").is_err());
+        // The writes' clock: write_us with writeback=async; the other
+        // clock keys only with write_us.
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=3.2:ref_us=0.5").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=1:memcg=v2").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=1:memcg=v3").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async:ref_us=1").is_err());
+        assert!(build("linux:reclaim=batch:write_us=1").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=-1").is_err());
         // linux-rrip keeps one page a miss and takes none of these.
         assert!(build("linux-rrip:reclaim=page").is_err());
     }
@@ -1285,5 +1720,16 @@ mod tests {
         contract_all("linux:reclaim=page:refault=0");
         contract_all("linux:reclaim=batch:writeback=async");
         contract_all("linux:batch=1:reclaim=batch:writeback=async");
+        for clock in [
+            "write_us=0.5:ref_us=0.1:read_us=50",
+            "write_us=40:ref_us=0.01",
+            "write_us=3:ref_us=0.2:read_us=20:memcg=v2",
+            "write_us=100:memcg=v2",
+        ] {
+            contract_all(&format!("linux:reclaim=batch:writeback=async:{clock}"));
+            contract_all(&format!(
+                "linux:batch=1:reclaim=batch:writeback=async:{clock}"
+            ));
+        }
     }
 }

@@ -117,6 +117,49 @@ pub const DEFAULT_POLICY: &str = "linux";
 /// swap cache during writeback").
 pub const PREDICT_POLICY: &str = "linux:reclaim=batch:writeback=async";
 
+/// The writes' clock of `linux:...:writeback=async` (docs/fidelity.md,
+/// "Timed writeback"), asked for with `clock=device` in a `--policy` spec:
+/// validate puts in this machine's numbers, so that `sim_command` has them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WbClock {
+    /// The device's time per page written: the profile's `write_us`
+    /// (MADV_PAGEOUT of the region and its writeback, per page).
+    pub write_us: f64,
+    /// The program's time per traced reference: the unlimited run's wall
+    /// time over the trace's references.
+    pub ref_us: f64,
+    /// A major fault's stall: the profile's `read_rand_us`.
+    pub read_us: f64,
+    /// The cgroup version the runs were limited with (v1 waits on a folio
+    /// under writeback, v2 activates it).
+    pub v2: bool,
+}
+
+/// The `--policy` key that asks for the writes' clock.
+pub const CLOCK_DEVICE: &str = "clock=device";
+
+/// `policy` with its `clock=device` replaced by `clock`'s numbers (the
+/// policy unchanged without that key).
+pub fn with_clock(policy: &str, clock: &WbClock) -> String {
+    policy
+        .split(':')
+        .map(|part| {
+            if part == CLOCK_DEVICE {
+                format!(
+                    "write_us={:.4}:ref_us={:.6}:read_us={:.3}:memcg={}",
+                    clock.write_us,
+                    clock.ref_us,
+                    clock.read_us,
+                    if clock.v2 { "v2" } else { "v1" }
+                )
+            } else {
+                part.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
 /// One policy's prediction at one limit, and its errors against the
 /// measured medians of the row.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -337,8 +380,22 @@ pub fn check(o: &ValidateOptions) -> Result<()> {
         return Err(Error::Invalid("--repeat: give 1 to 100".into()));
     }
     let policies = policies_of(o);
+    let placeholder = WbClock {
+        write_us: 1.0,
+        ref_us: 1.0,
+        read_us: 1.0,
+        v2: false,
+    };
     for (i, p) in policies.iter().enumerate() {
-        PolicySpec::parse(p).map_err(|e| Error::Invalid(format!("--policy {p:?}: {e}")))?;
+        if p.split(':')
+            .any(|k| k.starts_with("clock=") && k != CLOCK_DEVICE)
+        {
+            return Err(Error::Invalid(format!(
+                "--policy {p:?}: clock takes one value, device (the writes' clock from this machine's device profile and the unlimited run)"
+            )));
+        }
+        PolicySpec::parse(&with_clock(p, &placeholder))
+            .map_err(|e| Error::Invalid(format!("--policy {p:?}: {e}")))?;
         if policies[..i].contains(p) {
             return Err(Error::Invalid(format!("--policy: {p} is named twice")));
         }
@@ -780,6 +837,15 @@ pub fn run(
     let device = DeviceSpec::parse(&device, None).map_err(|e| Error::Invalid(e.to_string()))?;
     let next_use = trace.next_use();
     let policies = policies_of(o);
+    let clock = WbClock {
+        write_us: profile.write_us,
+        ref_us: base_wall.map_or(0.0, |w| w * 1e6 / cap.refs.max(1) as f64),
+        read_us: profile.read_rand_us,
+        v2: swaplab_host::procfs::Environment::capture()
+            .ok()
+            .and_then(|e| e.memory_cgroup)
+            == Some(swaplab_host::cgroup::CgroupVersion::V2),
+    };
     let mut rows = Vec::new();
     for (pct, limit) in o.limits.iter().zip(&limits[1..]) {
         let LimitSpec::Bytes(lb) = *limit else {
@@ -829,7 +895,7 @@ pub fn run(
             }) = predict(
                 &trace,
                 &trace_path,
-                policy,
+                &with_clock(policy, &clock),
                 capacity,
                 &readahead,
                 &device,
@@ -1023,4 +1089,29 @@ fn tier_row(
 /// Saves a result (JSON).
 pub fn save(p: &Path, r: &ValidateResult) -> Result<()> {
     crate::saved::save(p, r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_device_is_replaced_by_the_numbers() {
+        let c = WbClock {
+            write_us: 3.25,
+            ref_us: 0.29,
+            read_us: 59.0,
+            v2: false,
+        };
+        let p = with_clock("linux:reclaim=batch:writeback=async:clock=device", &c);
+        assert_eq!(
+            p,
+            "linux:reclaim=batch:writeback=async:write_us=3.2500:ref_us=0.290000:read_us=59.000:memcg=v1"
+        );
+        // The policy takes it, and a spec without the key is unchanged.
+        PolicySpec::parse(&p).unwrap();
+        assert_eq!(with_clock("linux", &c), "linux");
+        let v2 = with_clock("linux:clock=device", &WbClock { v2: true, ..c });
+        assert!(v2.ends_with(":memcg=v2"), "{v2}");
+    }
 }
