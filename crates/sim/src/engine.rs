@@ -98,6 +98,10 @@ pub struct SimResult {
     /// Predicted time and device counters (`sim --device`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
+    /// The writes' clock of `linux:...:write_us=T`: its sleeps and
+    /// rotations ([`Policy::writeback`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writeback: Option<crate::policy::WritebackStats>,
 }
 
 /// How many references ahead the engine asks the policy to prefetch: far
@@ -308,6 +312,7 @@ impl Sim {
             accuracy: None,
             coverage: None,
             cost: None,
+            writeback: self.policy.writeback(),
         }
     }
 
@@ -1368,6 +1373,12 @@ fn run_ext(
             let end = cs.now(ids.len());
             cs.dev.finish(end);
             let s = |us: f64| us / 1e6;
+            // The reclaimer's sleeps on writeback, when the policy times
+            // its writes: stalls the device model does not see.
+            let wb = e
+                .policy
+                .writeback()
+                .map_or(0.0, |w| w.wait_s + w.throttle_s);
             Some(CostReport {
                 device: k.device.to_string(),
                 fault_path: k.fault_path.to_string(),
@@ -1377,7 +1388,8 @@ fn run_ext(
                 swapcache_time_s: s(cs.swapcache),
                 reclaim_time_s: s(cs.reclaim),
                 base_time_s: k.base_time_s,
-                predicted_time_s: k.base_time_s.map(|b| b + s(cs.stall)),
+                writeback_time_s: wb,
+                predicted_time_s: k.base_time_s.map(|b| b + s(cs.stall) + wb),
                 devices: cs.dev.stats(),
                 effective_capacity: None,
                 peak_stored_pages: peak,
@@ -1396,6 +1408,7 @@ fn run_ext(
         accuracy: None,
         coverage: None,
         cost,
+        writeback: e.policy.writeback(),
     })
 }
 

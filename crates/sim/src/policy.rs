@@ -26,6 +26,21 @@ pub enum Access {
     SwapCache,
 }
 
+/// What a policy that times its writes (`linux:...:write_us=T`) saw: the
+/// reclaimer's sleeps on writeback, and the folios rotated to the inactive
+/// tail when their writes completed (the kernel's `pgrotated`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct WritebackStats {
+    /// Completed writes whose folio was on a list (rotated to the tail).
+    pub rotated: u64,
+    /// Scans that met a folio under writeback and waited for it (cgroup v1).
+    pub waits: u64,
+    /// Time those waits took, seconds of the program's time.
+    pub wait_s: f64,
+    /// Time reclaims that freed nothing slept on writeback, seconds.
+    pub throttle_s: f64,
+}
+
 /// What the policy may know about the current reference.
 #[derive(Debug, Clone, Copy)]
 pub struct Req {
@@ -72,6 +87,12 @@ pub trait Policy: Send {
     /// victims are written when they are evicted).
     #[inline]
     fn take_writes(&mut self, _out: &mut Vec<u32>) {}
+
+    /// The sleeps and rotations of a policy whose writes complete on a
+    /// clock ([`WritebackStats`]). Default: none.
+    fn writeback(&self) -> Option<WritebackStats> {
+        None
+    }
 
     /// Brings non-resident page `id` in without a reference: a readahead
     /// read (swap readahead, a prefetcher, MADV_WILLNEED). The answer

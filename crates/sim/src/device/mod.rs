@@ -494,9 +494,14 @@ pub struct CostReport {
     pub swapcache_time_s: f64,
     /// Swap-outs: reclaim CPU and synchronous device writes (zram).
     pub reclaim_time_s: f64,
+    /// The reclaimer's sleeps on writeback that the policy's clock saw
+    /// (`linux:...:write_us=T`: waits on folios under writeback and the
+    /// throttle), not part of `fault_time_s`; 0 for other policies.
+    #[serde(default)]
+    pub writeback_time_s: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_time_s: Option<f64>,
-    /// base + fault time, when base was given.
+    /// base + fault time + writeback time, when base was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_time_s: Option<f64>,
     pub devices: Vec<DevStats>,

@@ -98,6 +98,37 @@
 //!   larger than memory finds in the swap cache. With `writeback=sync`
 //!   (the default) a reclaimed dirty page is written and freed at once.
 //!
+//! * **Timed writeback** (`write_us=T`, with `writeback=async`; `swaplab
+//!   validate --policy ...:clock=device` fills the numbers in): the writes
+//!   complete on a clock instead of before the next pass. Time is the
+//!   program's: `ref_us` per reference up to the one being served (the
+//!   engine's position), plus the stalls so far: `read_us` per major
+//!   fault, and the reclaimer's sleeps below. A pass's writes are
+//!   submitted when it ends (`blk_finish_plug`) or when the reclaimer
+//!   sleeps (`io_schedule` flushes the plug), and the device finishes one
+//!   page every `write_us`, in submission order. Reclaim first completes
+//!   the writes due by now: `folio_end_writeback` →
+//!   `folio_rotate_reclaimable` → `lru_move_tail` moves each folio still
+//!   on a list, either list (`PG_active` is cleared), to the inactive
+//!   tail, the last completed scanned first; a folio isolated by the scan
+//!   in progress is not on a list and stays in its batch.
+//!   `shrink_folio_list` tests writeback before references: a folio still
+//!   under writeback (it has `PG_reclaim`, which `pageout()` set) is waited
+//!   for by legacy memcg reclaim (`memcg=v1`, the default: "case 3",
+//!   `folio_wait_writeback`, then the same folio again), and activated by
+//!   cgroup v2 reclaim (`memcg=v2`: "case 2", `activate_locked`). A
+//!   reclaim that frees nothing sleeps until 32 writes in flight (or all,
+//!   if fewer) complete (`reclaim_throttle` on `VMSCAN_THROTTLE_WRITEBACK`);
+//!   without it a v2 reclaim, which never waits on a folio, would meet the
+//!   same folios under writeback forever. Not modelled: reads' use of the
+//!   device (a read stalls the program `read_us` but does not delay the
+//!   writes), reclaim's own CPU time, the 100 ms timeout of the throttle.
+//!   A rotation leaves the folio's old queue entry behind as a stale entry
+//!   (counted per page and skipped when popped: a page's stale entries are
+//!   older than its live one), and the rotated folios form a stack at the
+//!   inactive tail. With MADV_PAGEOUT hints a folio under writeback is
+//!   dropped as if its write had completed.
+//!
 //!   The anon share: `SCAN_FRACT` weighs anon against file by swappiness
 //!   and the lists' reclaim costs; with no file pages the file cost stays
 //!   0 and the anon cost `A` large, so `ap = s(3A+1)/(2A+1) → 1.5 s` and
@@ -130,12 +161,12 @@
 //! refault test is the active anon list alone, and the scan's anon share is
 //! the fixed `s / (400 − s)` above rather than one that follows the reclaim
 //! costs); without `writeback=async` a reclaimed dirty page is written and
-//! freed in the same pass, and with it every write completes before the
-//! next priority's pass, so no folio's write completes while it is
-//! isolated (which in the kernel leaves it at the head for a whole trip
-//! round the inactive list) and no scan meets a folio still under
-//! writeback (cgroup v1 waits for it in `shrink_folio_list`); reclaim is
-//! never throttled on writeback (`reclaim_throttle`); no
+//! freed in the same pass, and with it but without `write_us` every write
+//! completes before the next priority's pass, so no folio's write
+//! completes while it is isolated (which in the kernel leaves it at the
+//! head for a whole trip round the inactive list), no scan meets a folio
+//! still under writeback and reclaim is never throttled on writeback
+//! (`write_us` models all three: "Timed writeback" above); no
 //! per-CPU `folio_batch` delay before
 //! a new folio reaches its list; single-mapped pages only (so
 //! `referenced_ptes > 1` never activates); shadow entries are never
@@ -165,7 +196,7 @@
 //! `tests/memory.rs`, that is 6 bytes per page (13 with the linked lists
 //! this replaced). A hit reads one byte.
 use crate::error::SimError;
-use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req};
+use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req, WritebackStats};
 use crate::util::prefetch;
 use std::collections::VecDeque;
 
@@ -177,7 +208,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
              batch: 32 pages a reclaim with the kernel's scan balance), batch=N (pages a reclaim, default 32), \
              swappiness=N (1-200, default 60), writeback=sync|async (default sync: a reclaimed dirty page \
              is written and freed at once; async, with reclaim=batch: it is written and kept in the swap cache \
-             until a later pass frees it, and a reference before that is a swap-cache hit)",
+             until a later pass frees it, and a reference before that is a swap-cache hit), \
+             write_us=T (async: the writes complete on a clock, the device taking T us a page; 0, the \
+             default: before the next pass), ref_us=T (the program's time a reference), read_us=T (a major \
+             fault's stall), memcg=v1|v2 (v1, the default: reclaim waits on a folio under writeback; v2: \
+             activates it)",
     needs_future: false,
     build: |c| {
         c.params.allow(
@@ -975,6 +1010,15 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         }
     }
 
+    fn writeback(&self) -> Option<WritebackStats> {
+        self.clock.as_deref().map(|c| WritebackStats {
+            rotated: c.rotations,
+            waits: c.waits,
+            wait_s: c.waited_us / 1e6,
+            throttle_s: c.throttled_us / 1e6,
+        })
+    }
+
     /// MADV_PAGEOUT (`reclaim_pages`): the folios are reclaimed at once,
     /// leaving shadow entries as any eviction does.
     fn remove(&mut self, ids: &[u32]) {
@@ -1637,12 +1681,21 @@ mod tests {
         // major fault; swap-outs 0..6, 7, 8, 9, 10 when written; 6
         // evictions.
         let pages: Vec<u64> = t.iter().map(|&x| u64::from(x)).collect();
-        let c = run_spec(spec, 8, &pages).counters;
+        let r = run_spec(spec, 8, &pages);
+        let c = r.counters;
         assert_eq!(
             (c.minor_faults, c.swapcache_hits, c.major_faults, c.hits),
             (14, 1, 0, 0)
         );
         assert_eq!((c.swap_outs, c.evictions), (11, 6));
+        let w = r.writeback.unwrap();
+        assert_eq!((w.rotated, w.waits), (7, 1));
+        assert!((w.wait_s - 1e-6).abs() < 1e-12 && (w.throttle_s - 7e-6).abs() < 1e-12);
+        // Without the clock there is nothing to report.
+        assert_eq!(
+            run_spec("linux:reclaim=batch:writeback=async", 8, &pages).writeback,
+            None
+        );
 
         // cgroup v2 never waits on a folio: a scan that meets one under
         // writeback activates it. In the second reclaim 7 goes to the
