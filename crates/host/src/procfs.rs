@@ -75,8 +75,24 @@ impl VmStat {
             pgmajfault: g("pgmajfault"),
             zswpin: g("zswpin"),
             zswpout: g("zswpout"),
-            pgscan: sum("pgscan_"),
-            pgsteal: sum("pgsteal_"),
+            // pgscan_anon + pgscan_file count every reclaim, a memory
+            // cgroup's limit reclaim included (Linux 5.8 and later); the
+            // others split the machine's own reclaim by who did it and
+            // would count its pages twice. Older kernels have only those.
+            pgscan: if fields.contains_key("pgscan_anon") {
+                g("pgscan_anon") + g("pgscan_file")
+            } else {
+                sum("pgscan_")
+            },
+            pgsteal: if fields.contains_key("pgsteal_anon") {
+                g("pgsteal_anon") + g("pgsteal_file")
+            } else {
+                sum("pgsteal_")
+            },
+            pgactivate: g("pgactivate"),
+            pgdeactivate: g("pgdeactivate"),
+            pgrotated: g("pgrotated"),
+            workingset_activate_anon: g("workingset_activate_anon"),
             workingset_refault_anon: g("workingset_refault_anon"),
             fields,
         }
@@ -99,10 +115,19 @@ pub struct VmStatDelta {
     pub zswpin: i64,
     /// Pages stored in zswap.
     pub zswpout: i64,
-    /// Pages scanned by reclaim (all `pgscan_*`).
+    /// Pages scanned by reclaim (`pgscan_anon` + `pgscan_file`: every
+    /// reclaim, a memory cgroup's included; all `pgscan_*` before 5.8).
     pub pgscan: i64,
-    /// Pages reclaimed (all `pgsteal_*`).
+    /// Pages reclaimed (`pgsteal_anon` + `pgsteal_file`, as `pgscan`).
     pub pgsteal: i64,
+    /// Folios reclaim moved to the active list.
+    pub pgactivate: i64,
+    /// Folios moved from the active to the inactive list.
+    pub pgdeactivate: i64,
+    /// Folios moved to the inactive tail when their writeback completed.
+    pub pgrotated: i64,
+    /// Anonymous refaults activated (`workingset_activate_anon`).
+    pub workingset_activate_anon: i64,
     /// Anonymous refaults.
     pub workingset_refault_anon: i64,
     /// Every counter's increment.
@@ -326,5 +351,49 @@ impl Environment {
             boot_id: util::boot_id(),
             swaplab_version: env!("CARGO_PKG_VERSION").to_string(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vm(pairs: &[(&str, i64)]) -> VmStat {
+        VmStat {
+            fields: pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        }
+    }
+
+    #[test]
+    fn reclaim_is_counted_once() {
+        // Global reclaim counts each page in pgscan_anon/file and again in
+        // pgscan_kswapd/direct; a memory cgroup's only in the former. 10
+        // pages by kswapd, 5 by direct reclaim, 20 by a cgroup's limit.
+        let zero = vm(&[
+            ("pgscan_kswapd", 0),
+            ("pgscan_direct", 0),
+            ("pgscan_anon", 0),
+            ("pgscan_file", 0),
+            ("pgsteal_kswapd", 0),
+            ("pgsteal_anon", 0),
+            ("pgsteal_file", 0),
+        ]);
+        let now = vm(&[
+            ("pgscan_kswapd", 10),
+            ("pgscan_direct", 5),
+            ("pgscan_anon", 30),
+            ("pgscan_file", 5),
+            ("pgsteal_kswapd", 4),
+            ("pgsteal_anon", 9),
+            ("pgsteal_file", 1),
+            ("pgactivate", 7),
+            ("pgrotated", 3),
+        ]);
+        let d = now.delta_since(&zero);
+        assert_eq!((d.pgscan, d.pgsteal), (35, 10));
+        assert_eq!((d.pgactivate, d.pgrotated, d.pgdeactivate), (7, 3, 0));
+        // A kernel before 5.8 has only the split by reclaimer.
+        let old = vm(&[("pgscan_kswapd", 10), ("pgscan_direct", 5)]);
+        assert_eq!(old.delta_since(&vm(&[])).pgscan, 15);
     }
 }

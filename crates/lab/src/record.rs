@@ -95,8 +95,12 @@ metric_names! {
     PsiFullUs = "psi_full_us", "us", "memory pressure stall time, all non-idle tasks stalled";
     KswapdCpuNs = "kswapd_cpu_ns", "ns", "CPU time of the kswapd threads during the run (machine-wide)";
     KswapdCpuShare = "kswapd_cpu_share", "ratio", "kswapd_cpu_ns / wall_ns (1.0 = one CPU busy)";
-    PgscanPages = "pgscan_pages", "pages", "pages scanned by reclaim during the run (/proc/vmstat pgscan_*, machine-wide; a memory cgroup's limit reclaim is not counted there)";
-    PgstealPages = "pgsteal_pages", "pages", "pages reclaimed during the run (/proc/vmstat pgsteal_*, machine-wide; a memory cgroup's limit reclaim is not counted there)";
+    PgscanPages = "pgscan_pages", "pages", "pages scanned by reclaim during the run, a memory cgroup's limit reclaim included (/proc/vmstat pgscan_anon + pgscan_file, machine-wide)";
+    PgstealPages = "pgsteal_pages", "pages", "pages reclaimed during the run, a memory cgroup's limit reclaim included (/proc/vmstat pgsteal_anon + pgsteal_file, machine-wide)";
+    PgactivatePages = "pgactivate_pages", "pages", "folios reclaim moved to the active list (/proc/vmstat pgactivate, machine-wide)";
+    PgdeactivatePages = "pgdeactivate_pages", "pages", "folios moved from the active to the inactive list (/proc/vmstat pgdeactivate, machine-wide)";
+    PgrotatedPages = "pgrotated_pages", "pages", "folios moved to the inactive tail when their writeback completed (/proc/vmstat pgrotated, machine-wide)";
+    WorkingsetActivateAnonPages = "workingset_activate_anon_pages", "pages", "anonymous refaults activated (/proc/vmstat workingset_activate_anon, machine-wide)";
     PgscanDirectPages = "pgscan_direct_pages", "pages", "pages scanned by direct reclaim of the machine (/proc/vmstat pgscan_direct; a memory cgroup's limit reclaim is not counted there)";
     PgstealDirectPages = "pgsteal_direct_pages", "pages", "pages reclaimed by direct reclaim (/proc/vmstat pgsteal_direct)";
     PgscanKswapdPages = "pgscan_kswapd_pages", "pages", "pages scanned by kswapd (/proc/vmstat pgscan_kswapd)";
@@ -638,6 +642,10 @@ mod tests {
         "kswapd_cpu_share",
         "pgscan_pages",
         "pgsteal_pages",
+        "pgactivate_pages",
+        "pgdeactivate_pages",
+        "pgrotated_pages",
+        "workingset_activate_anon_pages",
         "pgscan_direct_pages",
         "pgsteal_direct_pages",
         "pgscan_kswapd_pages",

@@ -788,6 +788,13 @@ impl Lab {
         for (name, n) in [
             (MetricName::PgscanPages, vm.pgscan),
             (MetricName::PgstealPages, vm.pgsteal),
+            (MetricName::PgactivatePages, vm.pgactivate),
+            (MetricName::PgdeactivatePages, vm.pgdeactivate),
+            (MetricName::PgrotatedPages, vm.pgrotated),
+            (
+                MetricName::WorkingsetActivateAnonPages,
+                vm.workingset_activate_anon,
+            ),
         ] {
             put(name, n.max(0) as f64, Scope::System);
         }

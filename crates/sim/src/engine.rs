@@ -98,10 +98,10 @@ pub struct SimResult {
     /// Predicted time and device counters (`sim --device`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostReport>,
-    /// The writes' clock of `linux:...:write_us=T`: its sleeps and
-    /// rotations ([`Policy::writeback`]).
+    /// Reclaim in the kernel's counters, for `linux`
+    /// ([`Policy::reclaim_stats`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub writeback: Option<crate::policy::WritebackStats>,
+    pub reclaim: Option<crate::policy::ReclaimStats>,
 }
 
 /// How many references ahead the engine asks the policy to prefetch: far
@@ -312,7 +312,7 @@ impl Sim {
             accuracy: None,
             coverage: None,
             cost: None,
-            writeback: self.policy.writeback(),
+            reclaim: self.policy.reclaim_stats(),
         }
     }
 
@@ -1377,7 +1377,7 @@ fn run_ext(
             // its writes: stalls the device model does not see.
             let wb = e
                 .policy
-                .writeback()
+                .reclaim_stats()
                 .map_or(0.0, |w| w.wait_s + w.throttle_s);
             Some(CostReport {
                 device: k.device.to_string(),
@@ -1408,7 +1408,7 @@ fn run_ext(
         accuracy: None,
         coverage: None,
         cost,
-        writeback: e.policy.writeback(),
+        reclaim: e.policy.reclaim_stats(),
     })
 }
 

@@ -26,13 +26,28 @@ pub enum Access {
     SwapCache,
 }
 
-/// What a policy that times its writes (`linux:...:write_us=T`) saw: the
-/// reclaimer's sleeps on writeback, and the folios rotated to the inactive
-/// tail when their writes completed (the kernel's `pgrotated`).
+/// Reclaim as a policy that models the kernel's lists counts it (`linux`),
+/// in the kernel's own counters (/proc/vmstat, and a cgroup v2 group's
+/// memory.stat), so that a simulation can be checked against more than its
+/// faults. The sleeps are those of a policy whose writes complete on a
+/// clock (`linux:...:write_us=T`), 0 otherwise.
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct WritebackStats {
-    /// Completed writes whose folio was on a list (rotated to the tail).
-    pub rotated: u64,
+pub struct ReclaimStats {
+    /// Direct reclaims run (`reclaim=batch`; one a miss with `reclaim=page`).
+    pub reclaims: u64,
+    /// Folios reclaim took from the inactive list (`pgscan_anon`).
+    pub pgscan: u64,
+    /// Folios reclaim freed (`pgsteal_anon`).
+    pub pgsteal: u64,
+    /// Folios a scan moved to the active list (`pgactivate`).
+    pub pgactivate: u64,
+    /// Folios moved from the active to the inactive list (`pgdeactivate`).
+    pub pgdeactivate: u64,
+    /// Refaults activated (`workingset_activate_anon`).
+    pub workingset_activate: u64,
+    /// Completed writes whose folio was moved to the inactive tail
+    /// (`pgrotated`; `writeback=async`).
+    pub pgrotated: u64,
     /// Scans that met a folio under writeback and waited for it (cgroup v1).
     pub waits: u64,
     /// Time those waits took, seconds of the program's time.
@@ -88,9 +103,9 @@ pub trait Policy: Send {
     #[inline]
     fn take_writes(&mut self, _out: &mut Vec<u32>) {}
 
-    /// The sleeps and rotations of a policy whose writes complete on a
-    /// clock ([`WritebackStats`]). Default: none.
-    fn writeback(&self) -> Option<WritebackStats> {
+    /// Reclaim in the kernel's counters, for a policy that models the
+    /// kernel's lists ([`ReclaimStats`]). Default: none.
+    fn reclaim_stats(&self) -> Option<ReclaimStats> {
         None
     }
 

@@ -120,6 +120,21 @@ fn validate_traverse_against_the_kernel() {
             r["measured_swapout"]
         );
     }
+    // The kernel's reclaim counters beside linux's: the group's reclaim
+    // scanned at least what it freed, and freed pages (traverse at 50 %
+    // evicts half its array every pass); linux counts the same; MGLRU
+    // does not model the classic lists and counts none.
+    let m = &r["measured_reclaim"];
+    assert!(
+        f(&m["pgsteal"]) > 0.0 && f(&m["pgscan"]) >= f(&m["pgsteal"]),
+        "{m}"
+    );
+    let k = &preds[0]["reclaim"];
+    assert!(
+        f(&k["pgsteal"]) >= 0.4 * fp && f(&k["pgscan"]) >= f(&k["pgsteal"]),
+        "{k}"
+    );
+    assert!(preds[1].get("reclaim").is_none(), "{}", preds[1]);
     // Two code paths, one answer: `swaplab sim` on the validation's trace
     // at the row's effective memory, with the machine's readahead, the
     // calibrated profile (`file:this`), the kernel's fault path and the

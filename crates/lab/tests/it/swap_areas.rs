@@ -94,6 +94,17 @@ fn a_swap_file_run_records_its_area() {
     // devices (each counted once) wrote at least the kernel's pswpout.
     let swapped_out = r.get(MetricName::SwapoutPages).unwrap();
     assert!(swapped_out >= (16 << 20) as f64 / 4096.0, "{swapped_out}");
+    // The group's limit reclaim is in the machine's reclaim counters
+    // (pgscan_anon/pgsteal_anon count it): it freed pages, having scanned
+    // at least those.
+    let (scan, steal) = (
+        r.get(MetricName::PgscanPages).unwrap(),
+        r.get(MetricName::PgstealPages).unwrap(),
+    );
+    assert!(
+        steal > 0.0 && scan >= steal,
+        "pgscan {scan}, pgsteal {steal}"
+    );
     let mut per_device: BTreeMap<String, u64> = BTreeMap::new();
     for area in &r.swap_areas {
         if let Some(d) = &area.traffic.device {

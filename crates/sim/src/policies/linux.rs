@@ -196,7 +196,7 @@
 //! `tests/memory.rs`, that is 6 bytes per page (13 with the linked lists
 //! this replaced). A hit reads one byte.
 use crate::error::SimError;
-use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, Req, WritebackStats};
+use crate::policy::{Access, Policy, PolicyConfig, PolicyInfo, ReclaimStats, Req};
 use crate::util::prefetch;
 use std::collections::VecDeque;
 
@@ -317,6 +317,9 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     /// `write_us` > 0: the writes complete on a clock (`None`: each
     /// completes before the next priority pass).
     clock: Option<Box<WbClock>>,
+    /// Reclaim in the kernel's counters ([`Policy::reclaim_stats`]; the
+    /// clock's fields are filled from `clock` when asked).
+    stats: ReclaimStats,
 }
 
 /// Under writeback: its write was started and has not completed.
@@ -491,6 +494,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             pass_pops: 0,
             isolated: Vec::new(),
             clock,
+            stats: ReclaimStats::default(),
         })
     }
 
@@ -641,6 +645,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             }
             self.flags[i] = (self.flags[i] & !(YOUNG | ON_ACTIVE)) | ON_INACTIVE;
             self.lists[INACTIVE].push_back(t);
+            self.stats.pgdeactivate += 1;
             return;
         }
     }
@@ -663,6 +668,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 self.deactivate_one();
             }
             let t = self.pop_tail(INACTIVE)?;
+            self.stats.pgscan += 1;
             let i = t as usize;
             let f = self.flags[i];
             if f & YOUNG != 0 {
@@ -671,6 +677,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 if f & REFERENCED != 0 {
                     self.mark_active(t);
                     self.lists[ACTIVE].push_back(t);
+                    self.stats.pgactivate += 1;
                 } else {
                     self.lists[INACTIVE].push_back(t);
                 }
@@ -681,6 +688,8 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 *s = self.age;
             }
             self.age = self.age.wrapping_add(1);
+            self.stats.pgsteal += 1;
+            self.stats.reclaims += 1;
             return Some(t);
         }
     }
@@ -691,6 +700,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// until it frees at least one page (`do_try_to_free_pages`'s
     /// `force_deactivate` retry; `try_charge` retries too).
     fn reclaim_batch(&mut self) {
+        self.stats.reclaims += 1;
         let mut force = false;
         loop {
             let got = self.do_try_to_free_pages(force);
@@ -810,6 +820,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             batch.push(t);
         }
         self.pass_pops += batch.len();
+        self.stats.pgscan += batch.len() as u64;
         if let Some(c) = self.clock.as_deref_mut() {
             for &t in &batch {
                 c.state[t as usize] |= ISOLATED;
@@ -866,6 +877,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             self.freed.push_back(t);
             reclaimed += 1;
         }
+        self.stats.pgsteal += reclaimed as u64;
         if let Some(c) = self.clock.as_deref_mut() {
             for &t in &batch {
                 c.state[t as usize] &= !ISOLATED;
@@ -877,6 +889,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             if self.flags[t as usize] & ON_ACTIVE != 0 {
                 self.mark_active(t);
                 self.lists[ACTIVE].push_back(t);
+                self.stats.pgactivate += 1;
             } else {
                 self.lists[INACTIVE].push_back(t);
             }
@@ -902,6 +915,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             .into_iter()
             .partition(|&p| flags[p as usize] & WRITTEN != 0);
         q.extend(others);
+        self.stats.pgrotated += written.len() as u64;
         for p in written {
             q.push_front(p);
         }
@@ -1010,13 +1024,15 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
         }
     }
 
-    fn writeback(&self) -> Option<WritebackStats> {
-        self.clock.as_deref().map(|c| WritebackStats {
-            rotated: c.rotations,
-            waits: c.waits,
-            wait_s: c.waited_us / 1e6,
-            throttle_s: c.throttled_us / 1e6,
-        })
+    fn reclaim_stats(&self) -> Option<ReclaimStats> {
+        let mut r = self.stats;
+        if let Some(c) = self.clock.as_deref() {
+            r.pgrotated = c.rotations;
+            r.waits = c.waits;
+            r.wait_s = c.waited_us / 1e6;
+            r.throttle_s = c.throttled_us / 1e6;
+        }
+        Some(r)
     }
 
     /// MADV_PAGEOUT (`reclaim_pages`): the folios are reclaimed at once,
@@ -1141,6 +1157,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             self.flags[i] = young;
             self.mark_active(id);
             self.refault_acts += 1;
+            self.stats.workingset_activate += 1;
             self.lists[ACTIVE].push_back(id);
         } else {
             self.flags[i] = young | ON_INACTIVE;
@@ -1437,6 +1454,20 @@ mod tests {
         assert_eq!(hits, [38]);
         assert_eq!(sizes(&p), (7, 0, 33));
         assert!(p.flags[38] & ON_INACTIVE != 0 && p.flags[39] & FREED != 0);
+        // In the kernel's counters: the first reclaim scanned 1 + 3 + 40
+        // and freed 4, the second scanned 1 + 3 + 32 and freed 36; no page
+        // was activated.
+        let k = p.stats;
+        assert_eq!(
+            (
+                k.reclaims,
+                k.pgscan,
+                k.pgsteal,
+                k.pgactivate,
+                k.pgdeactivate
+            ),
+            (2, 80, 40, 0, 0)
+        );
         // swappiness 200 (anon share 200 / 200 = 1): priorities 5..1 scan
         // 1, 2, 5, 10, 20 pages of 40, so 0..37 are kept before priority 0,
         // whose first batch keeps 38, 39 and reclaims 0..29 (30 < 32) and
@@ -1688,14 +1719,29 @@ mod tests {
             (14, 1, 0, 0)
         );
         assert_eq!((c.swap_outs, c.evictions), (11, 6));
-        let w = r.writeback.unwrap();
-        assert_eq!((w.rotated, w.waits), (7, 1));
+        let w = r.reclaim.unwrap();
+        assert_eq!((w.pgrotated, w.waits), (7, 1));
         assert!((w.wait_s - 1e-6).abs() < 1e-12 && (w.throttle_s - 7e-6).abs() < 1e-12);
-        // Without the clock there is nothing to report.
+        // The kernel's counters, from the walk-through above: two reclaims;
+        // the first scanned 1 + 2 + 4 + 8 pages, then 1 + 1 + 3 in its
+        // retry, the second 1 + 2 + 3 + 7; freed 5 and 3; nothing
+        // activated (no scan met a young page with PG_referenced), no
+        // active list.
         assert_eq!(
-            run_spec("linux:reclaim=batch:writeback=async", 8, &pages).writeback,
-            None
+            (
+                w.reclaims,
+                w.pgscan,
+                w.pgsteal,
+                w.pgactivate,
+                w.pgdeactivate
+            ),
+            (2, 33, 8, 0, 0)
         );
+        // Without the clock nothing waits.
+        let u = run_spec("linux:reclaim=batch:writeback=async", 8, &pages)
+            .reclaim
+            .unwrap();
+        assert_eq!((u.waits, u.wait_s, u.throttle_s), (0, 0.0, 0.0));
 
         // cgroup v2 never waits on a folio: a scan that meets one under
         // writeback activates it. In the second reclaim 7 goes to the

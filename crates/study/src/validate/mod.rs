@@ -180,6 +180,45 @@ pub struct PolicyPrediction {
     pub majflt_err: Option<f64>,
     pub swapout_err: Option<f64>,
     pub wall_err: Option<f64>,
+    /// Reclaim in the kernel's counters, as the policy counted it
+    /// (`linux`; `None` for policies that do not model the lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim: Option<swaplab_sim::policy::ReclaimStats>,
+}
+
+/// The kernel's reclaim counters over a limit's ok runs (medians of the
+/// runs' metrics: /proc/vmstat deltas, machine-wide), to set beside a
+/// policy's [`swaplab_sim::policy::ReclaimStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredReclaim {
+    pub pgscan: Option<f64>,
+    pub pgsteal: Option<f64>,
+    pub pgactivate: Option<f64>,
+    pub pgdeactivate: Option<f64>,
+    pub pgrotated: Option<f64>,
+    pub workingset_activate: Option<f64>,
+}
+
+impl MeasuredReclaim {
+    /// The counters in a fixed order with their kernel names, measured and
+    /// as `sim` counted them.
+    pub fn pairs(
+        &self,
+        sim: &swaplab_sim::policy::ReclaimStats,
+    ) -> [(&'static str, Option<f64>, u64); 6] {
+        [
+            ("pgscan", self.pgscan, sim.pgscan),
+            ("pgsteal", self.pgsteal, sim.pgsteal),
+            ("pgactivate", self.pgactivate, sim.pgactivate),
+            ("pgdeactivate", self.pgdeactivate, sim.pgdeactivate),
+            ("pgrotated", self.pgrotated, sim.pgrotated),
+            (
+                "workingset_activate",
+                self.workingset_activate,
+                sim.workingset_activate,
+            ),
+        ]
+    }
 }
 
 /// Two swap areas of different priority at one limit: the writes each
@@ -261,6 +300,10 @@ pub struct ValidateRow {
     /// With two swap areas (`--swap` twice): each area's writes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tiers: Option<TierRow>,
+    /// The kernel's reclaim counters over the ok runs (results saved
+    /// before they were recorded have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_reclaim: Option<MeasuredReclaim>,
 }
 
 /// A whole validation.
@@ -330,6 +373,7 @@ impl ValidateRow {
             majflt_err: self.majflt_err,
             swapout_err: self.swapout_err,
             wall_err: self.wall_err,
+            reclaim: None,
         }]
     }
 }
@@ -917,6 +961,7 @@ pub fn run(
                 majflt_err: rel(c.major_faults as f64, m_maj),
                 swapout_err: rel(c.swap_outs as f64, m_out),
                 wall_err: predicted.and_then(|p| rel(p, m_wall)),
+                reclaim: sim.reclaim,
             });
         }
         // The device left no memory at this limit (a zram profile).
@@ -981,6 +1026,15 @@ pub fn run(
             opt_loads,
             opt_check: m_in.map(|i| opt_loads as f64 <= i),
             tiers,
+            measured_reclaim: Some(MeasuredReclaim {
+                pgscan: metric_median(&cell, MetricName::PgscanPages),
+                pgsteal: metric_median(&cell, MetricName::PgstealPages),
+                pgactivate: metric_median(&cell, MetricName::PgactivatePages),
+                pgdeactivate: metric_median(&cell, MetricName::PgdeactivatePages),
+                pgrotated: metric_median(&cell, MetricName::PgrotatedPages),
+                workingset_activate: metric_median(&cell, MetricName::WorkingsetActivateAnonPages),
+            })
+            .filter(|m| m.pgscan.is_some()),
         });
     }
     if rows.iter().any(|r| r.opt_check == Some(false)) {

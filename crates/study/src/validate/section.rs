@@ -330,6 +330,7 @@ pub(crate) mod tests {
             majflt_err: Some((majflt as f64 - measured) / measured),
             swapout_err: None,
             wall_err: None,
+            reclaim: None,
         }
     }
 
@@ -370,6 +371,7 @@ pub(crate) mod tests {
                     opt_loads: 5,
                     opt_check: Some(true),
                     tiers: None,
+                    measured_reclaim: None,
                 }
             })
             .collect();
