@@ -332,63 +332,79 @@ fn validate_predicts_what_sim_predicts() {
     )
     .unwrap();
     let device = swaplab_sim::DeviceSpec::parse(profile.to_str().unwrap(), None).unwrap();
-    // A third of the 1,024 pages, with cluster readahead of 8 pages.
+    // A third of the 1,024 pages, with cluster readahead of 8 pages; the
+    // classic lists, and the lists with their writes on a clock (whose
+    // sleeps on writeback are part of the predicted time).
     let (cap, base) = (341u64, 0.25);
-    let p = swaplab_study::validate::predict(
-        &t,
-        &trace_path,
+    for policy in [
         "linux",
-        cap,
-        "cluster:pc=3",
-        &device,
-        Some(base),
-    )
-    .unwrap()
-    .unwrap();
-    assert!(p.sim.counters.major_faults > 0 && p.sim.counters.swap_outs > 0);
-    let cost = p.cost.as_ref().unwrap();
-    assert_eq!(p.predicted, cost.predicted_time_s);
-    assert!((p.predicted.unwrap() - base - cost.fault_time_s).abs() < 1e-12);
-    // The CLI, given the flags by hand and given the row's command.
-    let by_hand: Vec<String> = [
-        "sim",
-        trace_path.to_str().unwrap(),
-        "--policy",
-        "linux",
-        "--prefetch",
-        "cluster:pc=3",
-        "--mem",
-        "341",
-        "--device",
-        profile.to_str().unwrap(),
-        "--fault-path",
-        "kernel",
-        "--base-time",
-        "0.25",
-        "--json",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    let mut from_row = p.sim_command[1..].to_vec();
-    from_row.push("--json".into());
-    for args in [by_hand, from_row] {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let o = swaplab(d, &args);
+        "linux:reclaim=batch:writeback=async:write_us=40:ref_us=0.5:read_us=60",
+    ] {
+        let p = swaplab_study::validate::predict(
+            &t,
+            &trace_path,
+            policy,
+            cap,
+            "cluster:pc=3",
+            &device,
+            Some(base),
+        )
+        .unwrap()
+        .unwrap();
+        assert!(p.sim.counters.major_faults > 0 && p.sim.counters.swap_outs > 0);
+        let cost = p.cost.as_ref().unwrap();
+        assert_eq!(p.predicted, cost.predicted_time_s);
         assert!(
-            o.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
+            (p.predicted.unwrap() - base - cost.fault_time_s - cost.writeback_time_s).abs() < 1e-12
         );
-        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-        let s = &v[0];
-        assert_eq!(s["capacity"], cap, "{s}");
-        assert_eq!(s["major_faults"], p.sim.counters.major_faults, "{s}");
-        assert_eq!(s["swap_outs"], p.sim.counters.swap_outs, "{s}");
-        assert_eq!(s["prefetch_reads"], p.sim.counters.prefetch_reads, "{s}");
-        let ps = f(&s["cost"]["predicted_time_s"]);
-        let pv = p.predicted.unwrap();
-        assert!((ps - pv).abs() <= 1e-12 * pv, "sim {ps} s, validate {pv} s");
+        let wb = p.sim.reclaim.unwrap();
+        assert_eq!(cost.writeback_time_s, wb.wait_s + wb.throttle_s);
+        if policy != "linux" {
+            // 40 µs a page written against 0.5 µs a reference: the reclaimer
+            // waits on writeback.
+            assert!(wb.waits > 0 && cost.writeback_time_s > 0.0, "{wb:?}");
+        }
+        // The CLI, given the flags by hand and given the row's command.
+        let by_hand: Vec<String> = [
+            "sim",
+            trace_path.to_str().unwrap(),
+            "--policy",
+            policy,
+            "--prefetch",
+            "cluster:pc=3",
+            "--mem",
+            "341",
+            "--device",
+            profile.to_str().unwrap(),
+            "--fault-path",
+            "kernel",
+            "--base-time",
+            "0.25",
+            "--json",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut from_row = p.sim_command[1..].to_vec();
+        from_row.push("--json".into());
+        for args in [by_hand, from_row] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = swaplab(d, &args);
+            assert!(
+                o.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let s = &v[0];
+            assert_eq!(s["capacity"], cap, "{s}");
+            assert_eq!(s["major_faults"], p.sim.counters.major_faults, "{s}");
+            assert_eq!(s["swap_outs"], p.sim.counters.swap_outs, "{s}");
+            assert_eq!(s["prefetch_reads"], p.sim.counters.prefetch_reads, "{s}");
+            let ps = f(&s["cost"]["predicted_time_s"]);
+            let pv = p.predicted.unwrap();
+            assert!((ps - pv).abs() <= 1e-12 * pv, "sim {ps} s, validate {pv} s");
+        }
     }
 }
 
