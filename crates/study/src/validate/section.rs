@@ -132,6 +132,9 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             ],
         ));
     }
+    if let Some(f) = reclaim_figure(&r, &policies) {
+        figures.push(f);
+    }
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
         env: r.header.machine.as_ref(),
         settings: None,
@@ -175,6 +178,127 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             (r.trace.clone(), "the reference trace (native Parquet)"),
         ]),
         notes: r.notes.clone(),
+    })
+}
+
+/// The least a counter must have counted in the runs to get a bar.
+const MIN_COUNTED: f64 = 100.0;
+/// Bars are cut here (the table has every ratio).
+const MAX_RATIO: f64 = 3.0;
+
+/// The kernel's reclaim counters against each policy's that counts them
+/// (`linux`): one bar per policy and (limit, counter), simulated over
+/// measured, with the counts in its table. `None` when the runs did not
+/// record them (results saved before) or no policy counts them.
+pub fn reclaim_figure(r: &ValidateResult, policies: &[String]) -> Option<Figure> {
+    let counted: Vec<&String> = policies
+        .iter()
+        .filter(|p| {
+            r.rows.iter().any(|row| {
+                row.predictions
+                    .iter()
+                    .any(|x| &x.policy == *p && x.reclaim.is_some())
+            })
+        })
+        .collect();
+    if counted.is_empty() || r.rows.iter().all(|row| row.measured_reclaim.is_none()) {
+        return None;
+    }
+    let mut cols = vec![
+        col(
+            "limit_pct",
+            "float",
+            "%",
+            "the limit, percent of the unlimited peak",
+        ),
+        col(
+            "counter",
+            "text",
+            "",
+            "the kernel's counter (/proc/vmstat name, without _anon)",
+        ),
+        col(
+            "measured",
+            "float",
+            "pages",
+            "the counter's increase over a run, median of the ok runs (machine-wide)",
+        ),
+    ];
+    for p in &counted {
+        cols.push(col(
+            &format!("{p}_simulated"),
+            "integer",
+            "pages",
+            &format!("the counter as {p} counted it"),
+        ));
+        cols.push(col(
+            &format!("{p}_ratio"),
+            "float",
+            "ratio",
+            "simulated / measured",
+        ));
+    }
+    let mut t = Table::new(
+        "validate-reclaim",
+        "one row per limit and counter: the kernel's reclaim counters against each policy's",
+        cols,
+    );
+    let mut categories = Vec::new();
+    let mut bars: Vec<Vec<f64>> = vec![Vec::new(); counted.len()];
+    let zero = swaplab_sim::policy::ReclaimStats::default();
+    for row in &r.rows {
+        let Some(m) = row.measured_reclaim else {
+            continue;
+        };
+        let sims: Vec<Option<swaplab_sim::policy::ReclaimStats>> = counted
+            .iter()
+            .map(|p| {
+                row.predictions
+                    .iter()
+                    .find(|x| &x.policy == *p)
+                    .and_then(|x| x.reclaim)
+            })
+            .collect();
+        for (i, (name, measured, _)) in m.pairs(&zero).into_iter().enumerate() {
+            let mut cells: Vec<swaplab_report::Value> =
+                vec![row.limit_pct.into(), name.into(), measured.into()];
+            let mut ratios = Vec::new();
+            for s in &sims {
+                let v = s.map(|s| m.pairs(&s)[i].2);
+                let ratio = v
+                    .zip(measured.filter(|&x| x > 0.0))
+                    .map(|(v, x)| v as f64 / x);
+                cells.push(v.into());
+                cells.push(ratio.into());
+                ratios.push(ratio);
+            }
+            t.push(cells);
+            // A bar only where the kernel counted enough to compare: a
+            // few pages of a machine-wide counter are anyone's.
+            if measured.is_some_and(|x| x >= MIN_COUNTED) && ratios.iter().any(Option::is_some) {
+                categories.push(format!("{}% {name}", row.limit_pct));
+                for (b, x) in bars.iter_mut().zip(&ratios) {
+                    b.push(x.unwrap_or(0.0).min(MAX_RATIO));
+                }
+            }
+        }
+    }
+    Some(Figure {
+        title: "The kernel's reclaim counters: simulated over measured".into(),
+        caption: format!(
+            "Each counter's increase over the runs at a limit (/proc/vmstat pgscan_anon, pgsteal_anon, pgactivate, pgdeactivate, pgrotated and workingset_activate_anon; median of the ok runs, machine-wide on cgroup v1) against what {} counted in its simulation: 1 is the kernel's count; bars are cut at 3 (the table has every ratio). Counters under 100 pages in the runs have no bar.",
+            counted.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" and ")
+        ),
+        chart: Chart::Bars {
+            categories,
+            series: counted
+                .iter()
+                .map(|p| p.to_string())
+                .zip(bars)
+                .collect(),
+            value: Axis::linear("simulated / measured"),
+        },
+        data: t,
     })
 }
 
@@ -453,6 +577,64 @@ pub(crate) mod tests {
             }
             c => panic!("{c:?}"),
         }
+    }
+
+    #[test]
+    fn the_reclaim_counters_figure_divides_simulated_by_measured() {
+        let mut r = sample(&["linux", "mglru"]);
+        let v = serde_json::to_value(&r).unwrap();
+        // Saved before the counters: no figure.
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        assert!(!s
+            .figures
+            .iter()
+            .any(|f| f.title.contains("reclaim counters")));
+        // At 75 %: the kernel scanned 1,000 and freed 500 pages, activated
+        // none and deactivated 200; linux counted 1,100, 400, 3 and 1,000;
+        // mglru counts nothing.
+        r.rows[0].measured_reclaim = Some(crate::validate::MeasuredReclaim {
+            pgscan: Some(1000.0),
+            pgsteal: Some(500.0),
+            pgactivate: Some(0.0),
+            pgdeactivate: Some(200.0),
+            ..Default::default()
+        });
+        r.rows[0].predictions[0].reclaim = Some(swaplab_sim::policy::ReclaimStats {
+            pgscan: 1100,
+            pgsteal: 400,
+            pgactivate: 3,
+            pgdeactivate: 1000,
+            ..Default::default()
+        });
+        let v = serde_json::to_value(&r).unwrap();
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        let f = s
+            .figures
+            .iter()
+            .find(|f| f.title.contains("reclaim counters"))
+            .unwrap();
+        match &f.chart {
+            Chart::Bars {
+                categories, series, ..
+            } => {
+                // Bars where the kernel counted 100 pages or more:
+                // pgactivate's 0 and the counters not measured have none;
+                // pgdeactivate's 5 is cut at 3.
+                assert_eq!(
+                    categories,
+                    &["75% pgscan", "75% pgsteal", "75% pgdeactivate"]
+                );
+                assert_eq!(series, &[("linux".to_string(), vec![1.1, 0.8, 3.0])]);
+            }
+            c => panic!("{c:?}"),
+        }
+        // The table has every counter of the measured row, numbers and all.
+        let csv = String::from_utf8(f.data.to_csv().unwrap()).unwrap();
+        assert_eq!(csv.lines().count(), 7, "{csv}");
+        assert!(
+            csv.lines().any(|l| l.starts_with("75,pgactivate,0,3,")),
+            "{csv}"
+        );
     }
 
     #[test]
