@@ -32,7 +32,8 @@
 #   scripts/kernels.sh --validate [6.1|6.12]
 #                                 the fidelity benchmark instead of the tests:
 #                                 `swaplab validate --policy P` (P: linux,
-#                                 linux:reclaim=batch:writeback=async and mglru;
+#                                 linux:reclaim=batch:writeback=async, the same
+#                                 with clock=device, and mglru;
 #                                 SWAPLAB_VALIDATE_POLICIES to change) on
 #                                 traverse, qsort, kv and chase at 90/75/50/25 %
 #                                 in each boot (sizes for emulation: VALIDATE_CELLS;
@@ -180,7 +181,7 @@ read -r -a VALIDATE_ARGS <<< "${SWAPLAB_VALIDATE_ARGS:-}"
 # The classic lists as the host's validate predicts them by default
 # (reclaim in batches, asynchronous writeback: docs/fidelity.md) and as
 # one page a miss, and MGLRU.
-VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,mglru}
+VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,linux:reclaim=batch:writeback=async:clock=device,mglru}
 
 # In the guest: `swaplab validate` on each cell, with the swap file on the
 # ext4 disk; the saved results (and each run's output) go to $4, a
