@@ -10,7 +10,7 @@ use swaplab_study::validate::{self, ValidateOptions};
 #[command(
     after_help = "Needs root. Records the workload's own page references, runs it \
 unlimited and at each limit (a share of its peak) with the swap area, simulates each \
---policy (`linux:reclaim=batch:writeback=async:clock=device` unless asked: the classic lists with their writes on this machine's clock) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
+--policy (`linux:reclaim=batch:writeback=async` unless asked; `…:clock=device` puts its writes on this machine's clock) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
 (the limit minus what else the unlimited run's cgroup held), and predicts the run time with \
 the simulator's device model on the calibrated device profile (swaplab calibrate; measured \
 first when missing): what `swaplab sim --device PROFILE --fault-path kernel --base-time T0` \
