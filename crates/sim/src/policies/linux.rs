@@ -209,8 +209,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
              swappiness=N (1-200, default 60), writeback=sync|async (default sync: a reclaimed dirty page \
              is written and freed at once; async, with reclaim=batch: it is written and kept in the swap cache \
              until a later pass frees it, and a reference before that is a swap-cache hit), \
-             write_us=T (async: the writes complete on a clock, the device taking T us a page; 0, the \
-             default: before the next pass), ref_us=T (the program's time a reference), read_us=T (a major \
+             write_us=T (async: the writes complete on a clock, the device taking T us a page; without \
+             it, before the next pass), ref_us=T (the program's time a reference), read_us=T (a major \
              fault's stall), memcg=v1|v2 (v1, the default: reclaim waits on a folio under writeback; v2: \
              activates it)",
     needs_future: false,
@@ -314,7 +314,7 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     pass_pops: usize,
     /// The folios of one `shrink_inactive_list` batch, isolated together.
     isolated: Vec<u32>,
-    /// `write_us` > 0: the writes complete on a clock (`None`: each
+    /// `write_us` given: the writes complete on a clock (`None`: each
     /// completes before the next priority pass).
     clock: Option<Box<WbClock>>,
     /// Reclaim in the kernel's counters ([`Policy::reclaim_stats`]; the
@@ -328,7 +328,7 @@ const UNDER_WB: u8 = 1;
 /// does not rotate it (`folio_rotate_reclaimable` needs `folio_test_lru`).
 const ISOLATED: u8 = 2;
 
-/// The writes' clock (`write_us` > 0, see the module doc, "Timed
+/// The writes' clock (`write_us` given, see the module doc, "Timed
 /// writeback"). Time is the program's: `ref_us` per reference up to the
 /// one being served, plus the stalls so far (major faults' reads and the
 /// reclaimer's waits on writeback); the device finishes one page write
@@ -436,18 +436,21 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 )))
             }
         };
+        // The clock runs when write_us is given (0: each write completes
+        // when it is submitted, at the end of its pass).
+        let timed = c.params.0.contains_key("write_us");
         let timed_keys = ["ref_us", "read_us", "memcg"];
-        if write_us == 0.0 && timed_keys.iter().any(|k| c.params.0.contains_key(*k)) {
+        if !timed && timed_keys.iter().any(|k| c.params.0.contains_key(*k)) {
             return Err(SimError::BadParam(
                 "ref_us, read_us and memcg set the writes' clock: give write_us=MICROSECONDS (the device's time per page written) with them".into(),
             ));
         }
-        if write_us > 0.0 && !async_wb {
+        if timed && !async_wb {
             return Err(SimError::BadParam(
                 "write_us times the writes of writeback=async: give reclaim=batch:writeback=async with it".into(),
             ));
         }
-        let clock = (write_us > 0.0).then(|| {
+        let clock = timed.then(|| {
             Box::new(WbClock {
                 ref_us,
                 read_us,
@@ -1803,6 +1806,9 @@ mod tests {
         assert!(build("linux:reclaim=batch:writeback=async:ref_us=1").is_err());
         assert!(build("linux:reclaim=batch:write_us=1").is_err());
         assert!(build("linux:reclaim=batch:writeback=async:write_us=-1").is_err());
+        // write_us=0 runs the clock with writes that take no device time
+        // (a profile may measure 0): the other keys go with it.
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=0:ref_us=1").is_ok());
         // linux-rrip keeps one page a miss and takes none of these.
         assert!(build("linux-rrip:reclaim=page").is_err());
     }
