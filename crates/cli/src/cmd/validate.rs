@@ -261,7 +261,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             policies.join(", "),
             r.header.group()
         );
-        print_reclaim(&r, &policies);
+        print_reclaim(&r);
         for note in &r.notes {
             println!("note: {note}");
         }
@@ -275,42 +275,32 @@ pub fn run(a: ValidateArgs) -> Result<()> {
 
 /// The kernel's reclaim counters beside each policy's, one row a limit
 /// and counter (only the policies that count them, `linux`).
-fn print_reclaim(r: &validate::ValidateResult, policies: &[String]) {
-    let counted: Vec<&String> = policies
-        .iter()
-        .filter(|p| {
-            r.rows.iter().any(|row| {
-                row.predictions
-                    .iter()
-                    .any(|x| &x.policy == *p && x.reclaim.is_some())
-            })
-        })
-        .collect();
-    if counted.is_empty() || r.rows.iter().all(|row| row.measured_reclaim.is_none()) {
+fn print_reclaim(r: &validate::ValidateResult) {
+    let counted = r.reclaim_policies();
+    if counted.is_empty() {
         return;
     }
     let mut header = vec!["limit".to_string(), "counter".into(), "measured".into()];
-    header.extend(counted.iter().map(|p| p.to_string()));
+    header.extend(counted.iter().cloned());
     let mut t = Rows::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
     for row in &r.rows {
         let Some(m) = row.measured_reclaim else {
             continue;
         };
-        let sims: Vec<Option<swaplab_sim::policy::ReclaimStats>> = counted
+        let sims: Vec<_> = counted
             .iter()
-            .map(|p| {
-                row.predictions
-                    .iter()
-                    .find(|x| &x.policy == *p)
-                    .and_then(|x| x.reclaim)
-            })
+            .map(|p| row.reclaim_of(p).map(|s| validate::reclaim_counts(&s)))
             .collect();
-        let zero = swaplab_sim::policy::ReclaimStats::default();
-        for (i, (name, measured, _)) in m.pairs(&zero).into_iter().enumerate() {
+        for (i, (name, measured)) in validate::RECLAIM_COUNTERS
+            .into_iter()
+            .zip(m.values())
+            .enumerate()
+        {
             let mut cells = vec![format!("{}%", row.limit_pct), name.to_string(), n(measured)];
-            for s in &sims {
-                cells.push(s.map_or("-".into(), |s| crate::out::num(m.pairs(&s)[i].2)));
-            }
+            cells.extend(
+                sims.iter()
+                    .map(|s| s.map_or("-".into(), |s| crate::out::num(s[i]))),
+            );
             t.push(cells);
         }
     }

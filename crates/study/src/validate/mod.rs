@@ -205,26 +205,41 @@ pub struct MeasuredReclaim {
     pub workingset_activate: Option<f64>,
 }
 
+/// The reclaim counters validate compares, by their kernel names, in the
+/// order of [`MeasuredReclaim::values`] and [`reclaim_counts`].
+pub const RECLAIM_COUNTERS: [&str; 6] = [
+    "pgscan",
+    "pgsteal",
+    "pgactivate",
+    "pgdeactivate",
+    "pgrotated",
+    "workingset_activate",
+];
+
 impl MeasuredReclaim {
-    /// The counters in a fixed order with their kernel names, measured and
-    /// as `sim` counted them.
-    pub fn pairs(
-        &self,
-        sim: &swaplab_sim::policy::ReclaimStats,
-    ) -> [(&'static str, Option<f64>, u64); 6] {
+    /// The measured counters in [`RECLAIM_COUNTERS`]' order.
+    pub fn values(&self) -> [Option<f64>; 6] {
         [
-            ("pgscan", self.pgscan, sim.pgscan),
-            ("pgsteal", self.pgsteal, sim.pgsteal),
-            ("pgactivate", self.pgactivate, sim.pgactivate),
-            ("pgdeactivate", self.pgdeactivate, sim.pgdeactivate),
-            ("pgrotated", self.pgrotated, sim.pgrotated),
-            (
-                "workingset_activate",
-                self.workingset_activate,
-                sim.workingset_activate,
-            ),
+            self.pgscan,
+            self.pgsteal,
+            self.pgactivate,
+            self.pgdeactivate,
+            self.pgrotated,
+            self.workingset_activate,
         ]
     }
+}
+
+/// A policy's counts in [`RECLAIM_COUNTERS`]' order.
+pub fn reclaim_counts(s: &swaplab_sim::policy::ReclaimStats) -> [u64; 6] {
+    [
+        s.pgscan,
+        s.pgsteal,
+        s.pgactivate,
+        s.pgdeactivate,
+        s.pgrotated,
+        s.workingset_activate,
+    ]
 }
 
 /// Two swap areas of different priority at one limit: the writes each
@@ -361,6 +376,15 @@ pub struct ValidateResult {
 }
 
 impl ValidateRow {
+    /// The reclaim counts of `policy`'s simulation at this limit (`None`
+    /// for a policy that does not model the classic lists).
+    pub fn reclaim_of(&self, policy: &str) -> Option<swaplab_sim::policy::ReclaimStats> {
+        self.predictions
+            .iter()
+            .find(|x| x.policy == policy)
+            .and_then(|x| x.reclaim)
+    }
+
     /// Every policy's prediction: the saved ones, or for a result of
     /// version 2 (no `predictions`) `linux`'s from the row's own fields.
     pub fn policy_predictions(&self) -> Vec<PolicyPrediction> {
@@ -385,6 +409,19 @@ impl ValidateRow {
 }
 
 impl ValidateResult {
+    /// The policies whose reclaim counts can be set beside the kernel's:
+    /// those that counted, where the runs recorded the kernel's counters
+    /// (none in results saved before they were).
+    pub fn reclaim_policies(&self) -> Vec<String> {
+        if self.rows.iter().all(|row| row.measured_reclaim.is_none()) {
+            return Vec::new();
+        }
+        self.policy_names()
+            .into_iter()
+            .filter(|p| self.rows.iter().any(|row| row.reclaim_of(p).is_some()))
+            .collect()
+    }
+
     /// The policies that predicted (`linux` for results saved before
     /// `--policy`).
     pub fn policy_names(&self) -> Vec<String> {

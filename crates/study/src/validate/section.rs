@@ -132,7 +132,7 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             ],
         ));
     }
-    if let Some(f) = reclaim_figure(&r, &policies) {
+    if let Some(f) = reclaim_figure(&r) {
         figures.push(f);
     }
     let mut config = crate::report::linux_config(&crate::report::ConfigSource {
@@ -190,18 +190,9 @@ const MAX_RATIO: f64 = 3.0;
 /// (`linux`): one bar per policy and (limit, counter), simulated over
 /// measured, with the counts in its table. `None` when the runs did not
 /// record them (results saved before) or no policy counts them.
-pub fn reclaim_figure(r: &ValidateResult, policies: &[String]) -> Option<Figure> {
-    let counted: Vec<&String> = policies
-        .iter()
-        .filter(|p| {
-            r.rows.iter().any(|row| {
-                row.predictions
-                    .iter()
-                    .any(|x| &x.policy == *p && x.reclaim.is_some())
-            })
-        })
-        .collect();
-    if counted.is_empty() || r.rows.iter().all(|row| row.measured_reclaim.is_none()) {
+pub fn reclaim_figure(r: &ValidateResult) -> Option<Figure> {
+    let counted = r.reclaim_policies();
+    if counted.is_empty() {
         return None;
     }
     let mut cols = vec![
@@ -245,26 +236,27 @@ pub fn reclaim_figure(r: &ValidateResult, policies: &[String]) -> Option<Figure>
     );
     let mut categories = Vec::new();
     let mut bars: Vec<Vec<f64>> = vec![Vec::new(); counted.len()];
-    let zero = swaplab_sim::policy::ReclaimStats::default();
     for row in &r.rows {
         let Some(m) = row.measured_reclaim else {
             continue;
         };
-        let sims: Vec<Option<swaplab_sim::policy::ReclaimStats>> = counted
+        let sims: Vec<_> = counted
             .iter()
             .map(|p| {
-                row.predictions
-                    .iter()
-                    .find(|x| &x.policy == *p)
-                    .and_then(|x| x.reclaim)
+                row.reclaim_of(p)
+                    .map(|s| crate::validate::reclaim_counts(&s))
             })
             .collect();
-        for (i, (name, measured, _)) in m.pairs(&zero).into_iter().enumerate() {
+        for (i, (name, measured)) in crate::validate::RECLAIM_COUNTERS
+            .into_iter()
+            .zip(m.values())
+            .enumerate()
+        {
             let mut cells: Vec<swaplab_report::Value> =
                 vec![row.limit_pct.into(), name.into(), measured.into()];
             let mut ratios = Vec::new();
             for s in &sims {
-                let v = s.map(|s| m.pairs(&s)[i].2);
+                let v = s.map(|s| s[i]);
                 let ratio = v
                     .zip(measured.filter(|&x| x > 0.0))
                     .map(|(v, x)| v as f64 / x);
@@ -287,15 +279,11 @@ pub fn reclaim_figure(r: &ValidateResult, policies: &[String]) -> Option<Figure>
         title: "The kernel's reclaim counters: simulated over measured".into(),
         caption: format!(
             "Each counter's increase over the runs at a limit (/proc/vmstat pgscan_anon, pgsteal_anon, pgactivate, pgdeactivate, pgrotated and workingset_activate_anon; median of the ok runs, machine-wide on cgroup v1) against what {} counted in its simulation: 1 is the kernel's count; bars are cut at 3 (the table has every ratio). Counters under 100 pages in the runs have no bar.",
-            counted.iter().map(|p| p.as_str()).collect::<Vec<_>>().join(" and ")
+            counted.join(" and ")
         ),
         chart: Chart::Bars {
             categories,
-            series: counted
-                .iter()
-                .map(|p| p.to_string())
-                .zip(bars)
-                .collect(),
+            series: counted.iter().cloned().zip(bars).collect(),
             value: Axis::linear("simulated / measured"),
         },
         data: t,
