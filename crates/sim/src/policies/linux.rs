@@ -377,6 +377,14 @@ impl WbClock {
         self.pos as f64 * self.ref_us + self.stall_us
     }
 
+    /// The program stalls until `t` (if that is later than now): returns
+    /// for how long.
+    fn sleep_until(&mut self, t: f64) -> f64 {
+        let slept = (t - self.now()).max(0.0);
+        self.stall_us += slept;
+        slept
+    }
+
     /// Submits the plugged writes: each completes `write_us` after the
     /// later of now and the device's previous write.
     fn flush_plug(&mut self) {
@@ -627,11 +635,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             c.state[id as usize] &= !UNDER_WB;
             return;
         };
-        let now = c.now();
-        if done > now {
-            c.stall_us += done - now;
-            c.waited_us += done - now;
-        }
+        c.waited_us += c.sleep_until(done);
         c.waits += 1;
         self.complete_until(done);
     }
@@ -732,11 +736,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         let Some(&(_, done)) = k.checked_sub(1).and_then(|k| c.inflight.get(k)) else {
             return;
         };
-        let now = c.now();
-        if done > now {
-            c.stall_us += done - now;
-            c.throttled_us += done - now;
-        }
+        c.throttled_us += c.sleep_until(done);
         self.complete_until(done);
     }
 
