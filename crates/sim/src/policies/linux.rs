@@ -1120,7 +1120,7 @@ impl<const RRIP: bool> Policy for TwoLists<RRIP> {
             c.state.len()
                 + c.stale[0].len()
                 + c.stale[1].len()
-                + 12 * c.inflight.capacity()
+                + std::mem::size_of::<(u32, f64)>() * c.inflight.capacity()
                 + 4 * (c.rotated.capacity() + c.plugged.capacity())
         });
         let per_page = self.flags.len() + self.rrpv.len() + 4 * self.shadow.len() + clock;
