@@ -102,6 +102,11 @@ struct Stream {
     paged_to: Option<i64>,
     /// Where the current unbroken walk along the trend began.
     run_from: Option<i64>,
+    /// The first page of the current walk, history included: a pageout
+    /// never reaches behind it (after a jump back to the start of an array
+    /// the pages behind the new walk's start were never passed, and in the
+    /// live prefetcher they belong to another mapping).
+    walk_start: Option<i64>,
 }
 
 /// Pages paged out along a walk (`pageout=auto`), kept while the program
@@ -498,6 +503,14 @@ impl Detector {
             s.hits = 0;
             s.paged_to = None;
             s.run_from = None;
+            // The walk began where the history's trailing steps along the
+            // new trend began.
+            let along = |d: &i64| match spec.mode {
+                PrefetchMode::Leap => dense_class(*d) == t,
+                _ => *d == t,
+            };
+            let back: i64 = s.deltas.iter().rev().take_while(|d| along(d)).sum();
+            s.walk_start = Some(page - back);
             if may_start && t.abs() == 1 {
                 self.region_query = Some(page);
             }
@@ -521,6 +534,7 @@ impl Detector {
             (Some(d), Some(_)) if d.unsigned_abs() > limit => {
                 self.walked += limit;
                 s.run_from = Some(page);
+                s.walk_start = Some(page);
             }
             (Some(d), Some(from)) => {
                 self.walked += d.unsigned_abs().min(limit);
@@ -531,7 +545,14 @@ impl Detector {
                         .start(format!("a walk of {len} pages, more than the limit's {l}"));
                 }
             }
-            _ => s.run_from = Some(page),
+            _ => {
+                s.run_from = Some(page);
+                if step.is_none() {
+                    // A jump against the trend (or a strided trend): a new
+                    // walk starts here.
+                    s.walk_start = Some(page);
+                }
+            }
         }
         // Steps already requested ahead of this page. A page outside the
         // last window (the walk jumped, e.g. back to the start of an array
@@ -606,6 +627,12 @@ impl Detector {
             };
             let behind = page - t * lag as i64;
             let from = s.paged_to.unwrap_or(behind - t * w as i64);
+            // Never behind the walk's first page.
+            let from = match s.walk_start {
+                Some(st) if t > 0 => from.max(st),
+                Some(st) => from.min(st + 1),
+                None => from,
+            };
             let (lo, hi) = if t > 0 {
                 (from, behind)
             } else {
@@ -916,6 +943,55 @@ mod tests {
         let &(l, m) = paged.last().unwrap();
         let end = l + m as i64;
         assert!(end > 1999 - 5 - max as i64 / 2 - 1, "ends at {end}");
+    }
+
+    #[test]
+    fn pageout_never_reaches_behind_the_start_of_a_walk() {
+        // A walk up pages 1000..1400, then a jump down to page 500 and a
+        // walk up from there, lag 32 pages (the walker of the lab's
+        // prefetch test, whose CI run once paged out 16 pages of another
+        // mapping 40 pages below its region). The jump is one odd delta:
+        // the trend holds, and pageout restarts at page 500, never below.
+        let (mut d, _) = pages(&format!(
+            "leap:window=16K:max=256K:pageout=1:lag={}",
+            32 * PS
+        ));
+        let first = walk(&mut d, 1000..1400);
+        assert!(first
+            .iter()
+            .all(|&(p, lo, n)| lo >= 1000 && lo + n as i64 <= p - 32));
+        let second = walk(&mut d, 500..900);
+        assert_eq!(d.switches, 1);
+        assert!(!second.is_empty());
+        assert!(
+            second
+                .iter()
+                .all(|&(p, lo, n)| lo >= 500 && lo + n as i64 <= p - 32),
+            "{second:?}"
+        );
+        // Every page from the new start to 32 behind the last fault, once.
+        let mut next = 500;
+        for &(_, lo, n) in &second {
+            assert_eq!(lo, next, "{second:?}");
+            next = lo + n as i64;
+        }
+        assert!(next > 899 - 32 - 64, "paged out to {next}");
+        // The same downwards: a walk down from 2000, a jump up to 2500 and
+        // down again; nothing above 2500 goes.
+        let (mut d, _) = pages(&format!(
+            "leap:window=16K:max=256K:pageout=1:lag={}",
+            32 * PS
+        ));
+        walk(&mut d, (1600..2000).rev());
+        let second = walk(&mut d, (2100..=2500).rev());
+        assert!(!second.is_empty());
+        assert!(
+            second
+                .iter()
+                .all(|&(p, lo, n)| lo + n as i64 <= 2501 && lo >= p + 32),
+            "{second:?}"
+        );
+        assert_eq!(second[0].1 + second[0].2 as i64, 2501, "{second:?}");
     }
 
     /// A detector with `spec` for a group limited to `limit` pages.

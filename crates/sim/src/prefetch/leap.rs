@@ -26,9 +26,11 @@
 //!   one window further back), are paged out. The `lag` pages just behind
 //!   the walk stay; on a cyclic sweep the pages it does not reach before
 //!   its next pass stay resident (an MRU-like eviction of the scan). The
-//!   range is computed along the trend and clipped at page 0; a jump back
-//!   (the next pass of a sweep) pages out nothing, and the next pageout
-//!   starts from there. A new trend starts afresh.
+//!   range is computed along the trend and never reaches behind the first
+//!   page of the current unbroken ±1 walk (nor below page 0): pages the
+//!   walk did not pass are not its to page out. A jump back (the next pass
+//!   of a sweep) pages out nothing, and the next pageout starts from
+//!   there. A new trend starts afresh.
 use super::{Fault, Prefetcher, PrefetcherInfo};
 use crate::error::SimError;
 use std::collections::VecDeque;
@@ -61,6 +63,7 @@ pub const INFO: PrefetcherInfo = PrefetcherInfo {
             max: c.params.int("max", 8, 1, 1024)?,
             hist: VecDeque::with_capacity(h),
             last: None,
+            walk: None,
             hits: 0,
             prev_pw: 0,
             pageout,
@@ -83,6 +86,8 @@ struct Leap {
     hist: VecDeque<i64>,
     /// The last page logged.
     last: Option<u64>,
+    /// The current unbroken walk of ±1 deltas: its direction and first page.
+    walk: Option<(i64, u64)>,
     /// Prefetch hits since the last major fault.
     hits: u64,
     prev_pw: u64,
@@ -132,6 +137,11 @@ impl Leap {
     /// Logs an access to `page`; returns its delta from the last one.
     fn log(&mut self, page: u64) -> Option<i64> {
         let d = self.last.map(|l| page.wrapping_sub(l) as i64);
+        self.walk = match (d, self.walk) {
+            (Some(d @ (1 | -1)), Some((dir, from))) if d == dir => Some((dir, from)),
+            (Some(d @ (1 | -1)), _) => self.last.map(|l| (d, l)),
+            _ => None,
+        };
         self.last = Some(page);
         if let Some(d) = d {
             if self.hist.len() == self.h {
@@ -222,6 +232,11 @@ impl Leap {
         let x = i128::from(t) * i128::from(p);
         let behind = x - i128::from(self.lag);
         let from = self.paged_to.unwrap_or(behind - i128::from(pw));
+        // Never behind the walk's first page.
+        let from = match self.walk {
+            Some((dir, first)) if dir == t => from.max(i128::from(t) * i128::from(first)),
+            _ => from,
+        };
         self.paged_to = Some(behind);
         if from >= behind {
             return; // a jump back: nothing passed since
@@ -332,6 +347,45 @@ mod tests {
         let back: Vec<(u64, bool)> = (0..36).map(|i| (11 - i % 12, true)).collect();
         let r = run_refs("lru", 8, "leap:pageout=1:lag=2", &back);
         assert_eq!(pageouts(&r), (6, 16, 4, 26));
+        // The same walk at pages 1000..1012: the same counts.
+        let far: Vec<(u64, bool)> = walk.iter().map(|&(p, w)| (p + 1000, w)).collect();
+        let r = run_refs("lru", 8, "leap:pageout=1:lag=2", &far);
+        assert_eq!(pageouts(&r), (6, 16, 4, 26));
+    }
+
+    #[test]
+    fn pageout_never_reaches_behind_the_walk() {
+        // Faults at 990 and 991 (another object), then a walk up from 1000
+        // with lag 10: at 1001 the trend is +1 (deltas 1 9 1), and "one
+        // window back from 10 behind" would be page 990, of the other
+        // object. Nothing below 1000 goes, and the walk is paged out from
+        // its first page on, each page once.
+        use super::super::{Fault, PrefetchConfig};
+        use crate::policy::Params;
+        let params = Params(
+            [("pageout", "1"), ("lag", "10")]
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .into(),
+        );
+        let mut p = (super::INFO.build)(&PrefetchConfig {
+            params: &params,
+            page_size: 4096,
+        })
+        .unwrap();
+        let (mut reads, mut out) = (Vec::new(), Vec::new());
+        for page in [990, 991].into_iter().chain(1000..1040) {
+            reads.clear();
+            p.fault(&Fault { page, slot: 0 }, &mut reads);
+            let before = out.len();
+            p.pageout(&mut out);
+            for &(lo, hi) in &out[before..] {
+                assert!(lo >= 1000 && hi <= page - 10, "{lo}..{hi} at {page}");
+            }
+        }
+        assert_eq!(out.first().map(|r| r.0), Some(1000), "{out:?}");
+        for w in out.windows(2) {
+            assert_eq!(w[0].1, w[1].0, "{out:?}");
+        }
     }
 
     #[test]
@@ -359,6 +413,7 @@ mod tests {
             max: 8,
             hist: Default::default(),
             last: None,
+            walk: None,
             hits: 0,
             prev_pw: 0,
             pageout: false,
