@@ -19,12 +19,27 @@
  *   random  evict again, then the same in a random order (a permutation)
  *   cache   evict again, MADV_WILLNEED on the whole region, wait until
  *           mincore shows it resident (timed: the read throughput with the
- *           kernel's asynchronous reads), then touch in order: each touch
+ *           kernel's asynchronous reads; the madvise call's system CPU
+ *           time is the submission of every read), then touch in order: each touch
  *           is a fault served from the swap cache, the kernel's fault path
  *           without device I/O.
  *
  * and once, before the rounds, `minor`: the first touch of SIZE/4 of fresh
- * anonymous memory (trap + zero-fill). Latencies are rdtsc-timed (timer.h)
+ * anonymous memory (trap + zero-fill).
+ *
+ * With --limit (a run of its own: the kernel may OOM-kill a process under
+ * a limit this tight, and that must not cost the timed phases), per round:
+ * evict, a `random` pass (its system CPU time per major fault: a swap-in
+ * without reclaim), then the `limit` pass: the region read back in whole,
+ * the group's limit lowered by a quarter of the region (v1
+ * memory.limit_in_bytes, v2 memory.max; restored after), and two passes
+ * in the round's random order writing a byte per touch, every fault
+ * reclaimed for under the limit by this task (direct memory-cgroup
+ * reclaim, as a program under a limit pays it; the pages reclaimed are
+ * dirty: swap-outs). Not timed per touch: the pass's system CPU time
+ * (getrusage), faults and the machine's pswpout/pswpin/pgsteal_anon/
+ * pgscan_anon deltas are printed, from which `swaplab calibrate` derives
+ * the reclaim CPU per page swapped out. Latencies are rdtsc-timed (timer.h)
  * into an mlocked buffer and written to DIR/PHASE-ROUND.u32 (little-endian
  * u32 ns in touch order; minor.u32 once). stdout: one JSON line with the
  * per-round counts (faults, evicted pages, times) and, on zram or zswap,
@@ -167,6 +182,123 @@ static int drop_cache(const struct cg *c, uint64_t bytes)
     return e;
 }
 
+/* The first line of a cgroup file, newline stripped ("" when unreadable). */
+static void read_line(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (!fgets(buf, (int)n, f))
+        buf[0] = '\0';
+    fclose(f);
+    buf[strcspn(buf, "\n")] = '\0';
+}
+
+struct limit_pass {
+    double stime_s, wall_s, set_s;
+    long fill_majflt, majflt, minflt;
+    uint64_t pswpout, pswpin, pgsteal, pgscan;
+    int err;
+};
+
+static double stime_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
+static long minflt(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+/* `limit`: a quarter of the region must go, and two random passes write it
+ * back in under the limit (see the top of the file). The limit is restored before
+ * returning, or the process dies saying so. */
+static struct limit_pass limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order)
+{
+    struct limit_pass lp = {0};
+    char usage_path[4200], limit_path[4200], old[64], v[32];
+    snprintf(usage_path, sizeof usage_path, "%s/%s", c->dir, c->v2 ? "memory.current" : "memory.usage_in_bytes");
+    snprintf(limit_path, sizeof limit_path, "%s/%s", c->dir, c->v2 ? "memory.max" : "memory.limit_in_bytes");
+    read_line(limit_path, old, sizeof old);
+    /* The whole region in memory first. */
+    volatile char sink = 0;
+    long f0 = majflt();
+    for (uint64_t i = 0; i < pages; i++)
+        sink = (char)(sink + region[i * PAGE]);
+    lp.fill_majflt = majflt() - f0;
+    char cur[64];
+    read_line(usage_path, cur, sizeof cur);
+    unsigned long long usage = strtoull(cur, NULL, 10);
+    uint64_t cut = pages / 4 * PAGE;
+    if (!old[0] || usage <= cut + (4UL << 20)) {
+        lp.err = EINVAL;
+        return lp;
+    }
+    snprintf(v, sizeof v, "%llu", (unsigned long long)(usage - cut));
+    uint64_t t0 = now_ns();
+    int e = write_file(limit_path, v);
+    lp.set_s = (double)(now_ns() - t0) * 1e-9;
+    if (e) {
+        lp.err = -e;
+        return lp;
+    }
+    uint64_t o0 = vmstat("pswpout"), i0 = vmstat("pswpin"), g0 = vmstat("pgsteal_anon"),
+             c0 = vmstat("pgscan_anon");
+    double s0 = stime_s();
+    long a0 = majflt(), m0 = minflt();
+    t0 = now_ns();
+    for (int pass = 0; pass < 2; pass++)
+        for (uint64_t i = 0; i < pages; i++) {
+            volatile char *p = region + (uint64_t)order[i] * PAGE;
+            *p = (char)(*p + 1);
+        }
+    (void)sink;
+    lp.wall_s = (double)(now_ns() - t0) * 1e-9;
+    lp.stime_s = stime_s() - s0;
+    lp.majflt = majflt() - a0;
+    lp.minflt = minflt() - m0;
+    lp.pswpout = vmstat("pswpout") - o0;
+    lp.pswpin = vmstat("pswpin") - i0;
+    lp.pgsteal = vmstat("pgsteal_anon") - g0;
+    lp.pgscan = vmstat("pgscan_anon") - c0;
+    int r = write_file(limit_path, old);
+    if (r)
+        die(EXIT_FAIL, "swapin-lat: cannot restore %s to %s: %s", limit_path, old, strerror(-r));
+    return lp;
+}
+
+/* A shuffled permutation of 0..pages into order. */
+static void shuffle(uint32_t *order, uint64_t pages, struct rng *g)
+{
+    for (uint64_t i = 0; i < pages; i++)
+        order[i] = (uint32_t)i;
+    for (uint64_t i = pages - 1; i > 0; i--) {
+        uint64_t j = rng_below(g, i + 1);
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The limit pass in `order`, printed as `,"limit":{...}`. */
+static void print_limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order)
+{
+    struct limit_pass lp = limit_pass(c, region, pages, order);
+    printf(",\"limit\":{\"errno\":%d,\"set_s\":%.6f,\"wall_s\":%.6f,\"stime_s\":%.6f,"
+           "\"touches\":%llu,\"fill_majflt\":%ld,\"majflt\":%ld,\"minflt\":%ld,\"pswpout\":%llu,"
+           "\"pswpin\":%llu,\"pgsteal_anon\":%llu,\"pgscan_anon\":%llu}",
+           lp.err, lp.set_s, lp.wall_s, lp.stime_s, (unsigned long long)(2 * pages), lp.fill_majflt, lp.majflt,
+           lp.minflt, (unsigned long long)lp.pswpout, (unsigned long long)lp.pswpin, (unsigned long long)lp.pgsteal,
+           (unsigned long long)lp.pgscan);
+    fflush(stdout);
+}
+
 struct evict {
     double pageout_s, writeback_s, drop_s;
     uint64_t evicted;
@@ -277,11 +409,16 @@ int run_swapin_lat(int argc, char **argv)
 {
     const char *out = NULL;
     uint64_t size = 0, rounds = 3, seed = 42;
+    int limit_only = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--limit")) {
+            limit_only = 1;
+            continue;
+        }
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            puts("usage: swaplab-workload swapin-lat --size SIZE --out DIR [--rounds R] [--seed N]\n"
+            puts("usage: swaplab-workload swapin-lat --size SIZE --out DIR [--rounds R] [--seed N] [--limit]\n"
                  "  (run by swaplab calibrate: in a memory cgroup, with swap, page-cluster 0)");
             return EXIT_OK;
         }
@@ -302,8 +439,8 @@ int run_swapin_lat(int argc, char **argv)
         } else
             die(EXIT_USAGE, "swapin-lat: unknown argument '%s' (see --help)", a);
     }
-    if (!size || !out)
-        die(EXIT_USAGE, "swapin-lat: --size and --out are required");
+    if (!size || (!out && !limit_only))
+        die(EXIT_USAGE, "swapin-lat: --size and --out are required (--out not with --limit)");
     struct cg c = {0};
     if (cgroup_memory_dir(c.dir, sizeof c.dir, &c.v2))
         die(EXIT_USAGE, "swapin-lat: this process is in no memory cgroup; run it with swaplab calibrate");
@@ -328,6 +465,35 @@ int run_swapin_lat(int argc, char **argv)
     double ns_per_tick = 1e9 / hz;
     struct rng g;
     rng_seed(&g, seed, 0x73776170);
+
+    if (limit_only) {
+        /* Per round: the region out, a random pass (a swap-in's own system
+         * CPU, no reclaim), then the limit passes in the same order. An
+         * OOM kill of a pass ends only this run: `swaplab calibrate` runs it
+         * apart from the timed phases. */
+        char *region = mmap(NULL, pages * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (region == MAP_FAILED)
+            die(EXIT_NOMEM, "swapin-lat: cannot map %llu bytes", (unsigned long long)(pages * PAGE));
+        madvise(region, pages * PAGE, MADV_NOHUGEPAGE);
+        for (uint64_t i = 0; i < pages * PAGE / 8; i++)
+            ((uint64_t *)region)[i] = rng_next(&g) & 0xffff;
+        printf("{\"bench\":\"swapin-lat\",\"mode\":\"limit\",\"pages\":%llu,\"cgroup_v2\":%s,\"rounds\":[",
+               (unsigned long long)pages, c.v2 ? "true" : "false");
+        for (uint64_t r = 0; r < rounds; r++) {
+            shuffle(order, pages, &g);
+            struct evict ev = evict(&c, region, pages, vec);
+            long a = majflt();
+            double st0 = stime_s();
+            touch(region, pages, order, lat, ovh);
+            printf("%s{\"evicted\":%llu,\"random_majflt\":%ld,\"random_stime_s\":%.6f", r ? "," : "",
+                   (unsigned long long)ev.evicted, majflt() - a, stime_s() - st0);
+            print_limit_pass(&c, region, pages, order);
+            printf("}");
+        }
+        printf("]}\n");
+        fflush(stdout);
+        return EXIT_OK;
+    }
 
     /* minor: first touches of fresh memory. */
     uint64_t mpages = pages / 4;
@@ -362,23 +528,20 @@ int run_swapin_lat(int argc, char **argv)
         long seq_maj = majflt() - a;
         save(out, "seq", (int)r, lat, pages, ns_per_tick);
 
-        for (uint64_t i = 0; i < pages; i++)
-            order[i] = (uint32_t)i;
-        for (uint64_t i = pages - 1; i > 0; i--) {
-            uint64_t j = rng_below(&g, i + 1);
-            uint32_t t = order[i];
-            order[i] = order[j];
-            order[j] = t;
-        }
+        shuffle(order, pages, &g);
         struct evict e2 = evict(&c, region, pages, vec);
         a = majflt();
+        double st0 = stime_s();
         touch(region, pages, order, lat, ovh);
+        double rand_stime = stime_s() - st0;
         long rand_maj = majflt() - a;
         save(out, "random", (int)r, lat, pages, ns_per_tick);
 
         struct evict e3 = evict(&c, region, pages, vec);
         uint64_t t0 = now_ns();
+        double ws0 = stime_s();
         int wn = madvise(region, pages * PAGE, MADV_WILLNEED);
+        double willneed_stime = stime_s() - ws0;
         uint64_t in = 0;
         while ((in = resident(region, pages, vec)) < pages - pages / 100 && now_ns() - t0 < 60000000000ULL)
             usleep(100);
@@ -388,15 +551,15 @@ int run_swapin_lat(int argc, char **argv)
         long cache_maj = majflt() - a;
         save(out, "cache", (int)r, lat, pages, ns_per_tick);
 
-        printf("%s{\"seq_majflt\":%ld,\"random_majflt\":%ld,\"cache_majflt\":%ld,"
+        printf("%s{\"seq_majflt\":%ld,\"random_majflt\":%ld,\"random_stime_s\":%.6f,\"cache_majflt\":%ld,"
                "\"evicted\":[%llu,%llu,%llu],\"pageout_s\":[%.6f,%.6f,%.6f],"
                "\"writeback_s\":[%.6f,%.6f,%.6f],\"drop_s\":[%.6f,%.6f,%.6f],\"drop_errno\":%d,"
-               "\"willneed_rc\":%d,\"willneed_s\":%.6f,\"willneed_resident\":%llu}",
-               r ? "," : "", seq_maj, rand_maj, cache_maj, (unsigned long long)e1.evicted,
+               "\"willneed_rc\":%d,\"willneed_s\":%.6f,\"willneed_stime_s\":%.6f,\"willneed_resident\":%llu}",
+               r ? "," : "", seq_maj, rand_maj, rand_stime, cache_maj, (unsigned long long)e1.evicted,
                (unsigned long long)e2.evicted, (unsigned long long)e3.evicted, e1.pageout_s,
                e2.pageout_s, e3.pageout_s, e1.writeback_s, e2.writeback_s, e3.writeback_s,
                e1.drop_s, e2.drop_s, e3.drop_s, -(e1.drop_err ? e1.drop_err : e2.drop_err ? e2.drop_err : e3.drop_err),
-               wn ? errno : 0, willneed_s, (unsigned long long)in);
+               wn ? errno : 0, willneed_s, willneed_stime, (unsigned long long)in);
     }
     if (ratio >= 0)
         printf("],\"compress_ratio\":%.4f}\n", ratio);

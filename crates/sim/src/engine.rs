@@ -837,12 +837,14 @@ impl Ext<'_> {
         let mut reads = std::mem::take(&mut cs.reads);
         reads.sort_unstable_by_key(|&id| self.io(id).slot);
         let mut wait = 0.0;
+        let mut ahead = 0u32;
         for &id in &reads {
             let done = cs.dev.read(self.io(id), now);
             if Some(id) == target {
                 wait = done - now;
             } else {
                 cs.ready[id as usize] = done;
+                ahead += 1;
             }
         }
         reads.clear();
@@ -861,7 +863,8 @@ impl Ext<'_> {
                 }
                 None => {
                     let io = if cs.sync_dev { 0.0 } else { fc.io_us };
-                    fc.trap_us + fc.kernel_us + io + wait
+                    // The faulting task submits the pages it reads ahead.
+                    fc.trap_us + fc.kernel_us + io + wait + f64::from(ahead) * fc.ra_us
                 }
             };
             cs.major += t;

@@ -118,6 +118,34 @@ fn calibrate_agrees_with_the_kernels_counters() {
                 "{kind} {key}: {a} against {b}"
             );
         }
+        // The limit run: under the lowered limit every fault was paid for
+        // by reclaim, by the kernel's counters (machine-wide: nothing else
+        // swaps during the suite's serial tests). A quarter of the region
+        // out, two random passes: at least that quarter of the first
+        // pass's touches fault, every page brought in makes one go, and
+        // every page reclaimed (each was written) is written out.
+        assert!(k["limit_run_id"].as_i64().is_some(), "{kind}: {k}");
+        let lim = &k["limit_output"];
+        for r in lim["rounds"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{kind}: {lim}"))
+        {
+            let p = &r["limit"];
+            assert_eq!(p["errno"], 0, "{kind}: {r}");
+            let (maj, steal) = (f(&p["majflt"]), f(&p["pgsteal_anon"]));
+            assert!(maj >= 0.25 * pages, "{kind}: {p}");
+            assert!(steal >= 0.9 * maj, "{kind}: {p}");
+            assert!(f(&p["pswpout"]) >= 0.9 * steal, "{kind}: {p}");
+            assert!(
+                f(&p["stime_s"]) > 0.0 && f(&r["random_majflt"]) >= 0.9 * pages,
+                "{kind}: {r}"
+            );
+        }
+        let (a, b) = (t["reclaim_us"].as_float().unwrap(), f(&prof["reclaim_us"]));
+        assert!(
+            b >= 0.0 && (a - b).abs() <= 1e-12 * b.abs(),
+            "{kind} reclaim_us: {a} {b}"
+        );
         let ratio = f(&prof["compress_ratio"]);
         match kind {
             // Every 8-byte word holds a random 16-bit value: 2 of 8 bytes

@@ -362,10 +362,13 @@ pub struct FaultCosts {
     pub io_us: f64,
     /// Zero-filling a new anonymous page (a minor fault costs trap + this).
     pub zero_us: f64,
-    /// CPU time of reclaiming one dirty page (unmap, swap-cache insert,
-    /// write submission), paid by the program: under a memory cgroup limit
-    /// the faulting task reclaims itself.
+    /// CPU time of reclaiming one dirty page (scan, unmap, swap-cache
+    /// insert, write submission, free), paid by the program: under a memory
+    /// cgroup limit the faulting task reclaims itself.
     pub reclaim_us: f64,
+    /// CPU time a major fault spends submitting each page it reads ahead
+    /// (allocation, charge, swap-cache insert, the read's submission).
+    pub ra_us: f64,
     /// `pfa`: pages fetched between two drains of the new-page queue.
     pub pfa_batch: Option<u64>,
     /// `pfa`: OS bookkeeping per fetched page, done at the drain.
@@ -377,7 +380,7 @@ pub static FAULT_PATHS: &[(&str, &str, &str)] = &[
         "kernel",
         "Linux's path: major = trap + kernel + io + device; swap-cache hit = trap + kernel; \
          minor = trap + zero; swap-out = reclaim + device write",
-        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2",
+        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2 ra_us=0",
     ),
     (
         "pfa",
@@ -391,7 +394,14 @@ pub static FAULT_PATHS: &[(&str, &str, &str)] = &[
 impl FaultPath {
     pub fn parse(s: &str) -> Result<Self, SimError> {
         let (name, params) = Params::split_spec(s, "pfa:batch=32")?;
-        let mut keys = vec!["trap_us", "kernel_us", "io_us", "zero_us", "reclaim_us"];
+        let mut keys = vec![
+            "trap_us",
+            "kernel_us",
+            "io_us",
+            "zero_us",
+            "reclaim_us",
+            "ra_us",
+        ];
         match name.as_str() {
             "kernel" => {}
             "pfa" => keys.extend(["batch", "page_us"]),
@@ -424,19 +434,22 @@ impl FaultPath {
 
     /// The numbers, with a profile's measured costs as defaults when the
     /// device is one: its `fault_path_us` is trap + kernel, its
-    /// `minor_fault_us` trap + zero, its `write_us` the reclaim cost, and
-    /// io_us is 0 (its read latencies include the whole fault).
+    /// `minor_fault_us` trap + zero, its `reclaim_us` (or, in a profile
+    /// without it, `write_us`) the reclaim cost of a swap-out, its
+    /// `readahead_us` (or 0) that of each page a fault reads ahead, and io_us
+    /// is 0 (its read latencies include the whole fault).
     pub fn costs(&self, profile: Option<&DeviceProfile>) -> Result<FaultCosts, SimError> {
         let p = &self.params;
         let trap = p.real("trap_us", 0.1, 0.0, 1e6)?;
-        let (kernel, io, zero, reclaim) = match profile {
+        let (kernel, io, zero, reclaim, ra) = match profile {
             Some(pr) => (
                 (pr.fault_path_us - trap).max(0.0),
                 0.0,
                 (pr.minor_fault_us - trap).max(0.0),
-                pr.write_us,
+                pr.reclaim_us.unwrap_or(pr.write_us),
+                pr.readahead_us.unwrap_or(0.0),
             ),
-            None => (1.1, 3.0, 0.4, 2.0),
+            None => (1.1, 3.0, 0.4, 2.0, 0.0),
         };
         let pfa = self.name == "pfa";
         Ok(FaultCosts {
@@ -445,6 +458,7 @@ impl FaultPath {
             io_us: p.real("io_us", io, 0.0, 1e6)?,
             zero_us: p.real("zero_us", zero, 0.0, 1e6)?,
             reclaim_us: p.real("reclaim_us", reclaim, 0.0, 1e6)?,
+            ra_us: p.real("ra_us", ra, 0.0, 1e6)?,
             pfa_batch: if pfa {
                 Some(p.int("batch", 64, 1, 4096)?)
             } else {
@@ -581,11 +595,47 @@ mod tests {
         assert_eq!(c.pfa_batch, Some(8));
         assert_eq!(c.kernel_us, 2.0); // given explicitly: wins over the profile
         assert!((c.zero_us - 0.3).abs() < 1e-9);
-        assert_eq!((c.io_us, c.reclaim_us), (0.0, 6.0));
+        assert_eq!((c.io_us, c.reclaim_us, c.ra_us), (0.0, 6.0, 0.0));
+        // A profile with the limit pass's reclaim cost: that, not write_us.
+        let measured = DeviceProfile {
+            reclaim_us: Some(9.0),
+            readahead_us: Some(1.5),
+            ..DeviceProfile::example()
+        };
+        let c = FaultPath::parse("kernel")
+            .unwrap()
+            .costs(Some(&measured))
+            .unwrap();
+        assert_eq!((c.reclaim_us, c.ra_us), (9.0, 1.5));
+        let c = FaultPath::parse("kernel:ra_us=1")
+            .unwrap()
+            .costs(Some(&measured))
+            .unwrap();
+        assert_eq!(c.ra_us, 1.0);
         let e = FaultPath::parse("kernel:batch=3").unwrap_err().to_string();
         assert!(e.contains("no parameter 'batch'"), "{e}");
         assert!(FaultPath::parse("fast").is_err());
         assert!(FaultPath::parse("pfa:batch=0").is_err());
+    }
+
+    #[test]
+    fn a_fault_pays_ra_us_for_each_page_it_reads_ahead() {
+        // Two sequential passes over 64 pages in 16 frames with the kernel's
+        // readahead (cluster, 8 pages): each major fault reads up to 7
+        // more, and the faults' time grows by exactly ra_us a page read
+        // ahead, nothing else moving.
+        let refs: Vec<(u64, bool)> = (0..128).map(|i| (i % 64, true)).collect();
+        let run = |fp: &str| costed("lru", 16, "ssd", fp, "cluster:pc=3", None, &refs).unwrap();
+        let (a, b) = (run("kernel"), run("kernel:ra_us=2.5"));
+        assert_eq!(a.counters, b.counters);
+        let ahead = b.counters.prefetch_reads as f64;
+        assert!(ahead > 0.0);
+        let (ca, cb) = (a.cost.unwrap(), b.cost.unwrap());
+        assert!(
+            close(cb.major_time_s - ca.major_time_s, ahead * 2.5e-6),
+            "{ca:?} {cb:?}"
+        );
+        assert!(close(cb.reclaim_time_s, ca.reclaim_time_s));
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! serves a read in `read_*_us − fault_path_us` (sequential when the slot
 //! follows the last one read, random otherwise) and the fault path adds
 //! trap + kernel = `fault_path_us` back; transfers are serialised at
-//! `read_mb_s` (a pipe). A swap-out stalls the program `write_us` (the
-//! measured reclaim time per page, used as the fault path's reclaim cost).
+//! `read_mb_s` (a pipe). A swap-out stalls the program `reclaim_us` when the
+//! profile has it (the system CPU of reclaiming and writing out a page under
+//! a memory cgroup's limit), else `write_us` (MADV_PAGEOUT and its
+//! writeback, per page), and a fault that reads ahead pays `readahead_us`
+//! per page it reads besides its own (0 when absent). Both are the fault
+//! path's defaults.
 //! zram and zswap profiles keep `compress_ratio` of each stored page in RAM.
 use super::{page_us, DevStats, Device, DeviceInfo, Io, Pipe};
 use crate::error::SimError;
@@ -34,6 +38,15 @@ pub struct DeviceProfile {
     pub read_rand_p99_us: f64,
     /// Swap-out cost per page (reclaim time / pages swapped out).
     pub write_us: f64,
+    /// System CPU time of reclaiming and writing out one page under a
+    /// memory cgroup's limit (calibrate's `limit` pass). Absent in profiles
+    /// written before it was measured: `write_us` stands in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_us: Option<f64>,
+    /// CPU time of submitting one page's read ahead (MADV_WILLNEED's system
+    /// time per page), paid by the task whose fault reads ahead. Absent: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub readahead_us: Option<f64>,
     /// Sequential swap-in throughput with readahead.
     pub read_mb_s: f64,
     /// Kernel path of a major fault without device I/O (swap-cache hit).
@@ -63,7 +76,8 @@ impl DeviceProfile {
             SimError::BadParam(format!(
                 "{}; a profile has exactly the keys kind, name, kernel, measured, read_seq_us, \
                  read_rand_us, read_rand_p99_us, write_us, read_mb_s, fault_path_us, \
-                 minor_fault_us, compress_ratio (docs/simulator.md, \"Devices and fault costs\")",
+                 minor_fault_us, compress_ratio, and optionally reclaim_us and readahead_us \
+                 (docs/simulator.md, \"Devices and fault costs\")",
                 e.to_string().trim()
             ))
         })?;
@@ -94,6 +108,8 @@ impl DeviceProfile {
             ("fault_path_us", self.fault_path_us),
             ("minor_fault_us", self.minor_fault_us),
             ("compress_ratio", self.compress_ratio),
+            ("reclaim_us", self.reclaim_us.unwrap_or(0.0)),
+            ("readahead_us", self.readahead_us.unwrap_or(0.0)),
         ];
         for (k, v) in nums {
             if !v.is_finite() || v < 0.0 {
@@ -132,6 +148,8 @@ impl DeviceProfile {
             read_rand_us: 110.0,
             read_rand_p99_us: 900.0,
             write_us: 6.0,
+            reclaim_us: None,
+            readahead_us: None,
             read_mb_s: 400.0,
             fault_path_us: 1.2,
             minor_fault_us: 0.4,
@@ -194,7 +212,8 @@ impl Device for Measured {
         self.pipe.op(now, lat, self.xfer)
     }
     fn write(&mut self, _io: Io, now: f64) -> f64 {
-        // The stall is the fault path's reclaim cost (= write_us).
+        // The stall is the fault path's reclaim cost (reclaim_us, or
+        // write_us in an older profile).
         self.st.write(self.xfer);
         self.pipe.op(now, 0.0, self.xfer);
         0.0

@@ -183,6 +183,11 @@ pub struct KindResult {
     pub swapin_pages: Option<f64>,
     /// The workload's JSON output, as it printed it.
     pub output: serde_json::Value,
+    /// The `--limit` run (the reclaim CPU under a limit) and its output.
+    #[serde(default)]
+    pub limit_run_id: Option<i64>,
+    #[serde(default)]
+    pub limit_output: serde_json::Value,
 }
 
 /// A whole `swaplab calibrate`.
@@ -358,6 +363,8 @@ fn measure(
             swapout_pages: rec.get(MetricName::SwapoutPages),
             swapin_pages: rec.get(MetricName::SwapinPages),
             output: output.clone(),
+            limit_run_id: None,
+            limit_output: serde_json::Value::Null,
         };
         if rec.outcome != Some(Outcome::Ok) {
             let why = std::fs::read_to_string(rec.dir.join("stderr.txt")).unwrap_or_default();
@@ -422,7 +429,28 @@ fn measure(
                 "{kind}: {cache_maj} major faults while touching the swap cache: MADV_WILLNEED had not read everything"
             ));
         }
-        let prof = profile(kind, &k, &rounds, pages, &output)?;
+        let mut prof = profile(kind, &k, &rounds, pages, &output)?;
+        // The reclaim CPU under a limit, in a run of its own: the kernel
+        // may OOM-kill a process under a limit this tight, and that must
+        // not cost the timed phases above.
+        let mut lcmd = cmd[..4].to_vec();
+        lcmd.extend(["--rounds".into(), opts.rounds.to_string(), "--limit".into()]);
+        let lrec = group.run(&lcmd, &ro, &format!("{kind}-limit"), 0)?;
+        k.limit_run_id = Some(lrec.id);
+        k.limit_output = lrec.workload_output.clone().unwrap_or_default();
+        let costs: Vec<f64> = k.limit_output["rounds"]
+            .as_array()
+            .map(|rs| rs.iter().filter_map(reclaim_cost).collect())
+            .unwrap_or_default();
+        prof.reclaim_us = crate::bench::touch::median(costs);
+        if prof.reclaim_us.is_none() {
+            notes.push(format!(
+                "{kind}: the limit pass measured nothing (run {} ended {}): the profile has no \
+                 reclaim_us, and the simulator charges write_us per swap-out",
+                lrec.id,
+                lrec.outcome.map_or("unknown", |o| o.as_str())
+            ));
+        }
         let path = profile_path(&home, kind);
         save_profile(&prof, &path)?;
         if kind == "file" {
@@ -474,6 +502,7 @@ fn profile(
     // Write: every eviction follows a pass that dirtied every page.
     let mut writes = Vec::new();
     let mut reads = Vec::new();
+    let mut submits = Vec::new();
     for r in rounds {
         let (Some(po), Some(wb), Some(ev)) = (
             r["pageout_s"].as_array(),
@@ -495,8 +524,17 @@ fn profile(
         if let Some(s) = r["willneed_s"].as_f64().filter(|s| *s > 0.0) {
             reads.push(pages as f64 * 4096.0 / s / 1e6);
         }
+        // The madvise call's system time: the submission of a read of
+        // every page the eviction before it left out.
+        if let (Some(st), Some(n)) = (
+            r["willneed_stime_s"].as_f64(),
+            r["evicted"][2].as_f64().filter(|n| *n > 0.0),
+        ) {
+            submits.push(st * 1e6 / n);
+        }
     }
     let median = |xs: Vec<f64>| crate::bench::touch::median(xs).unwrap_or(0.0);
+    let some_median = |xs: Vec<f64>| crate::bench::touch::median(xs);
     let prof = DeviceProfile {
         kind: kind.into(),
         name: k.swap.clone(),
@@ -508,6 +546,8 @@ fn profile(
         read_rand_us: us("random", |s| s.p50_ns),
         read_rand_p99_us: us("random", |s| s.p99_ns),
         write_us: median(writes),
+        reclaim_us: None, // from the `--limit` run, after this one
+        readahead_us: some_median(submits),
         read_mb_s: median(reads),
         fault_path_us: us("cache", |s| s.p50_ns),
         minor_fault_us: us("minor", |s| s.p50_ns),
@@ -520,6 +560,23 @@ fn profile(
         ))
     })?;
     Ok(prof)
+}
+
+/// One `--limit` round's reclaim CPU per page written out, µs: the limit
+/// pass's system time less its major faults at the `random` pass's CPU per
+/// fault (a swap-in without reclaim), over the pages it wrote out. `None`
+/// when the pass failed or wrote nothing; a negative result (the machine's
+/// noise, larger than the cost) is 0.
+fn reclaim_cost(round: &serde_json::Value) -> Option<f64> {
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64();
+    let fault = f(round, "random_stime_s")? / f(round, "random_majflt").filter(|&m| m > 0.0)?;
+    let p = &round["limit"];
+    if p["errno"].as_i64() != Some(0) {
+        return None;
+    }
+    let cpu = f(p, "stime_s")? - f(p, "majflt")? * fault;
+    let out = f(p, "pswpout").filter(|&o| o > 0.0)?;
+    Some((cpu / out).max(0.0) * 1e6)
 }
 
 #[cfg(test)]
@@ -536,11 +593,33 @@ mod tests {
             read_rand_us: 8.6,
             read_rand_p99_us: 16.5,
             write_us: 17.5,
+            reclaim_us: Some(9.5),
+            readahead_us: Some(1.5),
             read_mb_s: 450.0,
             fault_path_us: 1.6,
             minor_fault_us: 2.9,
             compress_ratio: 0.55,
         }
+    }
+
+    #[test]
+    fn reclaim_cost_is_the_limit_pass_cpu_beyond_its_faults() {
+        // A swap-in's own CPU: 0.5 s over 16,000 random faults = 31.25 µs.
+        // The limit pass: 27,000 faults, 26,000 pages written out, 1.1 s:
+        // (1.1 − 27,000 × 31.25 µs) / 26,000 = 0.25625 s / 26,000 = 9.855… µs.
+        let mut round = serde_json::json!({"random_stime_s": 0.5, "random_majflt": 16000,
+            "limit": {"errno": 0, "stime_s": 1.1, "majflt": 27000, "pswpout": 26000}});
+        let c = reclaim_cost(&round).unwrap();
+        assert!((c - 0.25625e6 / 26000.0).abs() < 1e-9, "{c}");
+        // Noise larger than the cost: 0, never negative.
+        round["limit"]["stime_s"] = 0.8.into();
+        assert_eq!(reclaim_cost(&round), Some(0.0));
+        // A pass whose limit the kernel refused, or that wrote nothing, is
+        // no measurement.
+        round["limit"]["pswpout"] = 0.into();
+        assert_eq!(reclaim_cost(&round), None);
+        round["limit"] = serde_json::json!({"errno": 16});
+        assert_eq!(reclaim_cost(&round), None);
     }
 
     #[test]

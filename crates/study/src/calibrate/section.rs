@@ -62,6 +62,18 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
                 "(MADV_PAGEOUT + writeback) per page evicted, median",
             ),
             col(
+                "reclaim_us",
+                "float",
+                "µs",
+                "system CPU of reclaiming and writing out a page under the group's limit (the limit pass), median",
+            ),
+            col(
+                "readahead_us",
+                "float",
+                "µs",
+                "system CPU of MADV_WILLNEED per page read: a read's submission, median",
+            ),
+            col(
                 "read_mb_s",
                 "float",
                 "MB/s",
@@ -98,6 +110,8 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
             pr.read_rand_us.into(),
             pr.read_rand_p99_us.into(),
             pr.write_us.into(),
+            pr.reclaim_us.into(),
+            pr.readahead_us.into(),
             pr.read_mb_s.into(),
             pr.fault_path_us.into(),
             pr.minor_fault_us.into(),
@@ -178,13 +192,17 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
         .collect();
     let bars = Figure {
         title: "Cost per page by swap kind".into(),
-        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
+        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, the reclaim CPU of a page swapped out under the group's limit, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
         chart: Chart::Bars {
             categories: ok.iter().map(|(k, _)| k.kind.clone()).collect(),
             series: vec![
                 ("swap-in seq".into(), ok.iter().map(|(_, p)| p.read_seq_us).collect()),
                 ("swap-in random".into(), ok.iter().map(|(_, p)| p.read_rand_us).collect()),
                 ("swap-out".into(), ok.iter().map(|(_, p)| p.write_us).collect()),
+                (
+                    "reclaim under a limit".into(),
+                    ok.iter().map(|(_, p)| p.reclaim_us.unwrap_or(0.0)).collect(),
+                ),
                 ("swap-cache fault".into(), ok.iter().map(|(_, p)| p.fault_path_us).collect()),
                 ("minor fault".into(), ok.iter().map(|(_, p)| p.minor_fault_us).collect()),
             ],
