@@ -36,10 +36,13 @@
  * in the round's random order writing a byte per touch, every fault
  * reclaimed for under the limit by this task (direct memory-cgroup
  * reclaim, as a program under a limit pays it; the pages reclaimed are
- * dirty: swap-outs). Not timed per touch: the pass's system CPU time
- * (getrusage), faults and the machine's pswpout/pswpin/pgsteal_anon/
- * pgscan_anon deltas are printed, from which `swaplab calibrate` derives
- * the reclaim CPU per page swapped out. Latencies are rdtsc-timed (timer.h)
+ * dirty: swap-outs); then `limit_read`: the region evicted again and
+ * read back (on a swap file every page keeps its swap copy), and the same
+ * under the limit with reads only, so the pages reclaimed are clean. Not
+ * timed per touch: each pass's system CPU time (getrusage), faults and the
+ * machine's pswpout/pswpin/pgsteal_anon/pgscan_anon deltas are printed,
+ * from which `swaplab calibrate` derives the reclaim CPU per page swapped
+ * out and per clean page reclaimed. Latencies are rdtsc-timed (timer.h)
  * into an mlocked buffer and written to DIR/PHASE-ROUND.u32 (little-endian
  * u32 ns in touch order; minor.u32 once). stdout: one JSON line with the
  * per-round counts (faults, evicted pages, times) and, on zram or zswap,
@@ -216,10 +219,11 @@ static long minflt(void)
     return ru.ru_minflt;
 }
 
-/* `limit`: a quarter of the region must go, and two random passes write it
- * back in under the limit (see the top of the file). The limit is restored before
+/* `limit`: a quarter of the region must go, and two random passes write
+ * (or read) it back in under the limit (see the top of the file). The limit is restored before
  * returning, or the process dies saying so. */
-static struct limit_pass limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order)
+static struct limit_pass limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order,
+                                    int write)
 {
     struct limit_pass lp = {0};
     char usage_path[4200], limit_path[4200], old[64], v[32];
@@ -256,7 +260,10 @@ static struct limit_pass limit_pass(const struct cg *c, char *region, uint64_t p
     for (int pass = 0; pass < 2; pass++)
         for (uint64_t i = 0; i < pages; i++) {
             volatile char *p = region + (uint64_t)order[i] * PAGE;
-            *p = (char)(*p + 1);
+            if (write)
+                *p = (char)(*p + 1);
+            else
+                sink = (char)(sink + *p);
         }
     (void)sink;
     lp.wall_s = (double)(now_ns() - t0) * 1e-9;
@@ -286,16 +293,16 @@ static void shuffle(uint32_t *order, uint64_t pages, struct rng *g)
     }
 }
 
-/* The limit pass in `order`, printed as `,"limit":{...}`. */
-static void print_limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order)
+/* A limit pass in `order`, printed as `,"NAME":{...}`. */
+static void print_limit_pass(const struct cg *c, char *region, uint64_t pages, const uint32_t *order, int write)
 {
-    struct limit_pass lp = limit_pass(c, region, pages, order);
-    printf(",\"limit\":{\"errno\":%d,\"set_s\":%.6f,\"wall_s\":%.6f,\"stime_s\":%.6f,"
+    struct limit_pass lp = limit_pass(c, region, pages, order, write);
+    printf(",\"%s\":{\"errno\":%d,\"set_s\":%.6f,\"wall_s\":%.6f,\"stime_s\":%.6f,"
            "\"touches\":%llu,\"fill_majflt\":%ld,\"majflt\":%ld,\"minflt\":%ld,\"pswpout\":%llu,"
            "\"pswpin\":%llu,\"pgsteal_anon\":%llu,\"pgscan_anon\":%llu}",
-           lp.err, lp.set_s, lp.wall_s, lp.stime_s, (unsigned long long)(2 * pages), lp.fill_majflt, lp.majflt,
-           lp.minflt, (unsigned long long)lp.pswpout, (unsigned long long)lp.pswpin, (unsigned long long)lp.pgsteal,
-           (unsigned long long)lp.pgscan);
+           write ? "limit" : "limit_read", lp.err, lp.set_s, lp.wall_s, lp.stime_s, (unsigned long long)(2 * pages),
+           lp.fill_majflt, lp.majflt, lp.minflt, (unsigned long long)lp.pswpout, (unsigned long long)lp.pswpin,
+           (unsigned long long)lp.pgsteal, (unsigned long long)lp.pgscan);
     fflush(stdout);
 }
 
@@ -487,7 +494,12 @@ int run_swapin_lat(int argc, char **argv)
             touch(region, pages, order, lat, ovh);
             printf("%s{\"evicted\":%llu,\"random_majflt\":%ld,\"random_stime_s\":%.6f", r ? "," : "",
                    (unsigned long long)ev.evicted, majflt() - a, stime_s() - st0);
-            print_limit_pass(&c, region, pages, order);
+            print_limit_pass(&c, region, pages, order, 1);
+            /* Every page out and read back: each has its swap copy (on a
+             * swap file; zram drops it at the read), and the reading pass
+             * reclaims clean pages. */
+            evict(&c, region, pages, vec);
+            print_limit_pass(&c, region, pages, order, 0);
             printf("}");
         }
         printf("]}\n");

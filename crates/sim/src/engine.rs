@@ -693,6 +693,10 @@ const PREFETCHED: u8 = 8;
 const RA: u8 = 16;
 /// Pinned by an mlock hint: never in the policy.
 const PINNED: u8 = 32;
+/// Written out by the policy while resident (`linux`'s writeback): its
+/// reclaim was charged with the write, and freeing it later costs nothing
+/// more.
+const WRITTEN: u8 = 64;
 /// No slot / no owner.
 const NO: u32 = u32::MAX;
 
@@ -890,6 +894,12 @@ impl Ext<'_> {
         self.c.evictions += 1;
         if vs & DIRTY != 0 {
             self.write_out(v);
+        } else if vs & WRITTEN == 0 {
+            if let Some(cs) = &mut self.cost {
+                // A clean page (its swap copy valid): reclaimed, not written.
+                cs.reclaim += cs.fc.clean_us;
+                cs.stall += cs.fc.clean_us;
+            }
         }
         if vs & PREFETCHED != 0 {
             self.c.prefetch_unused += 1;
@@ -928,7 +938,7 @@ impl Ext<'_> {
             }
             if ps & DIRTY != 0 {
                 self.write_out(p);
-                self.state[p as usize] = ps & !DIRTY;
+                self.state[p as usize] = (ps & !DIRTY) | WRITTEN;
             }
         }
         written.clear();

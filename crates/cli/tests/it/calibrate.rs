@@ -140,6 +140,28 @@ fn calibrate_agrees_with_the_kernels_counters() {
                 f(&p["stime_s"]) > 0.0 && f(&r["random_majflt"]) >= 0.9 * pages,
                 "{kind}: {r}"
             );
+            // The reading pass: as many faults, and on a swap file the
+            // pages it brought back kept their copies, so hardly any page
+            // it reclaimed was written out.
+            let rd = &r["limit_read"];
+            assert_eq!(rd["errno"], 0, "{kind}: {r}");
+            assert!(f(&rd["majflt"]) >= 0.25 * pages, "{kind}: {rd}");
+            if kind == "file" {
+                assert!(
+                    f(&rd["pswpout"]) <= 0.1 * f(&rd["pgsteal_anon"]),
+                    "{kind}: {rd}"
+                );
+            }
+        }
+        if kind == "file" {
+            let (a, b) = (
+                t["reclaim_clean_us"].as_float().unwrap(),
+                f(&prof["reclaim_clean_us"]),
+            );
+            assert!(
+                b >= 0.0 && (a - b).abs() <= 1e-12 * b.abs(),
+                "reclaim_clean_us: {a} {b}"
+            );
         }
         let (a, b) = (t["reclaim_us"].as_float().unwrap(), f(&prof["reclaim_us"]));
         assert!(

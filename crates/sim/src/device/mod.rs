@@ -366,6 +366,8 @@ pub struct FaultCosts {
     /// insert, write submission, free), paid by the program: under a memory
     /// cgroup limit the faulting task reclaims itself.
     pub reclaim_us: f64,
+    /// CPU time of reclaiming one clean page (unmap, free; no write).
+    pub clean_us: f64,
     /// CPU time a major fault spends submitting each page it reads ahead
     /// (allocation, charge, swap-cache insert, the read's submission).
     pub ra_us: f64,
@@ -380,7 +382,7 @@ pub static FAULT_PATHS: &[(&str, &str, &str)] = &[
         "kernel",
         "Linux's path: major = trap + kernel + io + device; swap-cache hit = trap + kernel; \
          minor = trap + zero; swap-out = reclaim + device write",
-        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2 ra_us=0",
+        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2 clean_us=0 ra_us=0",
     ),
     (
         "pfa",
@@ -400,6 +402,7 @@ impl FaultPath {
             "io_us",
             "zero_us",
             "reclaim_us",
+            "clean_us",
             "ra_us",
         ];
         match name.as_str() {
@@ -436,20 +439,22 @@ impl FaultPath {
     /// device is one: its `fault_path_us` is trap + kernel, its
     /// `minor_fault_us` trap + zero, its `reclaim_us` (or, in a profile
     /// without it, `write_us`) the reclaim cost of a swap-out, its
+    /// `reclaim_clean_us` (or 0) that of a clean page reclaimed, its
     /// `readahead_us` (or 0) that of each page a fault reads ahead, and io_us
     /// is 0 (its read latencies include the whole fault).
     pub fn costs(&self, profile: Option<&DeviceProfile>) -> Result<FaultCosts, SimError> {
         let p = &self.params;
         let trap = p.real("trap_us", 0.1, 0.0, 1e6)?;
-        let (kernel, io, zero, reclaim, ra) = match profile {
+        let (kernel, io, zero, reclaim, clean, ra) = match profile {
             Some(pr) => (
                 (pr.fault_path_us - trap).max(0.0),
                 0.0,
                 (pr.minor_fault_us - trap).max(0.0),
                 pr.reclaim_us.unwrap_or(pr.write_us),
+                pr.reclaim_clean_us.unwrap_or(0.0),
                 pr.readahead_us.unwrap_or(0.0),
             ),
-            None => (1.1, 3.0, 0.4, 2.0, 0.0),
+            None => (1.1, 3.0, 0.4, 2.0, 0.0, 0.0),
         };
         let pfa = self.name == "pfa";
         Ok(FaultCosts {
@@ -458,6 +463,7 @@ impl FaultPath {
             io_us: p.real("io_us", io, 0.0, 1e6)?,
             zero_us: p.real("zero_us", zero, 0.0, 1e6)?,
             reclaim_us: p.real("reclaim_us", reclaim, 0.0, 1e6)?,
+            clean_us: p.real("clean_us", clean, 0.0, 1e6)?,
             ra_us: p.real("ra_us", ra, 0.0, 1e6)?,
             pfa_batch: if pfa {
                 Some(p.int("batch", 64, 1, 4096)?)
@@ -595,10 +601,14 @@ mod tests {
         assert_eq!(c.pfa_batch, Some(8));
         assert_eq!(c.kernel_us, 2.0); // given explicitly: wins over the profile
         assert!((c.zero_us - 0.3).abs() < 1e-9);
-        assert_eq!((c.io_us, c.reclaim_us, c.ra_us), (0.0, 6.0, 0.0));
+        assert_eq!(
+            (c.io_us, c.reclaim_us, c.clean_us, c.ra_us),
+            (0.0, 6.0, 0.0, 0.0)
+        );
         // A profile with the limit pass's reclaim cost: that, not write_us.
         let measured = DeviceProfile {
             reclaim_us: Some(9.0),
+            reclaim_clean_us: Some(3.0),
             readahead_us: Some(1.5),
             ..DeviceProfile::example()
         };
@@ -606,7 +616,7 @@ mod tests {
             .unwrap()
             .costs(Some(&measured))
             .unwrap();
-        assert_eq!((c.reclaim_us, c.ra_us), (9.0, 1.5));
+        assert_eq!((c.reclaim_us, c.clean_us, c.ra_us), (9.0, 3.0, 1.5));
         let c = FaultPath::parse("kernel:ra_us=1")
             .unwrap()
             .costs(Some(&measured))
@@ -616,6 +626,55 @@ mod tests {
         assert!(e.contains("no parameter 'batch'"), "{e}");
         assert!(FaultPath::parse("fast").is_err());
         assert!(FaultPath::parse("pfa:batch=0").is_err());
+    }
+
+    #[test]
+    fn a_clean_page_reclaimed_costs_clean_us_and_a_written_one_reclaim_us() {
+        // LRU, 2 pages: 0 1 2 0 1 2, each first touch dirty (a new page).
+        //  2: evicts 0 (dirty: written), 0: evicts 1 (dirty), 1: evicts 2
+        //  (dirty); 0 and 1 came back with their swap copies, so 2 evicts
+        //  0 clean: 3 written, 1 clean. reclaim = 3 × 2 + 1 × 0.5 = 6.5 µs.
+        let refs = [
+            (0, false),
+            (1, false),
+            (2, false),
+            (0, false),
+            (1, false),
+            (2, false),
+        ];
+        let fp = "kernel:reclaim_us=2:clean_us=0.5";
+        let r = costed("lru", 2, "ssd", fp, "none", None, &refs).unwrap();
+        assert_eq!((r.counters.evictions, r.counters.swap_outs), (4, 3));
+        assert!(close(r.cost.unwrap().reclaim_time_s * 1e6, 6.5));
+        // `linux` writes a page as it evicts it: every eviction is charged
+        // once, a written one reclaim_us, a clean one clean_us.
+        let refs: Vec<(u64, bool)> = (0..400).map(|i| ((i * 7) % 23, i % 3 == 0)).collect();
+        let run = |pol: &str| {
+            let r = costed(pol, 8, "ssd", fp, "none", None, &refs).unwrap();
+            let c = r.counters;
+            (
+                c.swap_outs as f64,
+                (c.evictions - c.swap_outs) as f64,
+                r.cost.unwrap().reclaim_time_s * 1e6,
+            )
+        };
+        let (outs, clean, cost) = run("linux");
+        assert!(outs > 0.0 && clean > 0.0);
+        assert!(
+            close(cost, 2.0 * outs + 0.5 * clean),
+            "{cost} {outs} {clean}"
+        );
+        // With writeback=async a page written at one pass is freed at a
+        // later one, clean by then: its write was charged reclaim_us, its
+        // free nothing more. The trace of linux's hand_worked_async_writeback:
+        // reclaim writes 0..6 (7 swap-outs) and frees 6 and 5 (2 evictions,
+        // both written): 7 × 2 µs, and no clean_us (it would be 15 µs with).
+        let mut t: Vec<(u64, bool)> = (0..9).map(|p| (p, false)).collect();
+        t.extend([(1, false), (0, false), (9, false)]);
+        let spec = "linux:refault=0:batch=4:swappiness=200:reclaim=batch:writeback=async";
+        let r = costed(spec, 8, "ssd", fp, "none", None, &t).unwrap();
+        assert_eq!((r.counters.swap_outs, r.counters.evictions), (7, 2));
+        assert!(close(r.cost.unwrap().reclaim_time_s * 1e6, 14.0));
     }
 
     #[test]

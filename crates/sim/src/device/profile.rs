@@ -7,8 +7,9 @@
 //! `read_mb_s` (a pipe). A swap-out stalls the program `reclaim_us` when the
 //! profile has it (the system CPU of reclaiming and writing out a page under
 //! a memory cgroup's limit), else `write_us` (MADV_PAGEOUT and its
-//! writeback, per page), and a fault that reads ahead pays `readahead_us`
-//! per page it reads besides its own (0 when absent). Both are the fault
+//! writeback, per page), a clean page reclaimed costs `reclaim_clean_us`
+//! (0 when absent), and a fault that reads ahead pays `readahead_us` per
+//! page it reads besides its own (0 when absent). All three are the fault
 //! path's defaults.
 //! zram and zswap profiles keep `compress_ratio` of each stored page in RAM.
 use super::{page_us, DevStats, Device, DeviceInfo, Io, Pipe};
@@ -43,6 +44,11 @@ pub struct DeviceProfile {
     /// written before it was measured: `write_us` stands in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim_us: Option<f64>,
+    /// System CPU time of reclaiming one clean page (its swap copy valid)
+    /// under the limit (calibrate's `limit_read` pass). Absent (older
+    /// profiles, and zram, whose reads drop the swap copy): 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reclaim_clean_us: Option<f64>,
     /// CPU time of submitting one page's read ahead (MADV_WILLNEED's system
     /// time per page), paid by the task whose fault reads ahead. Absent: 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,7 +82,8 @@ impl DeviceProfile {
             SimError::BadParam(format!(
                 "{}; a profile has exactly the keys kind, name, kernel, measured, read_seq_us, \
                  read_rand_us, read_rand_p99_us, write_us, read_mb_s, fault_path_us, \
-                 minor_fault_us, compress_ratio, and optionally reclaim_us and readahead_us \
+                 minor_fault_us, compress_ratio, and optionally reclaim_us, reclaim_clean_us and \
+                 readahead_us \
                  (docs/simulator.md, \"Devices and fault costs\")",
                 e.to_string().trim()
             ))
@@ -109,6 +116,7 @@ impl DeviceProfile {
             ("minor_fault_us", self.minor_fault_us),
             ("compress_ratio", self.compress_ratio),
             ("reclaim_us", self.reclaim_us.unwrap_or(0.0)),
+            ("reclaim_clean_us", self.reclaim_clean_us.unwrap_or(0.0)),
             ("readahead_us", self.readahead_us.unwrap_or(0.0)),
         ];
         for (k, v) in nums {
@@ -149,6 +157,7 @@ impl DeviceProfile {
             read_rand_p99_us: 900.0,
             write_us: 6.0,
             reclaim_us: None,
+            reclaim_clean_us: None,
             readahead_us: None,
             read_mb_s: 400.0,
             fault_path_us: 1.2,

@@ -438,11 +438,14 @@ fn measure(
         let lrec = group.run(&lcmd, &ro, &format!("{kind}-limit"), 0)?;
         k.limit_run_id = Some(lrec.id);
         k.limit_output = lrec.workload_output.clone().unwrap_or_default();
-        let costs: Vec<f64> = k.limit_output["rounds"]
+        let (dirty, clean): (Vec<_>, Vec<_>) = k.limit_output["rounds"]
             .as_array()
-            .map(|rs| rs.iter().filter_map(reclaim_cost).collect())
+            .map(|rs| rs.iter().map(reclaim_costs).unzip())
             .unwrap_or_default();
-        prof.reclaim_us = crate::bench::touch::median(costs);
+        let median =
+            |xs: Vec<Option<f64>>| crate::bench::touch::median(xs.into_iter().flatten().collect());
+        prof.reclaim_us = median(dirty);
+        prof.reclaim_clean_us = median(clean);
         if prof.reclaim_us.is_none() {
             notes.push(format!(
                 "{kind}: the limit pass measured nothing (run {} ended {}): the profile has no \
@@ -547,6 +550,7 @@ fn profile(
         read_rand_p99_us: us("random", |s| s.p99_ns),
         write_us: median(writes),
         reclaim_us: None, // from the `--limit` run, after this one
+        reclaim_clean_us: None,
         readahead_us: some_median(submits),
         read_mb_s: median(reads),
         fault_path_us: us("cache", |s| s.p50_ns),
@@ -562,21 +566,38 @@ fn profile(
     Ok(prof)
 }
 
-/// One `--limit` round's reclaim CPU per page written out, µs: the limit
-/// pass's system time less its major faults at the `random` pass's CPU per
-/// fault (a swap-in without reclaim), over the pages it wrote out. `None`
-/// when the pass failed or wrote nothing; a negative result (the machine's
-/// noise, larger than the cost) is 0.
-fn reclaim_cost(round: &serde_json::Value) -> Option<f64> {
+/// One `--limit` round's reclaim CPU, µs: per page written out, and per
+/// clean page reclaimed. A pass's system time less its major faults at the
+/// `random` pass's CPU per fault (a swap-in without reclaim) is its reclaim
+/// CPU. `limit` wrote every page it reclaimed: over its swap-outs, the
+/// first. `limit_read` reclaimed clean pages (and a few dirty ones, at the
+/// first): over those, the second, when most of what it reclaimed was clean
+/// (not on zram, whose reads drop the swap copy). `None` when a pass
+/// failed or counted nothing; a negative result (the machine's noise,
+/// larger than the cost) is 0.
+fn reclaim_costs(round: &serde_json::Value) -> (Option<f64>, Option<f64>) {
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64();
-    let fault = f(round, "random_stime_s")? / f(round, "random_majflt").filter(|&m| m > 0.0)?;
-    let p = &round["limit"];
-    if p["errno"].as_i64() != Some(0) {
-        return None;
-    }
-    let cpu = f(p, "stime_s")? - f(p, "majflt")? * fault;
-    let out = f(p, "pswpout").filter(|&o| o > 0.0)?;
-    Some((cpu / out).max(0.0) * 1e6)
+    let Some(fault) =
+        f(round, "random_stime_s").zip(f(round, "random_majflt").filter(|&m| m > 0.0))
+    else {
+        return (None, None);
+    };
+    let fault = fault.0 / fault.1;
+    let pass = |k: &str| -> Option<(f64, f64, f64)> {
+        let p = &round[k];
+        if p["errno"].as_i64() != Some(0) {
+            return None;
+        }
+        let cpu = f(p, "stime_s")? - f(p, "majflt")? * fault;
+        Some((cpu, f(p, "pgsteal_anon")?, f(p, "pswpout")?))
+    };
+    let dirty = pass("limit")
+        .filter(|p| p.2 > 0.0)
+        .map(|(cpu, _, out)| (cpu / out).max(0.0));
+    let clean = pass("limit_read")
+        .filter(|(_, steal, out)| steal - out >= 0.5 * steal && *steal > 0.0)
+        .map(|(cpu, steal, out)| ((cpu - out * dirty.unwrap_or(0.0)) / (steal - out)).max(0.0));
+    (dirty.map(|d| d * 1e6), clean.map(|c| c * 1e6))
 }
 
 #[cfg(test)]
@@ -594,6 +615,7 @@ mod tests {
             read_rand_p99_us: 16.5,
             write_us: 17.5,
             reclaim_us: Some(9.5),
+            reclaim_clean_us: Some(3.5),
             readahead_us: Some(1.5),
             read_mb_s: 450.0,
             fault_path_us: 1.6,
@@ -603,23 +625,36 @@ mod tests {
     }
 
     #[test]
-    fn reclaim_cost_is_the_limit_pass_cpu_beyond_its_faults() {
+    fn reclaim_costs_are_the_limit_passes_cpu_beyond_their_faults() {
         // A swap-in's own CPU: 0.5 s over 16,000 random faults = 31.25 µs.
-        // The limit pass: 27,000 faults, 26,000 pages written out, 1.1 s:
-        // (1.1 − 27,000 × 31.25 µs) / 26,000 = 0.25625 s / 26,000 = 9.855… µs.
+        // limit: 27,000 faults, 26,000 pages written out, 1.1 s:
+        //  (1.1 − 27,000 × 31.25 µs) / 26,000 = 0.25625 s / 26,000 = 9.855… µs.
+        // limit_read: 20,000 faults, 20,000 reclaimed of which 1,000
+        //  written, 0.7 s: (0.7 − 0.625 − 1,000 × 9.855… µs) / 19,000
+        //  = 0.065144… s / 19,000 = 3.4286… µs.
         let mut round = serde_json::json!({"random_stime_s": 0.5, "random_majflt": 16000,
-            "limit": {"errno": 0, "stime_s": 1.1, "majflt": 27000, "pswpout": 26000}});
-        let c = reclaim_cost(&round).unwrap();
-        assert!((c - 0.25625e6 / 26000.0).abs() < 1e-9, "{c}");
+            "limit": {"errno": 0, "stime_s": 1.1, "majflt": 27000, "pgsteal_anon": 26500,
+                      "pswpout": 26000},
+            "limit_read": {"errno": 0, "stime_s": 0.7, "majflt": 20000, "pgsteal_anon": 20000,
+                           "pswpout": 1000}});
+        let (d, c) = reclaim_costs(&round);
+        let dirty = 0.25625e6 / 26000.0;
+        assert!((d.unwrap() - dirty).abs() < 1e-9, "{d:?}");
+        let clean = (0.075 - 1000.0 * dirty * 1e-6) * 1e6 / 19000.0;
+        assert!((c.unwrap() - clean).abs() < 1e-9, "{c:?} {clean}");
+        // A reading pass that wrote most of what it reclaimed (zram drops
+        // the swap copy at the read): no clean cost.
+        round["limit_read"]["pswpout"] = 15000.into();
+        assert_eq!(reclaim_costs(&round).1, None);
         // Noise larger than the cost: 0, never negative.
         round["limit"]["stime_s"] = 0.8.into();
-        assert_eq!(reclaim_cost(&round), Some(0.0));
+        assert_eq!(reclaim_costs(&round).0, Some(0.0));
         // A pass whose limit the kernel refused, or that wrote nothing, is
         // no measurement.
         round["limit"]["pswpout"] = 0.into();
-        assert_eq!(reclaim_cost(&round), None);
+        assert_eq!(reclaim_costs(&round).0, None);
         round["limit"] = serde_json::json!({"errno": 16});
-        assert_eq!(reclaim_cost(&round), None);
+        assert_eq!(reclaim_costs(&round), (None, None));
     }
 
     #[test]

@@ -68,6 +68,12 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
                 "system CPU of reclaiming and writing out a page under the group's limit (the limit pass), median",
             ),
             col(
+                "reclaim_clean_us",
+                "float",
+                "µs",
+                "system CPU of reclaiming a clean page (swap copy valid) under the limit (the limit_read pass), median; none on zram",
+            ),
+            col(
                 "readahead_us",
                 "float",
                 "µs",
@@ -111,6 +117,7 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
             pr.read_rand_p99_us.into(),
             pr.write_us.into(),
             pr.reclaim_us.into(),
+            pr.reclaim_clean_us.into(),
             pr.readahead_us.into(),
             pr.read_mb_s.into(),
             pr.fault_path_us.into(),
@@ -192,7 +199,7 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
         .collect();
     let bars = Figure {
         title: "Cost per page by swap kind".into(),
-        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, the reclaim CPU of a page swapped out under the group's limit, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
+        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, the reclaim CPU under the group's limit of a page written out and of a clean one, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
         chart: Chart::Bars {
             categories: ok.iter().map(|(k, _)| k.kind.clone()).collect(),
             series: vec![
@@ -200,8 +207,12 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
                 ("swap-in random".into(), ok.iter().map(|(_, p)| p.read_rand_us).collect()),
                 ("swap-out".into(), ok.iter().map(|(_, p)| p.write_us).collect()),
                 (
-                    "reclaim under a limit".into(),
+                    "reclaim, written".into(),
                     ok.iter().map(|(_, p)| p.reclaim_us.unwrap_or(0.0)).collect(),
+                ),
+                (
+                    "reclaim, clean".into(),
+                    ok.iter().map(|(_, p)| p.reclaim_clean_us.unwrap_or(0.0)).collect(),
                 ),
                 ("swap-cache fault".into(), ok.iter().map(|(_, p)| p.fault_path_us).collect()),
                 ("minor fault".into(), ok.iter().map(|(_, p)| p.minor_fault_us).collect()),
