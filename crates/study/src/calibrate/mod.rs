@@ -432,27 +432,37 @@ fn measure(
         let mut prof = profile(kind, &k, &rounds, pages, &output)?;
         // The reclaim CPU under a limit, in a run of its own: the kernel
         // may OOM-kill a process under a limit this tight, and that must
-        // not cost the timed phases above.
-        let mut lcmd = cmd[..4].to_vec();
-        lcmd.extend(["--rounds".into(), opts.rounds.to_string(), "--limit".into()]);
-        let lrec = group.run(&lcmd, &ro, &format!("{kind}-limit"), 0)?;
-        k.limit_run_id = Some(lrec.id);
-        k.limit_output = lrec.workload_output.clone().unwrap_or_default();
-        let (dirty, clean): (Vec<_>, Vec<_>) = k.limit_output["rounds"]
-            .as_array()
-            .map(|rs| rs.iter().map(reclaim_costs).unzip())
-            .unwrap_or_default();
-        let median =
-            |xs: Vec<Option<f64>>| crate::bench::touch::median(xs.into_iter().flatten().collect());
-        prof.reclaim_us = median(dirty);
-        prof.reclaim_clean_us = median(clean);
-        if prof.reclaim_us.is_none() {
+        // not cost the timed phases above. Not on an emulated device: the
+        // cost is the CPU's, and its passes would wait on every read.
+        if matches!(kind.as_str(), "delay" | "nbd") {
             notes.push(format!(
-                "{kind}: the limit pass measured nothing (run {} ended {}): the profile has no \
-                 reclaim_us, and the simulator charges write_us per swap-out",
-                lrec.id,
-                lrec.outcome.map_or("unknown", |o| o.as_str())
+                "{kind}: no reclaim run on an emulated device (reclaim's CPU is the machine's, not \
+                 the device's; its profile has no reclaim_us, and the simulator charges write_us \
+                 per swap-out)"
             ));
+        } else {
+            let mut lcmd = cmd[..4].to_vec();
+            lcmd.extend(["--rounds".into(), opts.rounds.to_string(), "--limit".into()]);
+            let lrec = group.run(&lcmd, &ro, &format!("{kind}-limit"), 0)?;
+            k.limit_run_id = Some(lrec.id);
+            k.limit_output = lrec.workload_output.clone().unwrap_or_default();
+            let (dirty, clean): (Vec<_>, Vec<_>) = k.limit_output["rounds"]
+                .as_array()
+                .map(|rs| rs.iter().map(reclaim_costs).unzip())
+                .unwrap_or_default();
+            let median = |xs: Vec<Option<f64>>| {
+                crate::bench::touch::median(xs.into_iter().flatten().collect())
+            };
+            prof.reclaim_us = median(dirty);
+            prof.reclaim_clean_us = median(clean);
+            if prof.reclaim_us.is_none() {
+                notes.push(format!(
+                    "{kind}: the reclaim run measured nothing (run {} ended {}): the profile has \
+                     no reclaim_us, and the simulator charges write_us per swap-out",
+                    lrec.id,
+                    lrec.outcome.map_or("unknown", |o| o.as_str())
+                ));
+            }
         }
         let path = profile_path(&home, kind);
         save_profile(&prof, &path)?;
