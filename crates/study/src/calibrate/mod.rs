@@ -456,11 +456,29 @@ fn measure(
             prof.reclaim_us = median(dirty);
             prof.reclaim_clean_us = median(clean);
             if prof.reclaim_us.is_none() {
+                // Why: the kernel refused the lowered limit, or the run
+                // itself ended badly (an OOM kill).
+                let refused = k.limit_output["rounds"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|r| r["limit"]["errno"].as_i64())
+                    .find(|&e| e != 0);
+                let why = match refused {
+                    Some(e) => format!(
+                        "the kernel refused the lowered limit: {}",
+                        std::io::Error::from_raw_os_error(e as i32)
+                    ),
+                    None => format!(
+                        "the run ended {}",
+                        lrec.outcome.map_or("unknown", |o| o.as_str())
+                    ),
+                };
                 notes.push(format!(
-                    "{kind}: the reclaim run measured nothing (run {} ended {}): the profile has \
-                     no reclaim_us, and the simulator charges write_us per swap-out",
-                    lrec.id,
-                    lrec.outcome.map_or("unknown", |o| o.as_str())
+                    "{kind}: the reclaim run (run {}) measured nothing, {why}: the profile has no \
+                     reclaim_us, and the simulator charges write_us per swap-out; calibrate again \
+                     on a quieter machine or with a larger --size",
+                    lrec.id
                 ));
             }
         }

@@ -137,12 +137,7 @@ pub fn section(p: &Path, r: FidelityResult) -> Result<Section> {
     let mut cols = vec![
         col("kernel", "string", "", "the kernel and its MGLRU state"),
         col("workload", "string", "", "the workload and its arguments"),
-        col(
-            "limit_pct",
-            "float",
-            "%",
-            "the limit, percent of the unlimited peak",
-        ),
+        crate::validate::section::limit_pct_col(),
         col(
             "capacity_pages",
             "integer",

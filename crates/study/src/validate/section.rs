@@ -196,12 +196,7 @@ pub fn reclaim_figure(r: &ValidateResult) -> Option<Figure> {
         return None;
     }
     let mut cols = vec![
-        col(
-            "limit_pct",
-            "float",
-            "%",
-            "the limit, percent of the unlimited peak",
-        ),
+        limit_pct_col(),
         col(
             "counter",
             "text",
@@ -290,6 +285,16 @@ pub fn reclaim_figure(r: &ValidateResult) -> Option<Figure> {
     })
 }
 
+/// The `limit_pct` column of validate's tables and the fidelity table.
+pub(crate) fn limit_pct_col() -> swaplab_report::ColumnDoc {
+    col(
+        "limit_pct",
+        "float",
+        "%",
+        "the limit, percent of the unlimited peak",
+    )
+}
+
 /// The table of a validation: one row per limit. With one policy its
 /// columns are those of every result since version 2 (`sim_majflt`,
 /// `majflt_err`, …); with several, each policy has its own `POLICY_majflt`,
@@ -298,12 +303,7 @@ pub fn validate_table(r: &ValidateResult) -> Table {
     let policies = r.policy_names();
     let one = policies.len() == 1;
     let mut cols = vec![
-        col(
-            "limit_pct",
-            "float",
-            "%",
-            "the limit, percent of the unlimited peak",
-        ),
+        limit_pct_col(),
         col("limit_bytes", "integer", "bytes", "the limit"),
         col(
             "capacity_pages",
