@@ -43,6 +43,18 @@
 #                                 one table per kernel and MGLRU state, and
 #                                 target/kernels/validate/fidelity.json and .html
 #                                 (the report's fidelity section)
+#   scripts/kernels.sh --remote [6.1|6.12]
+#                                 remote swap against the round-trip time
+#                                 (default 6.12 only): `swaplab validate` of one
+#                                 cell (SWAPLAB_REMOTE_CELL, default traverse
+#                                 16M --passes=2 at SWAPLAB_REMOTE_LIMITS, 50%)
+#                                 on an NBD swap area at each RTT of
+#                                 SWAPLAB_REMOTE_RTTS (default "0 5ms 10ms"),
+#                                 --fault-path kernel,pfa, each device
+#                                 calibrated at its RTT; the saved results in
+#                                 target/kernels/remote/BOOT/, a table, and
+#                                 target/kernels/remote/remote.html (the
+#                                 report's section against the RTT)
 #   scripts/kernels.sh --guest …  (inside a guest; used by the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -183,20 +195,67 @@ read -r -a VALIDATE_ARGS <<< "${SWAPLAB_VALIDATE_ARGS:-}"
 # one page a miss, and MGLRU.
 VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,linux:reclaim=batch:writeback=async:clock=device,mglru}
 
-# In the guest: `swaplab validate` on each cell, with the swap file on the
-# ext4 disk; the saved results (and each run's output) go to $4, a
-# directory the host shares writable over 9p.
-guest_validate() {
-  local label=$1 m=$2 swaplab=$3 out=$4
-  local disk=/tmp/swaplab-disk
-  mkdir -p "$disk" && mount -t ext4 /dev/vda "$disk" || { echo "RESULT kernel $label mglru=$m validate: no ext4 disk at /dev/vda"; return 1; }
-  export SWAPLAB_HOME=$disk/home SWAPLAB_STATE_DIR=$disk/state SWAPLAB_CACHE_DIR=$disk/cache TMPDIR=$disk/tmp
+# The remote-swap benchmark (--remote): one cell, at each RTT.
+REMOTE_CELL=${SWAPLAB_REMOTE_CELL:-traverse 16M --passes=2}
+REMOTE_LIMITS=${SWAPLAB_REMOTE_LIMITS:-50%}
+read -r -a REMOTE_RTTS <<< "${SWAPLAB_REMOTE_RTTS:-0 5ms 10ms}"
+REMOTE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async,mglru}
+
+# In the guest, before a benchmark: swaplab's state on the ext4 disk, the
+# MGLRU state $2, the kernel and MGLRU state written to $3 (shared
+# writable over 9p). Prints GUEST_DISK's mount point.
+guest_disk() {
+  local label=$1 m=$2 out=$3
+  GUEST_DISK=/tmp/swaplab-disk
+  mkdir -p "$GUEST_DISK" && mount -t ext4 /dev/vda "$GUEST_DISK" || { echo "RESULT kernel $label mglru=$m: no ext4 disk at /dev/vda"; return 1; }
+  export SWAPLAB_HOME=$GUEST_DISK/home SWAPLAB_STATE_DIR=$GUEST_DISK/state SWAPLAB_CACHE_DIR=$GUEST_DISK/cache TMPDIR=$GUEST_DISK/tmp
   mkdir -p "$TMPDIR" "$out"
   if [ "$m" = on ]; then echo y > /sys/kernel/mm/lru_gen/enabled; else echo n > /sys/kernel/mm/lru_gen/enabled; fi
   echo "GUEST-INFO kernel=$(uname -r) booted_in=$(cut -d' ' -f1 /proc/uptime)s lru_gen=$(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)" \
        "page-cluster=$(cat /proc/sys/vm/page-cluster) vma_ra_enabled=$(cat /sys/kernel/mm/swap/vma_ra_enabled 2>/dev/null || echo absent)"
   uname -r > "$out/kernel"
   echo "$m" > "$out/mglru"
+}
+
+# In the guest, after a benchmark: any swap area left, the disk unmounted,
+# the result line ($1: the configuration, $2 passed, $3 failed).
+guest_done() {
+  grep -h '^swaplab-\|^/' /proc/swaps | sed 's/^/  LEFT swap area: /'
+  sync
+  umount "$GUEST_DISK" || true
+  echo "RESULT $1: $2 passed, $3 failed, 0 skipped"
+}
+
+# In the guest: `swaplab validate` of REMOTE_CELL on an NBD area at each
+# RTT, each saved as $4/remote-RTT.json.
+guest_remote() {
+  local label=$1 m=$2 swaplab=$3 out=$4
+  guest_disk "$label" "$m" "$out" || return 1
+  local rtt t0 t w size args passed=0 failed=0
+  read -r w size args <<< "$REMOTE_CELL"
+  local a=()
+  [ -n "$args" ] && a=(--args "${args//=/ }")
+  for rtt in "${REMOTE_RTTS[@]}"; do
+    t0=$(date +%s)
+    if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$REMOTE_LIMITS" --swap "nbd:64M,rtt=$rtt" \
+         --policy "$REMOTE_POLICIES" --fault-path kernel,pfa --timeout 1800 --retries 2 "${VALIDATE_ARGS[@]}" \
+         --save "$out/remote-$rtt.json" > "$out/remote-$rtt.txt" 2>&1; then
+      passed=$((passed + 1)); t=ok
+    else
+      failed=$((failed + 1)); t="FAILED: $(tail -2 "$out/remote-$rtt.txt" | tr '\n' ' ')"
+    fi
+    echo "  VALIDATE kernel $label mglru=$m $w $size ${args} nbd rtt=$rtt: $t ($(( $(date +%s) - t0 )) s)"
+  done
+  guest_done "kernel $label mglru=$m remote" "$passed" "$failed"
+}
+
+# In the guest: `swaplab validate` on each cell, with the swap file on the
+# ext4 disk; the saved results (and each run's output) go to $4, a
+# directory the host shares writable over 9p.
+guest_validate() {
+  local label=$1 m=$2 swaplab=$3 out=$4
+  guest_disk "$label" "$m" "$out" || return 1
+  local disk=$GUEST_DISK
   local spec="file:256M,path=$disk/swapfile" t0 t cell w size args passed=0 failed=0
   # The device profile validate costs faults with: the emulated disk's,
   # measured once (small: only the fault counts are compared).
@@ -219,10 +278,7 @@ guest_validate() {
     fi
     echo "  VALIDATE kernel $label mglru=$m $w $size ${args}: $t ($(( $(date +%s) - t0 )) s)"
   done
-  grep -h '^swaplab-\|^/' /proc/swaps | sed 's/^/  LEFT swap area: /'
-  sync
-  umount "$disk" || true
-  echo "RESULT kernel $label mglru=$m validate: $passed passed, $failed failed, 0 skipped"
+  guest_done "kernel $label mglru=$m validate" "$passed" "$failed"
 }
 
 if [ "${1:-}" = --guest ]; then
@@ -233,6 +289,11 @@ fi
 if [ "${1:-}" = --guest-validate ]; then
   shift
   guest_validate "$@"
+  exit 0
+fi
+if [ "${1:-}" = --guest-remote ]; then
+  shift
+  guest_remote "$@"
   exit 0
 fi
 
@@ -316,6 +377,8 @@ PGID=
 DISK=
 # --validate: where the guests' saved validations come back (one folder a boot).
 VALIDATE_OUT=
+# --remote: the benchmark in the guests is the remote-swap one.
+REMOTE=
 cleanup() {
   if [ -n "$PGID" ] && kill -0 -- "-$PGID" 2>/dev/null; then
     kill -TERM -- "-$PGID" 2>/dev/null; sleep 2; kill -KILL -- "-$PGID" 2>/dev/null
@@ -360,10 +423,13 @@ boot() {
     # The guest starts with a clean environment: the benchmark's settings
     # go on the command line.
     local v settings=()
-    for v in SWAPLAB_VALIDATE_POLICIES SWAPLAB_VALIDATE_CELLS SWAPLAB_VALIDATE_LIMITS SWAPLAB_VALIDATE_ARGS; do
+    for v in SWAPLAB_VALIDATE_POLICIES SWAPLAB_VALIDATE_CELLS SWAPLAB_VALIDATE_LIMITS SWAPLAB_VALIDATE_ARGS \
+             SWAPLAB_REMOTE_CELL SWAPLAB_REMOTE_LIMITS SWAPLAB_REMOTE_RTTS; do
       [ -n "${!v:-}" ] && settings+=("$v=$(printf %q "${!v}")")
     done
-    exec="env ${settings[*]} $ROOT/scripts/kernels.sh --guest-validate '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
+    local mode=--guest-validate
+    [ -n "$REMOTE" ] && mode=--guest-remote
+    exec="env ${settings[*]} $ROOT/scripts/kernels.sh $mode '$label' '$mglrus' '$swaplab' '$VALIDATE_OUT/$id'"
   fi
   # SWAPLAB_GUEST_NICE: the guest's weight against the host's other work
   # (docs/decisions.md: not beside the host's tests). setsid gives vng a
@@ -462,12 +528,16 @@ main() {
     VALIDATE_OUT=$KDIR/validate
     GUEST_TIMEOUT=${SWAPLAB_GUEST_TIMEOUT:-2700}
     only=${2:-all}
+  elif [ "$only" = --remote ]; then
+    VALIDATE_OUT=$KDIR/remote REMOTE=1
+    GUEST_TIMEOUT=${SWAPLAB_GUEST_TIMEOUT:-3600}
+    only=${2:-6.12}
   fi
   case $only in
     all) kernels=(6.1 6.12) ;;
     6.1|6.12) kernels=("$only") ;;
     --prepare) prepare 6.1 6.12 > /dev/null || exit 1; echo "guest kernels prepared ($(( $(date +%s) - start )) s)"; exit 0 ;;
-    *) echo "usage: scripts/kernels.sh [--validate] [6.1|6.12] | --prepare"; exit 2 ;;
+    *) echo "usage: scripts/kernels.sh [--validate|--remote] [6.1|6.12] | --prepare"; exit 2 ;;
   esac
   local vmlinux
   mapfile -t vmlinux < <(prepare "${kernels[@]}")
@@ -504,7 +574,8 @@ main() {
   local boots=() i k
   for i in "${!kernels[@]}"; do
     case ${kernels[$i]} in
-      6.1) boots+=("6.1-off $i off yes" "6.1-on $i on no") ;;
+      6.1) boots+=("6.1-off $i off yes")
+           [ -n "$REMOTE" ] || boots+=("6.1-on $i on no") ;;
       6.12) boots+=("6.12 $i on devices") ;;
     esac
   done
@@ -556,7 +627,11 @@ main() {
     echo "$(( expect - n )) configuration(s) did not report (see target/kernels/run/guest-*.log)"
     status=1
   fi
-  [ -n "$VALIDATE_OUT" ] && { fidelity "$swaplab" "${ids[@]}" || status=1; }
+  if [ -n "$REMOTE" ]; then
+    remote_report "$swaplab" "${ids[@]}" || status=1
+  elif [ -n "$VALIDATE_OUT" ]; then
+    fidelity "$swaplab" "${ids[@]}" || status=1
+  fi
   exit $status
 }
 
@@ -628,6 +703,42 @@ for k in kernels:
     print("\n" + "; ".join("%s: %d of %d cells within 15 %%, %d within 25 %%" % (p, v[1], v[0], v[2]) for p, v in within.items()))
 PY
   "$swaplab" report "$VALIDATE_OUT/fidelity.json" -o "$VALIDATE_OUT/fidelity.html" || return 1
+}
+
+# --remote, on the host: one table per boot (RTT, the device's calibrated
+# read, run time and major faults measured and predicted, pfa's time) and
+# the report ($VALIDATE_OUT/remote.html) whose section draws them against
+# the RTT.
+remote_report() {
+  local swaplab=$1; shift
+  local id files=()
+  for id in "$@"; do
+    echo "== remote swap against the RTT, $id (saved results: ${VALIDATE_OUT#"$ROOT"/}/$id/remote-RTT.json)"
+    mapfile -t files < <(ls "$VALIDATE_OUT/$id"/remote-*.json 2>/dev/null)
+    [ "${#files[@]}" -ge 2 ] || { echo "fewer than two RTTs measured: no figure"; return 1; }
+    python3 - "${files[@]}" <<'PY' || return 1
+import json, re, sys
+def rtt(r):
+    m = re.search(r"rtt=([0-9.]+)(ns|us|ms|s)?", r["swap"])
+    return float(m.group(1)) * {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3, None: 1.0}[m.group(2)] if m else 0.0
+results = sorted((json.load(open(f)) for f in sys.argv[1:]), key=rtt)
+print("| RTT | random swap-in (calibrated) | limit | measured s | predicted s (error) | pfa s | measured major faults | predicted (error) |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for r in results:
+    for row in r["rows"]:
+        p = row["predictions"][0]
+        pfa = next((o["predicted_wall_s"] for o in p.get("other_paths", []) if o["fault_path"].startswith("pfa")), None)
+        pct = lambda e: "-" if e is None else "%+.0f %%" % (e * 100)
+        s = lambda x: "-" if x is None else "%.2f" % x
+        print("| %s | %.0f µs | %g %% | %s | %s (%s) | %s | %s | %s (%s) |" % (
+            r["swap"].split("rtt=")[1].split(",")[0], r["profile"]["read_rand_us"], row["limit_pct"],
+            s(row["measured_wall_s"]), s(p["predicted_wall_s"]), pct(p["wall_err"]), s(pfa),
+            "-" if row["measured_majflt"] is None else "{:,.0f}".format(row["measured_majflt"]),
+            "{:,}".format(p["sim_majflt"]), pct(p["majflt_err"])))
+PY
+    "$swaplab" report "${files[@]}" -o "$VALIDATE_OUT/remote-$id.html" || return 1
+    echo "report: ${VALIDATE_OUT#"$ROOT"/}/remote-$id.html"
+  done
 }
 
 main "$@"

@@ -45,6 +45,12 @@ pub struct ValidateArgs {
     /// writeback (docs/fidelity.md).
     #[arg(long, default_value = validate::PREDICT_POLICY, value_name = "P[,P…]")]
     policy: String,
+    /// The fault paths that cost the predictions, comma-separated (`sim --fault-path`
+    /// names): the first, kernel, is compared with the runs; the others (pfa: a
+    /// page-fault accelerator, which no machine here has) are predictions shown beside
+    /// it, e.g. --fault-path kernel,pfa.
+    #[arg(long, default_value = validate::FAULT_PATH, value_name = "F[,F…]")]
+    fault_path: String,
     /// Runs per limit.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
@@ -133,6 +139,13 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             .filter(|p| !p.is_empty())
             .map(str::to_string)
             .collect(),
+        fault_paths: a
+            .fault_path
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect(),
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;
@@ -168,6 +181,12 @@ pub fn run(a: ValidateArgs) -> Result<()> {
         for p in &policies {
             header.push(named(what, p));
             header.push(named("error", p));
+        }
+    }
+    // The other fault paths' predicted times (nothing measured to compare).
+    for f in &r.other_fault_paths {
+        for p in &policies {
+            header.push(named(&format!("predicted s {f}"), p));
         }
     }
     header.push("OPT loads ≤ swap-ins".into());
@@ -221,6 +240,16 @@ pub fn run(a: ValidateArgs) -> Result<()> {
                     .map_or("-".into(), |v| format!("{v:.2}")),
             );
             cells.push(pct(x.and_then(|x| x.wall_err)));
+        }
+        for f in &r.other_fault_paths {
+            for p in &policies {
+                cells.push(
+                    of(p)
+                        .and_then(|x| x.other_paths.iter().find(|o| &o.fault_path == f))
+                        .and_then(|o| o.predicted_wall_s)
+                        .map_or("-".into(), |v| format!("{v:.2}")),
+                );
+            }
         }
         cells.push(match row.opt_check {
             Some(true) => format!("yes ({} ≤ {})", row.opt_loads, n(row.measured_swapin)),

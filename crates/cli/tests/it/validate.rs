@@ -346,8 +346,11 @@ fn validate_predicts_what_sim_predicts() {
             policy,
             cap,
             "cluster:pc=3",
-            &device,
-            Some(base),
+            &swaplab_study::validate::Costing {
+                device: &device,
+                paths: &[swaplab_sim::FaultPath::parse("kernel").unwrap()],
+                base_wall: Some(base),
+            },
         )
         .unwrap()
         .unwrap();

@@ -116,8 +116,10 @@ pub fn sections_for(
     )))
 }
 
-/// A report of the sections of every source, in the order given. The
-/// catalog is opened only when a run or sweep id is named.
+/// A report of the sections of every source, in the order given, then one
+/// section per group of saved validations that differ only in their NBD
+/// area's round-trip time ([`crate::validate::remote`]). The catalog is
+/// opened only when a run or sweep id is named.
 pub fn build(
     sources: &[String],
     title: Option<&str>,
@@ -128,6 +130,11 @@ pub fn build(
     for s in sources {
         sections.extend(sections_for(s, &mut open)?);
     }
+    // Validations on an NBD area that differ only in its round-trip time:
+    // one more section that draws them against the RTT.
+    sections.extend(crate::validate::remote::rtt_sections(
+        &crate::validate::remote::saved_validations(sources),
+    ));
     Ok(report_of(sections, title, argv))
 }
 

@@ -37,6 +37,7 @@
 //! the first touches must not exceed the pages the kernel swapped in.
 
 pub mod fidelity;
+pub mod remote;
 pub mod section;
 
 use std::path::{Path, PathBuf};
@@ -99,6 +100,12 @@ pub struct ValidateOptions {
     /// The policies that predict (`sim --policy` names), the first one also
     /// in the row's own `sim_*` fields; empty means [`PREDICT_POLICY`].
     pub policies: Vec<String>,
+    /// The fault paths that cost the predictions (`sim --fault-path`
+    /// names): the first, `kernel`, is the one compared with the runs; the
+    /// others (`pfa`: a page-fault accelerator the machine does not have)
+    /// are predictions only, saved beside it ([`PathPrediction`]). Empty
+    /// means [`FAULT_PATH`].
+    pub fault_paths: Vec<String>,
 }
 
 /// Timeline samples a second in validate's runs (`Lab::sample_hz`; runs
@@ -190,6 +197,27 @@ pub struct PolicyPrediction {
     /// (`linux`; `None` for policies that do not model the lists).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim: Option<swaplab_sim::policy::ReclaimStats>,
+    /// The same simulation costed on the other `--fault-path`s, in the
+    /// order asked (none in results saved before them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_paths: Vec<PathPrediction>,
+}
+
+/// A policy's prediction costed on a fault path other than the kernel's
+/// (`--fault-path kernel,pfa`): what the run would take on that path. The
+/// machine has no such hardware, so there is nothing measured to compare
+/// it with; `vs_measured` only says how far it is from the kernel's run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PathPrediction {
+    /// The fault path (`sim --fault-path`, e.g. `pfa`).
+    pub fault_path: String,
+    /// `cost.predicted_time_s` on that path.
+    pub predicted_wall_s: Option<f64>,
+    /// `cost.fault_time_s` on that path.
+    pub sim_fault_time_s: Option<f64>,
+    /// (predicted − measured) / measured, the measured run being the
+    /// kernel's.
+    pub vs_measured: Option<f64>,
 }
 
 /// The kernel's reclaim counters over a limit's ok runs (medians of the
@@ -353,6 +381,10 @@ pub struct ValidateResult {
     pub device: String,
     #[serde(default)]
     pub fault_path: String,
+    /// The other fault paths each prediction was also costed on
+    /// ([`PolicyPrediction::other_paths`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_fault_paths: Vec<String>,
     pub base_wall_s: Option<f64>,
     pub base_peak_bytes: Option<f64>,
     /// Charged − footprint: what else the cgroup holds (module docs, 3.).
@@ -404,6 +436,7 @@ impl ValidateRow {
             swapout_err: self.swapout_err,
             wall_err: self.wall_err,
             reclaim: None,
+            other_paths: Vec::new(),
         }]
     }
 }
@@ -442,8 +475,36 @@ pub fn policies_of(o: &ValidateOptions) -> Vec<String> {
     }
 }
 
+/// The fault paths asked ([`FAULT_PATH`] when none), parsed; the first is
+/// the kernel's, the one the runs are compared with.
+pub fn fault_paths_of(o: &ValidateOptions) -> Result<Vec<FaultPath>> {
+    if o.fault_paths.is_empty() {
+        return Ok(vec![
+            FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?
+        ]);
+    }
+    let mut v: Vec<FaultPath> = Vec::new();
+    for f in &o.fault_paths {
+        let p =
+            FaultPath::parse(f).map_err(|e| Error::Invalid(format!("--fault-path {f:?}: {e}")))?;
+        if v.iter().any(|x| x.to_string() == p.to_string()) {
+            return Err(Error::Invalid(format!("--fault-path: {p} is named twice")));
+        }
+        v.push(p);
+    }
+    if v[0].name != FAULT_PATH {
+        return Err(Error::Invalid(format!(
+            "--fault-path {}: the first fault path is the one the runs are compared with, the kernel's: give {FAULT_PATH} first (e.g. --fault-path {FAULT_PATH},{})",
+            o.fault_paths.join(","),
+            v[0]
+        )));
+    }
+    Ok(v)
+}
+
 /// Checks the options before anything runs.
 pub fn check(o: &ValidateOptions) -> Result<()> {
+    fault_paths_of(o)?;
     if !WORKLOADS.contains(&o.workload.as_str())
         && swaplab_lab::workload::programs::find(&o.workload).is_none()
     {
@@ -665,6 +726,15 @@ fn profile_for(
 /// The fault path validate costs faults with.
 pub const FAULT_PATH: &str = "kernel";
 
+/// What a prediction is costed on: the device, the fault paths (the first
+/// the kernel's), and the unlimited run's time as the base.
+#[derive(Clone, Copy)]
+pub struct Costing<'a> {
+    pub device: &'a DeviceSpec,
+    pub paths: &'a [FaultPath],
+    pub base_wall: Option<f64>,
+}
+
 /// What the simulator predicts at one effective memory.
 #[derive(Debug, Clone)]
 pub struct Prediction {
@@ -675,10 +745,14 @@ pub struct Prediction {
     pub predicted: Option<f64>,
     /// The `swaplab sim` command that computes the same.
     pub sim_command: Vec<String>,
+    /// The same simulation costed on the other fault paths, in order.
+    pub others: Vec<CostReport>,
 }
 
 /// Simulates `policy` with `readahead` at `capacity` pages, costed on
-/// `device` with the [`FAULT_PATH`] and `base_wall` seconds as the base:
+/// `device` with each of `paths` (the first the kernel's: [`FAULT_PATH`];
+/// the others' costs in [`Prediction::others`]) and `base_wall` seconds as
+/// the base:
 /// [`swaplab_sim::jobs::run_costed`], the function behind `swaplab sim
 /// --device`, so validate and sim cannot disagree. `None` when the device
 /// leaves no memory (a zram profile at a tiny capacity).
@@ -688,12 +762,18 @@ pub fn predict(
     policy: &str,
     capacity: u64,
     readahead: &str,
-    device: &DeviceSpec,
-    base_wall: Option<f64>,
+    costing: &Costing<'_>,
 ) -> Result<Option<Prediction>> {
+    let Costing {
+        device,
+        paths,
+        base_wall,
+    } = *costing;
     let spec = PolicySpec::parse(policy).map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
-    let fault_path = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
+    let Some(kernel) = paths.first() else {
+        return Err(Error::Invalid("predict: no fault path".into()));
+    };
     let (res, _) = match swaplab_sim::jobs::run_costed(
         trace,
         &[spec],
@@ -701,7 +781,7 @@ pub fn predict(
         &[pf],
         &[],
         std::slice::from_ref(device),
-        &[fault_path],
+        paths,
         base_wall,
         SEED,
         &|_| {},
@@ -715,9 +795,13 @@ pub fn predict(
         }
         Err(e) => return Err(e.into()),
     };
-    let Some(sim) = res.into_iter().next() else {
+    let mut res = res.into_iter();
+    let Some(sim) = res.next() else {
         return Ok(None);
     };
+    // One result per path, in order (a path is skipped only when the
+    // device leaves no memory, and then for every path alike).
+    let others: Vec<CostReport> = res.filter_map(|r| r.cost).collect();
     let cost = sim.cost.clone();
     let predicted = cost.as_ref().and_then(|c| c.predicted_time_s);
     let mut sim_command: Vec<String> = [
@@ -733,7 +817,7 @@ pub fn predict(
         "--device",
         &device.to_string(),
         "--fault-path",
-        FAULT_PATH,
+        &kernel.to_string(),
         "--seed",
         &SEED.to_string(),
     ]
@@ -748,6 +832,7 @@ pub fn predict(
         cost,
         predicted,
         sim_command,
+        others,
     }))
 }
 
@@ -760,6 +845,7 @@ pub fn run(
     say: &mut dyn FnMut(&str),
 ) -> Result<ValidateResult> {
     check(o)?;
+    let fault_paths = fault_paths_of(o)?;
     let mut notes = Vec::new();
     let (profile, profile_path) = profile_for(lab, &o.swap, &mut notes)?;
 
@@ -979,14 +1065,18 @@ pub fn run(
                 cost,
                 predicted,
                 sim_command,
+                others,
             }) = predict(
                 &trace,
                 &trace_path,
                 &with_clock(policy, &clock),
                 capacity,
                 &readahead,
-                &device,
-                base_wall,
+                &Costing {
+                    device: &device,
+                    paths: &fault_paths,
+                    base_wall,
+                },
             )?
             else {
                 continue;
@@ -1005,6 +1095,15 @@ pub fn run(
                 swapout_err: rel(c.swap_outs as f64, m_out),
                 wall_err: predicted.and_then(|p| rel(p, m_wall)),
                 reclaim: sim.reclaim,
+                other_paths: others
+                    .iter()
+                    .map(|c| PathPrediction {
+                        fault_path: c.fault_path.clone(),
+                        predicted_wall_s: c.predicted_time_s,
+                        sim_fault_time_s: Some(c.fault_time_s),
+                        vs_measured: c.predicted_time_s.and_then(|p| rel(p, m_wall)),
+                    })
+                    .collect(),
             });
         }
         // The device left no memory at this limit (a zram profile).
@@ -1101,7 +1200,8 @@ pub fn run(
         lower_tier: o.lower_tier.as_ref().map(|s| s.to_string()),
         readahead,
         device: device.to_string(),
-        fault_path: FAULT_PATH.into(),
+        fault_path: fault_paths[0].to_string(),
+        other_fault_paths: fault_paths[1..].iter().map(|f| f.to_string()).collect(),
         base_wall_s: base_wall,
         base_peak_bytes: base_peak,
         overhead_bytes: overhead,
@@ -1155,8 +1255,18 @@ fn tier_row(
     );
     let device = DeviceSpec::parse(&format!("hybrid:ssd+ssd:rules=prio:fast={fast_size}"), None)
         .map_err(|e| Error::Invalid(e.to_string()))?;
+    let kernel = FaultPath::parse(FAULT_PATH).map_err(|e| Error::Invalid(e.to_string()))?;
     let p = predict(
-        trace, trace_path, policy, capacity, readahead, &device, None,
+        trace,
+        trace_path,
+        policy,
+        capacity,
+        readahead,
+        &Costing {
+            device: &device,
+            paths: &[kernel],
+            base_wall: None,
+        },
     )?;
     let h = p
         .as_ref()
@@ -1210,5 +1320,82 @@ mod tests {
         assert_eq!(with_clock("linux", &c), "linux");
         let v2 = with_clock("linux:clock=device", &WbClock { v2: true, ..c });
         assert!(v2.ends_with(":memcg=v2"), "{v2}");
+    }
+
+    fn opts(paths: &[&str]) -> ValidateOptions {
+        ValidateOptions {
+            workload: "traverse".into(),
+            size: 1 << 20,
+            args: Vec::new(),
+            limits: vec![50.0],
+            swap: "file:64M".parse().unwrap(),
+            lower_tier: None,
+            repeat: 1,
+            retries: 0,
+            timeout: None,
+            flush_stats: None,
+            policies: Vec::new(),
+            fault_paths: paths.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_kernels_fault_path_comes_first_and_the_others_are_costed_beside_it() {
+        let names = |p: &[&str]| -> Vec<String> {
+            fault_paths_of(&opts(p))
+                .unwrap()
+                .iter()
+                .map(|f| f.to_string())
+                .collect()
+        };
+        assert_eq!(names(&[]), ["kernel"]);
+        assert_eq!(
+            names(&["kernel", "pfa:batch=16"]),
+            ["kernel", "pfa:batch=16"]
+        );
+        let err = |p: &[&str]| check(&opts(p)).unwrap_err().to_string();
+        assert!(
+            err(&["pfa", "kernel"]).contains("give kernel first"),
+            "{}",
+            err(&["pfa", "kernel"])
+        );
+        assert!(err(&["kernel", "kernel"]).contains("named twice"));
+        assert!(err(&["kernel", "warp"]).contains("unknown fault path"));
+
+        // predict: the other path's costs are the same simulation's costed
+        // on that path alone (`sim --fault-path pfa`), its counts the
+        // kernel's.
+        let dir = tempfile::tempdir().unwrap();
+        let prof = dir.path().join("p.toml");
+        std::fs::write(&prof, DeviceProfile::example().to_toml()).unwrap();
+        let device = DeviceSpec::parse(&prof.display().to_string(), None).unwrap();
+        let pages: Vec<u64> = (0..20_000u64).map(|i| (i * 7919) % 3000).collect();
+        let trace = DenseTrace::from_pages(&pages);
+        let paths = fault_paths_of(&opts(&["kernel", "pfa"])).unwrap();
+        let on = |paths| Costing {
+            device: &device,
+            paths,
+            base_wall: Some(1.0),
+        };
+        let both = predict(&trace, &prof, "lru", 1000, "none", &on(&paths))
+            .unwrap()
+            .unwrap();
+        let pfa = predict(&trace, &prof, "lru", 1000, "none", &on(&paths[1..]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(both.others.len(), 1);
+        assert_eq!(both.others[0], pfa.cost.clone().unwrap());
+        assert_eq!(both.others[0].fault_path, "pfa");
+        assert_eq!(both.sim.counters, pfa.sim.counters);
+        // The accelerator takes the trap and the kernel's path off each
+        // major fault: less time than the kernel's path.
+        assert!(both.sim.counters.major_faults > 1000);
+        assert!(
+            both.others[0].predicted_time_s.unwrap() < both.predicted.unwrap(),
+            "pfa {:?} kernel {:?}",
+            both.others[0].predicted_time_s,
+            both.predicted
+        );
+        assert!(both.sim_command.contains(&"kernel".to_string()));
     }
 }

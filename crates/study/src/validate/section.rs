@@ -363,6 +363,16 @@ pub fn validate_table(r: &ValidateResult) -> Table {
             col(&name("wall_err"), "float", "ratio", err),
         ]);
     }
+    for f in &r.other_fault_paths {
+        for p in &policies {
+            let c = if one {
+                format!("predicted_wall_s_{f}")
+            } else {
+                format!("{p}_predicted_wall_s_{f}")
+            };
+            cols.push(col(&c, "float", "s", &format!("T0 + the simulated stalls of {p} on the fault path {f} (nothing measured: no machine here has it)")));
+        }
+    }
     if r.lower_tier.is_some() {
         cols.extend([
             col("fast_writes", "float", "pages", "pages the fast (higher-priority) area's device wrote, median (none for a swap file: its disk counts other I/O)"),
@@ -405,6 +415,18 @@ pub fn validate_table(r: &ValidateResult) -> Table {
                 x.and_then(|x| x.wall_err).into(),
             ]);
         }
+        for f in &r.other_fault_paths {
+            for p in &policies {
+                cells.push(
+                    preds
+                        .iter()
+                        .find(|x| &x.policy == p)
+                        .and_then(|x| x.other_paths.iter().find(|o| &o.fault_path == f))
+                        .and_then(|o| o.predicted_wall_s)
+                        .into(),
+                );
+            }
+        }
         if r.lower_tier.is_some() {
             let x = row.tiers.as_ref();
             cells.extend([
@@ -443,6 +465,7 @@ pub(crate) mod tests {
             swapout_err: None,
             wall_err: None,
             reclaim: None,
+            other_paths: Vec::new(),
         }
     }
 
@@ -511,6 +534,7 @@ pub(crate) mod tests {
             readahead: "cluster:pc=3".into(),
             device: "p.toml".into(),
             fault_path: "kernel".into(),
+            other_fault_paths: Vec::new(),
             base_wall_s: Some(0.5),
             base_peak_bytes: Some(2e6),
             overhead_bytes: 1 << 20,
