@@ -737,7 +737,6 @@ for r in results:
             "{:,}".format(p["sim_majflt"]), pct(p["majflt_err"])))
 PY
     "$swaplab" report "${files[@]}" -o "$VALIDATE_OUT/remote-$id.html" || return 1
-    echo "report: ${VALIDATE_OUT#"$ROOT"/}/remote-$id.html"
   done
 }
 

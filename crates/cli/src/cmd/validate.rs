@@ -76,6 +76,15 @@ pub struct ValidateArgs {
     out: crate::OutFlags,
 }
 
+/// A comma-separated list's items, trimmed, empty ones left out.
+fn list(s: &str) -> Vec<String> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 fn pct(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{:+.0}%", v * 100.0))
 }
@@ -132,20 +141,8 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             .as_deref()
             .map(swaplab_lab::options::parse_duration)
             .transpose()?,
-        policies: a
-            .policy
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect(),
-        fault_paths: a
-            .fault_path
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_string)
-            .collect(),
+        policies: list(&a.policy),
+        fault_paths: list(&a.fault_path),
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;
@@ -245,8 +242,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             for p in &policies {
                 cells.push(
                     of(p)
-                        .and_then(|x| x.other_paths.iter().find(|o| &o.fault_path == f))
-                        .and_then(|o| o.predicted_wall_s)
+                        .and_then(|x| x.wall_on(f))
                         .map_or("-".into(), |v| format!("{v:.2}")),
                 );
             }

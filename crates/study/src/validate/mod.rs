@@ -407,6 +407,16 @@ pub struct ValidateResult {
     pub policies: Vec<String>,
 }
 
+impl PolicyPrediction {
+    /// The predicted time on another fault path (`pfa`), if it was costed.
+    pub fn wall_on(&self, fault_path: &str) -> Option<f64> {
+        self.other_paths
+            .iter()
+            .find(|o| o.fault_path == fault_path)?
+            .predicted_wall_s
+    }
+}
+
 impl ValidateRow {
     /// The reclaim counts of `policy`'s simulation at this limit (`None`
     /// for a policy that does not model the classic lists).

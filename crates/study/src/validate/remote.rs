@@ -180,11 +180,7 @@ pub fn rtt_table(v: &[Saved<'_>]) -> Table {
                     x.and_then(|x| x.majflt_err).into(),
                 ]);
                 for f in &first.other_fault_paths {
-                    cells.push(
-                        x.and_then(|x| x.other_paths.iter().find(|o| &o.fault_path == f))
-                            .and_then(|o| o.predicted_wall_s)
-                            .into(),
-                    );
+                    cells.push(x.and_then(|x| x.wall_on(f)).into());
                 }
             }
             cells.push(path.display().to_string().into());
@@ -265,13 +261,7 @@ fn section(v: &[Saved<'_>]) -> Section {
                         at(l)
                     ),
                     l,
-                    &|row| {
-                        pred(row)?
-                            .other_paths
-                            .into_iter()
-                            .find(|o| &o.fault_path == f)?
-                            .predicted_wall_s
-                    },
+                    &|row| pred(row)?.wall_on(f),
                 ));
             }
         }

@@ -417,14 +417,8 @@ pub fn validate_table(r: &ValidateResult) -> Table {
         }
         for f in &r.other_fault_paths {
             for p in &policies {
-                cells.push(
-                    preds
-                        .iter()
-                        .find(|x| &x.policy == p)
-                        .and_then(|x| x.other_paths.iter().find(|o| &o.fault_path == f))
-                        .and_then(|o| o.predicted_wall_s)
-                        .into(),
-                );
+                let x = preds.iter().find(|x| &x.policy == p);
+                cells.push(x.and_then(|x| x.wall_on(f)).into());
             }
         }
         if r.lower_tier.is_some() {
