@@ -49,9 +49,12 @@
 #                                 cell (SWAPLAB_REMOTE_CELL, default traverse
 #                                 16M --passes=2 at SWAPLAB_REMOTE_LIMITS, 50%)
 #                                 on an NBD swap area at each RTT of
-#                                 SWAPLAB_REMOTE_RTTS (default "0 5ms 10ms"),
+#                                 SWAPLAB_REMOTE_RTTS (default "0 5ms 10ms";
+#                                 none: no NBD area),
 #                                 --fault-path kernel,pfa, each device
-#                                 calibrated at its RTT; the saved results in
+#                                 calibrated at its RTT, then the same cell
+#                                 on dm-delay and on two dm-delay tiers
+#                                 (SWAPLAB_REMOTE_DEVICES); the saved results in
 #                                 target/kernels/remote/BOOT/, a table, and
 #                                 target/kernels/remote/remote.html (the
 #                                 report's section against the RTT)
@@ -199,6 +202,11 @@ VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeba
 REMOTE_CELL=${SWAPLAB_REMOTE_CELL:-traverse 16M --passes=2}
 REMOTE_LIMITS=${SWAPLAB_REMOTE_LIMITS:-50%}
 read -r -a REMOTE_RTTS <<< "${SWAPLAB_REMOTE_RTTS:-0 5ms 10ms}"
+[ "${REMOTE_RTTS[*]}" = none ] && REMOTE_RTTS=()
+# And the same cell on dm-delay alone and on two tiers of dm-delay (each
+# area its own device, so each area's writes are measured), unless
+# SWAPLAB_REMOTE_DEVICES=0: NAME=--swap arguments, ';'-separated.
+REMOTE_DEVICES=${SWAPLAB_REMOTE_DEVICES:-delay=delay:64M,read=2ms,write=2ms;tiers=delay:8M,read=1ms,write=1ms,prio=10 delay:64M,read=4ms,write=4ms,on=loop,prio=5}
 REMOTE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async,mglru}
 
 # In the guest, before a benchmark: swaplab's state on the ext4 disk, the
@@ -227,24 +235,36 @@ guest_done() {
 }
 
 # In the guest: `swaplab validate` of REMOTE_CELL on an NBD area at each
-# RTT, each saved as $4/remote-RTT.json.
+# RTT, each saved as $4/remote-RTT.json, then on each of REMOTE_DEVICES,
+# saved as $4/device-NAME.json.
 guest_remote() {
   local label=$1 m=$2 swaplab=$3 out=$4
   guest_disk "$label" "$m" "$out" || return 1
-  local rtt t0 t w size args passed=0 failed=0
+  local rtt t0 t w size args dev name spec passed=0 failed=0
   read -r w size args <<< "$REMOTE_CELL"
-  local a=()
+  local a=() devs=() swaps
   [ -n "$args" ] && a=(--args "${args//=/ }")
-  for rtt in "${REMOTE_RTTS[@]}"; do
+  # One validation: $1 names its files, the rest are its --swap arguments.
+  one() {
+    local name=$1; shift
     t0=$(date +%s)
-    if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$REMOTE_LIMITS" --swap "nbd:64M,rtt=$rtt" \
+    if "$swaplab" validate "$w" --size "$size" "${a[@]}" --limits "$REMOTE_LIMITS" "$@" \
          --policy "$REMOTE_POLICIES" --fault-path kernel,pfa --timeout 1800 --retries 2 "${VALIDATE_ARGS[@]}" \
-         --save "$out/remote-$rtt.json" > "$out/remote-$rtt.txt" 2>&1; then
+         --save "$out/$name.json" > "$out/$name.txt" 2>&1; then
       passed=$((passed + 1)); t=ok
     else
-      failed=$((failed + 1)); t="FAILED: $(tail -2 "$out/remote-$rtt.txt" | tr '\n' ' ')"
+      failed=$((failed + 1)); t="FAILED: $(tail -2 "$out/$name.txt" | tr '\n' ' ')"
     fi
-    echo "  VALIDATE kernel $label mglru=$m $w $size ${args} nbd rtt=$rtt: $t ($(( $(date +%s) - t0 )) s)"
+    echo "  VALIDATE kernel $label mglru=$m $w $size ${args} $*: $t ($(( $(date +%s) - t0 )) s)"
+  }
+  for rtt in "${REMOTE_RTTS[@]}"; do
+    one "remote-$rtt" --swap "nbd:64M,rtt=$rtt"
+  done
+  [ "${SWAPLAB_REMOTE_DEVICES:-}" = 0 ] || IFS=';' read -r -a devs <<< "$REMOTE_DEVICES"
+  for dev in "${devs[@]}"; do
+    name=${dev%%=*} swaps=()
+    for spec in ${dev#*=}; do swaps+=(--swap "$spec"); done
+    one "device-$name" "${swaps[@]}"
   done
   guest_done "kernel $label mglru=$m remote" "$passed" "$failed"
 }
@@ -424,7 +444,7 @@ boot() {
     # go on the command line.
     local v settings=()
     for v in SWAPLAB_VALIDATE_POLICIES SWAPLAB_VALIDATE_CELLS SWAPLAB_VALIDATE_LIMITS SWAPLAB_VALIDATE_ARGS \
-             SWAPLAB_REMOTE_CELL SWAPLAB_REMOTE_LIMITS SWAPLAB_REMOTE_RTTS; do
+             SWAPLAB_REMOTE_CELL SWAPLAB_REMOTE_LIMITS SWAPLAB_REMOTE_RTTS SWAPLAB_REMOTE_DEVICES; do
       [ -n "${!v:-}" ] && settings+=("$v=$(printf %q "${!v}")")
     done
     local mode=--guest-validate
@@ -715,8 +735,11 @@ remote_report() {
   for id in "$@"; do
     echo "== remote swap against the RTT, $id (saved results: ${VALIDATE_OUT#"$ROOT"/}/$id/remote-RTT.json)"
     mapfile -t files < <(ls "$VALIDATE_OUT/$id"/remote-*.json 2>/dev/null)
-    [ "${#files[@]}" -ge 2 ] || { echo "fewer than two RTTs measured: no figure"; return 1; }
-    python3 - "${files[@]}" <<'PY' || return 1
+    local devs=()
+    mapfile -t devs < <(ls "$VALIDATE_OUT/$id"/device-*.json 2>/dev/null)
+    [ "${#files[@]}" -ge 2 ] || [ "${#devs[@]}" -ge 1 ] || { echo "fewer than two RTTs measured and no other device: no figure"; return 1; }
+    if [ "${#files[@]}" -ge 2 ]; then
+      python3 - "${files[@]}" <<'PY' || return 1
 import json, re, sys
 def rtt(r):
     m = re.search(r"rtt=([0-9.]+)(ns|us|ms|s)?", r["swap"])
@@ -736,7 +759,30 @@ for r in results:
             "-" if row["measured_majflt"] is None else "{:,.0f}".format(row["measured_majflt"]),
             "{:,}".format(p["sim_majflt"]), pct(p["majflt_err"])))
 PY
-    "$swaplab" report "${files[@]}" -o "$VALIDATE_OUT/remote-$id.html" || return 1
+    fi
+    if [ "${#devs[@]}" -gt 0 ]; then
+      echo "== the same cell on the other emulated devices, $id"
+      python3 - "${devs[@]}" <<'PY' || return 1
+import json, sys
+print("| swap | random swap-in (calibrated) | measured s | predicted s (error) | measured major faults | predicted (error) | fast writes, predicted | slow writes, predicted |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+pct = lambda e: "-" if e is None else "%+.0f %%" % (e * 100)
+s = lambda x: "-" if x is None else "%.2f" % x
+n = lambda x: "-" if x is None else "{:,.0f}".format(x)
+for f in sys.argv[1:]:
+    r = json.load(open(f))
+    for row in r["rows"]:
+        p = row["predictions"][0]
+        t = row.get("tiers") or {}
+        print("| %s | %.0f µs | %s | %s (%s) | %s | %s (%s) | %s, %s | %s, %s |" % (
+            r["swap"] + (" over " + r["lower_tier"] if r.get("lower_tier") else ""), r["profile"]["read_rand_us"],
+            s(row["measured_wall_s"]), s(p["predicted_wall_s"]), pct(p["wall_err"]),
+            n(row["measured_majflt"]), n(p["sim_majflt"]), pct(p["majflt_err"]),
+            n(t.get("measured_fast_writes")), n(t.get("predicted_fast_writes")),
+            n(t.get("measured_slow_writes")), n(t.get("predicted_slow_writes"))))
+PY
+    fi
+    "$swaplab" report "${files[@]}" "${devs[@]}" -o "$VALIDATE_OUT/remote-$id.html" || return 1
   done
 }
 
