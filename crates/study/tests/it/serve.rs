@@ -81,19 +81,7 @@ fn redis_preset_at_100_and_50_percent() {
         vec![LimitSpec::Percent(100.0), LimitSpec::Percent(50.0)],
         "file:256M",
     );
-    let res = lab
-        .serve(&req, &mut |p| {
-            if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
-                eprintln!(
-                    "run {} {} {}: {}",
-                    record.id,
-                    record.limit_label,
-                    record.dir.display(),
-                    record.outcome_text()
-                );
-            }
-        })
-        .unwrap();
+    let res = lab.serve(&req, &mut say_run).unwrap();
     assert_restored(&before, test);
     let peak = res.peak_bytes.unwrap();
     assert!(
@@ -403,6 +391,19 @@ fn groups_of(comm: &str) -> std::collections::BTreeMap<String, usize> {
     out
 }
 
+/// Says each run of a study as it ends (its id, limit, folder, outcome).
+fn say_run(p: swaplab_lab::runner::Progress<'_>) {
+    if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
+        eprintln!(
+            "run {} {} {}: {}",
+            record.id,
+            record.limit_label,
+            record.dir.display(),
+            record.outcome_text()
+        );
+    }
+}
+
 /// Runs the serve study `req` while counting, every 100 ms, the processes
 /// named `name` in each memory cgroup: the result, and the most processes
 /// one group held.
@@ -422,17 +423,7 @@ fn serve_watching(
             }
             most
         });
-        let res = lab.serve(req, &mut |p| {
-            if let swaplab_lab::runner::Progress::RunFinished { record, .. } = p {
-                eprintln!(
-                    "run {} {} {}: {}",
-                    record.id,
-                    record.limit_label,
-                    record.dir.display(),
-                    record.outcome_text()
-                );
-            }
-        });
+        let res = lab.serve(req, &mut say_run);
         stop.store(true, std::sync::atomic::Ordering::SeqCst);
         (res.unwrap(), watcher.join().unwrap())
     })
