@@ -56,7 +56,7 @@
 #                                 on dm-delay and on two dm-delay tiers
 #                                 (SWAPLAB_REMOTE_DEVICES); the saved results in
 #                                 target/kernels/remote/BOOT/, a table, and
-#                                 target/kernels/remote/remote.html (the
+#                                 target/kernels/remote/remote-BOOT.html (the
 #                                 report's section against the RTT)
 #   scripts/kernels.sh --guest …  (inside a guest; used by the harness)
 set -uo pipefail
@@ -211,7 +211,7 @@ REMOTE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async
 
 # In the guest, before a benchmark: swaplab's state on the ext4 disk, the
 # MGLRU state $2, the kernel and MGLRU state written to $3 (shared
-# writable over 9p). Prints GUEST_DISK's mount point.
+# writable over 9p). Sets GUEST_DISK, the disk's mount point.
 guest_disk() {
   local label=$1 m=$2 out=$3
   GUEST_DISK=/tmp/swaplab-disk
@@ -725,10 +725,11 @@ PY
   "$swaplab" report "$VALIDATE_OUT/fidelity.json" -o "$VALIDATE_OUT/fidelity.html" || return 1
 }
 
-# --remote, on the host: one table per boot (RTT, the device's calibrated
-# read, run time and major faults measured and predicted, pfa's time) and
-# the report ($VALIDATE_OUT/remote.html) whose section draws them against
-# the RTT.
+# --remote, on the host: per boot, a table of the RTTs (the device's
+# calibrated read, run time and major faults measured and predicted, pfa's
+# time), one of the other devices (with each tier's writes), and the
+# report ($VALIDATE_OUT/remote-BOOT.html) whose last section draws the
+# RTTs.
 remote_report() {
   local swaplab=$1; shift
   local id files=()
