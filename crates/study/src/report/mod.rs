@@ -23,6 +23,7 @@ pub mod trace;
 use crate::saved::{LoadError, Saved};
 use crate::serve::section as serve;
 use crate::sweep::section as sweep;
+use crate::validate::ValidateResult;
 
 /// A column with its documentation.
 pub(crate) fn col(name: &str, ty: &str, unit: &str, meaning: &str) -> ColumnDoc {
@@ -66,19 +67,7 @@ pub fn sections_for(
         )));
     }
     if p.is_file() {
-        if swaplab_trace::native::is_native(p) {
-            return Err(Error::Invalid(format!(
-                "{arg} is a page-reference trace: draw it with `swaplab sim {arg} --report OUT.html` or `swaplab mrc {arg} --report OUT.html`"
-            )));
-        }
-        return match Saved::load(p) {
-            Ok(saved) => Ok(vec![saved.section(p)?]),
-            Err(e @ LoadError::UnknownKind(_)) => Err(Error::Invalid(format!(
-                "{arg}: {}; make one with `swaplab sim --save FILE` or `swaplab mrc --save FILE`",
-                Error::from(e)
-            ))),
-            Err(LoadError::Other(e)) => Err(e),
-        };
+        return file_section(arg).map(|(s, _)| vec![s]);
     }
     if let Some(id) = arg.strip_prefix('s').and_then(|s| s.parse::<i64>().ok()) {
         let c = catalog()?;
@@ -116,6 +105,31 @@ pub fn sections_for(
     )))
 }
 
+/// The section of a saved result file, and the validation itself when it
+/// is one (for the sections drawn across sources).
+fn file_section(arg: &str) -> Result<(Section, Option<ValidateResult>)> {
+    let p = Path::new(arg);
+    if swaplab_trace::native::is_native(p) {
+        return Err(Error::Invalid(format!(
+            "{arg} is a page-reference trace: draw it with `swaplab sim {arg} --report OUT.html` or `swaplab mrc {arg} --report OUT.html`"
+        )));
+    }
+    match Saved::load(p) {
+        Ok(saved) => {
+            let v = match &saved {
+                Saved::Validate(r) => Some(r.clone()),
+                _ => None,
+            };
+            Ok((saved.section(p)?, v))
+        }
+        Err(e @ LoadError::UnknownKind(_)) => Err(Error::Invalid(format!(
+            "{arg}: {}; make one with `swaplab sim --save FILE` or `swaplab mrc --save FILE`",
+            Error::from(e)
+        ))),
+        Err(LoadError::Other(e)) => Err(e),
+    }
+}
+
 /// A report of the sections of every source, in the order given, then one
 /// section per group of saved validations that differ only in their NBD
 /// area's round-trip time ([`crate::validate::remote`]). The catalog is
@@ -127,14 +141,19 @@ pub fn build(
 ) -> Result<swaplab_report::Report> {
     let mut open = Catalog::open_default;
     let mut sections = Vec::new();
+    let mut validations = Vec::new();
     for s in sources {
-        sections.extend(sections_for(s, &mut open)?);
+        if Path::new(s).is_file() {
+            let (section, v) = file_section(s)?;
+            sections.push(section);
+            validations.extend(v.map(|v| (PathBuf::from(s), v)));
+        } else {
+            sections.extend(sections_for(s, &mut open)?);
+        }
     }
     // Validations on an NBD area that differ only in its round-trip time:
     // one more section that draws them against the RTT.
-    sections.extend(crate::validate::remote::rtt_sections(
-        &crate::validate::remote::saved_validations(sources),
-    ));
+    sections.extend(crate::validate::remote::rtt_sections(&validations));
     Ok(report_of(sections, title, argv))
 }
 

@@ -11,7 +11,7 @@
 //! paths (`--fault-path kernel,pfa`) are drawn beside the kernel's as
 //! predictions only.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use swaplab_host::swap::SwapSpec;
 use swaplab_report::{Axis, Chart, Figure, Section, Series, Table, Value};
@@ -382,19 +382,6 @@ fn section(v: &[Saved<'_>]) -> Section {
         ),
         notes: Vec::new(),
     }
-}
-
-/// The validations among report sources that are saved validation files.
-pub fn saved_validations(sources: &[String]) -> Vec<(PathBuf, ValidateResult)> {
-    sources
-        .iter()
-        .map(Path::new)
-        .filter(|p| p.is_file())
-        .filter_map(|p| match crate::saved::Saved::load(p) {
-            Ok(crate::saved::Saved::Validate(r)) => Some((p.to_path_buf(), r)),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]
