@@ -68,6 +68,10 @@ pub struct Row {
     pub end_to_end_seconds: Option<f64>,
     /// swaplab importing the peer's oracleGeneral file + simulating.
     pub import_and_sim_seconds: Option<f64>,
+    /// swaplab streaming the native file through the simulation
+    /// (`swaplab sim --stream`: the row groups decoded on a reader thread
+    /// while the policy runs on another, the whole command's time).
+    pub streamed_seconds: Option<f64>,
     /// The peer (libCacheSim's Python package) reading its oracleGeneral
     /// file and simulating, same memory, every object one page.
     pub peer_seconds: Option<f64>,
@@ -100,6 +104,7 @@ impl Row {
             note,
             end_to_end_seconds: None,
             import_and_sim_seconds: None,
+            streamed_seconds: None,
             peer_seconds: None,
             peer_miss_ratio: None,
             misses: None,
@@ -112,9 +117,24 @@ impl Row {
         Some(self.peer_seconds? / self.import_and_sim_seconds?)
     }
 
-    /// The peer's time over ours from the native file.
+    /// The peer's time over ours from the native file, loaded whole and
+    /// then simulated.
     pub fn ratio_native(&self) -> Option<f64> {
         Some(self.peer_seconds? / self.end_to_end_seconds?)
+    }
+
+    /// The peer's time over ours streaming the native file.
+    pub fn ratio_streamed(&self) -> Option<f64> {
+        Some(self.peer_seconds? / self.streamed_seconds?)
+    }
+
+    /// The better of the two ways from the native file (the issue's ≥ 8×
+    /// target is for the native format, whichever way a user reads it).
+    pub fn ratio_native_best(&self) -> Option<f64> {
+        match (self.ratio_native(), self.ratio_streamed()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -386,6 +406,23 @@ fn time_loads(
     Ok(rows)
 }
 
+/// `swaplab sim FILE --stream --policy SPEC --mem MEM` on the native file:
+/// its wall time (open, OPT's backward pass when it needs one, and the
+/// simulation fed as the row groups are decoded) and its misses.
+fn stream_native(native: &Path, spec: &PolicySpec, mem: u64) -> Result<(f64, u64)> {
+    let st = Instant::now();
+    let specs = std::slice::from_ref(spec);
+    let mut stream = swaplab_trace::stream::DenseStream::open(
+        native,
+        &swaplab_sim::stream::options(specs, None),
+    )?;
+    let r =
+        swaplab_sim::stream::run_pairs(&mut stream, specs, &[(mem.to_string(), mem)], 42, &|_| {})?;
+    let secs = st.elapsed().as_secs_f64();
+    let c = &r[0].counters;
+    Ok((secs, c.references - c.hits))
+}
+
 /// Runs the benchmark; `say` gets the progress lines (stderr).
 pub fn run(opts: &SimOptions, command: Vec<String>, say: &mut dyn FnMut(&str)) -> Result<BenchSim> {
     let (refs, pages) = (opts.refs, opts.pages);
@@ -474,6 +511,20 @@ fn run_in(
             row.what, row.mrefs_per_s
         ));
         row.misses = Some(r.counters.references - r.counters.hits);
+        let (streamed, streamed_misses) = stream_native(&files.native, s, mem)?;
+        if Some(streamed_misses) != row.misses {
+            return Err(Error::Invalid(format!(
+                "{}: streaming the native file gave {streamed_misses} misses, the trace in memory {}",
+                row.what,
+                row.misses.unwrap_or(0)
+            )));
+        }
+        say(&format!(
+            "  {:<14} {:>8.1} M refs/s streamed from the native file, end to end",
+            row.what,
+            n / streamed / 1e6
+        ));
+        row.streamed_seconds = Some(streamed);
         row.end_to_end_seconds = Some(load_native + secs);
         row.import_and_sim_seconds = Some(load_og + secs);
         if let Some(p) = peer.as_ref().ok().and_then(|p| p.rows.get(&row.what)) {

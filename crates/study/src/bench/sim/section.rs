@@ -26,6 +26,9 @@ struct Row {
     note: String,
     end_to_end_seconds: Option<f64>,
     import_and_sim_seconds: Option<f64>,
+    /// Absent in results saved before the streamed column.
+    #[serde(default)]
+    streamed_seconds: Option<f64>,
     peer_seconds: Option<f64>,
     peer_miss_ratio: Option<f64>,
 }
@@ -109,6 +112,12 @@ pub fn section(p: &Path, s: SavedBenchSim) -> Result<Section> {
                 "swaplab: import the peer's oracleGeneral file + simulate",
             ),
             col(
+                "streamed_seconds",
+                "float",
+                "s",
+                "swaplab: stream the native file through the simulation (sim --stream)",
+            ),
+            col(
                 "peer_seconds",
                 "float",
                 "s",
@@ -129,6 +138,7 @@ pub fn section(p: &Path, s: SavedBenchSim) -> Result<Section> {
             r.miss_ratio.into(),
             r.end_to_end_seconds.into(),
             r.import_and_sim_seconds.into(),
+            r.streamed_seconds.into(),
             r.peer_seconds.into(),
             r.peer_miss_ratio.into(),
             r.note.clone().into(),
@@ -160,17 +170,30 @@ pub fn section(p: &Path, s: SavedBenchSim) -> Result<Section> {
         .filter(|r| r.peer_seconds.is_some())
         .collect();
     if !peer.is_empty() {
-        let secs = |f: fn(&Row) -> Option<f64>| peer.iter().map(|r| f(r).unwrap_or(0.0)).collect();
+        let secs = |f: fn(&Row) -> Option<f64>| -> Vec<f64> {
+            peer.iter().map(|r| f(r).unwrap_or(0.0)).collect()
+        };
+        // Results saved before the streamed column have no such bars.
+        let streamed = if peer.iter().any(|r| r.streamed_seconds.is_some()) {
+            secs(|r| r.streamed_seconds)
+        } else {
+            Vec::new()
+        };
         figures.push(Figure {
             title: "End to end against the peer".into(),
-            caption: "Seconds to load a trace and simulate it: swaplab from its native file, swaplab importing the peer's oracleGeneral file, and the peer (libCacheSim) reading that file, same trace and memory.".into(),
+            caption: "Seconds to load a trace and simulate it: swaplab from its native file (loaded whole, then simulated; and streamed, decoded while the policy runs), swaplab importing the peer's oracleGeneral file, and the peer (libCacheSim) reading that file, same trace and memory.".into(),
             chart: Chart::Bars {
                 categories: peer.iter().map(|r| r.what.clone()).collect(),
-                series: vec![
-                    ("swaplab (native file)".into(), secs(|r| r.end_to_end_seconds)),
-                    ("swaplab (import oracleGeneral)".into(), secs(|r| r.import_and_sim_seconds)),
-                    ("libCacheSim".into(), secs(|r| r.peer_seconds)),
-                ],
+                series: [
+                    ("swaplab (native file)", secs(|r| r.end_to_end_seconds)),
+                    ("swaplab (native file, streamed)", streamed),
+                    ("swaplab (import oracleGeneral)", secs(|r| r.import_and_sim_seconds)),
+                    ("libCacheSim", secs(|r| r.peer_seconds)),
+                ]
+                .into_iter()
+                .filter(|(_, v)| !v.is_empty())
+                .map(|(name, v)| (name.to_string(), v))
+                .collect(),
                 value: Axis::linear("seconds (less is better)"),
             },
             data: data.clone(),
@@ -309,10 +332,34 @@ mod tests {
         );
         assert_eq!(series[0].1, vec![50.0, 50.0]);
         assert_eq!(series[1].1, vec![40.0, 40.0]);
-        let Chart::Bars { categories, .. } = &s.figures[1].chart else {
+        let Chart::Bars {
+            categories, series, ..
+        } = &s.figures[1].chart
+        else {
             panic!()
         };
         assert_eq!(categories, &["lru"], "only policies the peer ran");
+        let names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "swaplab (native file)",
+                "swaplab (import oracleGeneral)",
+                "libCacheSim"
+            ],
+            "a result saved before the streamed column draws no streamed bars"
+        );
+        let mut streamed = v.clone();
+        streamed["rows"][0]["streamed_seconds"] = serde_json::json!(1.5);
+        let st = bench_sim_section(Path::new("b.json"), &streamed).unwrap();
+        let Chart::Bars { series, .. } = &st.figures[1].chart else {
+            panic!()
+        };
+        assert_eq!(
+            series[1],
+            ("swaplab (native file, streamed)".into(), vec![1.5])
+        );
+        assert_eq!(series.len(), 4);
         assert_eq!(s.tables[0].rows.len(), 3);
         assert_eq!(s.tables.len(), 1, "a result saved before the loads table");
         let mut v = v;
