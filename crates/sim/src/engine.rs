@@ -799,6 +799,11 @@ struct CostState {
     minor: f64,
     swapcache: f64,
     reclaim: f64,
+    /// Reclaim's CPU is charged per page scanned (`scan_us` above 0, and a
+    /// policy that counts its scans), not per page written or freed.
+    by_scan: bool,
+    /// The policy's pages scanned already charged.
+    scanned: u64,
     /// When each read-ahead page's read completes.
     ready: Vec<f64>,
     /// Pages fetched by the accelerator since the last drain.
@@ -895,7 +900,7 @@ impl Ext<'_> {
         if vs & DIRTY != 0 {
             self.write_out(v);
         } else if vs & WRITTEN == 0 {
-            if let Some(cs) = &mut self.cost {
+            if let Some(cs) = self.cost.as_mut().filter(|cs| !cs.by_scan) {
                 // A clean page (its swap copy valid): reclaimed, not written.
                 cs.reclaim += cs.fc.clean_us;
                 cs.stall += cs.fc.clean_us;
@@ -906,6 +911,20 @@ impl Ext<'_> {
         }
         self.state[v as usize] = SEEN;
         Ok(())
+    }
+
+    /// Charges `scan_us` for each page the policy's reclaim scanned since
+    /// the last call (when reclaim is costed by scan): reclaim runs inside
+    /// the policy's answer to a miss, so `missed` calls this first.
+    fn charge_scans(&mut self) {
+        let Some(cs) = self.cost.as_mut().filter(|cs| cs.by_scan) else {
+            return;
+        };
+        let now = self.policy.reclaim_stats().map_or(0, |r| r.pgscan);
+        let t = now.saturating_sub(cs.scanned) as f64 * cs.fc.scan_us;
+        cs.scanned = now;
+        cs.reclaim += t;
+        cs.stall += t;
     }
 
     /// Reclaim writes page `v` to swap: a swap-out, its slot, and the
@@ -919,7 +938,8 @@ impl Ext<'_> {
             let io = self.io(v);
             if let Some(cs) = &mut self.cost {
                 let now = cs.now(self.pos);
-                let t = cs.fc.reclaim_us + cs.dev.write(io, now);
+                let cpu = if cs.by_scan { 0.0 } else { cs.fc.reclaim_us };
+                let t = cpu + cs.dev.write(io, now);
                 cs.reclaim += t;
                 cs.stall += t;
             }
@@ -929,6 +949,7 @@ impl Ext<'_> {
     /// Accounts for the answer to a miss or an insert of `id`, and for the
     /// pages the policy wrote on the way ([`Policy::take_writes`]).
     fn missed(&mut self, id: u32, victim: Option<u32>) -> Result<(), SimError> {
+        self.charge_scans();
         let mut written = std::mem::take(&mut self.written);
         self.policy.take_writes(&mut written);
         for &p in &written {
@@ -1098,6 +1119,7 @@ fn run_ext(
     }
     let pf_slots = pf_spec.is_some_and(|p| p.info().slots);
     let needs_map = (pf.is_some() && !pf_slots) || !hints.is_empty();
+    let counts_scans = policy.reclaim_stats().is_some();
     let mut e = Ext {
         policy,
         state: vec![0u8; pages],
@@ -1129,10 +1151,13 @@ fn run_ext(
         cost: match costs {
             Some(k) => {
                 let dev = k.device.build()?;
+                let fc = k.fault_path.costs(k.device.profile())?;
                 Some(CostState {
                     sync_dev: dev.synchronous(),
                     dev,
-                    fc: k.fault_path.costs(k.device.profile())?,
+                    by_scan: fc.scan_us > 0.0 && counts_scans,
+                    scanned: 0,
+                    fc,
                     per_ref: k
                         .base_time_s
                         .map_or(0.0, |b| b * 1e6 / (trace.ids.len().max(1) as f64)),

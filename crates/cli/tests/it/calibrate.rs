@@ -168,6 +168,16 @@ fn calibrate_agrees_with_the_kernels_counters() {
             b >= 0.0 && (a - b).abs() <= 1e-12 * b.abs(),
             "{kind} reclaim_us: {a} {b}"
         );
+        // The same CPU over the pages scanned, which are at least those
+        // written: per page scanned, at most the cost per page written.
+        let (a, s) = (
+            t["reclaim_scan_us"].as_float().unwrap(),
+            f(&prof["reclaim_scan_us"]),
+        );
+        assert!(
+            s >= 0.0 && (a - s).abs() <= 1e-12 * s.abs() && s <= b * (1.0 + 1e-9),
+            "{kind} reclaim_scan_us: {a} {s}, reclaim_us {b}"
+        );
         let ratio = f(&prof["compress_ratio"]);
         match kind {
             // Every 8-byte word holds a random 16-bit value: 2 of 8 bytes

@@ -368,6 +368,11 @@ pub struct FaultCosts {
     pub reclaim_us: f64,
     /// CPU time of reclaiming one clean page (unmap, free; no write).
     pub clean_us: f64,
+    /// CPU time of reclaim per page scanned. When above 0 and the policy
+    /// counts its scans ([`crate::Policy::reclaim_stats`]), reclaim's CPU is
+    /// this per page scanned, and `reclaim_us` and `clean_us` are not
+    /// charged (a swap-out still pays the device's write).
+    pub scan_us: f64,
     /// CPU time a major fault spends submitting each page it reads ahead
     /// (allocation, charge, swap-cache insert, the read's submission).
     pub ra_us: f64,
@@ -381,8 +386,9 @@ pub static FAULT_PATHS: &[(&str, &str, &str)] = &[
     (
         "kernel",
         "Linux's path: major = trap + kernel + io + device; swap-cache hit = trap + kernel; \
-         minor = trap + zero; swap-out = reclaim + device write",
-        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2 clean_us=0 ra_us=0",
+         minor = trap + zero; swap-out = reclaim + device write; with scan_us > 0 and a \
+         policy that counts its scans (linux), reclaim = scan_us per page scanned instead",
+        "trap_us=0.1 kernel_us=1.1 io_us=3 zero_us=0.4 reclaim_us=2 clean_us=0 scan_us=0 ra_us=0",
     ),
     (
         "pfa",
@@ -403,6 +409,7 @@ impl FaultPath {
             "zero_us",
             "reclaim_us",
             "clean_us",
+            "scan_us",
             "ra_us",
         ];
         match name.as_str() {
@@ -440,21 +447,23 @@ impl FaultPath {
     /// `minor_fault_us` trap + zero, its `reclaim_us` (or, in a profile
     /// without it, `write_us`) the reclaim cost of a swap-out, its
     /// `reclaim_clean_us` (or 0) that of a clean page reclaimed, its
+    /// `reclaim_scan_us` (or 0) that of a page scanned, its
     /// `readahead_us` (or 0) that of each page a fault reads ahead, and io_us
     /// is 0 (its read latencies include the whole fault).
     pub fn costs(&self, profile: Option<&DeviceProfile>) -> Result<FaultCosts, SimError> {
         let p = &self.params;
         let trap = p.real("trap_us", 0.1, 0.0, 1e6)?;
-        let (kernel, io, zero, reclaim, clean, ra) = match profile {
+        let (kernel, io, zero, reclaim, clean, scan, ra) = match profile {
             Some(pr) => (
                 (pr.fault_path_us - trap).max(0.0),
                 0.0,
                 (pr.minor_fault_us - trap).max(0.0),
                 pr.reclaim_us.unwrap_or(pr.write_us),
                 pr.reclaim_clean_us.unwrap_or(0.0),
+                pr.reclaim_scan_us.unwrap_or(0.0),
                 pr.readahead_us.unwrap_or(0.0),
             ),
-            None => (1.1, 3.0, 0.4, 2.0, 0.0, 0.0),
+            None => (1.1, 3.0, 0.4, 2.0, 0.0, 0.0, 0.0),
         };
         let pfa = self.name == "pfa";
         Ok(FaultCosts {
@@ -464,6 +473,7 @@ impl FaultPath {
             zero_us: p.real("zero_us", zero, 0.0, 1e6)?,
             reclaim_us: p.real("reclaim_us", reclaim, 0.0, 1e6)?,
             clean_us: p.real("clean_us", clean, 0.0, 1e6)?,
+            scan_us: p.real("scan_us", scan, 0.0, 1e6)?,
             ra_us: p.real("ra_us", ra, 0.0, 1e6)?,
             pfa_batch: if pfa {
                 Some(p.int("batch", 64, 1, 4096)?)
@@ -617,6 +627,16 @@ mod tests {
             .costs(Some(&measured))
             .unwrap();
         assert_eq!((c.reclaim_us, c.clean_us, c.ra_us), (9.0, 3.0, 1.5));
+        assert_eq!(c.scan_us, 0.0, "a profile without reclaim_scan_us");
+        let scanned = DeviceProfile {
+            reclaim_scan_us: Some(3.25),
+            ..measured.clone()
+        };
+        let c = FaultPath::parse("kernel")
+            .unwrap()
+            .costs(Some(&scanned))
+            .unwrap();
+        assert_eq!((c.reclaim_us, c.scan_us), (9.0, 3.25));
         let c = FaultPath::parse("kernel:ra_us=1")
             .unwrap()
             .costs(Some(&measured))
@@ -675,6 +695,33 @@ mod tests {
         let r = costed(spec, 8, "ssd", fp, "none", None, &t).unwrap();
         assert_eq!((r.counters.swap_outs, r.counters.evictions), (7, 2));
         assert!(close(r.cost.unwrap().reclaim_time_s * 1e6, 14.0));
+    }
+
+    #[test]
+    fn with_scan_us_a_policy_that_counts_its_scans_pays_per_page_scanned() {
+        // The trace of the test above, at 8 pages: `linux` counts its scans,
+        // so with scan_us its reclaim time is scan_us × pgscan and nothing
+        // per page written or freed; the faults and counters do not move.
+        let refs: Vec<(u64, bool)> = (0..400).map(|i| ((i * 7) % 23, i % 3 == 0)).collect();
+        let per_page = "kernel:reclaim_us=2:clean_us=0.5";
+        let by_scan = "kernel:reclaim_us=2:clean_us=0.5:scan_us=0.25";
+        let a = costed("linux", 8, "ssd", per_page, "none", None, &refs).unwrap();
+        let b = costed("linux", 8, "ssd", by_scan, "none", None, &refs).unwrap();
+        assert_eq!(a.counters, b.counters);
+        let scanned = b.reclaim.unwrap().pgscan as f64;
+        assert!(scanned > b.counters.evictions as f64, "{scanned}");
+        let (ca, cb) = (a.cost.unwrap(), b.cost.unwrap());
+        assert!(
+            close(cb.reclaim_time_s * 1e6, 0.25 * scanned),
+            "{} {scanned}",
+            cb.reclaim_time_s * 1e6
+        );
+        assert!(!close(ca.reclaim_time_s, cb.reclaim_time_s));
+        // LRU counts no scans: scan_us changes nothing (the test above's
+        // 3 pages written and 1 clean: 6.5 µs).
+        let refs = [0, 1, 2, 0, 1, 2].map(|p| (p, false));
+        let r = costed("lru", 2, "ssd", by_scan, "none", None, &refs).unwrap();
+        assert!(close(r.cost.unwrap().reclaim_time_s * 1e6, 6.5));
     }
 
     #[test]

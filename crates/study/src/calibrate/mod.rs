@@ -446,15 +446,16 @@ fn measure(
             let lrec = group.run(&lcmd, &ro, &format!("{kind}-limit"), 0)?;
             k.limit_run_id = Some(lrec.id);
             k.limit_output = lrec.workload_output.clone().unwrap_or_default();
-            let (dirty, clean): (Vec<_>, Vec<_>) = k.limit_output["rounds"]
+            let costs: Vec<ReclaimCosts> = k.limit_output["rounds"]
                 .as_array()
-                .map(|rs| rs.iter().map(reclaim_costs).unzip())
+                .map(|rs| rs.iter().map(reclaim_costs).collect())
                 .unwrap_or_default();
-            let median = |xs: Vec<Option<f64>>| {
-                crate::bench::touch::median(xs.into_iter().flatten().collect())
+            let median = |f: fn(&ReclaimCosts) -> Option<f64>| {
+                crate::bench::touch::median(costs.iter().filter_map(f).collect())
             };
-            prof.reclaim_us = median(dirty);
-            prof.reclaim_clean_us = median(clean);
+            prof.reclaim_us = median(|c| c.dirty);
+            prof.reclaim_clean_us = median(|c| c.clean);
+            prof.reclaim_scan_us = median(|c| c.scan);
             if prof.reclaim_us.is_none() {
                 // Why: the kernel refused the lowered limit, or the run
                 // itself ended badly (an OOM kill).
@@ -579,6 +580,7 @@ fn profile(
         write_us: median(writes),
         reclaim_us: None, // from the `--limit` run, after this one
         reclaim_clean_us: None,
+        reclaim_scan_us: None,
         readahead_us: some_median(submits),
         read_mb_s: median(reads),
         fault_path_us: us("cache", |s| s.p50_ns),
@@ -594,21 +596,33 @@ fn profile(
     Ok(prof)
 }
 
-/// One `--limit` round's reclaim CPU, µs: per page written out, and per
-/// clean page reclaimed. A pass's system time less its major faults at the
-/// `random` pass's CPU per fault (a swap-in without reclaim) is its reclaim
-/// CPU. `limit` wrote every page it reclaimed: over its swap-outs, the
-/// first. `limit_read` reclaimed clean pages (and a few dirty ones, at the
-/// first): over those, the second, when most of what it reclaimed was clean
-/// (not on zram, whose reads drop the swap copy). `None` when a pass
-/// failed or counted nothing; a negative result (the machine's noise,
-/// larger than the cost) is 0.
-fn reclaim_costs(round: &serde_json::Value) -> (Option<f64>, Option<f64>) {
+/// One `--limit` round's reclaim CPU, µs ([`reclaim_costs`]).
+#[derive(Debug, Default, PartialEq)]
+struct ReclaimCosts {
+    /// Per page written out (`reclaim_us`).
+    dirty: Option<f64>,
+    /// Per clean page reclaimed (`reclaim_clean_us`).
+    clean: Option<f64>,
+    /// The `limit` pass's reclaim CPU per page scanned (`reclaim_scan_us`).
+    scan: Option<f64>,
+}
+
+/// One `--limit` round's reclaim CPU, µs: per page written out, per clean
+/// page reclaimed, and per page scanned. A pass's system time less its
+/// major faults at the `random` pass's CPU per fault (a swap-in without
+/// reclaim) is its reclaim CPU. `limit` wrote every page it reclaimed:
+/// over its swap-outs, the first; over the pages it scanned
+/// (`pgscan_anon`), the third. `limit_read` reclaimed clean pages (and a
+/// few dirty ones, at the first): over those, the second, when most of
+/// what it reclaimed was clean (not on zram, whose reads drop the swap
+/// copy). `None` when a pass failed or counted nothing; a negative result
+/// (the machine's noise, larger than the cost) is 0.
+fn reclaim_costs(round: &serde_json::Value) -> ReclaimCosts {
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64();
     let Some(fault) =
         f(round, "random_stime_s").zip(f(round, "random_majflt").filter(|&m| m > 0.0))
     else {
-        return (None, None);
+        return ReclaimCosts::default();
     };
     let fault = fault.0 / fault.1;
     let pass = |k: &str| -> Option<(f64, f64, f64)> {
@@ -619,13 +633,19 @@ fn reclaim_costs(round: &serde_json::Value) -> (Option<f64>, Option<f64>) {
         let cpu = f(p, "stime_s")? - f(p, "majflt")? * fault;
         Some((cpu, f(p, "pgsteal_anon")?, f(p, "pswpout")?))
     };
-    let dirty = pass("limit")
-        .filter(|p| p.2 > 0.0)
-        .map(|(cpu, _, out)| (cpu / out).max(0.0));
+    let limit = pass("limit").filter(|p| p.2 > 0.0);
+    let dirty = limit.map(|(cpu, _, out)| (cpu / out).max(0.0));
+    let scan = limit
+        .zip(f(&round["limit"], "pgscan_anon").filter(|&s| s > 0.0))
+        .map(|((cpu, _, _), scanned)| (cpu / scanned).max(0.0));
     let clean = pass("limit_read")
         .filter(|(_, steal, out)| steal - out >= 0.5 * steal && *steal > 0.0)
         .map(|(cpu, steal, out)| ((cpu - out * dirty.unwrap_or(0.0)) / (steal - out)).max(0.0));
-    (dirty.map(|d| d * 1e6), clean.map(|c| c * 1e6))
+    ReclaimCosts {
+        dirty: dirty.map(|d| d * 1e6),
+        clean: clean.map(|c| c * 1e6),
+        scan: scan.map(|s| s * 1e6),
+    }
 }
 
 #[cfg(test)]
@@ -644,6 +664,7 @@ mod tests {
             write_us: 17.5,
             reclaim_us: Some(9.5),
             reclaim_clean_us: Some(3.5),
+            reclaim_scan_us: Some(3.1),
             readahead_us: Some(1.5),
             read_mb_s: 450.0,
             fault_path_us: 1.6,
@@ -660,29 +681,37 @@ mod tests {
         // limit_read: 20,000 faults, 20,000 reclaimed of which 1,000
         //  written, 0.7 s: (0.7 − 0.625 − 1,000 × 9.855… µs) / 19,000
         //  = 0.065144… s / 19,000 = 3.4286… µs.
+        //  It scanned 82,000 pages: 0.25625 s / 82,000 = 3.125 µs a page.
         let mut round = serde_json::json!({"random_stime_s": 0.5, "random_majflt": 16000,
             "limit": {"errno": 0, "stime_s": 1.1, "majflt": 27000, "pgsteal_anon": 26500,
-                      "pswpout": 26000},
+                      "pswpout": 26000, "pgscan_anon": 82000},
             "limit_read": {"errno": 0, "stime_s": 0.7, "majflt": 20000, "pgsteal_anon": 20000,
                            "pswpout": 1000}});
-        let (d, c) = reclaim_costs(&round);
+        let r = reclaim_costs(&round);
         let dirty = 0.25625e6 / 26000.0;
-        assert!((d.unwrap() - dirty).abs() < 1e-9, "{d:?}");
+        assert!((r.dirty.unwrap() - dirty).abs() < 1e-9, "{r:?}");
         let clean = (0.075 - 1000.0 * dirty * 1e-6) * 1e6 / 19000.0;
-        assert!((c.unwrap() - clean).abs() < 1e-9, "{c:?} {clean}");
+        assert!((r.clean.unwrap() - clean).abs() < 1e-9, "{r:?} {clean}");
+        assert!((r.scan.unwrap() - 3.125).abs() < 1e-9, "{r:?}");
         // A reading pass that wrote most of what it reclaimed (zram drops
         // the swap copy at the read): no clean cost.
         round["limit_read"]["pswpout"] = 15000.into();
-        assert_eq!(reclaim_costs(&round).1, None);
+        assert_eq!(reclaim_costs(&round).clean, None);
         // Noise larger than the cost: 0, never negative.
         round["limit"]["stime_s"] = 0.8.into();
-        assert_eq!(reclaim_costs(&round).0, Some(0.0));
+        assert_eq!(reclaim_costs(&round).dirty, Some(0.0));
+        assert_eq!(reclaim_costs(&round).scan, Some(0.0));
+        // No scan count (a workload of before it was printed): no scan cost.
+        round["limit"]["stime_s"] = 1.1.into();
+        round["limit"]["pgscan_anon"] = serde_json::Value::Null;
+        let r = reclaim_costs(&round);
+        assert_eq!((r.dirty.is_some(), r.scan), (true, None));
         // A pass whose limit the kernel refused, or that wrote nothing, is
         // no measurement.
         round["limit"]["pswpout"] = 0.into();
-        assert_eq!(reclaim_costs(&round).0, None);
+        assert_eq!(reclaim_costs(&round).dirty, None);
         round["limit"] = serde_json::json!({"errno": 16});
-        assert_eq!(reclaim_costs(&round), (None, None));
+        assert_eq!(reclaim_costs(&round), ReclaimCosts::default());
     }
 
     #[test]

@@ -74,6 +74,12 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
                 "system CPU of reclaiming a clean page (swap copy valid) under the limit (the limit_read pass), median; none on zram",
             ),
             col(
+                "reclaim_scan_us",
+                "float",
+                "µs",
+                "the limit pass's reclaim CPU per page scanned (pgscan_anon), median: what the simulator charges linux per page its reclaim scans",
+            ),
+            col(
                 "readahead_us",
                 "float",
                 "µs",
@@ -118,6 +124,7 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
             pr.write_us.into(),
             pr.reclaim_us.into(),
             pr.reclaim_clean_us.into(),
+            pr.reclaim_scan_us.into(),
             pr.readahead_us.into(),
             pr.read_mb_s.into(),
             pr.fault_path_us.into(),
@@ -199,7 +206,7 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
         .collect();
     let bars = Figure {
         title: "Cost per page by swap kind".into(),
-        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, the reclaim CPU under the group's limit of a page written out and of a clean one, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
+        caption: "The device profile's latencies (medians, µs): swap-in in address order and in random order, swap-out, the reclaim CPU under the group's limit of a page written out, of a clean one and per page scanned, a fault from the swap cache and a first touch. The simulator's --device file:this (or PROFILE.toml) uses these numbers.".into(),
         chart: Chart::Bars {
             categories: ok.iter().map(|(k, _)| k.kind.clone()).collect(),
             series: vec![
@@ -213,6 +220,10 @@ pub fn section(p: &Path, r: CalibrateResult) -> Result<Section> {
                 (
                     "reclaim, clean".into(),
                     ok.iter().map(|(_, p)| p.reclaim_clean_us.unwrap_or(0.0)).collect(),
+                ),
+                (
+                    "reclaim, per page scanned".into(),
+                    ok.iter().map(|(_, p)| p.reclaim_scan_us.unwrap_or(0.0)).collect(),
                 ),
                 ("swap-cache fault".into(), ok.iter().map(|(_, p)| p.fault_path_us).collect()),
                 ("minor fault".into(), ok.iter().map(|(_, p)| p.minor_fault_us).collect()),
