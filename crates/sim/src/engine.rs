@@ -785,6 +785,15 @@ struct Ext<'a> {
     written: Vec<u32>,
 }
 
+/// Why a page leaves memory ([`Ext::gone`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    /// The policy's reclaim chose it (or wrote it on the way).
+    Reclaim,
+    /// A hint's or a prefetcher's page-out asked for it.
+    Pageout,
+}
+
 /// The time model's state (`simulate_costed`), in µs of the program's clock.
 struct CostState {
     dev: Box<dyn Device>,
@@ -890,17 +899,21 @@ impl Ext<'_> {
         }
     }
 
-    /// Page `v` left memory (evicted or paged out).
-    fn gone(&mut self, v: u32) -> Result<(), SimError> {
+    /// Page `v` left memory: evicted by the policy's reclaim (`Reclaim`),
+    /// or paged out on request (`Pageout`: a hint or a prefetcher's
+    /// MADV_PAGEOUT, which pays the per-page costs even when reclaim's CPU
+    /// is charged per page scanned: no reclaim scanned it).
+    fn gone(&mut self, v: u32, how: Out) -> Result<(), SimError> {
         let vs = self.state[v as usize];
         if vs & RESIDENT == 0 || vs & PINNED != 0 {
             return Err(self.contract(format!("evicted page {v}, which is not resident")));
         }
         self.c.evictions += 1;
         if vs & DIRTY != 0 {
-            self.write_out(v);
+            self.write_out(v, how);
         } else if vs & WRITTEN == 0 {
-            if let Some(cs) = self.cost.as_mut().filter(|cs| !cs.by_scan) {
+            let scanned = how == Out::Reclaim;
+            if let Some(cs) = self.cost.as_mut().filter(|cs| !(cs.by_scan && scanned)) {
                 // A clean page (its swap copy valid): reclaimed, not written.
                 cs.reclaim += cs.fc.clean_us;
                 cs.stall += cs.fc.clean_us;
@@ -936,7 +949,7 @@ impl Ext<'_> {
 
     /// Reclaim writes page `v` to swap: a swap-out, its slot, and the
     /// write's cost.
-    fn write_out(&mut self, v: u32) {
+    fn write_out(&mut self, v: u32, how: Out) {
         self.c.swap_outs += 1;
         if let Some(s) = &mut self.slots {
             s.alloc(v);
@@ -945,7 +958,8 @@ impl Ext<'_> {
             let io = self.io(v);
             if let Some(cs) = &mut self.cost {
                 let now = cs.now(self.pos);
-                let cpu = if cs.by_scan { 0.0 } else { cs.fc.reclaim_us };
+                let scanned = cs.by_scan && how == Out::Reclaim;
+                let cpu = if scanned { 0.0 } else { cs.fc.reclaim_us };
                 let t = cpu + cs.dev.write(io, now);
                 cs.reclaim += t;
                 cs.stall += t;
@@ -971,7 +985,7 @@ impl Ext<'_> {
                 return Err(self.contract(format!("wrote page {p}, which is not resident")));
             }
             if ps & DIRTY != 0 {
-                self.write_out(p);
+                self.write_out(p, Out::Reclaim);
                 self.state[p as usize] = (ps & !DIRTY) | WRITTEN;
             }
         }
@@ -988,7 +1002,7 @@ impl Ext<'_> {
                         self.resident, self.cap
                     )));
                 }
-                self.gone(v)
+                self.gone(v, Out::Reclaim)
             }
             None => {
                 self.resident += 1;
@@ -1225,7 +1239,7 @@ fn run_ext(
             if let HintKind::Pageout { .. } = h.action {
                 e.policy.remove(&list);
                 for &id in &list {
-                    e.gone(id)?;
+                    e.gone(id, Out::Pageout)?;
                     e.resident -= 1;
                 }
             } else {
@@ -1356,7 +1370,7 @@ fn run_ext(
                             }
                             e.policy.remove(&list);
                             for &x in &list {
-                                e.gone(x)?;
+                                e.gone(x, Out::Pageout)?;
                                 e.resident -= 1;
                             }
                             e.c.prefetch_pageouts += list.len() as u64;
@@ -1753,6 +1767,43 @@ mod tests {
             (c.major_faults, c.prefetch_reads, c.prefetch_pageouts),
             (5, 7, 0)
         );
+        // Costed: the 12 pages the hint drops were dirty (12 swap-outs),
+        // the 9 the prefetcher drops clean. No reclaim ran (pgscan 0), so
+        // with scan_us the page-outs still pay the per-page costs:
+        // 12 × 2 + 9 × 0.5 = 28.5 µs, with it or without.
+        let costed = |fp: &str| {
+            let t = DenseTrace::from_pages(&t);
+            let device = crate::DeviceSpec::parse("ssd", None).unwrap();
+            let fault_path = crate::FaultPath::parse(fp).unwrap();
+            simulate_costed(
+                &t,
+                None,
+                &PolicySpec::parse("linux").unwrap(),
+                64,
+                1,
+                &Extras {
+                    prefetch: Some(&PrefetchSpec::parse("leap:pageout=1:lag=2").unwrap()),
+                    hints: &po,
+                },
+                &Costs {
+                    device: &device,
+                    fault_path: &fault_path,
+                    base_time_s: None,
+                },
+                &|_| {},
+            )
+            .unwrap()
+        };
+        for fp in [
+            "kernel:reclaim_us=2:clean_us=0.5",
+            "kernel:reclaim_us=2:clean_us=0.5:scan_us=0.25",
+        ] {
+            let r = costed(fp);
+            assert_eq!(r.reclaim.unwrap().pgscan, 0, "{fp}");
+            assert_eq!(r.counters.prefetch_pageouts, 9, "{fp}");
+            let us = r.cost.unwrap().reclaim_time_s * 1e6;
+            assert!((us - 28.5).abs() < 1e-6, "{fp}: {us}");
+        }
         // A policy that cannot drop pages refuses, as for pageout hints.
         let e = ext_r("arc", 8, "leap:pageout=1", &[], &t)
             .unwrap_err()
