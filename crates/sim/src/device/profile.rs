@@ -57,8 +57,9 @@ pub struct DeviceProfile {
     /// policy that counts its scans (`linux`) is charged this per page
     /// scanned in place of `reclaim_us` and `reclaim_clean_us`: reclaim's
     /// CPU follows how far it scans, which differs between programs (2.8
-    /// pages scanned per page written in the `limit` pass, 4.5 in kv at
-    /// 90 %). Absent (older profiles): the per-page costs stand.
+    /// pages scanned per page written in the `limit` pass, 4.5 per page
+    /// freed in kv at 90 %). Absent (older profiles): the per-page costs
+    /// stand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reclaim_scan_us: Option<f64>,
     /// CPU time of submitting one page's read ahead (MADV_WILLNEED's system
