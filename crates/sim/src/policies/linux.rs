@@ -103,7 +103,10 @@
 //!   complete on a clock instead of before the next pass. Time is the
 //!   program's: `ref_us` per reference up to the one being served (the
 //!   engine's position), plus the stalls so far: `read_us` per major
-//!   fault, and the reclaimer's sleeps below. A pass's writes are
+//!   fault, `scan_us` per page reclaim scans (`scan_us=T`, the profile's
+//!   `reclaim_scan_us` with `clock=device`: direct reclaim is the faulting
+//!   task's own CPU, and the writes go on completing while it scans each
+//!   folio of its batch), and the reclaimer's sleeps below. A pass's writes are
 //!   submitted when it ends (`blk_finish_plug`) or when the reclaimer
 //!   sleeps (`io_schedule` flushes the plug), and the device finishes one
 //!   page every `write_us`, in submission order. Reclaim first completes
@@ -122,7 +125,8 @@
 //!   without it a v2 reclaim, which never waits on a folio, would meet the
 //!   same folios under writeback forever. Not modelled: reads' use of the
 //!   device (a read stalls the program `read_us` but does not delay the
-//!   writes), reclaim's own CPU time, the 100 ms timeout of the throttle.
+//!   writes), reclaim's CPU without `scan_us`, the 100 ms timeout of the
+//!   throttle.
 //!   A rotation leaves the folio's old queue entry behind as a stale entry
 //!   (counted per page and skipped when popped: a page's stale entries are
 //!   older than its live one), and the rotated folios form a stack at the
@@ -211,15 +215,15 @@ pub const INFO: PolicyInfo = PolicyInfo {
              until a later pass frees it, and a reference before that is a swap-cache hit), \
              write_us=T (async: the writes complete on a clock, the device taking T us a page; without \
              it, before the next pass), ref_us=T (the program's time a reference), read_us=T (a major \
-             fault's stall), memcg=v1|v2 (v1, the default: reclaim waits on a folio under writeback; v2: \
-             activates it)",
+             fault's stall), scan_us=T (the reclaimer's CPU a page scanned: the clock runs while it scans), \
+             memcg=v1|v2 (v1, the default: reclaim waits on a folio under writeback; v2: activates it)",
     needs_future: false,
     build: |c| {
         c.params.allow(
             "linux",
             &[
                 "ratio", "refault", "reclaim", "batch", "swappiness", "writeback", "write_us", "ref_us",
-                "read_us", "memcg",
+                "read_us", "scan_us", "memcg",
             ],
         )?;
         Ok(Box::new(TwoLists::<false>::new(c, 0, true)?))
@@ -337,6 +341,10 @@ struct WbClock {
     ref_us: f64,
     read_us: f64,
     write_us: f64,
+    /// The reclaimer's CPU per page it scans (`scan_us`, 0 by default):
+    /// direct reclaim runs in the faulting task, so the program's time
+    /// runs on while it scans, and writes complete meanwhile.
+    scan_us: f64,
     /// cgroup v1 (`memcg=v1`): a scan that meets a folio still under
     /// writeback waits for it ("case 3"); v2 activates it ("case 2").
     wait: bool,
@@ -435,6 +443,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         let write_us = c.params.real("write_us", 0.0, 0.0, 1e6)?;
         let ref_us = c.params.real("ref_us", 0.0, 0.0, 1e6)?;
         let read_us = c.params.real("read_us", 0.0, 0.0, 1e6)?;
+        let scan_us = c.params.real("scan_us", 0.0, 0.0, 1e6)?;
         let wait = match c.params.0.get("memcg").map(String::as_str) {
             None | Some("v1") => true,
             Some("v2") => false,
@@ -447,10 +456,10 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         // The clock runs when write_us is given (0: each write completes
         // when it is submitted, at the end of its pass).
         let timed = c.params.0.contains_key("write_us");
-        let timed_keys = ["ref_us", "read_us", "memcg"];
+        let timed_keys = ["ref_us", "read_us", "scan_us", "memcg"];
         if !timed && timed_keys.iter().any(|k| c.params.0.contains_key(*k)) {
             return Err(SimError::BadParam(
-                "ref_us, read_us and memcg set the writes' clock: give write_us=MICROSECONDS (the device's time per page written) with them".into(),
+                "ref_us, read_us, scan_us and memcg set the writes' clock: give write_us=MICROSECONDS (the device's time per page written) with them".into(),
             ));
         }
         if timed && !async_wb {
@@ -463,6 +472,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 ref_us,
                 read_us,
                 write_us,
+                scan_us,
                 wait,
                 pos: 0,
                 stall_us: 0.0,
@@ -831,6 +841,15 @@ impl<const RRIP: bool> TwoLists<RRIP> {
         }
         for &t in &batch {
             let i = t as usize;
+            if let Some(c) = self.clock.as_deref_mut().filter(|c| c.scan_us > 0.0) {
+                // shrink_folio_list takes the folios one by one, in the
+                // faulting task: its CPU is the program's time, and the
+                // writes due by the time it reaches this folio complete
+                // (one isolated here stays in the batch, now clean).
+                c.stall_us += c.scan_us;
+                let now = c.now();
+                self.complete_until(now);
+            }
             if self
                 .clock
                 .as_deref()
@@ -1758,6 +1777,48 @@ mod tests {
     }
 
     #[test]
+    fn hand_worked_scan_time() {
+        // hand_worked_timed_writeback again, with the reclaimer's CPU on
+        // the clock: 0.5 µs a page scanned.
+        // First reclaim (pos 8, now 8): priorities 3, 2, 1, 0 scan 1 + 2 +
+        //   4 + 8 pages (now 15.5) and write 0..6, submitted at 15.5: they
+        //   complete at 16.5 .. 22.5. Nothing freed: the throttle sleeps
+        //   to 22.5 (7 µs) and rotates them; the retry scans 5 (now 25)
+        //   and frees 6, 5, 4, 3, 2. Stall 17.
+        // pos 14, now 31: priority 3 scans 1 (31.5, kept); priority 2
+        //   scans 0 (32, freed) and 7 (32.5, written; the pass's plug is
+        //   flushed at 32.5: 7 completes at 33.5); priority 1 scans 8
+        //   (33), 9 (33.5: 7's write completes, and 7, on the inactive
+        //   list, is rotated to its tail) and 10 (34), all kept;
+        //   priority 0 scans 7 pages from the rotated tail: 7 (34.5,
+        //   clean: freed), 11 and 12 (young: kept), 1 (R, clean: freed),
+        //   8, 9, 10 (written). Stall 17 + 6.5 = 23.5.
+        // Without the scan time 7 was still under writeback when the scan
+        // met it: v1 waited 1 µs for it, v2 activated it. With it, both
+        // free it, and v1 and v2 run alike.
+        let spec = "linux:refault=0:batch=4:swappiness=200:reclaim=batch:writeback=async:\
+                    write_us=1:ref_us=1:read_us=0:scan_us=0.5";
+        let mut t: Vec<u32> = (0..9).collect();
+        t.extend([1, 9, 10, 11, 12, 13]);
+        for memcg in ["v1", "v2"] {
+            let (victims, hits, p) = run_lists(&format!("{spec}:memcg={memcg}"), 8, 14, &t);
+            assert_eq!(victims, [6, 5, 4, 3, 2, 0], "{memcg}");
+            assert_eq!(hits, [1]);
+            assert_eq!(p.freed.iter().copied().collect::<Vec<_>>(), [7, 1]);
+            let c = p.clock.as_deref().unwrap();
+            assert_eq!((c.stall_us, c.throttled_us, c.waited_us), (23.5, 7.0, 0.0));
+            assert_eq!((c.waits, c.rotations), (0, 8));
+            let w = p.stats;
+            // Scanned 15 + 5, then 1 + 2 + 3 + 7; nothing activated.
+            assert_eq!((w.pgscan, w.pgsteal, w.pgactivate), (33, 8, 0), "{memcg}");
+        }
+        // Without it, v2 activates 7 (and v1 waits for it, above).
+        let v2 = spec.replace(":scan_us=0.5", ":memcg=v2");
+        let (_, _, p) = run_lists(&v2, 8, 14, &t);
+        assert_eq!(p.stats.pgactivate, 1);
+    }
+
+    #[test]
     fn async_writeback_keeps_part_of_a_loop() {
         // A loop of 110 pages over 100 of memory, 6 passes: under the
         // per-page model every reference after the first pass is a major
@@ -1804,6 +1865,9 @@ mod tests {
         assert!(build("linux:reclaim=batch:writeback=async:write_us=1:memcg=v2").is_ok());
         assert!(build("linux:reclaim=batch:writeback=async:write_us=1:memcg=v3").is_err());
         assert!(build("linux:reclaim=batch:writeback=async:ref_us=1").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async:scan_us=1").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=1:scan_us=2.5").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=1:scan_us=-1").is_err());
         assert!(build("linux:reclaim=batch:write_us=1").is_err());
         assert!(build("linux:reclaim=batch:writeback=async:write_us=-1").is_err());
         // write_us=0 runs the clock with writes that take no device time
@@ -1830,6 +1894,8 @@ mod tests {
             "write_us=40:ref_us=0.01",
             "write_us=3:ref_us=0.2:read_us=20:memcg=v2",
             "write_us=100:memcg=v2",
+            "write_us=3:ref_us=0.2:read_us=20:scan_us=1:memcg=v2",
+            "write_us=3:ref_us=0.2:read_us=20:scan_us=0.5",
         ] {
             contract_all(&format!("linux:reclaim=batch:writeback=async:{clock}"));
             contract_all(&format!(

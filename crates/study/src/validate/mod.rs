@@ -143,6 +143,12 @@ pub struct WbClock {
     pub ref_us: f64,
     /// A major fault's stall: the profile's `read_rand_us`.
     pub read_us: f64,
+    /// Reclaim's CPU a page scanned: the profile's `reclaim_scan_us` (0
+    /// for a profile without it). Direct reclaim runs in the faulting
+    /// task, so the writes go on completing while it scans; without it a
+    /// cgroup v2 reclaim met its own writes still in flight and activated
+    /// them (docs/fidelity.md, "The clock runs while reclaim scans").
+    pub scan_us: f64,
     /// The cgroup version the runs were limited with (v1 waits on a folio
     /// under writeback, v2 activates it).
     pub v2: bool,
@@ -158,8 +164,13 @@ pub fn with_clock(policy: &str, clock: &WbClock) -> String {
         .split(':')
         .map(|part| {
             if part == CLOCK_DEVICE {
+                let scan = if clock.scan_us > 0.0 {
+                    format!(":scan_us={:.4}", clock.scan_us)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "write_us={:.4}:ref_us={:.6}:read_us={:.3}:memcg={}",
+                    "write_us={:.4}:ref_us={:.6}:read_us={:.3}{scan}:memcg={}",
                     clock.write_us,
                     clock.ref_us,
                     clock.read_us,
@@ -542,6 +553,7 @@ pub fn check(o: &ValidateOptions) -> Result<()> {
         write_us: 1.0,
         ref_us: 1.0,
         read_us: 1.0,
+        scan_us: 1.0,
         v2: false,
     };
     for (i, p) in policies.iter().enumerate() {
@@ -1024,6 +1036,7 @@ pub fn run(
         write_us: profile.write_us,
         ref_us: base_wall.map_or(0.0, |w| w * 1e6 / cap.refs.max(1) as f64),
         read_us: profile.read_rand_us,
+        scan_us: profile.reclaim_scan_us.unwrap_or(0.0),
         v2: swaplab_host::procfs::Environment::capture()
             .ok()
             .and_then(|e| e.memory_cgroup)
@@ -1318,13 +1331,17 @@ mod tests {
             write_us: 3.25,
             ref_us: 0.29,
             read_us: 59.0,
+            scan_us: 2.4,
             v2: false,
         };
         let p = with_clock("linux:reclaim=batch:writeback=async:clock=device", &c);
         assert_eq!(
             p,
-            "linux:reclaim=batch:writeback=async:write_us=3.2500:ref_us=0.290000:read_us=59.000:memcg=v1"
+            "linux:reclaim=batch:writeback=async:write_us=3.2500:ref_us=0.290000:read_us=59.000:scan_us=2.4000:memcg=v1"
         );
+        // A profile without the scan cost leaves the key out.
+        let old = with_clock("linux:clock=device", &WbClock { scan_us: 0.0, ..c });
+        assert!(!old.contains("scan_us"), "{old}");
         // The policy takes it, and a spec without the key is unchanged.
         PolicySpec::parse(&p).unwrap();
         assert_eq!(with_clock("linux", &c), "linux");
