@@ -203,6 +203,9 @@ pub struct CsvReader<R: BufRead> {
     /// Lines the header took.
     header_lines: u64,
     done: bool,
+    /// The input's size in bytes, when known (a plain file): its two
+    /// halves are then mapped on two threads ([`par::load`]).
+    size: Option<u64>,
 }
 
 /// Reads one record with csv-core, consuming exactly its bytes (and so
@@ -320,7 +323,14 @@ impl<R: BufRead> CsvReader<R> {
             fields: header.map(|h| h.len()),
             header_lines,
             done: false,
+            size: None,
         })
+    }
+
+    /// Notes the input's size in bytes (a plain file's).
+    pub(crate) fn with_size(mut self, size: Option<u64>) -> Self {
+        self.size = size;
+        self
     }
 
     /// A csv reader of the rows (no header: it was read), every row's
@@ -445,6 +455,7 @@ impl<R: BufRead> CsvReader<R> {
             self.header_lines + 1,
             self.opts.page_size,
             self.source(),
+            self.size,
         )
     }
 }

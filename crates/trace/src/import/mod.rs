@@ -246,12 +246,29 @@ pub fn open(path: &Path, format: Format, opts: &ImportOptions) -> Result<Box<dyn
     let zst = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("zst"));
-    let reader: Box<dyn Read> = if zst {
-        Box::new(zstd::stream::read::Decoder::new(file).map_err(|e| Error::io(path, e))?)
-    } else {
-        Box::new(file)
-    };
-    from_reader(reader, &path.display().to_string(), format, opts)
+    let name = path.display().to_string();
+    if zst {
+        let reader = zstd::stream::read::Decoder::new(file).map_err(|e| Error::io(path, e))?;
+        return from_reader(reader, &name, format, opts);
+    }
+    // A plain file's size (and, for oracleGeneral, a second handle to
+    // read it at offsets) lets the dense loaders map its two halves on
+    // two threads.
+    let size = file
+        .metadata()
+        .ok()
+        .filter(|m| m.is_file())
+        .map(|m| m.len());
+    let second = size.and_then(|_| file.try_clone().ok());
+    let r = BufReader::with_capacity(1 << 16, Box::new(file) as Box<dyn Read>);
+    Ok(match (format, second) {
+        (Format::OracleGeneral, Some(f)) => {
+            Box::new(OracleGeneralReader::new(r, &name, opts)?.with_file(f))
+        }
+        (Format::Csv, _) => Box::new(CsvReader::new(r, &name, opts)?.with_size(size)),
+        (Format::Text, _) => Box::new(TxtReader::new(r, &name, opts)?.with_size(size)),
+        _ => from_reader(r.into_inner(), &name, format, opts)?,
+    })
 }
 
 /// Reads `format` from any reader; `name` is the path recorded in the

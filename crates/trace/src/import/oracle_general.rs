@@ -15,7 +15,7 @@
 //! A file whose length is not a multiple of 24 ends in a truncated record,
 //! which is an error naming its byte offset.
 use super::{Format, ImportOptions};
-use crate::dense::Builder;
+use crate::dense::{Builder, MAX_REFS};
 use crate::{DenseTrace, Error, RefBatch, RefSource, Result, Source};
 use std::io::Read;
 
@@ -32,6 +32,9 @@ pub struct OracleGeneralReader<R> {
     done: bool,
     /// The bytes of one batch, kept between batches.
     buf: Vec<u8>,
+    /// The input, when it is a plain file: its halves are read and mapped
+    /// on two threads ([`Self::load_split`]).
+    file: Option<std::fs::File>,
 }
 
 impl<R: Read> OracleGeneralReader<R> {
@@ -45,7 +48,16 @@ impl<R: Read> OracleGeneralReader<R> {
             offset: 0,
             done: false,
             buf: Vec::new(),
+            file: None,
         })
+    }
+
+    /// Notes that `inner` reads `file` from its start (a second handle on
+    /// it, read at offsets), so that the dense loader can read its two
+    /// halves at once.
+    pub(crate) fn with_file(mut self, file: std::fs::File) -> Self {
+        self.file = Some(file);
+        self
     }
 
     /// Fills `buf` as far as the input allows; returns the number of bytes read.
@@ -132,6 +144,89 @@ impl<R: Read> OracleGeneralReader<R> {
     }
 }
 
+#[cfg(unix)]
+impl<R: Read> OracleGeneralReader<R> {
+    /// The two-thread load of a plain file of `len` bytes: this thread
+    /// reads, decodes and maps the first half of the records into the
+    /// trace's builder while a second does the same with the second half
+    /// into a table of its own, and [`Builder::append`] merges the two
+    /// (the ids are those of the one-thread load). One mapping thread was
+    /// the bound on two cores: 50 M references of the standard trace
+    /// (5.3 M distinct) loaded in about 1.0 s where the native file, its
+    /// ids already dense, took 0.5–0.6 s. With no reader thread each half
+    /// reads its own records (`pread`).
+    ///
+    /// The errors are the one-thread load's: a file longer than the
+    /// simulator takes does not come here; an I/O error in the first half
+    /// comes before one in the second; a truncated last record is
+    /// reported after both halves are read.
+    fn load_split(
+        &mut self,
+        file: &std::fs::File,
+        len: u64,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<DenseTrace> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let records = len / RECORD as u64;
+        let half = records / 2;
+        let second = AtomicU64::new(0);
+        let (a, b) = std::thread::scope(|scope| {
+            let b = scope.spawn(|| {
+                map_records(file, half..records, &self.name, &mut |n| {
+                    second.store(n, Ordering::Relaxed)
+                })
+            });
+            let a = map_records(file, 0..half, &self.name, &mut |n| {
+                progress(n + second.load(Ordering::Relaxed))
+            });
+            (a, b.join())
+        });
+        let b = b.map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
+        let mut a = a?;
+        a.append(b?)?;
+        progress(records);
+        let whole = records * RECORD as u64;
+        if len > whole {
+            return Err(truncated(whole, (len - whole) as usize));
+        }
+        self.offset = whole;
+        Ok(a.finish(self.opts.page_size, self.source()))
+    }
+}
+
+/// Reads records `range` of `file` a block at a time and maps their ids
+/// into a new builder, calling `count(records mapped)` after each block.
+#[cfg(unix)]
+fn map_records(
+    file: &std::fs::File,
+    range: std::ops::Range<u64>,
+    name: &str,
+    count: &mut dyn FnMut(u64),
+) -> Result<Builder> {
+    use std::os::unix::fs::FileExt;
+    const BLOCK: u64 = 1 << 16;
+    let mut buf = vec![0u8; (BLOCK.min(range.end - range.start) as usize) * RECORD];
+    let mut keys = Vec::with_capacity(buf.len() / RECORD);
+    let mut b = Builder::default();
+    let mut at = range.start;
+    while at < range.end {
+        let n = (range.end - at).min(BLOCK) as usize;
+        let bytes = &mut buf[..n * RECORD];
+        file.read_exact_at(bytes, at * RECORD as u64)
+            .map_err(|e| Error::io(name, e))?;
+        keys.clear();
+        keys.extend(
+            bytes
+                .chunks_exact(RECORD)
+                .map(|r| u64::from_le_bytes(r[4..12].try_into().expect("8 bytes"))),
+        );
+        b.push_batch(&keys, &[])?;
+        at += n as u64;
+        count(at - range.start);
+    }
+    Ok(b)
+}
+
 /// The error for a file that ends inside a record.
 fn truncated(offset: u64, got: usize) -> Error {
     Error::parse(
@@ -177,10 +272,25 @@ impl<R: Read> RefSource for OracleGeneralReader<R> {
     /// Straight to the dense form: the ids decoded a block at a time into
     /// one reused buffer and mapped in place, with no batch of times and
     /// write flags in between (the format has no writes; times are not
-    /// simulated).
+    /// simulated). A plain file, with more than one CPU, is read and mapped
+    /// in two halves at once ([`Self::load_split`]).
     fn load_dense(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<DenseTrace>> {
         if self.offset != 0 || self.done {
             return None;
+        }
+        #[cfg(unix)]
+        if let Some(file) = self.file.take() {
+            let len = file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            if let Some(len) = len.filter(|&l| l / RECORD as u64 <= MAX_REFS as u64) {
+                if crate::dense::split_mapping() {
+                    self.done = true;
+                    return Some(self.load_split(&file, len, progress));
+                }
+            }
         }
         Some(self.load_dense_ids(progress))
     }

@@ -7,8 +7,9 @@
 //! [`IdMap`](crate::dense::IdMap)), as the oracleGeneral loader does. Line
 //! numbers are counted per chunk, so an error names its line in the whole
 //! file: the first error in input order is the one reported, as reading
-//! line by line would.
-use crate::dense::Builder;
+//! line by line would. With more than one CPU, a plain file's two halves
+//! are mapped on two threads and merged ([`load`]).
+use crate::dense::{split_mapping, Builder};
 use crate::{DenseTrace, Error, Result, Source};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -81,9 +82,18 @@ impl Parsed {
 /// The calling thread's handle on the pipeline: it sends chunks of lines to
 /// the parsers, or chunks it parsed itself.
 pub(crate) struct Feed {
-    work: SyncSender<(u64, Vec<u8>)>,
-    done: SyncSender<(u64, Parsed)>,
-    seq: u64,
+    work: SyncSender<(usize, u64, Vec<u8>)>,
+    /// Parsed chunks of each part of the input (one part, or two when
+    /// split).
+    done: Vec<SyncSender<(u64, Parsed)>>,
+    /// The next chunk's number in each part.
+    seq: [u64; 2],
+    /// The part chunks go to now.
+    part: usize,
+    /// Bytes sent in chunks so far, and from which offset they go to the
+    /// second part (`u64::MAX`: never).
+    offset: u64,
+    split_at: u64,
     mapped: Arc<AtomicU64>,
 }
 
@@ -91,15 +101,25 @@ impl Feed {
     /// Sends whole lines to be parsed; false when the loader has stopped
     /// (an error further on: its own is the one to report).
     pub fn chunk(&mut self, bytes: Vec<u8>) -> bool {
-        self.seq += 1;
-        self.work.send((self.seq - 1, bytes)).is_ok()
+        if self.offset >= self.split_at {
+            self.part = 1;
+        }
+        self.offset += bytes.len() as u64;
+        let (part, seq) = self.next();
+        self.work.send((part, seq, bytes)).is_ok()
     }
 
     /// Sends references parsed here.
     pub fn parsed(&mut self, mut p: Parsed) -> bool {
         p.finish();
-        self.seq += 1;
-        self.done.send((self.seq - 1, p)).is_ok()
+        let (part, seq) = self.next();
+        self.done[part].send((seq, p)).is_ok()
+    }
+
+    /// The part and number of the next chunk.
+    fn next(&mut self) -> (usize, u64) {
+        self.seq[self.part] += 1;
+        (self.part, self.seq[self.part] - 1)
     }
 
     /// References given dense ids so far.
@@ -111,65 +131,125 @@ impl Feed {
 /// Runs the pipeline: `feed` (on this thread) reads the input and sends
 /// chunks, `parse` (on one worker per core) parses one chunk of whole
 /// lines; `first_line` is the input line number of the first chunk's first
-/// line.
+/// line; `size`, the input's size in bytes when known.
+///
+/// With more than one CPU and a known size, the ids are mapped on two
+/// threads ([`split_mapping`]): chunks starting in the first half of the
+/// input go to one, into the trace's builder, the others to a second,
+/// into a builder of its own, and [`Builder::append`] merges the two. The
+/// first half's parsed chunks can all wait for their mapper (they hold
+/// 8 bytes a reference, 9 with writes), so that the reading goes on to
+/// the second half, and its mapping starts, while the first is mapped.
 pub(crate) fn load<P, F>(
     parse: P,
     feed: F,
     first_line: u64,
     page_size: u64,
     source: Source,
+    size: Option<u64>,
 ) -> Result<DenseTrace>
 where
     P: Fn(&[u8]) -> Parsed + Sync,
     F: FnOnce(&mut Feed) -> Result<()>,
 {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let (work_tx, work_rx) = sync_channel::<(u64, Vec<u8>)>(workers * 2);
-    let (done_tx, done_rx) = sync_channel::<(u64, Parsed)>(workers * 2);
+    let split_at = size.filter(|_| split_mapping()).map(|s| s / 2);
+    let (work_tx, work_rx) = sync_channel::<(usize, u64, Vec<u8>)>(workers * 2);
+    // Room for all the first part's chunks (each at least CHUNK bytes).
+    let room = split_at.map_or(0, |s| (s / CHUNK as u64) as usize) + workers * 2;
+    let (a_tx, a_rx) = sync_channel::<(u64, Parsed)>(room);
+    let (b_tx, b_rx) = sync_channel::<(u64, Parsed)>(workers * 2);
     let work_rx = Arc::new(Mutex::new(work_rx));
     let mapped = Arc::new(AtomicU64::new(0));
     std::thread::scope(|scope| {
         let parse = &parse;
         for _ in 0..workers {
             let rx = Arc::clone(&work_rx);
-            let tx = done_tx.clone();
+            let done = [a_tx.clone(), b_tx.clone()];
             scope.spawn(move || loop {
                 let next = rx.lock().map(|r| r.recv());
-                let Ok(Ok((seq, bytes))) = next else { return };
+                let Ok(Ok((part, seq, bytes))) = next else {
+                    return;
+                };
                 let mut p = parse(&bytes);
                 p.finish();
-                if tx.send((seq, p)).is_err() {
+                if done[part].send((seq, p)).is_err() {
                     return;
                 }
             });
         }
         drop(work_rx);
         let counter = Arc::clone(&mapped);
-        let mapper = scope.spawn(move || map_in_order(done_rx, first_line, &counter));
+        let mapper = scope.spawn(move || map_in_order(a_rx, first_line, &counter));
+        let second = split_at.map(|_| {
+            let counter = Arc::clone(&mapped);
+            scope.spawn(move || map_in_order(b_rx, 0, &counter))
+        });
         let mut f = Feed {
             work: work_tx,
-            done: done_tx,
-            seq: 0,
+            done: vec![a_tx, b_tx],
+            seq: [0; 2],
+            part: 0,
+            offset: 0,
+            split_at: split_at.unwrap_or(u64::MAX),
             mapped,
         };
         let fed = feed(&mut f);
         drop(f);
-        let built = mapper
-            .join()
-            .map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
-        // A parse error further on stops the feed: it is the one to report.
-        let b = built?;
-        fed?;
-        Ok(b.finish(page_size, source))
+        let panicked = |_| Error::Invalid("the id-mapping thread panicked".into());
+        let mut a = mapper.join().map_err(panicked)?;
+        // A parse error further on stops the feed: the first part's
+        // error, then the second's, are the ones to report.
+        if let Some(stop) = a.stop {
+            return Err(stop.at(0));
+        }
+        match second.map(|h| h.join().map_err(panicked)).transpose()? {
+            Some(b) => {
+                // The one-thread mapping would have stopped there.
+                a.b.check_room(b.b.len())?;
+                if let Some(stop) = b.stop {
+                    return Err(stop.at(a.line));
+                }
+                fed?;
+                a.b.append(b.b)?;
+            }
+            None => fed?,
+        }
+        Ok(a.b.finish(page_size, source))
     })
 }
 
-/// The mapping thread: parsed chunks in input order into the builder.
-fn map_in_order(
-    rx: Receiver<(u64, Parsed)>,
-    first_line: u64,
-    mapped: &AtomicU64,
-) -> Result<Builder> {
+/// One part of the input mapped in order: its builder, the line after its
+/// last, and where it stopped, if it did.
+struct Part {
+    b: Builder,
+    line: u64,
+    stop: Option<Stop>,
+}
+
+/// Why a part's mapping stopped.
+enum Stop {
+    /// A parse error at this line of the part (counted from its
+    /// `first_line`).
+    Line(LineError, u64),
+    /// A trace too long.
+    Other(Error),
+}
+
+impl Stop {
+    /// The error, for a part whose first line is input line `lines` + its
+    /// `first_line`.
+    fn at(self, lines: u64) -> Error {
+        match self {
+            Stop::Line(e, at) => e.at(lines + at),
+            Stop::Other(e) => e,
+        }
+    }
+}
+
+/// A mapping thread: one part's parsed chunks, in input order, into a
+/// builder of its own.
+fn map_in_order(rx: Receiver<(u64, Parsed)>, first_line: u64, mapped: &AtomicU64) -> Part {
     let mut b = Builder::default();
     let mut waiting: BTreeMap<u64, Parsed> = BTreeMap::new();
     let mut next = 0u64;
@@ -178,16 +258,24 @@ fn map_in_order(
         waiting.insert(seq, p);
         while let Some(p) = waiting.remove(&next) {
             next += 1;
-            b.push_batch(&p.keys, &p.writes)?;
+            if let Err(e) = b.push_batch(&p.keys, &p.writes) {
+                let stop = Some(Stop::Other(e));
+                return Part { b, line, stop };
+            }
             mapped.fetch_add(p.keys.len() as u64, Ordering::Relaxed);
             if let Some(e) = p.err {
                 let at = line + e.line - 1;
-                return Err(e.at(at));
+                let stop = Some(Stop::Line(e, at));
+                return Part { b, line, stop };
             }
             line += p.lines;
         }
     }
-    Ok(b)
+    Part {
+        b,
+        line,
+        stop: None,
+    }
 }
 
 /// Reads `r` in chunks of whole lines (at least [`CHUNK`] bytes, more for a

@@ -15,6 +15,9 @@ pub struct TxtReader<R> {
     name: String,
     opts: ImportOptions,
     done: bool,
+    /// The input's size in bytes, when known (a plain file): its two
+    /// halves are then mapped on two threads ([`par::load`]).
+    size: Option<u64>,
 }
 
 impl<R: BufRead> TxtReader<R> {
@@ -25,7 +28,14 @@ impl<R: BufRead> TxtReader<R> {
             name: name.to_string(),
             opts: opts.clone(),
             done: false,
+            size: None,
         })
+    }
+
+    /// Notes the input's size in bytes (a plain file's).
+    pub(crate) fn with_size(mut self, size: Option<u64>) -> Self {
+        self.size = size;
+        self
     }
 }
 
@@ -218,6 +228,7 @@ impl<R: BufRead> TxtReader<R> {
             first,
             page_size,
             source,
+            self.size,
         )
     }
 }
