@@ -8,3 +8,4 @@ extern crate swaplab_testkit;
 
 mod fuzz_readers;
 mod import_real;
+mod split_mapping;
