@@ -172,13 +172,17 @@ impl<R: Read> OracleGeneralReader<R> {
         let second = AtomicU64::new(0);
         let (a, b) = std::thread::scope(|scope| {
             let b = scope.spawn(|| {
-                map_records(file, half..records, &self.name, &mut |n| {
+                let mut b = Builder::second_part();
+                map_records(&mut b, file, half..records, &self.name, &mut |n| {
                     second.store(n, Ordering::Relaxed)
                 })
+                .map(|()| b)
             });
-            let a = map_records(file, 0..half, &self.name, &mut |n| {
+            let mut a = Builder::with_capacity(records as usize);
+            let done = map_records(&mut a, file, 0..half, &self.name, &mut |n| {
                 progress(n + second.load(Ordering::Relaxed))
             });
+            let a = done.map(|()| a);
             (a, b.join())
         });
         let b = b.map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
@@ -195,19 +199,19 @@ impl<R: Read> OracleGeneralReader<R> {
 }
 
 /// Reads records `range` of `file` a block at a time and maps their ids
-/// into a new builder, calling `count(records mapped)` after each block.
+/// into `b`, calling `count(records mapped)` after each block.
 #[cfg(unix)]
 fn map_records(
+    b: &mut Builder,
     file: &std::fs::File,
     range: std::ops::Range<u64>,
     name: &str,
     count: &mut dyn FnMut(u64),
-) -> Result<Builder> {
+) -> Result<()> {
     use std::os::unix::fs::FileExt;
     const BLOCK: u64 = 1 << 16;
     let mut buf = vec![0u8; (BLOCK.min(range.end - range.start) as usize) * RECORD];
     let mut keys = Vec::with_capacity(buf.len() / RECORD);
-    let mut b = Builder::default();
     let mut at = range.start;
     while at < range.end {
         let n = (range.end - at).min(BLOCK) as usize;
@@ -224,7 +228,7 @@ fn map_records(
         at += n as u64;
         count(at - range.start);
     }
-    Ok(b)
+    Ok(())
 }
 
 /// The error for a file that ends inside a record.

@@ -180,10 +180,11 @@ where
         }
         drop(work_rx);
         let counter = Arc::clone(&mapped);
-        let mapper = scope.spawn(move || map_in_order(a_rx, first_line, &counter));
+        let mapper =
+            scope.spawn(move || map_in_order(Builder::default(), a_rx, first_line, &counter));
         let second = split_at.map(|_| {
             let counter = Arc::clone(&mapped);
-            scope.spawn(move || map_in_order(b_rx, 0, &counter))
+            scope.spawn(move || map_in_order(Builder::second_part(), b_rx, 0, &counter))
         });
         let mut f = Feed {
             work: work_tx,
@@ -249,8 +250,12 @@ impl Stop {
 
 /// A mapping thread: one part's parsed chunks, in input order, into a
 /// builder of its own.
-fn map_in_order(rx: Receiver<(u64, Parsed)>, first_line: u64, mapped: &AtomicU64) -> Part {
-    let mut b = Builder::default();
+fn map_in_order(
+    mut b: Builder,
+    rx: Receiver<(u64, Parsed)>,
+    first_line: u64,
+    mapped: &AtomicU64,
+) -> Part {
     let mut waiting: BTreeMap<u64, Parsed> = BTreeMap::new();
     let mut next = 0u64;
     let mut line = first_line;
