@@ -4,6 +4,8 @@
 //! `cargo run --release -p swaplab-trace --example loadformats -- DIR [refs] [rounds] [formats]`
 //! (formats: a comma-separated subset of native,og-bin,og-zst,csv,txt).
 //! Compare formats within one run; absolute times on a shared machine vary.
+//! `SWAPLAB_SPLIT_MAPPING=0` (or `1`) maps the imported formats' ids on
+//! one thread (or two) whatever the CPUs, to compare the two in one build.
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -60,7 +62,7 @@ fn main() {
                 continue;
             }
             let (st, cpu0) = (Instant::now(), cpu_seconds());
-            let t = match what {
+            let load = || match what {
                 "native" => DenseTrace::load(&mut NativeReader::open(p).unwrap()).unwrap(),
                 "csv" => {
                     DenseTrace::load(import::open(p, Format::Csv, &csv_opts).unwrap().as_mut())
@@ -78,6 +80,11 @@ fn main() {
                         .as_mut(),
                 )
                 .unwrap(),
+            };
+            let t = match std::env::var("SWAPLAB_SPLIT_MAPPING").as_deref() {
+                Ok("0") => swaplab_trace::dense::with_split_mapping(false, load),
+                Ok("1") => swaplab_trace::dense::with_split_mapping(true, load),
+                _ => load(),
             };
             let s = st.elapsed().as_secs_f64();
             println!(
