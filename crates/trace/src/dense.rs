@@ -703,14 +703,16 @@ thread_local! {
 }
 
 /// Whether an importer maps ids on two threads, each into its own table,
-/// merged by [`Builder::append`]: when more than one CPU is available to
-/// this process (`available_parallelism` respects its affinity mask), or
-/// as [`with_split_mapping`] says. On one CPU the second thread would
-/// only add the merge's work.
-pub(crate) fn split_mapping() -> bool {
+/// merged by [`Builder::append`]: when at least `cpus` CPUs are available
+/// to this process (`available_parallelism` respects its affinity mask),
+/// or as [`with_split_mapping`] says. With fewer, the second thread only
+/// adds the merge's work (and its own table's memory): on one CPU there
+/// is nothing to overlap; csv and txt, whose parsing already keeps two
+/// cores busy, ask for three (see [`crate::import::par`]).
+pub(crate) fn split_mapping(cpus: usize) -> bool {
     SPLIT
         .with(|s| s.get())
-        .unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+        .unwrap_or_else(|| std::thread::available_parallelism().is_ok_and(|n| n.get() >= cpus))
 }
 
 /// Runs `f` with loads started on this thread mapping ids on two threads

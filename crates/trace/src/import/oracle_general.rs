@@ -154,7 +154,12 @@ impl<R: Read> OracleGeneralReader<R> {
     /// the bound on two cores: 50 M references of the standard trace
     /// (5.3 M distinct) loaded in about 1.0 s where the native file, its
     /// ids already dense, took 0.5–0.6 s. With no reader thread each half
-    /// reads its own records (`pread`).
+    /// reads its own records (`pread`). Measured on the 2-core VM
+    /// (`examples/loadformats.rs`, medians of three, alternating with the
+    /// one-thread mapping): 0.80 → 0.69 s wall (0.60 → 0.73 × native),
+    /// for 1.01 → 1.22 s of CPU: the merge looks up the second half's
+    /// 3.59 M distinct pages (1.72 M of them new) and rewrites its 25 M
+    /// ids, and the second table's memory is new to the kernel.
     ///
     /// The errors are the one-thread load's: a file longer than the
     /// simulator takes does not come here; an I/O error in the first half
@@ -290,7 +295,7 @@ impl<R: Read> RefSource for OracleGeneralReader<R> {
                 .filter(|m| m.is_file())
                 .map(|m| m.len());
             if let Some(len) = len.filter(|&l| l / RECORD as u64 <= MAX_REFS as u64) {
-                if crate::dense::split_mapping() {
+                if crate::dense::split_mapping(2) {
                     self.done = true;
                     return Some(self.load_split(&file, len, progress));
                 }

@@ -7,7 +7,7 @@
 //! [`IdMap`](crate::dense::IdMap)), as the oracleGeneral loader does. Line
 //! numbers are counted per chunk, so an error names its line in the whole
 //! file: the first error in input order is the one reported, as reading
-//! line by line would. With more than one CPU, a plain file's two halves
+//! line by line would. With three CPUs or more, a plain file's two halves
 //! are mapped on two threads and merged ([`load`]).
 use crate::dense::{split_mapping, Builder};
 use crate::{DenseTrace, Error, Result, Source};
@@ -133,13 +133,22 @@ impl Feed {
 /// lines; `first_line` is the input line number of the first chunk's first
 /// line; `size`, the input's size in bytes when known.
 ///
-/// With more than one CPU and a known size, the ids are mapped on two
+/// With three CPUs or more and a known size, the ids are mapped on two
 /// threads ([`split_mapping`]): chunks starting in the first half of the
 /// input go to one, into the trace's builder, the others to a second,
 /// into a builder of its own, and [`Builder::append`] merges the two. The
 /// first half's parsed chunks can all wait for their mapper (they hold
 /// 8 bytes a reference, 9 with writes), so that the reading goes on to
 /// the second half, and its mapping starts, while the first is mapped.
+///
+/// Not on two CPUs: there the parsers and the mapper already keep both
+/// cores busy (csv 1.7 s of CPU in 1.0 s, txt 1.4 in 0.86), and the
+/// split's extra work (a second table, the merge, the waiting chunks'
+/// memory) made the 50 M-reference standard trace slower: csv 0.99 →
+/// 1.11 s wall and 1.69 → 1.95 s CPU, txt 0.86 → 1.03 and 1.41 → 1.78
+/// (`examples/loadformats.rs`, medians of three). With more cores the
+/// parsing has cores of its own and the one mapping thread is the bound,
+/// as for oracleGeneral; that was not measured here.
 pub(crate) fn load<P, F>(
     parse: P,
     feed: F,
@@ -153,7 +162,7 @@ where
     F: FnOnce(&mut Feed) -> Result<()>,
 {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let split_at = size.filter(|_| split_mapping()).map(|s| s / 2);
+    let split_at = size.filter(|_| split_mapping(3)).map(|s| s / 2);
     let (work_tx, work_rx) = sync_channel::<(usize, u64, Vec<u8>)>(workers * 2);
     // Room for all the first part's chunks (each at least CHUNK bytes).
     let room = split_at.map_or(0, |s| (s / CHUNK as u64) as usize) + workers * 2;
