@@ -481,6 +481,8 @@ fn measure(
                      on a quieter machine or with a larger --size",
                     lrec.id
                 ));
+            } else if let Some(n) = zero_reclaim_note(kind, &prof) {
+                notes.push(n);
             }
         }
         let path = profile_path(&home, kind);
@@ -596,6 +598,25 @@ fn profile(
     Ok(prof)
 }
 
+/// A note when the reclaim run's costs all came out at 0 (each round's
+/// reclaim CPU at or below the noise: the pass's system time less its
+/// faults at the random pass's cost). It happened in the MGLRU guests of
+/// scripts/kernels.sh, under emulation: the profile then charges no
+/// reclaim at all, which the user should know.
+fn zero_reclaim_note(kind: &str, prof: &DeviceProfile) -> Option<String> {
+    let zero = |v: Option<f64>| v.is_some_and(|x| x == 0.0);
+    (zero(prof.reclaim_us) && (prof.reclaim_scan_us.is_none() || zero(prof.reclaim_scan_us))).then(
+        || {
+            format!(
+                "{kind}: the reclaim run's CPU came out at or below its noise in every round \
+                 (system time less its faults at the random pass's cost): reclaim_us and \
+                 reclaim_scan_us are 0, so the simulator charges no reclaim time with this \
+                 profile; calibrate again on a quieter machine or with a larger --size"
+            )
+        },
+    )
+}
+
 /// One `--limit` round's reclaim CPU, µs ([`reclaim_costs`]).
 #[derive(Debug, Default, PartialEq)]
 struct ReclaimCosts {
@@ -671,6 +692,28 @@ mod tests {
             minor_fault_us: 2.9,
             compress_ratio: 0.55,
         }
+    }
+
+    #[test]
+    fn a_reclaim_cost_of_zero_is_said() {
+        let mut p = sample();
+        p.reclaim_us = Some(0.0);
+        p.reclaim_scan_us = Some(0.0);
+        let n = zero_reclaim_note("file", &p).expect("a note");
+        assert!(
+            n.starts_with("file: ") && n.contains("no reclaim time"),
+            "{n}"
+        );
+        p.reclaim_scan_us = None;
+        assert!(zero_reclaim_note("file", &p).is_some());
+        // Any cost measured, or none measured at all (its own note): no note.
+        p.reclaim_scan_us = Some(1.2);
+        assert!(zero_reclaim_note("file", &p).is_none());
+        p.reclaim_us = Some(3.6);
+        p.reclaim_scan_us = Some(0.0);
+        assert!(zero_reclaim_note("file", &p).is_none());
+        p.reclaim_us = None;
+        assert!(zero_reclaim_note("file", &p).is_none());
     }
 
     #[test]
