@@ -155,9 +155,10 @@ impl<R: Read> OracleGeneralReader<R> {
     /// (5.3 M distinct) loaded in about 1.0 s where the native file, its
     /// ids already dense, took 0.5–0.6 s. With no reader thread each half
     /// reads its own records (`pread`). Measured on the 2-core VM
-    /// (`examples/loadformats.rs`, medians of three, alternating with the
-    /// one-thread mapping): 0.80 → 0.69 s wall (0.60 → 0.73 × native),
-    /// for 1.01 → 1.22 s of CPU: the merge looks up the second half's
+    /// (`examples/loadformats.rs`, alternating with the one-thread
+    /// mapping, medians): 0.80 → 0.69 s wall (0.60 → 0.73 × native) in
+    /// three rounds, 0.743 → 0.678 s (0.62 → 0.68 ×) in five on a quiet
+    /// machine, for about 20 % more CPU: the merge looks up the second half's
     /// 3.59 M distinct pages (1.72 M of them new) and rewrites its 25 M
     /// ids, and the second table's memory is new to the kernel.
     ///
