@@ -103,8 +103,9 @@
 //!   complete on a clock instead of before the next pass. Time is the
 //!   program's: `ref_us` per reference up to the one being served (the
 //!   engine's position), plus the stalls so far: `read_us` per major
-//!   fault, `scan_us` per page reclaim scans (`scan_us=T`, the profile's
-//!   `reclaim_scan_us` with `clock=device`: direct reclaim is the faulting
+//!   fault, `scan_us` per page reclaim scans (`scan_us=T`; validate's
+//!   `clock=device` puts in the profile's `reclaim_scan_us` under cgroup
+//!   v2, none under v1, docs/decisions.md: direct reclaim is the faulting
 //!   task's own CPU, and the writes go on completing while it scans each
 //!   folio of its batch), and the reclaimer's sleeps below. A pass's writes are
 //!   submitted when it ends (`blk_finish_plug`) or when the reclaimer
