@@ -550,10 +550,8 @@ impl Builder {
     /// Appends references; `writes` is as long as `pages`, or empty for
     /// reads only.
     pub(crate) fn push_batch(&mut self, pages: &[u64], writes: &[bool]) -> Result<()> {
+        self.check_room(pages.len())?;
         let n = self.ids.len();
-        if n + pages.len() > self.limit {
-            return Err(too_long());
-        }
         self.map.map_batch(pages, &mut self.ids, &mut self.pages);
         self.writes.resize((n + pages.len()).div_ceil(64), 0);
         for (k, &w) in writes.iter().enumerate() {

@@ -259,11 +259,14 @@ pub fn open(path: &Path, format: Format, opts: &ImportOptions) -> Result<Box<dyn
         .ok()
         .filter(|m| m.is_file())
         .map(|m| m.len());
-    let second = size.and_then(|_| file.try_clone().ok());
+    let second = match (format, size) {
+        (Format::OracleGeneral, Some(len)) => file.try_clone().ok().map(|f| (f, len)),
+        _ => None,
+    };
     let r = BufReader::with_capacity(1 << 16, Box::new(file) as Box<dyn Read>);
     Ok(match (format, second) {
-        (Format::OracleGeneral, Some(f)) => {
-            Box::new(OracleGeneralReader::new(r, &name, opts)?.with_file(f))
+        (Format::OracleGeneral, Some((f, len))) => {
+            Box::new(OracleGeneralReader::new(r, &name, opts)?.with_file(f, len))
         }
         (Format::Csv, _) => Box::new(CsvReader::new(r, &name, opts)?.with_size(size)),
         (Format::Text, _) => Box::new(TxtReader::new(r, &name, opts)?.with_size(size)),

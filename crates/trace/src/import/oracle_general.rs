@@ -32,9 +32,9 @@ pub struct OracleGeneralReader<R> {
     done: bool,
     /// The bytes of one batch, kept between batches.
     buf: Vec<u8>,
-    /// The input, when it is a plain file: its halves are read and mapped
-    /// on two threads ([`Self::load_split`]).
-    file: Option<std::fs::File>,
+    /// The input, when it is a plain file, and its length: its halves are
+    /// read and mapped on two threads ([`Self::load_split`]).
+    file: Option<(std::fs::File, u64)>,
 }
 
 impl<R: Read> OracleGeneralReader<R> {
@@ -52,11 +52,11 @@ impl<R: Read> OracleGeneralReader<R> {
         })
     }
 
-    /// Notes that `inner` reads `file` from its start (a second handle on
-    /// it, read at offsets), so that the dense loader can read its two
-    /// halves at once.
-    pub(crate) fn with_file(mut self, file: std::fs::File) -> Self {
-        self.file = Some(file);
+    /// Notes that `inner` reads `file`, `len` bytes long, from its start
+    /// (a second handle on it, read at offsets), so that the dense loader
+    /// can read its two halves at once.
+    pub(crate) fn with_file(mut self, file: std::fs::File, len: u64) -> Self {
+        self.file = Some((file, len));
         self
     }
 
@@ -289,17 +289,10 @@ impl<R: Read> RefSource for OracleGeneralReader<R> {
             return None;
         }
         #[cfg(unix)]
-        if let Some(file) = self.file.take() {
-            let len = file
-                .metadata()
-                .ok()
-                .filter(|m| m.is_file())
-                .map(|m| m.len());
-            if let Some(len) = len.filter(|&l| l / RECORD as u64 <= MAX_REFS as u64) {
-                if crate::dense::split_mapping(2) {
-                    self.done = true;
-                    return Some(self.load_split(&file, len, progress));
-                }
+        if let Some((file, len)) = self.file.take() {
+            if len / RECORD as u64 <= MAX_REFS as u64 && crate::dense::split_mapping(2) {
+                self.done = true;
+                return Some(self.load_split(&file, len, progress));
             }
         }
         Some(self.load_dense_ids(progress))
