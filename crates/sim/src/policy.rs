@@ -41,6 +41,13 @@ pub struct ReclaimStats {
     pub pgsteal: u64,
     /// Folios a scan moved to the active list (`pgactivate`).
     pub pgactivate: u64,
+    /// Folios a scan found referenced for the first time and kept on the
+    /// inactive list for another trip (`folio_check_references` →
+    /// `FOLIOREF_KEEP`: the `nr_ref_keep` of the kernel's
+    /// `mm_vmscan_lru_shrink_inactive` tracepoint; /proc/vmstat has no
+    /// counter for it).
+    #[serde(default)]
+    pub ref_keep: u64,
     /// Folios moved from the active to the inactive list (`pgdeactivate`).
     pub pgdeactivate: u64,
     /// Refaults activated (`workingset_activate_anon`).

@@ -698,6 +698,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                     self.stats.pgactivate += 1;
                 } else {
                     self.lists[INACTIVE].push_back(t);
+                    self.stats.ref_keep += 1;
                 }
                 continue;
             }
@@ -873,6 +874,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 self.flags[i] = if f & REFERENCED != 0 {
                     (g & !ON_INACTIVE) | ON_ACTIVE
                 } else {
+                    self.stats.ref_keep += 1;
                     g
                 };
                 back.push(t);
@@ -1234,6 +1236,18 @@ mod tests {
         );
         // LRU keeps b (the last reference hits), so the difference is real.
         assert_eq!(hits("lru", 3, &t)[8], h);
+        // The scans: a b c a (for d), b c d b (for e), then d (for the
+        // last b: d lost its young bit on its trip and is evicted): 9
+        // scanned; kept for another trip a, b, c and d (nr_ref_keep 4),
+        // activated b and c, freed a, b and d.
+        let t32: Vec<u32> = t.iter().map(|&x| x as u32).collect();
+        let s = run_lists("linux:reclaim=page:refault=0", 3, 10, &t32)
+            .2
+            .stats;
+        assert_eq!(
+            (s.pgscan, s.ref_keep, s.pgactivate, s.pgsteal),
+            (9, 4, 2, 3)
+        );
     }
 
     #[test]
@@ -1637,6 +1651,16 @@ mod tests {
         assert_eq!(p.flags[1], ON_INACTIVE | YOUNG);
         assert_eq!(p.flags[7], ON_INACTIVE | REFERENCED | DIRTY);
         assert_eq!(p.flags[2], SHADOW | FREED);
+        // The scan's outcomes, as the kernel's mm_vmscan_lru_shrink_inactive
+        // counts them: 1 + 2 + 4 + 8 pages scanned by the first round and
+        // 1 + 1 + 3 by the retry; kept for a second trip (young, no
+        // PG_referenced): 0, 1, 2, 3..6 and 7, so 8 (nr_ref_keep); freed 5;
+        // activated none (no page was found young with PG_referenced).
+        let s = p.stats;
+        assert_eq!(
+            (s.pgscan, s.ref_keep, s.pgsteal, s.pgactivate),
+            (20, 8, 5, 0)
+        );
 
         // The engine's count: 10 first touches, 2 swap-cache hits, no major
         // fault; 7 swap-outs, all when reclaim wrote 0..6 (the victims are
