@@ -62,6 +62,7 @@ pub mod journal;
 pub mod maps;
 pub mod pagemap;
 pub mod procfs;
+pub mod reclaim_trace;
 pub mod remote;
 pub mod signals;
 pub mod swap;

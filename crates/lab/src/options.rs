@@ -242,6 +242,10 @@ pub struct RunOptions {
     /// [`crate::prefetcher`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefetch: Option<crate::prefetcher::spec::PrefetchSpec>,
+    /// Sum the kernel's reclaim events of the command's process tree
+    /// (vmscan tracepoints; see [`swaplab_host::reclaim_trace`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reclaim_trace: bool,
 }
 
 mod opt_duration_ns {
@@ -307,6 +311,7 @@ impl RunOptions {
             trace: over.trace.clone().or_else(|| self.trace.clone()),
             flush_stats: over.flush_stats.or(self.flush_stats),
             prefetch: over.prefetch.clone().or_else(|| self.prefetch.clone()),
+            reclaim_trace: over.reclaim_trace || self.reclaim_trace,
         }
     }
 
@@ -348,6 +353,9 @@ impl RunOptions {
         }
         if self.trace.is_some() {
             parts.push("traced".into());
+        }
+        if self.reclaim_trace {
+            parts.push("reclaim-trace".into());
         }
         parts.join(" ")
     }
@@ -469,6 +477,12 @@ pub struct RunFlags {
     /// limit; docs/prefetch.md). Its cost and accuracy are recorded (prefetch_* metrics).
     #[arg(long, value_name = "MODE[:K=V...]")]
     pub prefetch: Option<PrefetchSpec>,
+    /// Sum the kernel's reclaim events of the command's process tree (the vmscan
+    /// tracepoints, through tracefs): folios scanned, freed, kept for a second trip,
+    /// activated and written, which /proc/vmstat cannot split and counts machine-wide
+    /// on cgroup v1 (reclaim_* metrics; docs/catalog.md).
+    #[arg(long)]
+    pub reclaim_trace: bool,
 }
 
 fn parse_size_flag(s: &str) -> std::result::Result<u64, String> {
@@ -517,6 +531,7 @@ impl RunFlags {
             trace: None,
             flush_stats: self.flush_stats,
             prefetch: self.prefetch.clone(),
+            reclaim_trace: self.reclaim_trace,
         })
     }
 }

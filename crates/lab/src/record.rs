@@ -154,6 +154,15 @@ metric_names! {
     TraceBytes = "trace_bytes", "bytes", "size of the trace directory's files";
     TracerCpuNs = "tracer_cpu_ns", "ns", "CPU time of swaplab's tracer thread (draining events, pagemap scans, writing the tables)";
     TracerPendingSwapsMax = "tracer_pending_swaps_max", "count", "most swap events the tracer held at once waiting for time order";
+    ReclaimCalls = "reclaim_calls", "count", "shrink_inactive_list calls in the command's own reclaim (vmscan:mm_vmscan_lru_shrink_inactive events of its process tree, --reclaim-trace)";
+    ReclaimPriority0Calls = "reclaim_priority0_calls", "count", "of reclaim_calls, those at priority 0, where reclaim scans whole lists (--reclaim-trace)";
+    ReclaimScannedPages = "reclaim_scanned_pages", "pages", "folios the command's own reclaim took from the inactive lists (nr_scanned, --reclaim-trace): pgscan for its process tree";
+    ReclaimFreedPages = "reclaim_freed_pages", "pages", "of those, freed (nr_reclaimed, --reclaim-trace): pgsteal for its process tree";
+    ReclaimRefKeepPages = "reclaim_ref_keep_pages", "pages", "of those, referenced once and kept for a second trip round the inactive list (nr_ref_keep, --reclaim-trace; /proc/vmstat has no such counter)";
+    ReclaimActivatedPages = "reclaim_activated_pages", "pages", "of those, moved to the active list (nr_activate, anon and file, --reclaim-trace): referenced twice, or met under writeback";
+    ReclaimUnderWritebackPages = "reclaim_under_writeback_pages", "pages", "of the activated, met under writeback (nr_writeback + nr_immediate, --reclaim-trace; cgroup v1 reclaim waits instead and counts none)";
+    ReclaimWrittenPages = "reclaim_written_pages", "pages", "of the scanned, neither freed, kept nor activated: mostly those pageout() started writing (--reclaim-trace)";
+    ReclaimDeactivatedPages = "reclaim_deactivated_pages", "pages", "folios the command's own reclaim moved from the active to the inactive list (nr_deactivated of mm_vmscan_lru_shrink_active, --reclaim-trace)";
 }
 
 /// [`RunRecord::idle_mechanisms`]: the prefetcher (leap, stride).
@@ -699,6 +708,15 @@ mod tests {
         "trace_bytes",
         "tracer_cpu_ns",
         "tracer_pending_swaps_max",
+        "reclaim_calls",
+        "reclaim_priority0_calls",
+        "reclaim_scanned_pages",
+        "reclaim_freed_pages",
+        "reclaim_ref_keep_pages",
+        "reclaim_activated_pages",
+        "reclaim_under_writeback_pages",
+        "reclaim_written_pages",
+        "reclaim_deactivated_pages",
     ];
 
     #[test]
@@ -724,7 +742,7 @@ mod tests {
             text.starts_with("unknown metric \"majflts\": the metrics are wall_ns, user_ns, "),
             "{text}"
         );
-        assert!(text.ends_with("tracer_pending_swaps_max"), "{text}");
+        assert!(text.ends_with("reclaim_deactivated_pages"), "{text}");
         // Records keep names this build does not know.
         let mut m = Metrics::new();
         m.put(MetricName::Majflt, 3.0, Scope::Process);

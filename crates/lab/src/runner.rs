@@ -23,6 +23,7 @@ use swaplab_host::cgroup::{
 use swaplab_host::doctor::{Doctor, Need};
 use swaplab_host::journal::{Session, SessionOptions};
 use swaplab_host::procfs::{self as hostproc, Environment, Kswapd, VmStat};
+use swaplab_host::reclaim_trace::{ReclaimTraceSetup, ReclaimTracer};
 use swaplab_host::signals::SignalGuard;
 use swaplab_host::sysctl::Knob;
 
@@ -231,6 +232,7 @@ impl Lab {
                 trace: None,
                 flush_stats: None,
                 prefetch: None,
+                reclaim_trace: false,
             },
             limit_label: "none".into(),
             limit_bytes: None,
@@ -497,11 +499,29 @@ impl Lab {
             Some(spec) => Prefetcher::prepare(spec, plan.limit_bytes, &mut session, &rec.dir),
             None => Ok(None),
         });
+        let reclaim = if opts.reclaim_trace {
+            ReclaimTraceSetup::new(&mut session)
+                .map(Some)
+                .map_err(Error::from)
+        } else {
+            Ok(None)
+        };
         let measured = match Instruments::prepare(opts, resolved, &mut session, &rec.dir)
             .and_then(|ins| prefetcher.map(|p| (ins, p)))
+            .and_then(|(ins, p)| reclaim.map(|r| (ins, p, r)))
         {
-            Ok((mut ins, prefetcher)) => self
-                .measure(plan, resolved, &group, rec, ins.as_mut(), prefetcher)
+            Ok((mut ins, prefetcher, reclaim)) => self
+                .measure(
+                    plan,
+                    resolved,
+                    &group,
+                    rec,
+                    ins.as_mut(),
+                    Helpers {
+                        prefetcher,
+                        reclaim,
+                    },
+                )
                 .map(|()| {
                     // The run measured fine: a trace that cannot be saved
                     // is a note on it, not a failed run.
@@ -532,8 +552,12 @@ impl Lab {
         group: &MemoryGroup,
         rec: &mut RunRecord,
         mut instruments: Option<&mut Instruments>,
-        mut prefetcher: Option<Prefetcher>,
+        helpers: Helpers,
     ) -> Result<()> {
+        let Helpers {
+            mut prefetcher,
+            reclaim,
+        } = helpers;
         let program = resolved
             .first()
             .ok_or_else(|| Error::Invalid("no command given".into()))?;
@@ -570,6 +594,15 @@ impl Lab {
         if let Some(p) = &prefetcher {
             p.configure(&mut cmd);
         }
+        if let Some(r) = &reclaim {
+            use std::os::unix::process::CommandExt;
+            let hook = r.hook();
+            // SAFETY: the hook only writes to descriptors opened before
+            // the fork (getpid, a stack itoa, write): async-signal-safe.
+            unsafe {
+                cmd.pre_exec(move || hook.run());
+            }
+        }
 
         let flusher = plan
             .options
@@ -599,6 +632,15 @@ impl Lab {
                 return Err(e);
             }
         }
+        let mut reclaim = match reclaim.map(ReclaimTraceSetup::attach).transpose() {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = group.kill_all(KILL_WAIT);
+                let _ = child.wait();
+                return Err(e.into());
+            }
+        };
+        let mut reclaim_error: Option<String> = None;
         self.signals.forward_to(Some(pid));
         let (tx, rx) = mpsc::channel();
         std::thread::Builder::new()
@@ -634,6 +676,11 @@ impl Lab {
                     if samples.len() < MAX_SAMPLES {
                         samples.push(sampler.sample());
                         areas.sample();
+                    }
+                    if let (Some(r), None) = (reclaim.as_mut(), &reclaim_error) {
+                        if let Err(e) = r.drain() {
+                            reclaim_error = Some(e.to_string());
+                        }
                     }
                     next += period;
                     let now = Instant::now();
@@ -678,6 +725,12 @@ impl Lab {
         let sampler_cpu = swaplab_host::util::thread_cpu_ns().saturating_sub(cpu0);
         let flushed = flusher.map(StatFlusher::finish);
         let prefetched = prefetcher.and_then(Prefetcher::finish);
+        let reclaimed = match (reclaim.map(ReclaimTracer::finish), reclaim_error) {
+            (_, Some(e)) => Err(e),
+            (Some(Err(e)), None) => Err(e.to_string()),
+            (Some(Ok(b)), None) => Ok(Some(b)),
+            (None, None) => Ok(None),
+        };
         let (status, ru) = waited?;
         let wall = end.saturating_duration_since(t0);
         if samples.len() < MAX_SAMPLES {
@@ -827,6 +880,39 @@ impl Lab {
             if let Some(v) = vm.fields.get(counter) {
                 put(metric, (*v).max(0) as f64, Scope::System);
             }
+        }
+        match reclaimed {
+            Ok(Some(b)) => {
+                for (metric, v) in [
+                    (MetricName::ReclaimCalls, b.inactive_calls),
+                    (MetricName::ReclaimPriority0Calls, b.priority0_calls),
+                    (MetricName::ReclaimScannedPages, b.scanned),
+                    (MetricName::ReclaimFreedPages, b.reclaimed),
+                    (MetricName::ReclaimRefKeepPages, b.ref_keep),
+                    (
+                        MetricName::ReclaimActivatedPages,
+                        b.activate_anon + b.activate_file,
+                    ),
+                    (
+                        MetricName::ReclaimUnderWritebackPages,
+                        b.writeback + b.immediate,
+                    ),
+                    (MetricName::ReclaimWrittenPages, b.written_or_kept()),
+                    (MetricName::ReclaimDeactivatedPages, b.deactivated),
+                ] {
+                    put(metric, v as f64, Scope::Process);
+                }
+                if b.lost > 0 {
+                    rec.notes.push(format!(
+                        "the reclaim trace's buffer dropped {} events: its reclaim_* sums are short",
+                        b.lost
+                    ));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => rec.notes.push(format!(
+                "the reclaim trace failed, so the run has no reclaim_* metrics: {e}"
+            )),
         }
         if let (Some(a), Some(b)) = (cpu_total0, cpu_total1) {
             let total = b.saturating_sub(a) as f64;
@@ -988,6 +1074,14 @@ fn last_json_line(path: &std::path::Path) -> Option<serde_json::Value> {
     let line = text.lines().rev().find(|l| !l.trim().is_empty())?;
     let v: serde_json::Value = serde_json::from_str(line.trim()).ok()?;
     v.is_object().then_some(v)
+}
+
+/// What runs beside the command, each when its option asks for it: the
+/// external prefetcher (`--prefetch`) and the reclaim trace
+/// (`--reclaim-trace`).
+struct Helpers {
+    prefetcher: Option<Prefetcher>,
+    reclaim: Option<ReclaimTraceSetup>,
 }
 
 /// Makes the command die with swaplab: PR_SET_PDEATHSIG(SIGKILL) in the

@@ -134,6 +134,15 @@ fn validate_traverse_against_the_kernel() {
         f(&k["pgsteal"]) >= 0.4 * fp && f(&k["pgscan"]) >= f(&k["pgsteal"]),
         "{k}"
     );
+    // As root with tracefs, the runs trace their own reclaim: the counts
+    // are the group's, and they include the folios a scan found
+    // referenced once and kept (the first scan of a page the sweep just
+    // faulted in finds it young), which linux counts too.
+    if swaplab_host::reclaim_trace::available() {
+        assert_eq!(m["traced"], true, "{m}");
+        assert!(f(&m["ref_keep"]) > 0.0, "{m}");
+        assert!(f(&k["ref_keep"]) > 0.0, "{k}");
+    }
     assert!(preds[1].get("reclaim").is_none(), "{}", preds[1]);
     // Two code paths, one answer: `swaplab sim` on the validation's trace
     // at the row's effective memory, with the machine's readahead, the

@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::journal::Session;
 
 pub mod perf;
-mod sample;
+pub(crate) mod sample;
 pub mod tracefs;
 
 pub use sample::{

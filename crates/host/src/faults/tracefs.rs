@@ -155,7 +155,7 @@ impl EventFormat {
 }
 
 /// Reads an unsigned or signed integer field from a record.
-fn get(rec: &[u8], f: Field) -> Option<i64> {
+pub fn get(rec: &[u8], f: Field) -> Option<i64> {
     let b = rec.get(f.offset..f.offset + f.size)?;
     Some(match (f.size, f.signed) {
         (1, false) => b[0] as i64,
@@ -328,7 +328,32 @@ pub struct TracefsHook {
 }
 
 impl TracefsHook {
-    fn close(&self) {
+    /// Opens the instance's `set_event_pid` and `tracing_on` for the
+    /// child to write.
+    pub(crate) fn open(inst: &Path) -> Result<TracefsHook> {
+        let open_w = |name: &str, trunc: bool| -> Result<RawFd> {
+            let p = inst.join(name);
+            fs::OpenOptions::new()
+                .write(true)
+                .truncate(trunc)
+                .custom_flags(libc::O_CLOEXEC)
+                .open(&p)
+                .map(|f| OwnedFd::from(f).into_raw_fd())
+                .map_err(|e| Error::io("opening for writing", &p, e))
+        };
+        let hook = TracefsHook {
+            set_event_pid: AtomicI32::new(-1),
+            tracing_on: AtomicI32::new(-1),
+        };
+        hook.set_event_pid
+            .store(open_w("set_event_pid", true)?, Ordering::SeqCst);
+        hook.tracing_on
+            .store(open_w("tracing_on", false)?, Ordering::SeqCst);
+        Ok(hook)
+    }
+
+    /// Closes the descriptors (the parent's copy, once the child ran).
+    pub(crate) fn close(&self) {
         for a in [&self.set_event_pid, &self.tracing_on] {
             let fd = a.swap(-1, Ordering::SeqCst);
             if fd >= 0 {
@@ -405,12 +430,12 @@ struct RssFormat {
     size: Field,
 }
 
-const COMMON_TYPE: Field = Field {
+pub(crate) const COMMON_TYPE: Field = Field {
     offset: 0,
     size: 2,
     signed: false,
 };
-const COMMON_PID_DEFAULT: Field = Field {
+pub(crate) const COMMON_PID_DEFAULT: Field = Field {
     offset: 4,
     size: 4,
     signed: true,
@@ -450,7 +475,7 @@ fn write_file(path: &Path, value: &str) -> Result<()> {
     util::write_str(path, value)
 }
 
-fn read_format(instance: &Path, root: &Path, event: &str) -> Result<EventFormat> {
+pub(crate) fn read_format(instance: &Path, root: &Path, event: &str) -> Result<EventFormat> {
     let p = instance.join("events").join(event).join("format");
     let p = if p.exists() {
         p
@@ -539,25 +564,7 @@ impl TracefsSetup {
                 .map_err(|e| Error::io("opening", &p, e))?;
             cpus.push((cpu, f));
         }
-        let open_w = |name: &str, trunc: bool| -> Result<RawFd> {
-            let p = inst.join(name);
-            fs::OpenOptions::new()
-                .write(true)
-                .truncate(trunc)
-                .custom_flags(libc::O_CLOEXEC)
-                .open(&p)
-                .map(|f| OwnedFd::from(f).into_raw_fd())
-                .map_err(|e| Error::io("opening for writing", &p, e))
-        };
-        let hook = TracefsHook {
-            set_event_pid: AtomicI32::new(-1),
-            tracing_on: AtomicI32::new(-1),
-        };
-        hook.set_event_pid
-            .store(open_w("set_event_pid", true)?, Ordering::SeqCst);
-        hook.tracing_on
-            .store(open_w("tracing_on", false)?, Ordering::SeqCst);
-        let hook = Arc::new(hook);
+        let hook = Arc::new(TracefsHook::open(&inst)?);
         Ok(TracefsSetup {
             instance: inst,
             hook,

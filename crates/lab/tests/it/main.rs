@@ -13,6 +13,7 @@ mod kill;
 mod parquet_pyarrow;
 mod prefetch;
 mod preload;
+mod reclaim_trace;
 mod refs;
 mod sim_sites;
 mod swap_areas;

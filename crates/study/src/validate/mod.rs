@@ -249,8 +249,13 @@ pub struct PathPrediction {
 }
 
 /// The kernel's reclaim counters over a limit's ok runs (medians of the
-/// runs' metrics: /proc/vmstat deltas, machine-wide), to set beside a
-/// policy's [`swaplab_sim::policy::ReclaimStats`].
+/// runs' metrics), to set beside a policy's
+/// [`swaplab_sim::policy::ReclaimStats`]. Where the runs traced their
+/// own reclaim (`run --reclaim-trace`, which validate turns on where
+/// tracefs allows), pgscan, pgsteal, pgactivate and pgdeactivate are
+/// that trace's, and `ref_keep` is known (`traced`); otherwise they are
+/// /proc/vmstat deltas, machine-wide on cgroup v1. pgrotated and
+/// workingset_activate are always /proc/vmstat's.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct MeasuredReclaim {
     pub pgscan: Option<f64>,
@@ -259,13 +264,20 @@ pub struct MeasuredReclaim {
     pub pgdeactivate: Option<f64>,
     pub pgrotated: Option<f64>,
     pub workingset_activate: Option<f64>,
+    /// Folios referenced once and kept for a second trip (traced runs).
+    #[serde(default)]
+    pub ref_keep: Option<f64>,
+    /// The first four come from the runs' reclaim trace.
+    #[serde(default)]
+    pub traced: bool,
 }
 
 /// The reclaim counters validate compares, by their kernel names, in the
 /// order of [`MeasuredReclaim::values`] and [`reclaim_counts`].
-pub const RECLAIM_COUNTERS: [&str; 6] = [
+pub const RECLAIM_COUNTERS: [&str; 7] = [
     "pgscan",
     "pgsteal",
+    "ref_keep",
     "pgactivate",
     "pgdeactivate",
     "pgrotated",
@@ -274,10 +286,11 @@ pub const RECLAIM_COUNTERS: [&str; 6] = [
 
 impl MeasuredReclaim {
     /// The measured counters in [`RECLAIM_COUNTERS`]' order.
-    pub fn values(&self) -> [Option<f64>; 6] {
+    pub fn values(&self) -> [Option<f64>; 7] {
         [
             self.pgscan,
             self.pgsteal,
+            self.ref_keep,
             self.pgactivate,
             self.pgdeactivate,
             self.pgrotated,
@@ -287,10 +300,11 @@ impl MeasuredReclaim {
 }
 
 /// A policy's counts in [`RECLAIM_COUNTERS`]' order.
-pub fn reclaim_counts(s: &swaplab_sim::policy::ReclaimStats) -> [u64; 6] {
+pub fn reclaim_counts(s: &swaplab_sim::policy::ReclaimStats) -> [u64; 7] {
     [
         s.pgscan,
         s.pgsteal,
+        s.ref_keep,
         s.pgactivate,
         s.pgdeactivate,
         s.pgrotated,
@@ -663,6 +677,42 @@ fn device_settings(s: &SwapSpec) -> Option<String> {
 }
 
 /// The runs at limit `label` that ended ok: the ones a cell is compared on.
+/// A limit's reclaim counters: the medians of its ok runs' metrics, from
+/// their reclaim trace where every run has one (see [`MeasuredReclaim`]).
+fn measured_reclaim(cell: &[&RunRecord]) -> MeasuredReclaim {
+    let median =
+        |m: MetricName| crate::bench::touch::median(cell.iter().filter_map(|r| r.get(m)).collect());
+    let traced = !cell.is_empty()
+        && cell
+            .iter()
+            .all(|r| r.get(MetricName::ReclaimScannedPages).is_some());
+    let pick = |trace: MetricName, vmstat: MetricName| {
+        if traced {
+            median(trace)
+        } else {
+            median(vmstat)
+        }
+    };
+    MeasuredReclaim {
+        pgscan: pick(MetricName::ReclaimScannedPages, MetricName::PgscanPages),
+        pgsteal: pick(MetricName::ReclaimFreedPages, MetricName::PgstealPages),
+        pgactivate: pick(
+            MetricName::ReclaimActivatedPages,
+            MetricName::PgactivatePages,
+        ),
+        pgdeactivate: pick(
+            MetricName::ReclaimDeactivatedPages,
+            MetricName::PgdeactivatePages,
+        ),
+        pgrotated: median(MetricName::PgrotatedPages),
+        workingset_activate: median(MetricName::WorkingsetActivateAnonPages),
+        ref_keep: traced
+            .then(|| median(MetricName::ReclaimRefKeepPages))
+            .flatten(),
+        traced,
+    }
+}
+
 fn ok_runs<'a>(runs: &'a [RunRecord], label: &str) -> Vec<&'a RunRecord> {
     runs.iter()
         .filter(|r| r.limit_label == label && r.outcome == Some(swaplab_lab::record::Outcome::Ok))
@@ -949,6 +999,9 @@ pub fn run(
             .collect(),
         timeout: o.timeout,
         flush_stats: o.flush_stats,
+        // The runs' own reclaim, per scan outcome, where tracefs allows:
+        // the counters set beside the model's (MeasuredReclaim).
+        reclaim_trace: swaplab_host::reclaim_trace::available(),
         ..Default::default()
     };
     let (_, peak) = lab.resolve_limit(&workload, &options, LimitSpec::Percent(100.0), progress)?;
@@ -1209,15 +1262,7 @@ pub fn run(
             opt_loads,
             opt_check: m_in.map(|i| opt_loads as f64 <= i),
             tiers,
-            measured_reclaim: Some(MeasuredReclaim {
-                pgscan: metric_median(&cell, MetricName::PgscanPages),
-                pgsteal: metric_median(&cell, MetricName::PgstealPages),
-                pgactivate: metric_median(&cell, MetricName::PgactivatePages),
-                pgdeactivate: metric_median(&cell, MetricName::PgdeactivatePages),
-                pgrotated: metric_median(&cell, MetricName::PgrotatedPages),
-                workingset_activate: metric_median(&cell, MetricName::WorkingsetActivateAnonPages),
-            })
-            .filter(|m| m.pgscan.is_some()),
+            measured_reclaim: Some(measured_reclaim(&cell)).filter(|m| m.pgscan.is_some()),
         });
     }
     if rows.iter().any(|r| r.opt_check == Some(false)) {

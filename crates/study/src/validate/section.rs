@@ -231,6 +231,11 @@ pub fn reclaim_figure(r: &ValidateResult) -> Option<Figure> {
     );
     let mut categories = Vec::new();
     let mut bars: Vec<Vec<f64>> = vec![Vec::new(); counted.len()];
+    let traced = r
+        .rows
+        .iter()
+        .filter_map(|row| row.measured_reclaim)
+        .all(|m| m.traced);
     for row in &r.rows {
         let Some(m) = row.measured_reclaim else {
             continue;
@@ -273,8 +278,13 @@ pub fn reclaim_figure(r: &ValidateResult) -> Option<Figure> {
     Some(Figure {
         title: "The kernel's reclaim counters: simulated over measured".into(),
         caption: format!(
-            "Each counter's increase over the runs at a limit (/proc/vmstat pgscan_anon, pgsteal_anon, pgactivate, pgdeactivate, pgrotated and workingset_activate_anon; median of the ok runs, machine-wide on cgroup v1) against what {} counted in its simulation: 1 is the kernel's count; bars are cut at 3 (the table has every ratio). Counters under 100 pages in the runs have no bar.",
-            counted.join(" and ")
+            "Each counter's increase over the runs at a limit (median of the ok runs) against what {} counted in its simulation: 1 is the kernel's count; bars are cut at 3 (the table has every ratio). {} pgrotated and workingset_activate are /proc/vmstat's (machine-wide on cgroup v1). Counters under 100 pages in the runs have no bar.",
+            counted.join(" and "),
+            if traced {
+                "pgscan, pgsteal, ref_keep (folios referenced once, kept for a second trip), pgactivate and pgdeactivate are the runs' own reclaim, summed from the vmscan tracepoints (run --reclaim-trace).".to_string()
+            } else {
+                "The counters are /proc/vmstat's pgscan_anon, pgsteal_anon, pgactivate and pgdeactivate (the runs did not trace their reclaim, so ref_keep is not measured).".to_string()
+            }
         ),
         chart: Chart::Bars {
             categories,
@@ -634,13 +644,47 @@ pub(crate) mod tests {
             }
             c => panic!("{c:?}"),
         }
-        // The table has every counter of the measured row, numbers and all.
+        // The table has every counter of the measured row, numbers and all
+        // (a header and seven counters).
         let csv = String::from_utf8(f.data.to_csv().unwrap()).unwrap();
-        assert_eq!(csv.lines().count(), 7, "{csv}");
+        assert_eq!(csv.lines().count(), 8, "{csv}");
         assert!(
             csv.lines().any(|l| l.starts_with("75,pgactivate,0,3,")),
             "{csv}"
         );
+        assert!(f.caption.contains("did not trace"), "{}", f.caption);
+        // Runs that traced their reclaim: ref_keep is measured (1,000
+        // against linux's 500) and the caption says where the counts come
+        // from.
+        let m = r.rows[0].measured_reclaim.as_mut().unwrap();
+        m.ref_keep = Some(1000.0);
+        m.traced = true;
+        r.rows[0].predictions[0].reclaim.as_mut().unwrap().ref_keep = 500;
+        let v = serde_json::to_value(&r).unwrap();
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        let f = s
+            .figures
+            .iter()
+            .find(|f| f.title.contains("reclaim counters"))
+            .unwrap();
+        assert!(f.caption.contains("vmscan tracepoints"), "{}", f.caption);
+        let csv = String::from_utf8(f.data.to_csv().unwrap()).unwrap();
+        assert!(
+            csv.lines().any(|l| l == "75,ref_keep,1000,500,0.5"),
+            "{csv}"
+        );
+        match &f.chart {
+            Chart::Bars { categories, .. } => assert_eq!(
+                categories,
+                &[
+                    "75% pgscan",
+                    "75% pgsteal",
+                    "75% ref_keep",
+                    "75% pgdeactivate"
+                ]
+            ),
+            c => panic!("{c:?}"),
+        }
     }
 
     #[test]
