@@ -25,18 +25,15 @@
 //! counters. Cost: one event per 32 folios scanned.
 
 use std::fs;
-use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::faults::sample::online_cpus;
 use crate::faults::tracefs::{
-    get, parse_page, read_format, read_tracefs_file, EventFormat, Field, PageLayout, RawEntry,
-    TracefsHook, COMMON_TYPE,
+    get, open_cpu_pipes, parse_page, read_cpu_page, read_format, read_tracefs_file, EventFormat,
+    Field, PageLayout, RawEntry, TracefsHook, COMMON_TYPE,
 };
 use crate::journal::Session;
 use crate::util;
@@ -237,20 +234,7 @@ impl ReclaimTraceSetup {
         for ev in [INACTIVE_EVENT, ACTIVE_EVENT] {
             util::write_str(&inst.join("events").join(ev).join("enable"), "1")?;
         }
-        let subbuf = match util::read_u64(&inst.join("buffer_subbuf_size_kb")) {
-            Ok(k) if k > 0 => (k * 1024) as usize,
-            _ => util::page_size() as usize,
-        };
-        let mut cpus = Vec::new();
-        for cpu in online_cpus()? {
-            let p = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-            let f = fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(&p)
-                .map_err(|e| Error::io("opening", &p, e))?;
-            cpus.push((cpu, f));
-        }
+        let (cpus, subbuf) = open_cpu_pipes(&inst)?;
         let hook = Arc::new(TracefsHook::open(&inst)?);
         Ok(ReclaimTraceSetup {
             instance: inst,
@@ -301,20 +285,7 @@ impl ReclaimTracer {
     /// Reads what the buffers hold and adds it up.
     pub fn drain(&mut self) -> Result<()> {
         for (cpu, file) in &mut self.setup.cpus {
-            loop {
-                let n = match file.read(&mut self.page) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        let p = self
-                            .setup
-                            .instance
-                            .join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-                        return Err(Error::io("reading", &p, e));
-                    }
-                };
+            while let Some(n) = read_cpu_page(&self.setup.instance, *cpu, file, &mut self.page)? {
                 self.entries.clear();
                 self.sums.lost +=
                     parse_page(&self.page[..n], &self.setup.layout, &mut self.entries);

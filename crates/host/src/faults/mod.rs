@@ -55,7 +55,7 @@ use crate::error::{Error, Result};
 use crate::journal::Session;
 
 pub mod perf;
-pub(crate) mod sample;
+mod sample;
 pub mod tracefs;
 
 pub use sample::{

@@ -471,6 +471,49 @@ pub fn read_tracefs_file(path: &Path) -> Result<String> {
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
+/// An instance's per-CPU binary pipes (`per_cpu/cpuN/trace_pipe_raw`,
+/// non-blocking) and the size of one sub-buffer, the unit a read returns.
+pub(crate) fn open_cpu_pipes(inst: &Path) -> Result<(Vec<(u32, fs::File)>, usize)> {
+    let subbuf = match util::read_u64(&inst.join("buffer_subbuf_size_kb")) {
+        Ok(k) if k > 0 => (k * 1024) as usize,
+        _ => util::page_size() as usize,
+    };
+    let mut cpus = Vec::new();
+    for cpu in online_cpus()? {
+        let p = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(&p)
+            .map_err(|e| Error::io("opening", &p, e))?;
+        cpus.push((cpu, f));
+    }
+    Ok((cpus, subbuf))
+}
+
+/// Reads one sub-buffer from a CPU's pipe into `page`: its length, or
+/// `None` when the pipe holds nothing more now.
+pub(crate) fn read_cpu_page(
+    inst: &Path,
+    cpu: u32,
+    file: &mut fs::File,
+    page: &mut [u8],
+) -> Result<Option<usize>> {
+    loop {
+        return match file.read(page) {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(Error::io(
+                "reading",
+                &inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
+                e,
+            )),
+        };
+    }
+}
+
 fn write_file(path: &Path, value: &str) -> Result<()> {
     util::write_str(path, value)
 }
@@ -550,20 +593,7 @@ impl TracefsSetup {
         }
         write_file(&inst.join("events").join(FAULT_EVENT).join("enable"), "1")?;
 
-        let subbuf = match util::read_u64(&inst.join("buffer_subbuf_size_kb")) {
-            Ok(k) if k > 0 => (k * 1024) as usize,
-            _ => util::page_size() as usize,
-        };
-        let mut cpus = Vec::new();
-        for cpu in online_cpus()? {
-            let p = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
-            let f = fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(&p)
-                .map_err(|e| Error::io("opening", &p, e))?;
-            cpus.push((cpu, f));
-        }
+        let (cpus, subbuf) = open_cpu_pipes(&inst)?;
         let hook = Arc::new(TracefsHook::open(&inst)?);
         Ok(TracefsSetup {
             instance: inst,
@@ -659,23 +689,7 @@ impl TracefsTracer {
     fn read_cpus(&mut self) -> Result<()> {
         let f = &self.setup.formats;
         for (cpu, file) in &mut self.setup.cpus {
-            loop {
-                let n = match file.read(&mut self.page) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => {
-                        return Err(Error::io(
-                            "reading",
-                            &self
-                                .setup
-                                .instance
-                                .join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
-                            e,
-                        ))
-                    }
-                };
+            while let Some(n) = read_cpu_page(&self.setup.instance, *cpu, file, &mut self.page)? {
                 self.entries.clear();
                 self.missed_in_pages +=
                     parse_page(&self.page[..n], &self.setup.layout, &mut self.entries);
