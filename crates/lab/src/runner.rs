@@ -908,6 +908,13 @@ impl Lab {
                         b.lost
                     ));
                 }
+                if b.inactive_calls == 0 && vm.pgscan > 0 {
+                    rec.notes.push(format!(
+                        "the reclaim trace saw no shrink_inactive_list call while the machine scanned {} pages: \
+                         the multi-generational LRU reclaims without those events (or another process did the reclaiming)",
+                        vm.pgscan
+                    ));
+                }
             }
             Ok(None) => {}
             Err(e) => rec.notes.push(format!(

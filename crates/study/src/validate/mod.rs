@@ -682,10 +682,15 @@ fn device_settings(s: &SwapSpec) -> Option<String> {
 fn measured_reclaim(cell: &[&RunRecord]) -> MeasuredReclaim {
     let median =
         |m: MetricName| crate::bench::touch::median(cell.iter().filter_map(|r| r.get(m)).collect());
+    // A run's trace counts its reclaim when it saw calls, or when the
+    // machine scanned nothing either: MGLRU reclaims without the classic
+    // lists' events, and then /proc/vmstat's counters are the ones.
     let traced = !cell.is_empty()
-        && cell
-            .iter()
-            .all(|r| r.get(MetricName::ReclaimScannedPages).is_some());
+        && cell.iter().all(|r| {
+            r.get(MetricName::ReclaimCalls).is_some_and(|c| c > 0.0)
+                || (r.get(MetricName::ReclaimCalls).is_some()
+                    && r.get(MetricName::PgscanPages) == Some(0.0))
+        });
     let pick = |trace: MetricName, vmstat: MetricName| {
         if traced {
             median(trace)
@@ -1387,6 +1392,107 @@ pub fn save(p: &Path, r: &ValidateResult) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run at one limit with these metrics and nothing else.
+    fn run_with(kv: &[(MetricName, f64)]) -> RunRecord {
+        use swaplab_lab::record::MetricsExt;
+        let mut metrics = swaplab_lab::record::Metrics::new();
+        for &(k, v) in kv {
+            metrics.put(k, v, swaplab_lab::timeline::Scope::System);
+        }
+        RunRecord {
+            id: 1,
+            dir: Default::default(),
+            sweep_id: Some(1),
+            variant: None,
+            limit_label: "50%".into(),
+            repeat_idx: 0,
+            role: swaplab_lab::record::Role::Measure,
+            status: swaplab_lab::record::Status::Done,
+            outcome: Some(swaplab_lab::record::Outcome::Ok),
+            exit_code: Some(0),
+            term_signal: None,
+            command: vec![],
+            resolved_command: vec![],
+            options: Default::default(),
+            limit_bytes: None,
+            started_unix_ns: 0,
+            finished_unix_ns: None,
+            cgroup: None,
+            env: None,
+            metrics,
+            workload_output: None,
+            notes: vec![],
+            error: None,
+            trace_dir: None,
+            settings: None,
+            timeline_hz: None,
+            swap_areas: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_runs_own_reclaim_is_preferred_where_it_was_traced() {
+        use MetricName::*;
+        let vmstat = [
+            (PgscanPages, 1000.0),
+            (PgstealPages, 400.0),
+            (PgactivatePages, 300.0),
+            (PgdeactivatePages, 250.0),
+            (PgrotatedPages, 90.0),
+        ];
+        // Untraced: /proc/vmstat's counters, no ref_keep.
+        let plain = [run_with(&vmstat), run_with(&vmstat)];
+        let m = measured_reclaim(&plain.iter().collect::<Vec<_>>());
+        assert!(!m.traced);
+        assert_eq!(
+            (m.pgscan, m.pgactivate, m.ref_keep),
+            (Some(1000.0), Some(300.0), None)
+        );
+        // Traced (the median of two runs): the trace's counts, pgrotated
+        // still /proc/vmstat's.
+        let traced = |scanned: f64, keep: f64| {
+            let mut kv = vmstat.to_vec();
+            kv.extend([
+                (ReclaimCalls, 40.0),
+                (ReclaimScannedPages, scanned),
+                (ReclaimFreedPages, 380.0),
+                (ReclaimRefKeepPages, keep),
+                (ReclaimActivatedPages, 200.0),
+                (ReclaimDeactivatedPages, 210.0),
+            ]);
+            run_with(&kv)
+        };
+        let runs = [traced(900.0, 100.0), traced(950.0, 140.0)];
+        let m = measured_reclaim(&runs.iter().collect::<Vec<_>>());
+        assert!(m.traced);
+        assert_eq!(
+            (
+                m.pgscan,
+                m.pgsteal,
+                m.ref_keep,
+                m.pgactivate,
+                m.pgdeactivate,
+                m.pgrotated
+            ),
+            (
+                Some(925.0),
+                Some(380.0),
+                Some(120.0),
+                Some(200.0),
+                Some(210.0),
+                Some(90.0)
+            )
+        );
+        // A trace that saw no call while the machine scanned (MGLRU's
+        // reclaim has no shrink_inactive_list events): /proc/vmstat's.
+        let mut kv = vmstat.to_vec();
+        kv.extend([(ReclaimCalls, 0.0), (ReclaimScannedPages, 0.0)]);
+        let mglru = [run_with(&kv)];
+        let m = measured_reclaim(&mglru.iter().collect::<Vec<_>>());
+        assert!(!m.traced);
+        assert_eq!(m.pgscan, Some(1000.0));
+    }
 
     #[test]
     fn clock_device_is_replaced_by_the_numbers() {
