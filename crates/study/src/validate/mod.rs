@@ -1005,8 +1005,10 @@ pub fn run(
         timeout: o.timeout,
         flush_stats: o.flush_stats,
         // The runs' own reclaim, per scan outcome, where tracefs allows:
-        // the counters set beside the model's (MeasuredReclaim).
-        reclaim_trace: swaplab_host::reclaim_trace::available(),
+        // the counters set beside the model's (MeasuredReclaim). MGLRU
+        // reclaims without the classic lists' events, so not under it.
+        reclaim_trace: swaplab_host::reclaim_trace::available()
+            && !swaplab_lab::record::Mglru::read().is_some_and(|m| m.enabled()),
         ..Default::default()
     };
     let (_, peak) = lab.resolve_limit(&workload, &options, LimitSpec::Percent(100.0), progress)?;
