@@ -329,6 +329,15 @@ fn print_reclaim(r: &validate::ValidateResult) {
             t.push(cells);
         }
     }
-    println!("the kernel's reclaim counters (/proc/vmstat deltas, medians of the ok runs) and each policy's:");
+    let traced = r
+        .rows
+        .iter()
+        .filter_map(|row| row.measured_reclaim)
+        .all(|m| m.traced);
+    if traced {
+        println!("the kernel's reclaim counters (the runs' own reclaim from the vmscan tracepoints; pgrotated and workingset_activate /proc/vmstat deltas; medians of the ok runs) and each policy's:");
+    } else {
+        println!("the kernel's reclaim counters (/proc/vmstat deltas, medians of the ok runs; ref_keep needs the runs' reclaim trace) and each policy's:");
+    }
     println!("{}", t.render());
 }
