@@ -83,7 +83,14 @@
 //!   inactive head, `PG_referenced` cleared, still charged to the cgroup.
 //!   The pass's writes are submitted at the end of `shrink_lruvec`
 //!   (`blk_finish_plug`) and taken to complete before the next priority's
-//!   pass: `folio_end_writeback` → `folio_rotate_reclaimable` moves each
+//!   pass (`complete=pass`, the default), or when the reclaim that
+//!   started them ends (`complete=reclaim`: a write's latency on a
+//!   device, tens of microseconds to milliseconds, is longer than the
+//!   passes of one reclaim, which take microseconds of CPU each, and
+//!   shorter than the program's time between two reclaims; a folio this
+//!   reclaim wrote that a later pass of it meets again, at priority 0, is
+//!   freed, as legacy memcg reclaim waits for it and finds it clean):
+//!   `folio_end_writeback` → `folio_rotate_reclaimable` moves each
 //!   written folio still on the inactive list to its tail (the last
 //!   written scanned first), where the next scan frees it clean, no second
 //!   write (`__remove_mapping`, shadow entry and `nonresident_age` as any
@@ -214,8 +221,10 @@ pub const INFO: PolicyInfo = PolicyInfo {
              swappiness=N (1-200, default 60), writeback=sync|async (default sync: a reclaimed dirty page \
              is written and freed at once; async, with reclaim=batch: it is written and kept in the swap cache \
              until a later pass frees it, and a reference before that is a swap-cache hit), \
+             complete=pass|reclaim (async without write_us: the writes complete before the next priority \
+             pass, the default, or when the reclaim that started them ends), \
              write_us=T (async: the writes complete on a clock, the device taking T us a page; without \
-             it, before the next pass), ref_us=T (the program's time a reference), read_us=T (a major \
+             it, as complete= says), ref_us=T (the program's time a reference), read_us=T (a major \
              fault's stall), scan_us=T (the reclaimer's CPU a page scanned: the clock runs while it scans), \
              memcg=v1|v2 (v1, the default: reclaim waits on a folio under writeback; v2: activates it)",
     needs_future: false,
@@ -224,7 +233,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
             "linux",
             &[
                 "ratio", "refault", "reclaim", "batch", "swappiness", "writeback", "write_us", "ref_us",
-                "read_us", "scan_us", "memcg",
+                "read_us", "scan_us", "memcg", "complete",
             ],
         )?;
         Ok(Box::new(TwoLists::<false>::new(c, 0, true)?))
@@ -322,6 +331,9 @@ pub(crate) struct TwoLists<const RRIP: bool> {
     /// `write_us` given: the writes complete on a clock (`None`: each
     /// completes before the next priority pass).
     clock: Option<Box<WbClock>>,
+    /// `complete=reclaim`: without a clock, a reclaim's writes complete
+    /// when it ends rather than before each next priority pass.
+    complete_at_end: bool,
     /// Reclaim in the kernel's counters ([`Policy::reclaim_stats`]; the
     /// clock's fields are filled from `clock` when asked).
     stats: ReclaimStats,
@@ -463,6 +475,20 @@ impl<const RRIP: bool> TwoLists<RRIP> {
                 "ref_us, read_us, scan_us and memcg set the writes' clock: give write_us=MICROSECONDS (the device's time per page written) with them".into(),
             ));
         }
+        let complete_at_end = match c.params.0.get("complete").map(String::as_str) {
+            None | Some("pass") => false,
+            Some("reclaim") => true,
+            Some(v) => {
+                return Err(SimError::BadParam(format!(
+                    "complete={v}: expected pass or reclaim (when a reclaim's writes complete)"
+                )))
+            }
+        };
+        if c.params.0.contains_key("complete") && (!async_wb || timed) {
+            return Err(SimError::BadParam(
+                "complete= says when writeback=async's writes complete without a clock: give it with reclaim=batch:writeback=async and without write_us (a clock decides then)".into(),
+            ));
+        }
         if timed && !async_wb {
             return Err(SimError::BadParam(
                 "write_us times the writes of writeback=async: give reclaim=batch:writeback=async with it".into(),
@@ -516,6 +542,7 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             pass_pops: 0,
             isolated: Vec::new(),
             clock,
+            complete_at_end,
             stats: ReclaimStats::default(),
         })
     }
@@ -757,6 +784,10 @@ impl<const RRIP: bool> TwoLists<RRIP> {
     /// `get_scan_count`), until `batch` pages are reclaimed. Returns how many.
     fn do_try_to_free_pages(&mut self, force_deactivate: bool) -> usize {
         let mut reclaimed = 0;
+        // complete=reclaim: the inactive list's length when the reclaim
+        // began, and the pages its passes took and wrote.
+        let start = self.lists[INACTIVE].len();
+        let (mut pops, mut writes) = (0, 0);
         for prio in (0..=DEF_PRIORITY).rev() {
             if let Some(now) = self.clock.as_deref().map(WbClock::now) {
                 self.complete_until(now);
@@ -806,12 +837,22 @@ impl<const RRIP: bool> TwoLists<RRIP> {
             }
             if let Some(c) = self.clock.as_deref_mut() {
                 c.flush_plug();
+            } else if self.complete_at_end {
+                pops += self.pass_pops;
+                writes += self.pass_writes;
             } else if self.pass_writes > 0 {
                 self.writes_complete(before - self.pass_pops);
             }
             if reclaimed >= self.batch {
                 break;
             }
+        }
+        if writes > 0 {
+            // The reclaim's pushes are the queue's entries from
+            // start − pops on; when its passes took more than the list
+            // held at first (priority 0 wraps round), every entry left
+            // is one of them.
+            self.writes_complete(start.saturating_sub(pops));
         }
         reclaimed
     }
@@ -1680,6 +1721,52 @@ mod tests {
         assert_eq!((c.swapcache_hits, c.major_faults, c.hits), (0, 1, 1));
     }
 
+    #[test]
+    fn hand_worked_writes_complete_when_the_reclaim_ends() {
+        // cap 8, refault off, batch=1, swappiness 200 (a list of n pages
+        // is scanned n >> prio pages at priority prio > 0, all at 0),
+        // writeback=async; complete=pass (the default) against
+        // complete=reclaim. I is the inactive list, tail first; a miss's
+        // page goes to its head after the reclaim.
+        // 0..7: faults, young and dirty.
+        // 8: reclaim. Priority 3 scans 1: 0 kept (R); 2 scans 2: 1, 2
+        //    kept; 1 scans 4: 3..6 kept: I [7 0 1 .. 6]. Priority 0 scans
+        //    8: 7 kept; 0..6 not young, dirty: written. Nothing freed. In
+        //    both modes the writes complete now (after priority 0's pass,
+        //    or as the reclaim ends): I [6 5 4 3 2 1 0 7]. The retry's
+        //    priority 3 frees 6 (batch 1: done). I [5 4 3 2 1 0 7 8].
+        // 9..14: each reclaim frees the next written page at priority 3:
+        //    5, 4, 3, 2, 1, 0. I [7 8 .. 14]: 7 has R and no young bit,
+        //    8..14 are young; all dirty.
+        // 15: priority 3 scans 1: 7 is written.
+        //    complete=pass: the pass's write completes, 7 goes to the
+        //    tail, and priority 2 (2 pages) frees 7 and keeps 8: done.
+        //    I [9 .. 14 8 15].
+        //    complete=reclaim: 7 stays under writeback at the head.
+        //    Priority 2 keeps 8, 9; 1 keeps 10..13; 0 scans all 8: 14
+        //    kept, 7 (written, clean: reclaim has waited for it) freed,
+        //    8..13 (R, no young bit, dirty) written. As the reclaim ends
+        //    they complete: I [13 12 11 10 9 8 14 15]. 15 takes 7 either
+        //    way.
+        // 16: complete=pass: priority 3 keeps 9; 2 keeps 10, 11; 1 keeps
+        //    12, 13, 14 and writes 8, which completes: I [8 15 9 .. 14];
+        //    priority 0 frees 8, keeps 15 and writes 9..14. 16 takes 8.
+        //    complete=reclaim: priority 3 frees 13, written and clean.
+        let t: Vec<u32> = (0..=16).collect();
+        let spec = "linux:refault=0:batch=1:swappiness=200:reclaim=batch:writeback=async";
+        let (pass, _, p) = run_lists(spec, 8, 20, &t);
+        assert_eq!(pass, [6, 5, 4, 3, 2, 1, 0, 7, 8]);
+        // Rotated at completion: 0..6, 7, 8, 9..14.
+        assert_eq!(p.stats.pgrotated, 7 + 1 + 1 + 6);
+        let spec = format!("{spec}:complete=reclaim");
+        let (at_end, _, p) = run_lists(&spec, 8, 20, &t);
+        assert_eq!(at_end, [6, 5, 4, 3, 2, 1, 0, 7, 13]);
+        // 0..6, then 8..13 (7 was freed before the reclaim ended).
+        assert_eq!(p.stats.pgrotated, 7 + 6);
+        let list = p.lists[INACTIVE].iter().copied().collect::<Vec<_>>();
+        assert_eq!(list, [12, 11, 10, 9, 8, 14, 15, 16]);
+    }
+
     /// A list's pages tail first, as a scan would take them (the
     /// rotated folios, then the queue without its stale entries).
     fn live(p: &TwoLists<false>, l: usize) -> Vec<u32> {
@@ -1884,6 +1971,13 @@ mod tests {
         assert!(build("linux:reclaim=batch:writeback=later").is_err());
         // The writes are those of reclaim's priority passes.
         assert!(build("linux:writeback=async").is_err());
+        // When they complete without a clock: after each pass, or when
+        // the reclaim ends; a clock decides with write_us.
+        assert!(build("linux:reclaim=batch:writeback=async:complete=pass").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=async:complete=reclaim").is_ok());
+        assert!(build("linux:reclaim=batch:writeback=async:complete=never").is_err());
+        assert!(build("linux:reclaim=batch:complete=reclaim").is_err());
+        assert!(build("linux:reclaim=batch:writeback=async:write_us=1:complete=reclaim").is_err());
         // The writes' clock: write_us with writeback=async; the other
         // clock keys only with write_us.
         assert!(build("linux:reclaim=batch:writeback=async:write_us=3.2:ref_us=0.5").is_ok());
