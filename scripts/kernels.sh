@@ -196,7 +196,7 @@ read -r -a VALIDATE_ARGS <<< "${SWAPLAB_VALIDATE_ARGS:-}"
 # The classic lists as the host's validate predicts them by default
 # (reclaim in batches, asynchronous writeback: docs/fidelity.md) and as
 # one page a miss, and MGLRU.
-VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async:complete=device,linux:reclaim=batch:writeback=async:clock=device,mglru}
+VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,linux:reclaim=batch:writeback=async:clock=device,mglru}
 
 # The remote-swap benchmark (--remote): one cell, at each RTT.
 REMOTE_CELL=${SWAPLAB_REMOTE_CELL:-traverse 16M --passes=2}

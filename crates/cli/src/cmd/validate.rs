@@ -10,7 +10,7 @@ use swaplab_study::validate::{self, ValidateOptions};
 #[command(
     after_help = "Needs root. Records the workload's own page references, runs it \
 unlimited and at each limit (a share of its peak) with the swap area, simulates each \
---policy (`linux:reclaim=batch:writeback=async:complete=device` unless asked: its writes complete as a reclaim ends where this machine's device writes a page more slowly than reclaim scans one, before each next pass otherwise; `…:clock=device` puts them on this machine's clock instead) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
+--policy (`linux:reclaim=batch:writeback=async` unless asked; `…:complete=device` makes its writes complete as a reclaim ends where this machine's device writes a page more slowly than reclaim scans one; `…:clock=device` puts them on this machine's clock) with this machine's swap readahead and `opt` at the memory each limit leaves for the traced data \
 (the limit minus what else the unlimited run's cgroup held), and predicts the run time with \
 the simulator's device model on the calibrated device profile (swaplab calibrate; measured \
 first when missing): what `swaplab sim --device PROFILE --fault-path kernel --base-time T0` \
@@ -42,8 +42,7 @@ pub struct ValidateArgs {
     /// The policies that predict, comma-separated (`sim --policy` names): `linux,mglru`
     /// shows the classic lists and MGLRU side by side, each with its errors. The
     /// default is the classic lists with reclaim in batches and asynchronous
-    /// writeback, its writes completing when this machine's device profile says
-    /// (complete=device; docs/fidelity.md).
+    /// writeback (docs/fidelity.md).
     #[arg(long, default_value = validate::PREDICT_POLICY, value_name = "P[,P…]")]
     policy: String,
     /// The fault paths that cost the predictions, comma-separated (`sim --fault-path`
