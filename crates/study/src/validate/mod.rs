@@ -168,7 +168,8 @@ pub struct WbClock {
 /// (`reclaim_scan_us`), so the writes a pass submits fall behind the
 /// scan. Host (cgroup v1): 3.36 µs against 1.18, and with the writes
 /// completing as the reclaim ends 14 of 16 cells came within 15 % of the
-/// kernel's major faults, 13 before; the emulated 6.1 guest: 18.6 µs
+/// kernel's major faults on one sweep (13 before), 13 and 13 on the next,
+/// at a lower mean error; the emulated 6.1 guest: 18.6 µs
 /// against 35.7, and there the traverse cells came out 39–47 % low that
 /// way (docs/fidelity.md, "A reclaim's writes complete after it"). A
 /// profile without the scan cost (0 or none: the MGLRU guests measured
