@@ -47,14 +47,22 @@ pub const ACTIVE_EVENT: &str = "vmscan/mm_vmscan_lru_shrink_active";
 pub const BUFFER_KB: u64 = 4096;
 
 /// Whether a run can trace reclaim here: tracefs is mounted with both
-/// events, or it is not mounted and we are root on a kernel that has it
+/// events in a layout this reader knows, or it is not mounted and we are root on a kernel that has it
 /// (swaplab mounts it then, and a kernel without the events is told at
 /// set-up).
 pub fn available() -> bool {
     match crate::tracefs_mount::tracefs_root() {
-        Some(root) => [INACTIVE_EVENT, ACTIVE_EVENT]
-            .iter()
-            .all(|ev| root.join("events").join(ev).join("format").exists()),
+        Some(root) => {
+            let format = |ev: &str| {
+                read_tracefs_file(&root.join("events").join(ev).join("format"))
+                    .and_then(|t| EventFormat::parse(&t))
+            };
+            // Both events, in a layout this reader knows.
+            matches!(
+                (format(INACTIVE_EVENT), format(ACTIVE_EVENT)),
+                (Ok(i), Ok(a)) if Formats::parse(&i, &a).is_ok()
+            )
+        }
         None => {
             // SAFETY: geteuid cannot fail.
             let root = unsafe { libc::geteuid() } == 0;

@@ -28,6 +28,8 @@ pub mod saved;
 pub mod serve;
 pub mod sim;
 pub mod sweep;
+#[cfg(test)]
+mod testutil;
 pub mod validate;
 pub mod verify;
 

@@ -500,17 +500,16 @@ pub(crate) fn read_cpu_page(
     page: &mut [u8],
 ) -> Result<Option<usize>> {
     loop {
-        return match file.read(page) {
-            Ok(0) => Ok(None),
-            Ok(n) => Ok(Some(n)),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => Err(Error::io(
-                "reading",
-                &inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
-                e,
-            )),
-        };
+        match file.read(page) {
+            Ok(0) => return Ok(None),
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let p = inst.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"));
+                return Err(Error::io("reading", &p, e));
+            }
+        }
     }
 }
 

@@ -566,7 +566,6 @@ mod tests {
     use super::*;
     use swaplab_host::swap::traffic::{AreaSample, DiskCounters};
     use swaplab_lab::areas::AreaSampler;
-    use swaplab_lab::record::{Role, Status};
     use swaplab_lab::timeline::Scope;
 
     fn area(name: &str, prio: i32, used: u64, written: u64, shared: bool) -> AreaSample {
@@ -605,35 +604,11 @@ mod tests {
         assert!(note.is_none());
         let mut metrics = swaplab_lab::record::Metrics::new();
         metrics.put(MetricName::SwapoutPages, 4096.0, Scope::Cgroup);
-        let rec = RunRecord {
-            id: 7,
-            dir: Default::default(),
-            sweep_id: None,
-            variant: None,
-            limit_label: "16M".into(),
-            repeat_idx: 0,
-            role: Role::Measure,
-            status: Status::Done,
-            outcome: None,
-            exit_code: None,
-            term_signal: None,
-            command: vec![],
-            resolved_command: vec![],
-            options: Default::default(),
-            limit_bytes: Some(16 << 20),
-            started_unix_ns: 0,
-            finished_unix_ns: None,
-            cgroup: None,
-            env: None,
-            metrics,
-            workload_output: None,
-            notes: vec![],
-            error: None,
-            trace_dir: None,
-            settings: None,
-            timeline_hz: None,
-            swap_areas,
-        };
+        let mut rec = crate::testutil::ok_run(7, "16M", metrics);
+        rec.outcome = None;
+        rec.exit_code = None;
+        rec.limit_bytes = Some(16 << 20);
+        rec.swap_areas = swap_areas;
         let f = swap_area_figures(&rec);
         assert_eq!(f.len(), 2);
         let Chart::Lines { series, .. } = &f[0].chart else {

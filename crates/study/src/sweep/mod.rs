@@ -735,35 +735,13 @@ mod tests {
                 (MetricName::SwapoutPages, 1.0),
             ],
         );
-        RunRecord {
-            id,
-            dir: Default::default(),
-            sweep_id: Some(1),
-            variant: Some(variant.into()),
-            limit_label: limit.into(),
-            repeat_idx: rep,
-            role: Role::Measure,
-            status: Status::Done,
-            outcome: Some(outcome),
-            exit_code: Some(0),
-            term_signal: None,
-            command: vec![],
-            resolved_command: vec![],
-            options: Default::default(),
-            limit_bytes: bytes,
-            started_unix_ns: 0,
-            finished_unix_ns: None,
-            cgroup: None,
-            env: None,
-            metrics,
-            workload_output: None,
-            notes: vec![],
-            error: None,
-            trace_dir: None,
-            settings: None,
-            timeline_hz: None,
-            swap_areas: Vec::new(),
-        }
+        let mut r = crate::testutil::ok_run(id, limit, metrics);
+        r.sweep_id = Some(1);
+        r.variant = Some(variant.into());
+        r.repeat_idx = rep;
+        r.outcome = Some(outcome);
+        r.limit_bytes = bytes;
+        r
     }
 
     #[test]

@@ -1445,35 +1445,7 @@ mod tests {
         for &(k, v) in kv {
             metrics.put(k, v, swaplab_lab::timeline::Scope::System);
         }
-        RunRecord {
-            id: 1,
-            dir: Default::default(),
-            sweep_id: Some(1),
-            variant: None,
-            limit_label: "50%".into(),
-            repeat_idx: 0,
-            role: swaplab_lab::record::Role::Measure,
-            status: swaplab_lab::record::Status::Done,
-            outcome: Some(swaplab_lab::record::Outcome::Ok),
-            exit_code: Some(0),
-            term_signal: None,
-            command: vec![],
-            resolved_command: vec![],
-            options: Default::default(),
-            limit_bytes: None,
-            started_unix_ns: 0,
-            finished_unix_ns: None,
-            cgroup: None,
-            env: None,
-            metrics,
-            workload_output: None,
-            notes: vec![],
-            error: None,
-            trace_dir: None,
-            settings: None,
-            timeline_hz: None,
-            swap_areas: Vec::new(),
-        }
+        crate::testutil::ok_run(1, "50%", metrics)
     }
 
     #[test]

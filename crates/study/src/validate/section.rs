@@ -595,6 +595,17 @@ pub(crate) mod tests {
         }
     }
 
+    /// The reclaim counters figure of the section of `r` saved and read
+    /// back.
+    fn saved_reclaim_figure(r: &ValidateResult) -> Figure {
+        let v = serde_json::to_value(r).unwrap();
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        s.figures
+            .into_iter()
+            .find(|f| f.title.contains("reclaim counters"))
+            .unwrap()
+    }
+
     #[test]
     fn the_reclaim_counters_figure_divides_simulated_by_measured() {
         let mut r = sample(&["linux", "mglru"]);
@@ -622,13 +633,7 @@ pub(crate) mod tests {
             pgdeactivate: 1000,
             ..Default::default()
         });
-        let v = serde_json::to_value(&r).unwrap();
-        let s = validate_section(Path::new("v.json"), &v).unwrap();
-        let f = s
-            .figures
-            .iter()
-            .find(|f| f.title.contains("reclaim counters"))
-            .unwrap();
+        let f = saved_reclaim_figure(&r);
         match &f.chart {
             Chart::Bars {
                 categories, series, ..
@@ -660,13 +665,7 @@ pub(crate) mod tests {
         m.ref_keep = Some(1000.0);
         m.traced = true;
         r.rows[0].predictions[0].reclaim.as_mut().unwrap().ref_keep = 500;
-        let v = serde_json::to_value(&r).unwrap();
-        let s = validate_section(Path::new("v.json"), &v).unwrap();
-        let f = s
-            .figures
-            .iter()
-            .find(|f| f.title.contains("reclaim counters"))
-            .unwrap();
+        let f = saved_reclaim_figure(&r);
         assert!(f.caption.contains("vmscan tracepoints"), "{}", f.caption);
         let csv = String::from_utf8(f.data.to_csv().unwrap()).unwrap();
         assert!(
