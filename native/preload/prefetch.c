@@ -55,15 +55,23 @@ static struct perf_event_mmap_page *g_pf_mp[PF_MAX_CPUS];
 static int g_pf_nmin; /* minor-fault rings, one per CPU (0 with minor=0) */
 static struct perf_event_mmap_page *g_pf_min[PF_MAX_CPUS];
 static int g_pf_fd[PF_MAX_CPUS], g_pf_mfd[PF_MAX_CPUS]; /* their events (sparse sampling) */
+static int g_pf_sfd[PF_MAX_CPUS]; /* sparse major-fault events (-1: none), into g_pf_mp */
+static int g_pf_can_sparse;        /* every CPU has its sparse event */
 /* Sparse sampling: after PF_QUIET_NS without a trend, one major fault in
  * PF_SPARSE is sampled and minor faults not at all, as `run --prefetch
  * leap` does (docs/prefetch.md): a sample costs the faulting program 1-2.5
  * us, which a random program on zram (faults of ~15 us) paid on every fault
  * while nothing could be prefetched.  A walk seen through every 16th fault
  * still shows a constant delta; then every fault is sampled again and the
- * history starts afresh.  The period change reaches only the events of the
- * thread that opened them (PERF_EVENT_IOC_PERIOD does not follow inherited
- * copies): other threads keep being sampled at every fault. */
+ * history starts afresh.  Sparse sampling is a third event per CPU (period
+ * PF_SPARSE, writing into the same ring), and a switch turns events on
+ * and off (PERF_EVENT_IOC_ENABLE/_DISABLE, which reach every inherited
+ * copy), as `run --prefetch leap` does.  A period change would not do:
+ * PERF_EVENT_IOC_PERIOD reaches only the event it is called on, and the
+ * kernel swaps the perf contexts of two threads of one process at a
+ * context switch (perf_event_context_sched_out), so even a one-threaded
+ * program could keep the copy that samples every fault (a test saw 910
+ * samples of 910 faults in sparse mode). */
 #define PF_SPARSE 16
 #define PF_QUIET_NS 20000000ull
 
@@ -97,10 +105,12 @@ static void pf_set_sparse(int on)
 {
     __atomic_store_n(&g_pf_is_sparse, (uint64_t)on, __ATOMIC_RELAXED);
     __atomic_add_fetch(&g_pf_switches, 1, __ATOMIC_RELAXED);
-    uint64_t period = on ? PF_SPARSE : 1;
+    /* on first, off second: no fault goes unsampled in between */
     for (int i = 0; i < g_pf_n; i++)
-        if (pf_is_perf(g_pf_fd[i]))
-            ioctl(g_pf_fd[i], PERF_EVENT_IOC_PERIOD, &period);
+        if (g_pf_sfd[i] >= 0 && pf_is_perf(g_pf_sfd[i]) && pf_is_perf(g_pf_fd[i])) {
+            ioctl(on ? g_pf_sfd[i] : g_pf_fd[i], PERF_EVENT_IOC_ENABLE, 0);
+            ioctl(on ? g_pf_fd[i] : g_pf_sfd[i], PERF_EVENT_IOC_DISABLE, 0);
+        }
     for (int i = 0; i < g_pf_nmin; i++)
         if (pf_is_perf(g_pf_mfd[i]))
             ioctl(g_pf_mfd[i], on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0);
@@ -237,7 +247,7 @@ static void *pf_main(void *arg)
         for (uint64_t i = 0; i < n; i++)
             c += hist[i] == m;
         int trend = !(n < 4 || c * 2 <= n || m == 0);
-        if (sparse || (!trend && now_ns() - trend_ns > PF_QUIET_NS)) {
+        if (sparse || (g_pf_can_sparse && !trend && now_ns() - trend_ns > PF_QUIET_NS)) {
             /* Sparse samples only find a trend (their deltas are multiples
              * of the real ones); switching either way starts afresh. */
             if (sparse == trend) {
@@ -335,6 +345,26 @@ void pf_args(const char *v)
     }
 }
 
+/* The sparse major-fault event of one CPU (period PF_SPARSE, off until a
+ * switch), writing into the ring of the CPU's event `out`; -1 if the
+ * kernel refused it (*err: the first errno; sparse sampling is then off). */
+static int pf_open_sparse(const struct perf_event_attr *dense, int cpu, int out, int *err)
+{
+    struct perf_event_attr a = *dense;
+    a.sample_period = PF_SPARSE;
+    a.disabled = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0 && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, out) < 0) {
+        int e = errno;
+        close(fd);
+        fd = -1;
+        errno = e;
+    }
+    if (fd < 0 && !*err)
+        *err = errno ? errno : EINVAL;
+    return fd;
+}
+
 void pf_start(void)
 {
     struct perf_event_attr a;
@@ -354,7 +384,7 @@ void pf_start(void)
     if (ncpu > PF_MAX_CPUS)
         ncpu = PF_MAX_CPUS;
     const char *why = NULL;
-    int err = 0;
+    int err = 0, sparse_err = 0;
     for (long cpu = 0; cpu < ncpu; cpu++) {
         int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0 && errno == EINVAL && a.inherit_thread) {
@@ -380,7 +410,8 @@ void pf_start(void)
             why = "cannot map the perf ring";
             break;
         }
-        g_pf_fd[g_pf_n] = fd; /* kept for sparse sampling (PERF_EVENT_IOC_PERIOD) */
+        g_pf_fd[g_pf_n] = fd; /* kept for sparse sampling */
+        g_pf_sfd[g_pf_n] = pf_open_sparse(&a, (int)cpu, fd, &sparse_err);
         g_pf_mp[g_pf_n++] = m;
     }
     if (why || !g_pf_n) {
@@ -389,10 +420,17 @@ void pf_start(void)
         for (int i = 0; i < g_pf_n; i++) {
             sys_munmap(g_pf_mp[i], (g_pf_pages + 1) * (size_t)g_page);
             close(g_pf_fd[i]);
+            if (g_pf_sfd[i] >= 0)
+                close(g_pf_sfd[i]);
         }
         g_pf_n = 0;
         return;
     }
+    g_pf_can_sparse = !sparse_err;
+    if (sparse_err)
+        say("SWAPLAB_PREFETCH=thread: cannot open a sparse perf event (%s); every major fault "
+            "stays sampled",
+            strerror(sparse_err));
     a.config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
     for (long cpu = 0; g_pf_minor && cpu < ncpu; cpu++) {
         int fd = (int)syscall(SYS_perf_event_open, &a, 0, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
@@ -434,9 +472,12 @@ void pf_forked(void)
     if (!g_pf_on)
         return;
     g_pf_on = 0;
-    for (int i = 0; i < g_pf_n; i++)
+    for (int i = 0; i < g_pf_n; i++) {
         if (pf_is_perf(g_pf_fd[i])) /* (a program may have closed and reused it) */
             close(g_pf_fd[i]);
+        if (g_pf_sfd[i] >= 0 && pf_is_perf(g_pf_sfd[i]))
+            close(g_pf_sfd[i]);
+    }
     for (int i = 0; i < g_pf_nmin; i++)
         if (pf_is_perf(g_pf_mfd[i]))
             close(g_pf_mfd[i]);

@@ -25,7 +25,7 @@
  *                      sequential walk over a cold file gets prefetch calls
  *                      inside it, and so does a second walk of it right
  *                      after (its pages dropped), a random walk over
- *                      another none.
+ *                      another none; the thread then samples sparsely.
  *   many [N]           N (default 100000) mappings, partial and multi-object
  *                      munmaps: exact FREE records and a tree cost per
  *                      operation logarithmic in N.
@@ -998,9 +998,32 @@ static int mode_trend(const char *dir)
         sink += rnd[(x % np) * PG];
     }
     long m2 = majflt();
-    usleep(20000);
-    if (pf_stats)
+    /* The thread reads its ring every millisecond, but a busy machine can
+     * keep it off the CPU for the whole walk: wait (2 s at most) until it
+     * has read the walk and gone sparse. */
+    for (int k = 0; pf_stats && k < 200; k++) {
+        usleep(10000);
         pf_stats(st1);
+        if (st1[2])
+            break;
+    }
+    /* A second random walk over the same file, its pages dropped again,
+     * wholly under sparse sampling: about one sample in 16 major faults. */
+    drop_file_pages(rnd, n);
+    uint64_t sp0[3] = {0}, sp1[3] = {0};
+    if (pf_stats)
+        pf_stats(sp0);
+    long m3 = majflt();
+    for (size_t i = 0; i < np / 4; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        sink += rnd[(x % np) * PG];
+    }
+    long m4 = majflt();
+    usleep(30000); /* its sparse interval is 10 ms */
+    if (pf_stats)
+        pf_stats(sp1);
     FILE *f = fopen(rep, "r");
     CHECK(f != NULL, "cannot read the report %s", rep);
     long in_seq = 0, in_rnd = 0, other = 0, past = 0, bytes = 0; /* past: ENOMEM calls */
@@ -1047,10 +1070,12 @@ static int mode_trend(const char *dir)
     printf("{\"mode\":\"trend\",\"pages\":%zu,\"seq_majflt\":%ld,\"seq2_majflt\":%ld,"
            "\"rnd_majflt\":%ld,\"calls\":%ld,\"calls2\":%ld,\"off_mapping\":%ld,\"elsewhere\":%ld,"
            "\"prefetched_bytes\":%ld,\"rnd_samples\":%llu,\"rnd_switches\":%llu,"
-           "\"sparse_after\":%llu}\n",
+           "\"sparse_after\":%llu,\"sparse_majflt\":%ld,\"sparse_samples\":%llu,"
+           "\"sparse_end\":%llu,\"sparse_switches\":%llu}\n",
            np, m1 - m0, m1c - m1b, m2 - m1c, in_seq, again, past, elsewhere, bytes,
            (unsigned long long)(st1[0] - st0[0]), (unsigned long long)(st1[1] - st0[1]),
-           (unsigned long long)st1[2]);
+           (unsigned long long)st1[2], m4 - m3, (unsigned long long)(sp1[0] - sp0[0]),
+           (unsigned long long)sp1[2], (unsigned long long)(sp1[1] - sp0[1]));
     munmap(seq, n);
     munmap(rnd, n);
     return g_fail;

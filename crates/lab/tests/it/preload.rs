@@ -660,15 +660,21 @@ fn the_prefetch_thread_follows_a_sequential_trend_and_not_a_random_walk() {
     assert!(v["seq_majflt"].as_u64().unwrap() <= pages / 4, "{v}");
     assert!(v["calls2"].as_u64().unwrap() >= 1, "{v}");
     assert!(v["seq2_majflt"].as_u64().unwrap() <= pages / 4, "{v}");
-    // the random walk (about 900 major faults of a disk read each, 45 ms or
-    // more) broke the trend for over 20 ms: the thread went to sampling one
-    // major fault in 16, and was still there after it
+    // the random walk (about 900 major faults) broke the trend, 20 ms after
+    // the last one: the thread went to sampling one major fault in 16
     assert!(v["rnd_switches"].as_u64().unwrap() >= 1, "{v}");
     assert_eq!(v["sparse_after"].as_u64(), Some(1), "{v}");
-    assert!(
-        v["rnd_samples"].as_u64().unwrap() <= v["rnd_majflt"].as_u64().unwrap(),
-        "{v}"
+    // and a second random walk, all of it sparse, was sampled one fault in
+    // 16 (57 of 910; at most one in 4 allowed). When the switch changed the
+    // event's period, the kernel could leave the main thread with an
+    // inherited copy at period 1: CI saw 900 samples of 899 faults
+    let (faults, samples) = (
+        v["sparse_majflt"].as_u64().unwrap(),
+        v["sparse_samples"].as_u64().unwrap(),
     );
+    assert!(faults >= 400, "{v}");
+    assert!(samples >= 1 && samples * 4 <= faults, "{v}");
+    assert_eq!(v["sparse_end"].as_u64(), Some(1), "{v}");
     // the same calls, read here from the report: hint id 0, willneed
     let applied = swaplab_analysis::sites::read_hint_report(&report);
     assert!(applied.iter().all(|h| h.id == 0 && h.action == "willneed"));
