@@ -8,6 +8,17 @@ use swaplab_trace::{DenseTrace, RefSource};
 /// Opens a native trace, or an importable file recognised by its name
 /// (oracleGeneral `.bin[.zst]`, `.txt`), with default import options.
 pub fn open(path: &Path) -> Result<Box<dyn RefSource>> {
+    match kind(path)? {
+        None => Ok(Box::new(NativeReader::open(path)?)),
+        Some(f) => Ok(import::open(path, f, &ImportOptions::default())
+            .with_context(|| format!("reading {} as {}", path.display(), f.name()))?),
+    }
+}
+
+/// What `path` holds: `None` for a native trace, else the format it is
+/// imported from by its name. Refused, saying what to do: a missing or
+/// empty file, a CSV (its columns need naming) and an unknown extension.
+pub fn kind(path: &Path) -> Result<Option<Format>> {
     if !path.exists() {
         bail!("{}: no such file", path.display());
     }
@@ -19,7 +30,7 @@ pub fn open(path: &Path) -> Result<Box<dyn RefSource>> {
         );
     }
     if is_native(path) {
-        return Ok(Box::new(NativeReader::open(path)?));
+        return Ok(None);
     }
     match import::detect(path) {
         Some(Format::Csv) => bail!(
@@ -28,8 +39,7 @@ pub fn open(path: &Path) -> Result<Box<dyn RefSource>> {
             path.display(),
             path.display()
         ),
-        Some(f) => Ok(import::open(path, f, &ImportOptions::default())
-            .with_context(|| format!("reading {} as {}", path.display(), f.name()))?),
+        Some(f) => Ok(Some(f)),
         None => bail!(
             "{}: not a swaplab trace and no known extension; convert it with \
              `swaplab import {} --format FORMAT -o trace.parquet` (formats: oracleGeneral, csv, txt, lackey, perf)",

@@ -23,7 +23,8 @@
 //! numbered on first sight by the in-memory loader's own map
 //! (`IdMap`: the same ids, 16–32 bytes per distinct page), but OPT's
 //! backward pass needs the ids and refuses them. Other tools' formats
-//! are converted first (`swaplab import`).
+//! (oracleGeneral, csv, txt, …) stream through [`DenseStream::from_source`]:
+//! a first pass numbers their pages, a second streams them (OPT refused).
 use crate::dense::{IdMap, MAX_REFS, NEVER};
 use crate::native::{NativeReader, ROWS_PER_GROUP};
 use crate::{Error, RefBatch, RefSource, Result, TraceMeta};
@@ -72,6 +73,19 @@ pub struct StreamOptions {
     pub spill_dir: Option<PathBuf>,
 }
 
+impl StreamOptions {
+    /// Where the spills of the trace at `path` go.
+    fn spill_dir_for(&self, path: &Path) -> PathBuf {
+        match &self.spill_dir {
+            Some(d) => d.clone(),
+            None => path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+        }
+    }
+}
+
 /// A native trace streamed row group by row group (see the module documentation).
 pub struct DenseStream {
     meta: TraceMeta,
@@ -79,6 +93,23 @@ pub struct DenseStream {
     worker: Option<std::thread::JoinHandle<()>>,
     /// References delivered so far.
     done: u64,
+}
+
+/// Where a stream's chunks come from.
+enum Feed {
+    /// A native trace's `id` column.
+    Ids {
+        file: SerializedFileReader<File>,
+        id_col: usize,
+        sizes: Vec<usize>,
+    },
+    /// Pages read from a source opened on the stream's thread, numbered
+    /// by `map` (`pages`: every page it numbered, in id order).
+    ByPage {
+        open: Box<dyn Fn() -> Result<Box<dyn RefSource>> + Send>,
+        map: IdMap,
+        pages: Vec<u64>,
+    },
 }
 
 fn open_file(path: &Path) -> Result<SerializedFileReader<File>> {
@@ -191,81 +222,221 @@ impl DenseStream {
         let name = path.display().to_string();
         let distinct = meta.distinct_pages;
         let spill = if opts.next_use {
-            let dir = match &opts.spill_dir {
-                Some(d) => d.clone(),
-                None => path
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-            };
-            Some(spill_next_use(
-                &file, &name, id_col, &sizes, distinct, &dir,
-            )?)
+            let dir = opts.spill_dir_for(path);
+            let mut writes = Vec::new();
+            Some(spill_next_use(&sizes, distinct, &dir, |g, ids| {
+                decode_ids(&file, id_col, g, distinct, ids, &mut writes)
+                    .map_err(|e| Error::parse("native trace", format!("{name} row group {g}"), e))
+            })?)
         } else {
             None
         };
+        let feed = if meta.has_id {
+            Feed::Ids {
+                file,
+                id_col,
+                sizes,
+            }
+        } else {
+            // Format 1 (no `id` column): ids from the pages, numbered on
+            // first sight by the loader's own map (the same ids).
+            let path = path.to_path_buf();
+            Feed::ByPage {
+                open: Box::new(move || Ok(Box::new(NativeReader::open(&path)?))),
+                map: IdMap::default(),
+                pages: Vec::new(),
+            }
+        };
+        Self::spawn(meta, name, "native trace", feed, spill)
+    }
+
+    /// Opens a trace of another format (anything [`RefSource`] reads:
+    /// oracleGeneral, csv, txt, …) at `path` for streaming. `open` opens
+    /// the source afresh and is called twice: a first pass counts the
+    /// references and numbers the distinct pages (the in-memory loader's
+    /// map, `IdMap`: 16–32 bytes per distinct page, plus 8 for the page
+    /// itself), since a simulation sizes its per-page state before the
+    /// first reference; the second, on the stream's thread, looks each
+    /// page up in that map while the caller simulates. So memory grows
+    /// with the distinct pages, never with the references, at the price
+    /// of reading and decoding the file twice. For OPT the first pass also
+    /// spills the ids (4 bytes per reference) for the backward pass, and
+    /// drops them once it has written the next uses. `progress` receives
+    /// the references the first pass has counted.
+    pub fn from_source<F>(
+        path: &Path,
+        open: F,
+        opts: &StreamOptions,
+        progress: &dyn Fn(u64),
+    ) -> Result<Self>
+    where
+        F: Fn() -> Result<Box<dyn RefSource>> + Send + 'static,
+    {
+        let name = path.display().to_string();
+        let dir = opts.spill_dir_for(path);
+        let ids_spill = if opts.next_use {
+            Some(spill_file(&dir, "ids")?)
+        } else {
+            None
+        };
+        let mut src = open()?;
+        let (mut map, mut pages, mut ids) = (IdMap::default(), Vec::new(), Vec::new());
+        let (mut b, mut bytes, mut sizes) = (RefBatch::default(), Vec::new(), Vec::new());
+        let (mut count, mut writes) = (0u64, 0u64);
+        while src.next_batch(&mut b, ROWS_PER_GROUP)? {
+            ids.clear();
+            map.map_batch(&b.page, &mut ids, &mut pages);
+            if let Some(f) = &ids_spill {
+                if count + b.len() as u64 > MAX_REFS as u64 {
+                    return Err(Error::Invalid(format!(
+                        "{name}: more than {MAX_REFS} references: OPT's next-use positions \
+                         are 32-bit; simulate OPT on a part of the trace"
+                    )));
+                }
+                bytes.clear();
+                bytes.extend(ids.iter().flat_map(|id| id.to_le_bytes()));
+                f.write_all_at(&bytes, count * 4)
+                    .map_err(|e| spill_full("ids", &dir, count, e))?;
+            }
+            sizes.push(b.len());
+            count += b.len() as u64;
+            writes += b.write.iter().filter(|&&w| w).count() as u64;
+            if pages.len() as u64 > u64::from(u32::MAX) {
+                return Err(Error::Invalid(format!(
+                    "{name}: more than {} distinct pages: the simulator's page ids are 32-bit",
+                    u32::MAX
+                )));
+            }
+            progress(count);
+        }
+        let meta = TraceMeta {
+            format_version: crate::model::FORMAT_VERSION,
+            page_size: src.page_size(),
+            source: src.source(),
+            count,
+            distinct_pages: pages.len() as u64,
+            writes,
+            has_time: false,
+            has_tid: false,
+            has_id: false,
+            writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
+        };
+        drop(src);
+        let spill = match ids_spill {
+            Some(f) => {
+                let mut starts = Vec::with_capacity(sizes.len());
+                let mut at = 0u64;
+                for &n in &sizes {
+                    starts.push(at);
+                    at += n as u64;
+                }
+                Some(spill_next_use(
+                    &sizes,
+                    meta.distinct_pages,
+                    &dir,
+                    |g, ids| {
+                        bytes.resize(sizes[g] * 4, 0);
+                        f.read_exact_at(&mut bytes, starts[g] * 4).map_err(|e| {
+                            Error::Invalid(format!("reading back OPT's ids spill: {e}"))
+                        })?;
+                        ids.clear();
+                        ids.extend(
+                            bytes
+                                .chunks_exact(4)
+                                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                        );
+                        Ok(())
+                    },
+                )?)
+            }
+            None => None,
+        };
+        let feed = Feed::ByPage {
+            open: Box::new(open),
+            map,
+            pages,
+        };
+        Self::spawn(meta, name, "trace", feed, spill)
+    }
+
+    /// Starts the thread that decodes `feed` at most [`IN_FLIGHT`] groups
+    /// ahead, checking what the metadata promised: `count` references in
+    /// all, ids in first-use order and `distinct_pages` of them.
+    fn spawn(
+        meta: TraceMeta,
+        name: String,
+        what: &'static str,
+        feed: Feed,
+        spill: Option<File>,
+    ) -> Result<Self> {
         let (tx, rx) = mpsc::sync_channel(IN_FLIGHT);
-        // Format 1 (no `id` column): ids from the pages, numbered on first
-        // sight by the loader's own map (the same ids), one batch at a time.
-        let mut by_page = if meta.has_id {
-            None
-        } else {
-            Some((
-                NativeReader::open(path)?,
-                IdMap::default(),
-                Vec::new(),
-                RefBatch::default(),
-            ))
-        };
         let count = meta.count;
+        let distinct = meta.distinct_pages;
         let worker = std::thread::Builder::new()
             .name("swaplab-stream".into())
             .spawn(move || {
+                let (mut feed, mut spill) = (feed, spill);
+                let mut source: Option<Box<dyn RefSource>> = None;
+                let mut b = RefBatch::default();
                 let mut start = 0u64;
                 let mut max_id: i64 = -1;
-                let mut spill = spill;
                 let mut g = 0usize;
                 while start < count {
                     let mut c = DenseChunk {
                         start,
                         ..DenseChunk::default()
                     };
-                    let err = |e: String| {
-                        Error::parse("native trace", format!("{name} row group {g}"), e)
-                    };
-                    let mut r = match by_page.as_mut() {
-                        None => {
+                    let err = |e: String| Error::parse(what, format!("{name} row group {g}"), e);
+                    let mut r = match &mut feed {
+                        Feed::Ids {
+                            file, id_col, sizes, ..
+                        } => {
                             let n = sizes.get(g).copied().unwrap_or(0);
-                            let mut r = decode_ids(&file, id_col, g, distinct, &mut c.ids, &mut c.writes)
+                            let mut r = decode_ids(file, *id_col, g, distinct, &mut c.ids, &mut c.writes)
                                 .map_err(err);
                             if r.is_ok() && (c.ids.len() != n || n == 0) {
                                 r = Err(err("row count changed while reading".into()));
                             }
                             r
                         }
-                        Some((reader, map, pages, b)) => match reader.next_batch(b, ROWS_PER_GROUP) {
-                            Ok(true) => {
-                                c.ids.clear();
-                                map.map_batch(&b.page, &mut c.ids, pages);
-                                c.writes.resize(b.len().div_ceil(64), 0);
-                                for (word, chunk) in c.writes.iter_mut().zip(b.write.chunks(64)) {
-                                    for (i, &w) in chunk.iter().enumerate() {
-                                        *word |= u64::from(w) << i;
+                        Feed::ByPage { open, map, pages } => {
+                            let src = match source.as_mut() {
+                                Some(s) => Ok(s),
+                                None => open().map(|s| source.insert(s)),
+                            };
+                            match src.and_then(|s| s.next_batch(&mut b, ROWS_PER_GROUP)) {
+                                Ok(true) => {
+                                    map.map_batch(&b.page, &mut c.ids, pages);
+                                    c.writes.resize(b.len().div_ceil(64), 0);
+                                    for (word, chunk) in c.writes.iter_mut().zip(b.write.chunks(64)) {
+                                        for (i, &w) in chunk.iter().enumerate() {
+                                            *word |= u64::from(w) << i;
+                                        }
+                                    }
+                                    if pages.len() as u64 > distinct {
+                                        Err(err(format!(
+                                            "more distinct pages than the {distinct} counted before \
+                                             (did the file change while it was read?)"
+                                        )))
+                                    } else {
+                                        Ok(())
                                     }
                                 }
-                                if pages.len() as u64 > distinct {
-                                    Err(err(format!(
-                                        "more distinct pages than the metadata's {distinct}"
-                                    )))
-                                } else {
-                                    Ok(())
-                                }
+                                Ok(false) => Err(err(format!(
+                                    "the trace ended early ({start} of {count} references; \
+                                     did the file change while it was read?)"
+                                ))),
+                                Err(e) => Err(e),
                             }
-                            Ok(false) => Err(err("the trace ended early".into())),
-                            Err(e) => Err(e),
-                        },
+                        }
                     };
                     let n = c.ids.len();
+                    if r.is_ok() && start + n as u64 > count {
+                        r = Err(err(format!(
+                            "more than the {count} references counted before \
+                             (did the file change while it was read?)"
+                        )));
+                    }
                     // Ids come in first-use order: each new id is one more
                     // than the largest so far (what the in-memory loader checks too).
                     if r.is_ok() {
@@ -297,7 +468,7 @@ impl DenseStream {
                 }
                 if (max_id + 1) as u64 != distinct {
                     let _ = tx.send(Err(Error::parse(
-                        "native trace",
+                        what,
                         name.clone(),
                         format!(
                             "{} distinct pages but the metadata says {distinct}",
@@ -373,34 +544,54 @@ fn read_u32s(f: &mut File, n: usize, out: &mut Vec<u32>) -> std::io::Result<()> 
     Ok(())
 }
 
-/// The backward pass: every reference's next use, written to an unlinked
-/// file in `dir` at its position (4 bytes each) and rewound for reading.
-/// Memory: one `u32` per distinct page plus one row group.
-fn spill_next_use<Q: ChunkReader + 'static>(
-    file: &SerializedFileReader<Q>,
-    name: &str,
-    id_col: usize,
-    sizes: &[usize],
-    distinct: u64,
-    dir: &Path,
-) -> Result<File> {
-    use std::io::Seek;
-    let spill_path = dir.join(format!(".swaplab-next-use-{}.tmp", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
+/// An unlinked file for a spill in `dir` (`what`: its name, and what the
+/// error says), open for reading and writing. Unlinked at once: the space
+/// is freed when the file is closed, even if the process is killed.
+fn spill_file(dir: &Path, what: &str) -> Result<File> {
+    let path = dir.join(format!(
+        ".swaplab-{}-{}.tmp",
+        what.replace(' ', "-"),
+        std::process::id()
+    ));
+    let f = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
         .create_new(true)
-        .open(&spill_path)
+        .open(&path)
         .map_err(|e| {
             Error::Invalid(format!(
-                "cannot create OPT's next-use spill {} ({e}): give a writable directory \
+                "cannot create OPT's {what} spill {} ({e}): give a writable directory \
                  with room for 4 bytes per reference (--spill-dir)",
-                spill_path.display()
+                path.display()
             ))
         })?;
-    // Unlinked at once: the space is freed when the file is closed, even
-    // if the process is killed.
-    let _ = std::fs::remove_file(&spill_path);
+    let _ = std::fs::remove_file(&path);
+    Ok(f)
+}
+
+/// The error of a spill that could not be written.
+fn spill_full(what: &str, dir: &Path, refs: u64, e: std::io::Error) -> Error {
+    Error::Invalid(format!(
+        "writing OPT's {what} spill in {} failed ({e}): it needs 4 bytes per \
+         reference ({} MB here); give a directory with room (--spill-dir)",
+        dir.display(),
+        refs * 4 / 1_000_000
+    ))
+}
+
+/// The backward pass: every reference's next use, written to an unlinked
+/// file in `dir` at its position (4 bytes each) and rewound for reading.
+/// `decode(g, ids)` gives chunk `g`'s ids (`sizes[g]` of them); chunks
+/// are asked for last to first. Memory: one `u32` per distinct page plus
+/// one chunk.
+fn spill_next_use(
+    sizes: &[usize],
+    distinct: u64,
+    dir: &Path,
+    mut decode: impl FnMut(usize, &mut Vec<u32>) -> Result<()>,
+) -> Result<File> {
+    use std::io::Seek;
+    let mut f = spill_file(dir, "next-use")?;
     let mut last = vec![NEVER; distinct as usize];
     let mut starts = Vec::with_capacity(sizes.len());
     let mut s = 0u64;
@@ -408,10 +599,9 @@ fn spill_next_use<Q: ChunkReader + 'static>(
         starts.push(s);
         s += n as u64;
     }
-    let (mut ids, mut writes, mut bytes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut ids, mut bytes) = (Vec::new(), Vec::new());
     for g in (0..sizes.len()).rev() {
-        decode_ids(file, id_col, g, distinct, &mut ids, &mut writes)
-            .map_err(|e| Error::parse("native trace", format!("{name} row group {g}"), e))?;
+        decode(g, &mut ids)?;
         bytes.clear();
         bytes.resize(ids.len() * 4, 0);
         for (i, &id) in ids.iter().enumerate().rev() {
@@ -420,16 +610,11 @@ fn spill_next_use<Q: ChunkReader + 'static>(
             last[id as usize] = pos as u32;
             bytes[i * 4..i * 4 + 4].copy_from_slice(&nu.to_le_bytes());
         }
-        f.write_all_at(&bytes, starts[g] * 4).map_err(|e| {
-            Error::Invalid(format!(
-                "writing OPT's next-use spill in {} failed ({e}): it needs 4 bytes per \
-                 reference ({} MB here); give a directory with room (--spill-dir)",
-                dir.display(),
-                s * 4 / 1_000_000
-            ))
-        })?;
+        f.write_all_at(&bytes, starts[g] * 4)
+            .map_err(|e| spill_full("next-use", dir, s, e))?;
     }
-    f.rewind().map_err(|e| Error::io(&spill_path, e))?;
+    f.rewind()
+        .map_err(|e| Error::Invalid(format!("rewinding OPT's next-use spill: {e}")))?;
     Ok(f)
 }
 
@@ -512,6 +697,101 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(left, vec![std::ffi::OsString::from("t.parquet")]);
+    }
+
+    /// Another format's references (any `RefSource`) stream with the
+    /// in-memory loader's ids and write flags, across row groups; the
+    /// metadata counts them; OPT's next use is the loader's; a source
+    /// that changes between the two passes is an error, never an id past
+    /// the counted pages.
+    #[test]
+    fn a_source_of_another_format_streams_the_loaders_ids_in_two_passes() {
+        let r = refs(ROWS_PER_GROUP * 2 + 777, 200_000, 3);
+        let t = DenseTrace::load(&mut VecSource::new(r.clone())).unwrap();
+        let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let (rr, o) = (r.clone(), opened.clone());
+        let counted = std::cell::Cell::new(0u64);
+        let dir = tempfile::tempdir().unwrap();
+        let opts = StreamOptions {
+            next_use: true,
+            spill_dir: Some(dir.path().to_path_buf()),
+        };
+        let want_nu = t.next_use();
+        let mut s = DenseStream::from_source(
+            Path::new("refs"),
+            move || {
+                o.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(Box::new(VecSource::new(rr.clone())) as Box<dyn RefSource>)
+            },
+            &opts,
+            &|n| counted.set(n),
+        )
+        .unwrap();
+        assert_eq!(counted.get(), r.len() as u64);
+        let m = s.meta().clone();
+        assert_eq!(
+            (m.count, m.distinct_pages, m.writes),
+            (
+                r.len() as u64,
+                t.distinct() as u64,
+                r.iter().filter(|x| x.op == crate::Op::Write).count() as u64
+            )
+        );
+        let (mut at, mut chunks) = (0usize, 0);
+        while let Some(c) = s.next_chunk().unwrap() {
+            assert_eq!(c.start, at as u64);
+            assert_eq!(c.ids, t.ids[at..at + c.len()]);
+            assert_eq!(c.next_use, want_nu[at..at + c.len()]);
+            for i in 0..c.len() {
+                let w = (c.writes[i / 64] >> (i % 64)) & 1 == 1;
+                assert_eq!(w, t.is_write(at + i), "write flag of reference {}", at + i);
+            }
+            at += c.len();
+            chunks += 1;
+        }
+        assert_eq!((at, chunks), (r.len(), 3));
+        assert_eq!(opened.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // OPT's two spills (ids, next use) were unlinked at once
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // The second read differs from the first: a page never counted,
+        // one more reference, or one fewer.
+        let changed = |second: Vec<Ref>| {
+            let (first, n) = (r.clone(), std::sync::atomic::AtomicUsize::new(0));
+            let mut s = DenseStream::from_source(
+                Path::new("refs"),
+                move || {
+                    let v = if n.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                        first.clone()
+                    } else {
+                        second.clone()
+                    };
+                    Ok(Box::new(VecSource::new(v)) as Box<dyn RefSource>)
+                },
+                &StreamOptions::default(),
+                &|_| {},
+            )
+            .unwrap();
+            loop {
+                match s.next_chunk() {
+                    Ok(Some(c)) => assert!(c.ids.iter().all(|&id| u64::from(id) < s.distinct())),
+                    Ok(None) => panic!("a changed source streamed to its end"),
+                    Err(e) => return e.to_string(),
+                }
+            }
+        };
+        let mut new_page = r.clone();
+        new_page[ROWS_PER_GROUP + 5] = Ref::read(u64::MAX / 2);
+        let mut longer = r.clone();
+        longer.push(r[0]);
+        let shorter = r[..r.len() - 1].to_vec();
+        for (second, want) in [
+            (new_page, "more distinct pages than the"),
+            (longer, "more than the"),
+            (shorter, "ended early"),
+        ] {
+            let e = changed(second);
+            assert!(e.contains(want) && e.contains("did the file change"), "{e}");
+        }
     }
 
     #[test]

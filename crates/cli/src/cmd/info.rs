@@ -10,8 +10,9 @@ use swaplab_trace::units::format_bytes;
 pub struct InfoArgs {
     /// Trace file.
     trace: PathBuf,
-    /// Stream the trace from disk row group by row group instead of loading it
-    /// (native traces): memory for the distinct pages only. Same numbers.
+    /// Stream the trace from disk row group by row group instead of loading it:
+    /// memory for the distinct pages only. Same numbers. Another format
+    /// (oracleGeneral, txt) is read twice, the first pass numbering its pages.
     #[arg(long)]
     stream: bool,
     #[command(flatten)]

@@ -85,9 +85,10 @@ pub struct SimArgs {
     /// Stream the trace from disk row group by row group instead of
     /// loading it: memory for the distinct pages only (not 4 bytes per
     /// reference), and every policy and size fed from one read. Same
-    /// results; for native traces, without --prefetch, --device or --hints.
-    /// OPT first writes each reference's next use to a spill file (4 bytes
-    /// per reference, see --spill-dir).
+    /// results; without --prefetch, --device or --hints. OPT first writes
+    /// each reference's next use to a spill file (4 bytes per reference,
+    /// see --spill-dir). Another format (oracleGeneral, txt) is read twice,
+    /// the first pass numbering its pages (and for OPT spilling the ids).
     #[arg(long)]
     stream: bool,
     /// With --stream and OPT: the directory of the next-use spill file
@@ -484,29 +485,36 @@ fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Resu
     save_sim(a, stream_info(path, &meta), sizes, res)
 }
 
-/// A native trace opened for streaming, with what `specs` need (OPT's next
-/// use, spilled under `spill_dir`), and its metadata; refused clearly when
-/// it is missing, of another format or empty.
+/// A trace opened for streaming, with what `specs` need (OPT's next use,
+/// spilled under `spill_dir`), and its metadata; refused clearly when it
+/// is missing, unreadable or empty. A native trace streams at once; one
+/// of another format (oracleGeneral, txt) is read twice, a first pass
+/// numbering its pages (`DenseStream::from_source`).
 pub(crate) fn open_stream(
     path: &std::path::Path,
     specs: &[PolicySpec],
     spill_dir: Option<PathBuf>,
 ) -> Result<(swaplab_trace::stream::DenseStream, swaplab_trace::TraceMeta)> {
+    use swaplab_trace::import::{self, ImportOptions};
     use swaplab_trace::stream::DenseStream;
-    if !path.exists() {
-        bail!("{}: no such file", path.display());
-    }
-    if !swaplab_trace::native::is_native(path) {
-        bail!(
-            "{}: --stream reads native traces; convert it first with \
-             `swaplab import {} -o trace.parquet`, or drop --stream",
-            path.display(),
-            path.display()
-        );
-    }
+    let format = crate::trace_io::kind(path)?;
     let opts = swaplab_sim::stream::options(specs, spill_dir);
-    let st = DenseStream::open(path, &opts)
-        .map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    let st = match format {
+        None => DenseStream::open(path, &opts),
+        Some(f) => {
+            let pb = out::progress(0, "counting pages");
+            let p = path.to_path_buf();
+            let st = DenseStream::from_source(
+                path,
+                move || import::open(&p, f, &ImportOptions::default()),
+                &opts,
+                &|n| pb.set_position(n),
+            );
+            pb.finish_and_clear();
+            st
+        }
+    }
+    .map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
     let meta = st.meta().clone();
     if meta.count == 0 {
         bail!("{}: the trace has no references", path.display());
@@ -631,9 +639,10 @@ pub struct MrcArgs {
     /// Stream the trace from disk row group by row group instead of
     /// loading it: memory for the distinct pages only (not 4 bytes per
     /// reference), and every policy and size fed from one read. Same
-    /// results; for native traces, without --prefetch, --device or --hints.
-    /// OPT first writes each reference's next use to a spill file (4 bytes
-    /// per reference, see --spill-dir).
+    /// results; without --prefetch, --device or --hints. OPT first writes
+    /// each reference's next use to a spill file (4 bytes per reference,
+    /// see --spill-dir). Another format (oracleGeneral, txt) is read twice,
+    /// the first pass numbering its pages (and for OPT spilling the ids).
     #[arg(long)]
     stream: bool,
     /// With --stream and OPT: the directory of the next-use spill file

@@ -153,8 +153,8 @@ fn streamed_sim_saves_and_reports_like_the_in_memory_one() {
 /// print, byte for byte: the exact curve, both SHARDS curves with their
 /// errors and the policies over one read (and with `--full`, the
 /// policies at the exact curve's steps over a second); LRU's simulated
-/// curve equals the exact one (the stack property); a trace of another
-/// format is refused with the way to convert it.
+/// curve equals the exact one (the stack property); a CSV, whose columns
+/// need naming, is refused with the way to convert it.
 #[test]
 fn streamed_mrc_and_info_print_what_the_in_memory_ones_print() {
     let d = tempfile::tempdir().unwrap();
@@ -290,6 +290,55 @@ fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
         s[0]["minor_faults"].as_u64().unwrap() + s[0]["major_faults"].as_u64().unwrap(),
         71_311
     );
+    // The peer's file streamed as it is (two passes, no import): the
+    // peer's LRU misses, the same counts as `info`, the in-memory mrc, and
+    // OPT's misses as loaded whole (above: 71,311).
+    let b = bin.to_str().unwrap();
+    let out = ok(&[
+        "sim",
+        b,
+        "--stream",
+        "--policy",
+        "lru",
+        "--mem",
+        "1024,10000",
+        "--csv",
+    ]);
+    let misses: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(4).unwrap())
+        .collect();
+    assert_eq!(misses, vec!["94816", "79438"]);
+    let v = json(&ok(&["info", b, "--stream", "--json"]));
+    assert_eq!(
+        (v["references"].as_u64(), v["distinct_pages"].as_u64()),
+        (Some(113_872), Some(48_974))
+    );
+    let mrc = |extra: &[&str]| {
+        ok(&[
+            &["mrc", b, "--points", "5", "--policy", "clock,arc", "--json"][..],
+            extra,
+        ]
+        .concat())
+    };
+    assert_eq!(mrc(&["--stream"]), mrc(&[]));
+    let s = json(&ok(&[
+        "sim",
+        b,
+        "--stream",
+        "--policy",
+        "opt",
+        "--mem",
+        "5000",
+        "--json",
+        "--spill-dir",
+        d.path().to_str().unwrap(),
+    ]));
+    assert_eq!(
+        s[0]["minor_faults"].as_u64().unwrap() + s[0]["major_faults"].as_u64().unwrap(),
+        71_311
+    );
     // MRC: SHARDS at 10 % stays close to the exact curve on this trace.
     let m = json(&ok(&["mrc", t, "--shards", "0.1", "--json"]));
     assert!(
@@ -320,6 +369,7 @@ fn bad_input_gets_clear_errors() {
     let txt = d.path().join("x.txt");
     std::fs::write(&txt, "1\n2\nzz\n").unwrap();
     fails(&["sim", txt.to_str().unwrap()], "line 3");
+    fails(&["sim", txt.to_str().unwrap(), "--stream"], "line 3");
     // The failed commands left the good trace intact.
     assert_eq!(json(&ok(&["info", t, "--json"]))["references"], 100);
 }
