@@ -203,44 +203,21 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Items {
 }
 
 /// Opens a native trace, or an importable file recognised by its name —
-/// the same checks and messages as the CLI (`crates/cli/src/trace_io.rs`).
+/// the same checks and messages as the CLI (`import::file_kind`).
 fn open(path: &Path) -> Result<Box<dyn RefSource>> {
-    if !path.exists() {
-        bail!("{}: no such file", path.display());
-    }
-    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-        bail!(
-            "{}: the file is empty (0 bytes), so it holds no trace; \
-             was it written by a command that failed? Write it again (swaplab gen, import, trace --refs)",
-            path.display()
-        );
-    }
-    if path.is_dir() {
-        bail!(
-            "{}: a directory, not a trace file (for a trace directory of `swaplab trace`, use trace_tables)",
-            path.display()
-        );
-    }
-    if is_native(path) {
-        return Ok(Box::new(NativeReader::open(path)?));
-    }
-    match import::detect(path) {
-        Some(Format::Csv) => bail!(
-            "{}: a CSV needs its columns named: convert it first with \
-             `swaplab import {} --id-column NAME|INDEX [--header] -o trace.parquet` \
-             (in Python: swaplab.import_trace(path, out, id_column=...))",
-            path.display(),
-            path.display()
-        ),
+    match kind(path)? {
+        None => Ok(Box::new(NativeReader::open(path)?)),
         Some(f) => Ok(import::open(path, f, &ImportOptions::default())
             .with_context(|| format!("reading {} as {}", path.display(), f.name()))?),
-        None => bail!(
-            "{}: not a swaplab trace and no known extension; convert it with \
-             `swaplab import {} --format FORMAT -o trace.parquet` (formats: oracleGeneral, csv, txt, lackey, perf)",
-            path.display(),
-            path.display()
-        ),
     }
+}
+
+/// What `path` holds (`import::file_kind`, with the Python way to import a CSV).
+fn kind(path: &Path) -> Result<Option<Format>> {
+    Ok(import::file_kind(
+        path,
+        " (in Python: swaplab.import_trace(path, out, id_column=...))",
+    )?)
 }
 
 fn load(path: &Path) -> Result<DenseTrace> {
@@ -703,20 +680,21 @@ fn sim_stream<'py>(
     let res = guarded(py, move || {
         let policies = policies.comma("policy")?;
         let mem = mem.comma("memory size")?;
-        if !path.exists() {
-            bail!("{}: no such file", path.display());
-        }
-        if !is_native(&path) {
-            bail!(
-                "{}: stream=True reads native traces; convert it first with \
-                 swaplab.import_trace(path, \"trace.parquet\"), or drop stream",
-                path.display()
-            );
-        }
         let specs = PolicySpec::parse_list(&policies)?;
         let opts = swaplab_sim::stream::options(&specs, spill_dir);
-        let mut st = swaplab_trace::stream::DenseStream::open(&path, &opts)
-            .with_context(|| format!("streaming {}", path.display()))?;
+        let mut st = match kind(&path)? {
+            None => swaplab_trace::stream::DenseStream::open(&path, &opts),
+            Some(f) => {
+                let p = path.clone();
+                swaplab_trace::stream::DenseStream::from_source(
+                    &path,
+                    move || import::open(&p, f, &ImportOptions::default()),
+                    &opts,
+                    &|_| {},
+                )
+            }
+        }
+        .with_context(|| format!("streaming {}", path.display()))?;
         let meta = st.meta().clone();
         if meta.count == 0 {
             bail!("{}: the trace has no references", path.display());

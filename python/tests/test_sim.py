@@ -56,10 +56,18 @@ def test_a_streamed_simulation_gives_the_same_rows(tmp, cli):
     for kw, msg in (({"prefetch": "vma"}, "drop prefetch"), ({"spill_dir": "."}, None)):
         with pytest.raises(swaplab.SwaplabError, match=msg or "stream=True"):
             swaplab.sim("t.parquet", pol, mem, stream="prefetch" in kw, **kw)
+    # another format streams as it is (read twice: the pages numbered
+    # first), OPT too; a CSV, whose columns need naming, is refused
+    rng = np.random.default_rng(7)
+    pages = np.concatenate([rng.zipf(1.3, 6000) % 3000, np.arange(9000) % 1200])
     with open("t.txt", "w") as f:
-        f.write("1 r\n2 w\n")
-    with pytest.raises(swaplab.SwaplabError, match="convert it first"):
-        swaplab.sim("t.txt", pol, mem, stream=True)
+        f.writelines(f"{p} {'w' if i % 3 == 0 else 'r'}\n" for i, p in enumerate(pages))
+    got = swaplab.sim("t.txt", pol, mem, stream=True, spill_dir=str(tmp))
+    assert got.to_dict("records") == swaplab.sim("t.txt", pol, mem).to_dict("records")
+    with open("t.csv", "w") as f:
+        f.write("id,op\n1,r\n")
+    with pytest.raises(swaplab.SwaplabError, match="columns named"):
+        swaplab.sim("t.csv", pol, mem, stream=True)
     with pytest.raises(swaplab.SwaplabError, match="from its path"):
         swaplab.sim({"page": np.array([1, 2], dtype=np.uint64)}, pol, mem, stream=True)
 

@@ -2,7 +2,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::Path;
 use swaplab_trace::import::{self, Format, ImportOptions};
-use swaplab_trace::native::{is_native, NativeReader};
+use swaplab_trace::native::NativeReader;
 use swaplab_trace::{DenseTrace, RefSource};
 
 /// Opens a native trace, or an importable file recognised by its name
@@ -16,37 +16,9 @@ pub fn open(path: &Path) -> Result<Box<dyn RefSource>> {
 }
 
 /// What `path` holds: `None` for a native trace, else the format it is
-/// imported from by its name. Refused, saying what to do: a missing or
-/// empty file, a CSV (its columns need naming) and an unknown extension.
+/// imported from (`import::file_kind`: refused clearly when it cannot be).
 pub fn kind(path: &Path) -> Result<Option<Format>> {
-    if !path.exists() {
-        bail!("{}: no such file", path.display());
-    }
-    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
-        bail!(
-            "{}: the file is empty (0 bytes), so it holds no trace; \
-             was it written by a command that failed? Write it again (swaplab gen, import, trace --refs)",
-            path.display()
-        );
-    }
-    if is_native(path) {
-        return Ok(None);
-    }
-    match import::detect(path) {
-        Some(Format::Csv) => bail!(
-            "{}: a CSV needs its columns named: convert it first with \
-             `swaplab import {} --id-column NAME|INDEX [--header] -o trace.parquet`",
-            path.display(),
-            path.display()
-        ),
-        Some(f) => Ok(Some(f)),
-        None => bail!(
-            "{}: not a swaplab trace and no known extension; convert it with \
-             `swaplab import {} --format FORMAT -o trace.parquet` (formats: oracleGeneral, csv, txt, lackey, perf)",
-            path.display(),
-            path.display()
-        ),
-    }
+    Ok(import::file_kind(path, "")?)
 }
 
 /// Loads a trace for simulation, with a progress bar on a terminal.

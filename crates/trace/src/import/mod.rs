@@ -239,6 +239,46 @@ pub fn detect(path: &Path) -> Option<Format> {
     }
 }
 
+/// What the trace file at `path` holds, for a command that reads it
+/// whole or streams it: `None` for a native trace, else the format it is
+/// imported from by its name (with default options). Refused, saying what
+/// to do: a missing or empty file, a directory, a CSV (its columns need
+/// naming; `csv_hint` ends that message: how the caller's users import
+/// one) and an unknown extension.
+pub fn file_kind(path: &Path, csv_hint: &str) -> Result<Option<Format>> {
+    let p = path.display();
+    if !path.exists() {
+        return Err(Error::Invalid(format!("{p}: no such file")));
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(Error::Invalid(format!(
+            "{p}: the file is empty (0 bytes), so it holds no trace; was it written by a \
+             command that failed? Write it again (swaplab gen, import, trace --refs)"
+        )));
+    }
+    if path.is_dir() {
+        return Err(Error::Invalid(format!(
+            "{p}: a directory, not a trace file (a trace directory of `swaplab trace` \
+             is a set of tables: trace_tables reads them in Python)"
+        )));
+    }
+    if crate::native::is_native(path) {
+        return Ok(None);
+    }
+    match detect(path) {
+        Some(Format::Csv) => Err(Error::Invalid(format!(
+            "{p}: a CSV needs its columns named: convert it first with \
+             `swaplab import {p} --id-column NAME|INDEX [--header] -o trace.parquet`{csv_hint}"
+        ))),
+        Some(f) => Ok(Some(f)),
+        None => Err(Error::Invalid(format!(
+            "{p}: not a swaplab trace and no known extension; convert it with \
+             `swaplab import {p} --format FORMAT -o trace.parquet` (formats: oracleGeneral, \
+             csv, txt, lackey, perf)"
+        ))),
+    }
+}
+
 /// Opens `path` as `format`, decompressing it on the fly when its name ends
 /// in `.zst` (streaming: memory does not grow with the file).
 pub fn open(path: &Path, format: Format, opts: &ImportOptions) -> Result<Box<dyn RefSource>> {
