@@ -54,6 +54,12 @@ pub struct ValidateArgs {
     /// Runs per limit.
     #[arg(long, default_value_t = 1)]
     repeat: u32,
+    /// Pages: each prediction is the median of five simulations, at the limit's
+    /// memory and at ± half and ± all of this around it, since a run's effective
+    /// memory varies by up to a charge batch per CPU (docs/fidelity.md, "The
+    /// capacity ensemble"). Default: 64 pages per CPU; 0 simulates the memory alone.
+    #[arg(long, value_name = "PAGES")]
+    spread: Option<u64>,
     /// Up to this many more runs at a limit whose runs did not all end ok (OOM kill,
     /// timeout), one at a time until it has --repeat ok runs. Every run stays in the
     /// record and the row lists the ones that failed.
@@ -143,6 +149,7 @@ pub fn run(a: ValidateArgs) -> Result<()> {
             .transpose()?,
         policies: list(&a.policy),
         fault_paths: list(&a.fault_path),
+        spread: a.spread,
     };
     validate::check(&opts)?;
     swaplab_lab::runner::Lab::require_runner()?;

@@ -149,15 +149,37 @@ fn validate_traverse_against_the_kernel() {
     }
     assert!(preds[1].get("reclaim").is_none(), "{}", preds[1]);
     // Two code paths, one answer: `swaplab sim` on the validation's trace
-    // at the row's effective memory, with the machine's readahead, the
-    // calibrated profile (`file:this`), the kernel's fault path and the
-    // unlimited run's time, predicts exactly the run time validate printed.
+    // at the effective memory of the prediction (the member of the row's
+    // capacity ensemble with the median major faults), with the machine's
+    // readahead, the calibrated profile (`file:this`), the kernel's fault
+    // path and the unlimited run's time, predicts exactly the run time
+    // validate printed.
     let t0 = f(&v["base_wall_s"]);
     assert!(t0 > 0.0, "{v}");
-    let cap_s = (cap as u64).to_string();
     let t0_s = format!("{t0}");
+    let spread = v["capacity_spread_pages"].as_u64().unwrap();
+    assert!(spread >= 64 && spread % 64 == 0, "{v}");
     for p in preds {
         let policy = p["policy"].as_str().unwrap();
+        let ens = p["ensemble"].as_array().unwrap();
+        let caps: Vec<u64> = ens.iter().map(|m| m["capacity"].as_u64().unwrap()).collect();
+        let c = cap as u64;
+        assert_eq!(
+            caps,
+            vec![c - spread, c - spread / 2, c, c + spread / 2, c + spread],
+            "{p}"
+        );
+        let mut majs: Vec<u64> = ens.iter().map(|m| m["majflt"].as_u64().unwrap()).collect();
+        majs.sort();
+        assert_eq!(p["sim_majflt"].as_u64(), Some(majs[2]), "{p}");
+        let cmd: Vec<&str> = p["sim_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let cap_s = cmd[cmd.iter().position(|a| *a == "--mem").unwrap() + 1].to_string();
+        assert!(caps.contains(&cap_s.parse().unwrap()), "{p}");
         let sim = swaplab(
             d,
             &[
@@ -185,7 +207,7 @@ fn validate_traverse_against_the_kernel() {
         );
         let sim: serde_json::Value = serde_json::from_slice(&sim.stdout).unwrap();
         let s = &sim[0];
-        assert_eq!(s["capacity"], r["capacity_pages"], "{s}");
+        assert_eq!(s["capacity"].to_string(), cap_s, "{s}");
         assert_eq!(s["major_faults"], p["sim_majflt"], "{policy}: {s}");
         assert_eq!(s["swap_outs"], p["sim_swapout"], "{policy}: {s}");
         let (p_sim, p_val) = (f(&s["cost"]["predicted_time_s"]), f(&p["predicted_wall_s"]));
@@ -363,6 +385,7 @@ fn validate_predicts_what_sim_predicts() {
                 device: &device,
                 paths: &[swaplab_sim::FaultPath::parse("kernel").unwrap()],
                 base_wall: Some(base),
+                spread: 0,
             },
         )
         .unwrap()

@@ -106,6 +106,10 @@ pub struct ValidateOptions {
     /// are predictions only, saved beside it ([`PathPrediction`]). Empty
     /// means [`FAULT_PATH`].
     pub fault_paths: Vec<String>,
+    /// Pages: each prediction is the median of the simulations at its
+    /// capacity and around it ([`ensemble`]); `None` means
+    /// [`capacity_spread`], 0 a single simulation.
+    pub spread: Option<u64>,
 }
 
 /// Timeline samples a second in validate's runs (`Lab::sample_hz`; runs
@@ -265,6 +269,11 @@ pub struct PolicyPrediction {
     /// order asked (none in results saved before them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_paths: Vec<PathPrediction>,
+    /// The capacity ensemble's simulations ([`ensemble`]): this
+    /// prediction is the one with the median major faults (none in
+    /// results saved before it, or with a spread of 0).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ensemble: Vec<EnsembleMember>,
 }
 
 /// A policy's prediction costed on a fault path other than the kernel's
@@ -453,6 +462,11 @@ pub struct ValidateResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower_tier: Option<String>,
     pub readahead: String,
+    /// Pages around each limit's capacity its predictions simulated
+    /// ([`ensemble`]; 0 in results saved before the ensemble, and with
+    /// `--spread 0`).
+    #[serde(default)]
+    pub capacity_spread_pages: u64,
     /// The device the simulation costs faults on (the profile's path, as
     /// `sim --device` takes it) and the fault path (`kernel`).
     #[serde(default)]
@@ -525,6 +539,7 @@ impl ValidateRow {
             wall_err: self.wall_err,
             reclaim: None,
             other_paths: Vec::new(),
+            ensemble: Vec::new(),
         }]
     }
 }
@@ -863,12 +878,51 @@ fn profile_for(
 pub const FAULT_PATH: &str = "kernel";
 
 /// What a prediction is costed on: the device, the fault paths (the first
-/// the kernel's), and the unlimited run's time as the base.
+/// the kernel's), and the unlimited run's time as the base; and how far
+/// the memory it is predicted at may be off ([`capacity_spread`]).
 #[derive(Clone, Copy)]
 pub struct Costing<'a> {
     pub device: &'a DeviceSpec,
     pub paths: &'a [FaultPath],
     pub base_wall: Option<f64>,
+    /// Pages: the prediction is the median of the simulations at the
+    /// capacity and at ± half and ± all of this ([`ensemble`]); 0, at the
+    /// capacity alone.
+    pub spread: u64,
+}
+
+/// Pages a memory cgroup charges ahead per CPU (the kernel's
+/// MEMCG_CHARGE_BATCH, mm/memcontrol.c, cgroup v1 and v2 alike): each
+/// CPU's stock holds up to this many pages charged to the group but not
+/// yet used, so the pages a run actually keeps resident under the same
+/// limit differ from run to run by up to this much per CPU.
+pub const CHARGE_BATCH_PAGES: u64 = 64;
+
+/// How far the effective memory of a run may be off its estimate: one
+/// charge batch per CPU ([`CHARGE_BATCH_PAGES`]; 128 pages on two CPUs).
+pub fn capacity_spread() -> u64 {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u64);
+    CHARGE_BATCH_PAGES * cpus
+}
+
+/// The capacities a prediction at `capacity` simulates: the capacity and
+/// ± half and ± all of `spread` (at least one page each; fewer when they
+/// coincide), in increasing order.
+///
+/// Why an ensemble: the kernel's faults under a limit vary from run to
+/// run (traverse at 90 %: 1,812–2,632 major faults over three runs), and
+/// so does the model's with the capacity: `linux` on qsort at 90 % gave
+/// 2,607, 2,668, 2,284, 2,102, 3,013, 2,355, 2,247, 1,809 at 7,200 …
+/// 7,500 pages. A point prediction lands on one draw; validate compares
+/// the median of the measured runs with the median of these simulations
+/// (docs/fidelity.md, "The capacity ensemble").
+pub fn ensemble(capacity: u64, spread: u64) -> Vec<u64> {
+    let mut v: Vec<u64> = [-2i64, -1, 0, 1, 2]
+        .iter()
+        .map(|k| (capacity as i64 + k * spread as i64 / 2).max(1) as u64)
+        .collect();
+    v.dedup();
+    v
 }
 
 /// What the simulator predicts at one effective memory.
@@ -883,6 +937,17 @@ pub struct Prediction {
     pub sim_command: Vec<String>,
     /// The same simulation costed on the other fault paths, in order.
     pub others: Vec<CostReport>,
+    /// Each simulation of the ensemble ([`ensemble`]): its capacity and
+    /// major faults, in increasing capacity; `sim` is the one with the
+    /// median major faults.
+    pub members: Vec<EnsembleMember>,
+}
+
+/// One simulation of a prediction's capacity ensemble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EnsembleMember {
+    pub capacity: u64,
+    pub majflt: u64,
 }
 
 /// Simulates `policy` with `readahead` at `capacity` pages, costed on
@@ -890,8 +955,11 @@ pub struct Prediction {
 /// the others' costs in [`Prediction::others`]) and `base_wall` seconds as
 /// the base:
 /// [`swaplab_sim::jobs::run_costed`], the function behind `swaplab sim
-/// --device`, so validate and sim cannot disagree. `None` when the device
-/// leaves no memory (a zram profile at a tiny capacity).
+/// --device`, so validate and sim cannot disagree. With a `spread`, at
+/// each capacity of the [`ensemble`] (in parallel), and the prediction is
+/// the simulation with the median major faults: its `sim_command` gives
+/// its own capacity. `None` when the device leaves no memory at any of
+/// them (a zram profile at a tiny capacity).
 pub fn predict(
     trace: &DenseTrace,
     trace_path: &Path,
@@ -904,16 +972,21 @@ pub fn predict(
         device,
         paths,
         base_wall,
+        spread,
     } = *costing;
     let spec = PolicySpec::parse(policy).map_err(|e| Error::Invalid(e.to_string()))?;
     let pf = PrefetchSpec::parse(readahead).map_err(|e| Error::Invalid(e.to_string()))?;
     let Some(kernel) = paths.first() else {
         return Err(Error::Invalid("predict: no fault path".into()));
     };
+    let sizes: Vec<(String, u64)> = ensemble(capacity, spread)
+        .into_iter()
+        .map(|c| (c.to_string(), c))
+        .collect();
     let (res, _) = match swaplab_sim::jobs::run_costed(
         trace,
         &[spec],
-        &[(capacity.to_string(), capacity)],
+        &sizes,
         &[pf],
         &[],
         std::slice::from_ref(device),
@@ -931,12 +1004,29 @@ pub fn predict(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut res = res.into_iter();
+    // One result per capacity and path, in that order (a path is skipped
+    // only when the device leaves no memory, and then for every path
+    // alike: whole capacities go missing, never single paths).
+    let mut runs: Vec<Vec<swaplab_sim::SimResult>> =
+        res.chunks(paths.len()).map(<[_]>::to_vec).collect();
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    let members: Vec<EnsembleMember> = runs
+        .iter()
+        .map(|r| EnsembleMember {
+            capacity: r[0].capacity,
+            majflt: r[0].counters.major_faults,
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| (members[i].majflt, members[i].capacity));
+    let mid = order[order.len() / 2];
+    let mut res = std::mem::take(&mut runs[mid]).into_iter();
     let Some(sim) = res.next() else {
         return Ok(None);
     };
-    // One result per path, in order (a path is skipped only when the
-    // device leaves no memory, and then for every path alike).
+    let chosen = members[mid].capacity;
     let others: Vec<CostReport> = res.filter_map(|r| r.cost).collect();
     let cost = sim.cost.clone();
     let predicted = cost.as_ref().and_then(|c| c.predicted_time_s);
@@ -949,7 +1039,7 @@ pub fn predict(
         "--prefetch",
         readahead,
         "--mem",
-        &capacity.to_string(),
+        &chosen.to_string(),
         "--device",
         &device.to_string(),
         "--fault-path",
@@ -969,6 +1059,7 @@ pub fn predict(
         predicted,
         sim_command,
         others,
+        members,
     }))
 }
 
@@ -982,6 +1073,7 @@ pub fn run(
 ) -> Result<ValidateResult> {
     check(o)?;
     let fault_paths = fault_paths_of(o)?;
+    let spread = o.spread.unwrap_or_else(capacity_spread);
     let mut notes = Vec::new();
     let (profile, profile_path) = profile_for(lab, &o.swap, &mut notes)?;
 
@@ -1210,6 +1302,7 @@ pub fn run(
                 predicted,
                 sim_command,
                 others,
+                members,
             }) = predict(
                 &trace,
                 &trace_path,
@@ -1220,6 +1313,7 @@ pub fn run(
                     device: &device,
                     paths: &fault_paths,
                     base_wall,
+                    spread,
                 },
             )?
             else {
@@ -1248,6 +1342,11 @@ pub fn run(
                         vs_measured: c.predicted_time_s.and_then(|p| rel(p, m_wall)),
                     })
                     .collect(),
+                ensemble: if members.len() > 1 {
+                    members
+                } else {
+                    Vec::new()
+                },
             });
         }
         // The device left no memory at this limit (a zram profile).
@@ -1268,6 +1367,7 @@ pub fn run(
                 &with_clock(&policies[0], &clock),
                 capacity,
                 &readahead,
+                spread,
             )?),
             None => None,
         };
@@ -1335,6 +1435,7 @@ pub fn run(
         swap: o.swap.to_string(),
         lower_tier: o.lower_tier.as_ref().map(|s| s.to_string()),
         readahead,
+        capacity_spread_pages: spread,
         device: device.to_string(),
         fault_path: fault_paths[0].to_string(),
         other_fault_paths: fault_paths[1..].iter().map(|f| f.to_string()).collect(),
@@ -1363,6 +1464,7 @@ fn tier_row(
     policy: &str,
     capacity: u64,
     readahead: &str,
+    spread: u64,
 ) -> Result<TierRow> {
     let (fast_prio, slow_prio, fast_size) = tier_sizes(fast, slow)?;
     let area = |r: &swaplab_lab::record::RunRecord, prio: u16| {
@@ -1402,6 +1504,7 @@ fn tier_row(
             device: &device,
             paths: &[kernel],
             base_wall: None,
+            spread,
         },
     )?;
     let h = p
@@ -1591,6 +1694,7 @@ mod tests {
             flush_stats: None,
             policies: Vec::new(),
             fault_paths: paths.iter().map(|p| p.to_string()).collect(),
+            spread: None,
         }
     }
 
@@ -1631,6 +1735,7 @@ mod tests {
             device: &device,
             paths,
             base_wall: Some(1.0),
+            spread: 0,
         };
         let both = predict(&trace, &prof, "lru", 1000, "none", &on(&paths))
             .unwrap()
@@ -1652,5 +1757,52 @@ mod tests {
             both.predicted
         );
         assert!(both.sim_command.contains(&"kernel".to_string()));
+        // With a spread: five capacities, the prediction the one with the
+        // median major faults, and its command names its own capacity,
+        // which simulated alone gives the same counts.
+        let wide = Costing {
+            spread: 400,
+            ..on(&paths[..1])
+        };
+        // (a skewed walk: LRU's misses fall with every page more)
+        let mut x = 1u64;
+        let skewed: Vec<u64> = (0..40_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = (x >> 33) % 3000;
+                r * r / 3000
+            })
+            .collect();
+        let trace = DenseTrace::from_pages(&skewed);
+        let p = predict(&trace, &prof, "lru", 1000, "none", &wide)
+            .unwrap()
+            .unwrap();
+        let caps: Vec<u64> = p.members.iter().map(|m| m.capacity).collect();
+        assert_eq!(caps, vec![600, 800, 1000, 1200, 1400]);
+        // LRU's misses fall as memory grows (the stack property): the
+        // median is the middle capacity's
+        let majs: Vec<u64> = p.members.iter().map(|m| m.majflt).collect();
+        assert!(majs.windows(2).all(|w| w[0] > w[1]), "{majs:?}");
+        assert_eq!(p.sim.counters.major_faults, majs[2]);
+        let mem = p.sim_command.iter().position(|a| a == "--mem").unwrap();
+        assert_eq!(p.sim_command[mem + 1], "1000");
+        let alone = predict(&trace, &prof, "lru", 1200, "none", &on(&paths[..1]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(alone.sim.counters.major_faults, majs[3]);
+        assert_eq!(alone.members.len(), 1);
+    }
+
+    /// The capacities of an ensemble, by hand: ± half and ± all of the
+    /// spread, never below one page, each once.
+    #[test]
+    fn the_ensemble_spans_the_spread_around_the_capacity() {
+        assert_eq!(ensemble(1000, 128), vec![872, 936, 1000, 1064, 1128]);
+        assert_eq!(ensemble(50, 128), vec![1, 50, 114, 178]);
+        assert_eq!(ensemble(7, 0), vec![7]);
+        assert_eq!(capacity_spread() % CHARGE_BATCH_PAGES, 0);
+        assert!(capacity_spread() >= CHARGE_BATCH_PAGES);
     }
 }

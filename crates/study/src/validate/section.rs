@@ -470,6 +470,7 @@ pub(crate) mod tests {
             wall_err: None,
             reclaim: None,
             other_paths: Vec::new(),
+            ensemble: Vec::new(),
         }
     }
 
@@ -536,6 +537,7 @@ pub(crate) mod tests {
             swap: "file:256M".into(),
             lower_tier: None,
             readahead: "cluster:pc=3".into(),
+            capacity_spread_pages: 0,
             device: "p.toml".into(),
             fault_path: "kernel".into(),
             other_fault_paths: Vec::new(),
