@@ -42,7 +42,7 @@ pub struct ValidateArgs {
     /// The policies that predict, comma-separated (`sim --policy` names): `linux,mglru`
     /// shows the classic lists and MGLRU side by side, each with its errors. The
     /// default is the classic lists with reclaim in batches and asynchronous
-    /// writeback (docs/fidelity.md).
+    /// writeback, the writes completing as the device allows (docs/fidelity.md).
     #[arg(long, default_value = validate::PREDICT_POLICY, value_name = "P[,P…]")]
     policy: String,
     /// The fault paths that cost the predictions, comma-separated (`sim --fault-path`

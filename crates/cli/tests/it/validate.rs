@@ -162,7 +162,10 @@ fn validate_traverse_against_the_kernel() {
     for p in preds {
         let policy = p["policy"].as_str().unwrap();
         let ens = p["ensemble"].as_array().unwrap();
-        let caps: Vec<u64> = ens.iter().map(|m| m["capacity"].as_u64().unwrap()).collect();
+        let caps: Vec<u64> = ens
+            .iter()
+            .map(|m| m["capacity"].as_u64().unwrap())
+            .collect();
         let c = cap as u64;
         assert_eq!(
             caps,
