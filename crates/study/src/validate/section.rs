@@ -16,6 +16,17 @@ pub const VALIDATE_KIND: &str = crate::validate::VALIDATE_KIND;
 /// ([`crate::saved::Saved`] decodes it).
 pub use crate::saved::section_of as validate_section;
 
+/// The lowest and highest major faults of a prediction's capacity
+/// ensemble (its own, twice, without one).
+fn ensemble_range(p: &PolicyPrediction) -> (f64, f64) {
+    let m = || p.ensemble.iter().map(|m| m.majflt);
+    let (lo, hi) = (m().min(), m().max());
+    (
+        lo.unwrap_or(p.sim_majflt) as f64,
+        hi.unwrap_or(p.sim_majflt) as f64,
+    )
+}
+
 /// The section of the decoded validation ([`crate::saved::Saved`]).
 pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
     let t = validate_table(&r);
@@ -45,6 +56,29 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             })
             .collect()
     };
+    // The major faults' lines with bars over each capacity ensemble's
+    // simulations (none in results saved before it).
+    let mut majflt = predicted(&|x| Some(x.sim_majflt as f64));
+    for (s, p) in majflt.iter_mut().zip(&policies) {
+        let bars: Vec<(f64, f64)> = r
+            .rows
+            .iter()
+            .filter_map(|row| pred(row, p))
+            .map(|x| ensemble_range(&x))
+            .collect();
+        if bars.len() == s.points.len() && bars.iter().any(|(lo, hi)| lo < hi) {
+            s.err = bars;
+        }
+    }
+    let bars_said = if r.capacity_spread_pages > 0 {
+        format!(
+            " The bars on a prediction span the major faults of its capacity ensemble, five simulations at the effective memory and ± {} and ± {} pages (a memory cgroup charge batch per CPU); the line is their median.",
+            r.capacity_spread_pages / 2,
+            r.capacity_spread_pages
+        )
+    } else {
+        String::new()
+    };
     let fig = |title: &str, y: &str, caption: String, s: Vec<Series>| Figure {
         title: title.into(),
         caption,
@@ -64,13 +98,13 @@ pub fn section(p: &Path, r: ValidateResult) -> Result<Section> {
             "Major faults: measured and predicted",
             "major faults",
             format!(
-                "Measured (median of the real runs) against simulated ({} + {}) at the effective memory of each limit; OPT's page loads without readahead are a lower bound on the pages the kernel must swap in.",
+                "Measured (median of the real runs) against simulated ({} + {}) at the effective memory of each limit; OPT's page loads without readahead are a lower bound on the pages the kernel must swap in.{bars_said}",
                 policies.join(", "),
                 r.readahead
             ),
             with(
                 vec![series("measured", &|x| x.measured_majflt)],
-                predicted(&|x| Some(x.sim_majflt as f64)),
+                majflt,
                 vec![
                     series("measured swap-ins", &|x| x.measured_swapin),
                     series("OPT loads", &|x| Some(x.opt_loads as f64)),
@@ -371,6 +405,8 @@ pub fn validate_table(r: &ValidateResult) -> Table {
             col(&name("predicted_wall_s"), "float", "s", &format!("T0 + the simulated stalls of {p} on the calibrated device (sim --device PROFILE --fault-path kernel --base-time T0)")),
             col(&name("sim_fault_time_s"), "float", "s", "the simulated stalls: major and minor faults, swap-cache hits, reclaim"),
             col(&name("wall_err"), "float", "ratio", err),
+            col(&name("sim_majflt_min"), "integer", "count", "the fewest major faults of the capacity ensemble (the effective memory and ± half and ± all of capacity_spread_pages; the prediction is the median one)"),
+            col(&name("sim_majflt_max"), "integer", "count", "the most major faults of the capacity ensemble"),
         ]);
     }
     for f in &r.other_fault_paths {
@@ -423,6 +459,10 @@ pub fn validate_table(r: &ValidateResult) -> Table {
                 x.and_then(|x| x.predicted_wall_s).into(),
                 x.and_then(|x| x.sim_fault_time_s).into(),
                 x.and_then(|x| x.wall_err).into(),
+                x.and_then(|x| x.ensemble.iter().map(|m| m.majflt).min())
+                    .into(),
+                x.and_then(|x| x.ensemble.iter().map(|m| m.majflt).max())
+                    .into(),
             ]);
         }
         for f in &r.other_fault_paths {
@@ -686,6 +726,61 @@ pub(crate) mod tests {
             ),
             c => panic!("{c:?}"),
         }
+    }
+
+    /// A prediction's capacity ensemble: bars over its members on the
+    /// major faults figure, said in the caption, and the range in the
+    /// table; none for a result saved without one.
+    #[test]
+    fn the_ensemble_draws_bars_around_the_median() {
+        let mut r = sample(&["linux"]);
+        let v = serde_json::to_value(&r).unwrap();
+        let plain = validate_section(Path::new("v.json"), &v).unwrap();
+        let lines = |s: &Section| match &s.figures[0].chart {
+            Chart::Lines { series, .. } => series.clone(),
+            c => panic!("{c:?}"),
+        };
+        assert!(lines(&plain).iter().all(|s| s.err.is_empty()));
+        assert!(!plain.figures[0].caption.contains("ensemble"));
+        r.capacity_spread_pages = 128;
+        for row in &mut r.rows {
+            let m = row.predictions[0].sim_majflt;
+            row.predictions[0].ensemble = [m + 40, m - 10, m, m + 5, m - 30]
+                .iter()
+                .zip([-128i64, -64, 0, 64, 128])
+                .map(|(&majflt, d)| crate::validate::EnsembleMember {
+                    capacity: (row.capacity_pages as i64 + d) as u64,
+                    majflt,
+                })
+                .collect();
+        }
+        let v = serde_json::to_value(&r).unwrap();
+        let s = validate_section(Path::new("v.json"), &v).unwrap();
+        let pred = lines(&s)
+            .into_iter()
+            .find(|s| s.name == "predicted")
+            .unwrap();
+        let want: Vec<(f64, f64)> = r
+            .rows
+            .iter()
+            .map(|row| {
+                let m = row.predictions[0].sim_majflt as f64;
+                (m - 30.0, m + 40.0)
+            })
+            .collect();
+        assert_eq!(pred.err, want);
+        assert!(
+            s.figures[0].caption.contains("± 64 and ± 128 pages"),
+            "{}",
+            s.figures[0].caption
+        );
+        let csv = String::from_utf8(s.tables[0].to_csv().unwrap()).unwrap();
+        let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+        let at = |c: &str| head.iter().position(|h| *h == c).unwrap();
+        let first: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        let m = r.rows[0].predictions[0].sim_majflt;
+        assert_eq!(first[at("sim_majflt_min")], (m - 30).to_string());
+        assert_eq!(first[at("sim_majflt_max")], (m + 40).to_string());
     }
 
     #[test]
