@@ -254,13 +254,26 @@ fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
         (Some(113_872), Some(48_974), Some(66_898))
     );
     // libCacheSim's LRU misses at 1024 and 10000 pages (shared/data/README.md), via CSV output.
-    let out = ok(&["sim", t, "--policy", "lru", "--mem", "1024,10000", "--csv"]);
-    let misses: Vec<&str> = out
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(4).unwrap())
-        .collect();
-    assert_eq!(misses, vec!["94816", "79438"]);
+    let lru_misses = |trace: &str, extra: &[&str]| {
+        let out = ok(&[
+            &[
+                "sim",
+                trace,
+                "--policy",
+                "lru",
+                "--mem",
+                "1024,10000",
+                "--csv",
+            ][..],
+            extra,
+        ]
+        .concat());
+        out.lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(4).unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(lru_misses(t, &[]), ["94816", "79438"]);
     // Export to oracleGeneral and simulate the exported file: same FIFO counts as the peer's.
     let e = d.path().join("cp.bin.zst");
     ok(&["export", t, "-o", e.to_str().unwrap()]);
@@ -294,22 +307,7 @@ fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
     // peer's LRU misses, the same counts as `info`, the in-memory mrc, and
     // OPT's misses as loaded whole (above: 71,311).
     let b = bin.to_str().unwrap();
-    let out = ok(&[
-        "sim",
-        b,
-        "--stream",
-        "--policy",
-        "lru",
-        "--mem",
-        "1024,10000",
-        "--csv",
-    ]);
-    let misses: Vec<&str> = out
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').nth(4).unwrap())
-        .collect();
-    assert_eq!(misses, vec!["94816", "79438"]);
+    assert_eq!(lru_misses(b, &["--stream"]), ["94816", "79438"]);
     let v = json(&ok(&["info", b, "--stream", "--json"]));
     assert_eq!(
         (v["references"].as_u64(), v["distinct_pages"].as_u64()),
