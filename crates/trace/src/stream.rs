@@ -24,7 +24,8 @@
 //! (`IdMap`: the same ids, 16–32 bytes per distinct page), but OPT's
 //! backward pass needs the ids and refuses them. Other tools' formats
 //! (oracleGeneral, csv, txt, …) stream through [`DenseStream::from_source`]:
-//! a first pass numbers their pages, a second streams them (OPT refused).
+//! a first pass numbers their pages (and for OPT spills their ids for the
+//! backward pass), a second streams them.
 use crate::dense::{IdMap, MAX_REFS, NEVER};
 use crate::native::{NativeReader, ROWS_PER_GROUP};
 use crate::{Error, RefBatch, RefSource, Result, TraceMeta};
@@ -247,7 +248,7 @@ impl DenseStream {
                 pages: Vec::new(),
             }
         };
-        Self::spawn(meta, name, "native trace", feed, spill)
+        Self::spawn(meta, name, ("native trace", "row group"), feed, spill)
     }
 
     /// Opens a trace of another format (anything [`RefSource`] reads:
@@ -356,16 +357,17 @@ impl DenseStream {
             map,
             pages,
         };
-        Self::spawn(meta, name, "trace", feed, spill)
+        Self::spawn(meta, name, ("trace", "chunk"), feed, spill)
     }
 
     /// Starts the thread that decodes `feed` at most [`IN_FLIGHT`] groups
     /// ahead, checking what the metadata promised: `count` references in
-    /// all, ids in first-use order and `distinct_pages` of them.
+    /// all, ids in first-use order and `distinct_pages` of them. Errors
+    /// name the file as `what.0` and a group as `what.1`.
     fn spawn(
         meta: TraceMeta,
         name: String,
-        what: &'static str,
+        (what, unit): (&'static str, &'static str),
         feed: Feed,
         spill: Option<File>,
     ) -> Result<Self> {
@@ -386,10 +388,12 @@ impl DenseStream {
                         start,
                         ..DenseChunk::default()
                     };
-                    let err = |e: String| Error::parse(what, format!("{name} row group {g}"), e);
+                    let err = |e: String| Error::parse(what, format!("{name} {unit} {g}"), e);
                     let mut r = match &mut feed {
                         Feed::Ids {
-                            file, id_col, sizes, ..
+                            file,
+                            id_col,
+                            sizes,
                         } => {
                             let n = sizes.get(g).copied().unwrap_or(0);
                             let mut r = decode_ids(file, *id_col, g, distinct, &mut c.ids, &mut c.writes)

@@ -727,9 +727,20 @@ fn validate_a_small_cell_with_linux_and_mglru() {
     assert_eq!(names, ["linux", "mglru"]);
     // The row's own fields are the first policy's.
     assert_eq!(r["sim_majflt"], preds[0]["sim_majflt"]);
-    let cap = r["capacity_pages"].as_u64().unwrap().to_string();
+    let cap = r["capacity_pages"].as_u64().unwrap();
     for p in preds {
         let policy = p["policy"].as_str().unwrap();
+        // The prediction is the median of its capacity ensemble: its
+        // command names the member's memory, within the spread of the row's.
+        let cmd: Vec<&str> = p["sim_command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let mem = cmd[cmd.iter().position(|a| *a == "--mem").unwrap() + 1].to_string();
+        let spread = v["capacity_spread_pages"].as_u64().unwrap();
+        assert!(mem.parse::<u64>().unwrap().abs_diff(cap) <= spread, "{p}");
         let sim = json(&g.expect_ok(&[
             "sim",
             v["trace"].as_str().unwrap(),
@@ -738,7 +749,7 @@ fn validate_a_small_cell_with_linux_and_mglru() {
             "--prefetch",
             v["readahead"].as_str().unwrap(),
             "--mem",
-            &cap,
+            &mem,
             "--json",
         ]));
         let s = &sim[0];

@@ -130,9 +130,9 @@ pub const DEFAULT_POLICY: &str = "linux";
 /// a page more slowly than reclaim scans one (this host), before each
 /// priority pass elsewhere (zram, zswap, the emulated guests). With the
 /// capacity ensemble ([`ensemble`]) it brought 14 of the 16 host cells
-/// within 15 % of the kernel's major faults on both saved sweeps, at a
-/// mean error of 4–6 %, where completing every pass brought 13 at 12–13 %
-/// (docs/fidelity.md, "The capacity ensemble"). Before the zram rule it
+/// within 15 % of the kernel's major faults on both saved sweeps and on a
+/// new one, at a mean error of 4–6 %, where completing every pass brought
+/// 13 at 12–13 % (docs/fidelity.md, "The capacity ensemble"). Before the zram rule it
 /// put the two-area tiering's fast share 12 points off (zram writes
 /// complete inside pageout). The writes on this machine's clock
 /// (`…:clock=device`, [`WbClock`]) failed on a cgroup v2 guest whose
@@ -915,7 +915,7 @@ pub fn capacity_spread() -> u64 {
 ///
 /// Why an ensemble: the kernel's faults under a limit vary from run to
 /// run (traverse at 90 %: 1,812–2,632 major faults over three runs), and
-/// so does the model's with the capacity: `linux` on qsort at 90 % gave
+/// so does the model's with the capacity: `complete=reclaim` on qsort at 90 % gave
 /// 2,607, 2,668, 2,284, 2,102, 3,013, 2,355, 2,247, 1,809 at 7,200 …
 /// 7,500 pages. A point prediction lands on one draw; validate compares
 /// the median of the measured runs with the median of these simulations
