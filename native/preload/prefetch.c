@@ -66,12 +66,14 @@ static int g_pf_can_sparse;        /* every CPU has its sparse event */
  * history starts afresh.  Sparse sampling is a third event per CPU (period
  * PF_SPARSE, writing into the same ring), and a switch turns events on
  * and off (PERF_EVENT_IOC_ENABLE/_DISABLE, which reach every inherited
- * copy), as `run --prefetch leap` does.  A period change would not do:
- * PERF_EVENT_IOC_PERIOD reaches only the event it is called on, and the
- * kernel swaps the perf contexts of two threads of one process at a
- * context switch (perf_event_context_sched_out), so even a one-threaded
- * program could keep the copy that samples every fault (a test saw 910
- * samples of 910 faults in sparse mode). */
+ * copy), as `run --prefetch leap` does.  A period change did not do:
+ * PERF_EVENT_IOC_PERIOD reaches only the event it is called on, and with
+ * the library's own threads beside it a one-threaded program kept being
+ * sampled at every fault now and then (the probe's `trend` mode: 910
+ * samples of 910 faults "sparse", in 2 of 4 runs with the allocation log
+ * on).  The likely cause: the kernel swaps the cloned perf contexts of
+ * two threads at a context switch (perf_event_context_sched_out), so the
+ * main thread can hold an inherited copy. */
 #define PF_SPARSE 16
 #define PF_QUIET_NS 20000000ull
 
