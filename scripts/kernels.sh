@@ -31,9 +31,10 @@
 #                                 while it builds)
 #   scripts/kernels.sh --validate [6.1|6.12]
 #                                 the fidelity benchmark instead of the tests:
-#                                 `swaplab validate --policy P` (P: linux,
-#                                 linux:reclaim=batch:writeback=async, the same
-#                                 with clock=device, and mglru;
+#                                 `swaplab validate --policy P` (P: validate's
+#                                 default, linux:reclaim=batch:writeback=async:
+#                                 complete=device, the same completing each
+#                                 pass, and mglru;
 #                                 SWAPLAB_VALIDATE_POLICIES to change) on
 #                                 traverse, qsort, kv and chase at 90/75/50/25 %
 #                                 in each boot (sizes for emulation: VALIDATE_CELLS;
@@ -196,7 +197,7 @@ read -r -a VALIDATE_ARGS <<< "${SWAPLAB_VALIDATE_ARGS:-}"
 # The classic lists as the host's validate predicts them by default
 # (reclaim in batches, asynchronous writeback: docs/fidelity.md) and as
 # one page a miss, and MGLRU.
-VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux,linux:reclaim=batch:writeback=async,linux:reclaim=batch:writeback=async:clock=device,mglru}
+VALIDATE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async:complete=device,linux:reclaim=batch:writeback=async,mglru}
 
 # The remote-swap benchmark (--remote): one cell, at each RTT.
 REMOTE_CELL=${SWAPLAB_REMOTE_CELL:-traverse 16M --passes=2}
@@ -207,7 +208,7 @@ read -r -a REMOTE_RTTS <<< "${SWAPLAB_REMOTE_RTTS:-0 5ms 10ms}"
 # area its own device, so each area's writes are measured), unless
 # SWAPLAB_REMOTE_DEVICES=0: NAME=--swap arguments, ';'-separated.
 REMOTE_DEVICES=${SWAPLAB_REMOTE_DEVICES:-delay=delay:64M,read=2ms,write=2ms;tiers=delay:8M,read=1ms,write=1ms,prio=10 delay:64M,read=4ms,write=4ms,on=loop,prio=5}
-REMOTE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async,mglru}
+REMOTE_POLICIES=${SWAPLAB_VALIDATE_POLICIES:-linux:reclaim=batch:writeback=async:complete=device,mglru}
 
 # In the guest, before a benchmark: swaplab's state on the ext4 disk, the
 # MGLRU state $2, the kernel and MGLRU state written to $3 (shared
