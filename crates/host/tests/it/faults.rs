@@ -235,11 +235,18 @@ fn run_child(
     })
 }
 
+/// This process's tracefs instances (`swaplab-PID-N`): other test
+/// binaries trace at the same time (validate's reclaim trace, `run
+/// --reclaim-trace`), and their instances come and go meanwhile (one
+/// made this check fail in a suite run); the suite's state snapshot
+/// checks every instance once all tests are done.
 fn instances() -> Vec<String> {
+    let mine = format!("swaplab-{}-", std::process::id());
     let mut v: Vec<String> = std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&mine))
                 .collect()
         })
         .unwrap_or_default();
