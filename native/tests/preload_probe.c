@@ -960,6 +960,19 @@ static void drop_file_pages(char *p, size_t n)
     free(v);
 }
 
+/* Touches `n` pages of the `np` at `p` picked by xorshift from `*x`. */
+static char random_walk(const char *p, size_t np, size_t n, uint64_t *x)
+{
+    volatile char sink = 0;
+    for (size_t i = 0; i < n; i++) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        sink += p[(*x % np) * PG];
+    }
+    return sink;
+}
+
 /* SWAPLAB_PREFETCH=thread: a sequential walk over a cold file gets
  * willneed calls (hint id 0) ahead of it, inside it; so does a second
  * walk over the same file from its start right after the first (the
@@ -991,12 +1004,7 @@ static int mode_trend(const char *dir)
     if (pf_stats)
         pf_stats(st0);
     uint64_t x = 88172645463325252ull;
-    for (size_t i = 0; i < np / 4; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        sink += rnd[(x % np) * PG];
-    }
+    sink += random_walk(rnd, np, np / 4, &x);
     long m2 = majflt();
     /* The thread reads its ring every millisecond, but a busy machine can
      * keep it off the CPU for the whole walk: wait (2 s at most) until it
@@ -1014,12 +1022,7 @@ static int mode_trend(const char *dir)
     if (pf_stats)
         pf_stats(sp0);
     long m3 = majflt();
-    for (size_t i = 0; i < np / 4; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        sink += rnd[(x % np) * PG];
-    }
+    sink += random_walk(rnd, np, np / 4, &x);
     long m4 = majflt();
     usleep(30000); /* its sparse interval is 10 ms */
     if (pf_stats)

@@ -732,15 +732,10 @@ fn validate_a_small_cell_with_linux_and_mglru() {
         let policy = p["policy"].as_str().unwrap();
         // The prediction is the median of its capacity ensemble: its
         // command names the member's memory, within the spread of the row's.
-        let cmd: Vec<&str> = p["sim_command"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        let mem = cmd[cmd.iter().position(|a| *a == "--mem").unwrap() + 1].to_string();
+        let mem = crate::common::sim_command_mem(p);
         let spread = v["capacity_spread_pages"].as_u64().unwrap();
-        assert!(mem.parse::<u64>().unwrap().abs_diff(cap) <= spread, "{p}");
+        assert!(mem.abs_diff(cap) <= spread, "{p}");
+        let mem = mem.to_string();
         let sim = json(&g.expect_ok(&[
             "sim",
             v["trace"].as_str().unwrap(),

@@ -175,14 +175,9 @@ fn validate_traverse_against_the_kernel() {
         let mut majs: Vec<u64> = ens.iter().map(|m| m["majflt"].as_u64().unwrap()).collect();
         majs.sort();
         assert_eq!(p["sim_majflt"].as_u64(), Some(majs[2]), "{p}");
-        let cmd: Vec<&str> = p["sim_command"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|a| a.as_str().unwrap())
-            .collect();
-        let cap_s = cmd[cmd.iter().position(|a| *a == "--mem").unwrap() + 1].to_string();
-        assert!(caps.contains(&cap_s.parse().unwrap()), "{p}");
+        let mem = common::sim_command_mem(p);
+        assert!(caps.contains(&mem), "{p}");
+        let cap_s = mem.to_string();
         let sim = swaplab(
             d,
             &[

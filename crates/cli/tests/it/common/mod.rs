@@ -42,6 +42,20 @@ pub fn f(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The memory (`--mem`, pages) a saved validate prediction's
+/// `sim_command` simulates: its capacity ensemble's median member.
+pub fn sim_command_mem(p: &serde_json::Value) -> u64 {
+    let cmd: Vec<&str> = p["sim_command"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sim_command: {p}"))
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let at = cmd.iter().position(|a| *a == "--mem");
+    at.and_then(|i| cmd.get(i + 1)?.parse().ok())
+        .unwrap_or_else(|| panic!("no --mem PAGES in {cmd:?}"))
+}
+
 /// One swaplab command run as root, its JSON read: `None` (the test skips,
 /// saying why) unless this machine has `needs` ([`ROOT_SWAP`] and what
 /// else the command uses); else runs `args` in a fresh directory under
