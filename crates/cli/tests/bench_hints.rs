@@ -347,35 +347,40 @@ fn leap_saves_the_same_share_however_the_program_is_started() {
         ),
         ("fork", format!("{traverse} --fork")),
     ];
-    let mut args: Vec<String> = [
-        "sweep",
-        "--limits",
-        "32M",
-        "--repeat",
-        "3",
-        "--swap",
-        "file:512M",
-        "--json",
-    ]
-    .map(String::from)
-    .to_vec();
-    for (name, cmd) in &starts {
-        args.push("--variant".into());
-        args.push(format!("{name}-base=cmd={cmd}"));
-        args.push("--variant".into());
-        args.push(format!("{name}-leap=--prefetch leap cmd={cmd}"));
-    }
-    let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
     let mut needs = ROOT_SWAP.to_vec();
     needs.extend([
         Facility::Perf,
         Facility::ProcessMadvise,
         Facility::Program("python3"),
     ]);
-    let Some((_dir, v)) = root_json(test, &needs, "swaplab-tree-test-", &args) else {
+    // One sweep of a base and a leap variant for each of `starts`, each
+    // run 3 times under the same limit; None when a facility is missing.
+    let sweep = |starts: &[(&str, String)]| {
+        let mut args: Vec<String> = [
+            "sweep",
+            "--limits",
+            "32M",
+            "--repeat",
+            "3",
+            "--swap",
+            "file:512M",
+            "--json",
+        ]
+        .map(String::from)
+        .to_vec();
+        for (name, cmd) in starts {
+            args.push("--variant".into());
+            args.push(format!("{name}-base=cmd={cmd}"));
+            args.push("--variant".into());
+            args.push(format!("{name}-leap=--prefetch leap cmd={cmd}"));
+        }
+        let args: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        root_json(test, &needs, "swaplab-tree-test-", &args).map(|(_dir, v)| v)
+    };
+    let Some(v) = sweep(&starts) else {
         return;
     };
-    let cell = |name: &str| {
+    let cell = |v: &serde_json::Value, name: &str| {
         v["cells"]
             .as_array()
             .unwrap()
@@ -389,10 +394,12 @@ fn leap_saves_the_same_share_however_the_program_is_started() {
     // back when it exits: about 1,000 here) are not traverse's, and no
     // prefetcher could save them.
     let majors = |c: &serde_json::Value| f(&c["majflt"]["median"]);
-    let direct_base = majors(&cell("direct-base"));
-    let mut saved = Vec::new();
-    for (name, _) in &starts {
-        let (b, l) = (cell(&format!("{name}-base")), cell(&format!("{name}-leap")));
+    let direct_base = majors(&cell(&v, "direct-base"));
+    let share_of = |v: &serde_json::Value, name: &str| {
+        let (b, l) = (
+            cell(v, &format!("{name}-base")),
+            cell(v, &format!("{name}-leap")),
+        );
         for c in [&b, &l] {
             assert_eq!(c["ok"], 3, "{name}: {c}");
             assert!(
@@ -407,8 +414,12 @@ fn leap_saves_the_same_share_however_the_program_is_started() {
             majors(&l),
             share * 100.0
         );
-        saved.push((name, share));
-    }
+        share
+    };
+    let saved: Vec<(&str, f64)> = starts
+        .iter()
+        .map(|(name, _)| (*name, share_of(&v, name)))
+        .collect();
     // The starts' common share: their median. The direct start is one
     // sample like the others, and as noisy (a suite run here: direct 88.2 %,
     // `sh -c` 93.6 %, the others 88.2-90.4 %: every start within 3.5
@@ -427,10 +438,30 @@ fn leap_saves_the_same_share_however_the_program_is_started() {
     // on the machine: direct 93.3-94.4 %, the others 90.8-97.4 % (Python's
     // own faults, paged back at its exit, are saved too); on a machine
     // loaded four times over its CPUs the spread grew past 10 points.
+    //
+    // A start outside the band is measured once more, alone, and that
+    // second measurement must be inside it: a suite run on the loaded CI
+    // machine once saw `workload` at 81.1 % against the median's 94.0 %,
+    // a burst of other tests' work while its three runs ran. A start the
+    // prefetcher does not follow (as every start but the direct one was,
+    // before it served each process in its own address space) saves
+    // nothing in both measurements.
     for (name, share) in &saved {
+        if (share - common).abs() <= 0.05 {
+            continue;
+        }
+        eprintln!(
+            "{name} saved {:.1} %, the starts' median {:.1} %: measuring it again",
+            share * 100.0,
+            common * 100.0
+        );
+        let again = starts.iter().filter(|s| s.0 == *name).cloned();
+        let v = sweep(&again.collect::<Vec<_>>()).expect("the facilities were there");
+        let share = share_of(&v, name);
         assert!(
             (share - common).abs() <= 0.05,
-            "{name} saved {:.1} % of base's major faults, the starts' median {:.1} %: {saved:?}",
+            "{name} saved {:.1} % of base's major faults, measured twice, the starts' median \
+             {:.1} %: {saved:?}",
             share * 100.0,
             common * 100.0
         );

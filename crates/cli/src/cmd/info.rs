@@ -61,7 +61,7 @@ fn counted(a: &InfoArgs) -> Result<Counted> {
         let pb = out::progress(meta.count, "distances");
         let r = swaplab_sim::stream::mrc_pass(&mut st, &[], &[], &[], 0, &|n| pb.inc(n));
         pb.finish_and_clear();
-        let pass = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", a.trace.display()))?;
+        let pass = r.map_err(|e| crate::cmd::sim::stream_error(&a.trace, e))?;
         return Ok(Counted {
             references: meta.count,
             distinct: meta.distinct_pages,

@@ -480,9 +480,21 @@ fn run_stream(a: &SimArgs, path: &std::path::Path, specs: &[PolicySpec]) -> Resu
     );
     let r = swaplab_sim::stream::run_pairs(&mut st, specs, &sizes, a.seed, &|n| pb.inc(n));
     pb.finish_and_clear();
-    let res = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    let res = r.map_err(|e| stream_error(path, e))?;
     out::print(a.out.format(), &sim_rows(&res, meta.page_size), &res)?;
     save_sim(a, stream_info(path, &meta), sizes, res)
+}
+
+/// An error while streaming `path`, named once: the trace crate's errors
+/// mostly name the file themselves ("native trace at t.parquet row group
+/// 3: …"), a source's parse errors do not ("… at line 3: …").
+pub(crate) fn stream_error(path: &std::path::Path, e: impl std::fmt::Display) -> anyhow::Error {
+    let (name, msg) = (path.display().to_string(), e.to_string());
+    if msg.contains(&name) {
+        anyhow::anyhow!(msg)
+    } else {
+        anyhow::anyhow!("streaming {name}: {msg}")
+    }
 }
 
 /// A trace opened for streaming, with what `specs` need (OPT's next use,
@@ -514,7 +526,7 @@ pub(crate) fn open_stream(
             st
         }
     }
-    .map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    .map_err(|e| stream_error(path, e))?;
     let meta = st.meta().clone();
     if meta.count == 0 {
         bail!("{}: the trace has no references", path.display());
@@ -865,7 +877,7 @@ fn mrc_streamed(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
         pb.inc(n)
     });
     pb.finish_and_clear();
-    let pass = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+    let pass = r.map_err(|e| stream_error(path, e))?;
     let sizes = early.unwrap_or_else(|| mrc_steps(&pass.exact, d));
     let mut sims = pass.sims;
     if !specs.is_empty() && first_specs.is_empty() {
@@ -875,7 +887,7 @@ fn mrc_streamed(a: &MrcArgs) -> Result<(TraceInfo, Vec<u64>, Vec<Curve>)> {
         let pb = out::progress(meta.count * (specs.len() * sz.len()) as u64, "simulating");
         let r = swaplab_sim::stream::run_pairs(&mut st, &specs, &sz, a.seed, &|n| pb.inc(n));
         pb.finish_and_clear();
-        sims = r.map_err(|e| anyhow::anyhow!("streaming {}: {e}", path.display()))?;
+        sims = r.map_err(|e| stream_error(path, e))?;
     }
     let shards = named.into_iter().map(|(n, _)| n).zip(pass.shards).collect();
     let curves = mrc_curves(&pass.exact, shards, &specs, &sims, &sizes, d);

@@ -368,6 +368,18 @@ fn bad_input_gets_clear_errors() {
     std::fs::write(&txt, "1\n2\nzz\n").unwrap();
     fails(&["sim", txt.to_str().unwrap()], "line 3");
     fails(&["sim", txt.to_str().unwrap(), "--stream"], "line 3");
+    // Streamed, each error names the file once, whether the trace crate's
+    // message names it (a damaged native trace) or not (a parse error).
+    for (path, args) in [
+        (junk, ["sim", junk, "--stream"]),
+        (
+            txt.to_str().unwrap(),
+            ["sim", txt.to_str().unwrap(), "--stream"],
+        ),
+    ] {
+        let e = String::from_utf8_lossy(&swaplab(&args).stderr).into_owned();
+        assert_eq!(e.matches(path).count(), 1, "{e}");
+    }
     // The failed commands left the good trace intact.
     assert_eq!(json(&ok(&["info", t, "--json"]))["references"], 100);
 }
