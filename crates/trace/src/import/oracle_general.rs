@@ -149,7 +149,7 @@ impl<R: Read> OracleGeneralReader<R> {
     /// The two-thread load of a plain file of `len` bytes: this thread
     /// reads, decodes and maps the first half of the records into the
     /// trace's builder while a second does the same with the second half
-    /// into a table of its own, and [`Builder::append`] merges the two
+    /// into a table of its own, and [`Builder::merge`] merges the two
     /// (the ids are those of the one-thread load). One mapping thread was
     /// the bound on two cores: 50 M references of the standard trace
     /// (5.3 M distinct) loaded in about 1.0 s where the native file, its
@@ -160,7 +160,11 @@ impl<R: Read> OracleGeneralReader<R> {
     /// three rounds, 0.743 → 0.678 s (0.62 → 0.68 ×) in five on a quiet
     /// machine, for about 20 % more CPU: the merge looks up the second half's
     /// 3.59 M distinct pages (1.72 M of them new) and rewrites its 25 M
-    /// ids, and the second table's memory is new to the kernel.
+    /// ids, and the second table's memory is new to the kernel. Then the
+    /// merge's lookups ran on two threads without inserting, and neither
+    /// part populated its table's next doubling ahead ([`Builder::first_part`]):
+    /// 0.88 → 0.61 s (medians of seven alternating rounds on a busy host,
+    /// best 0.63 → 0.58; native 0.45–0.46), 1.35 → 1.11 s of CPU.
     ///
     /// The errors are the one-thread load's: a file longer than the
     /// simulator takes does not come here; an I/O error in the first half
@@ -184,7 +188,7 @@ impl<R: Read> OracleGeneralReader<R> {
                 })
                 .map(|()| b)
             });
-            let mut a = Builder::with_capacity(records as usize);
+            let mut a = Builder::first_part(records as usize);
             let done = map_records(&mut a, file, 0..half, &self.name, &mut |n| {
                 progress(n + second.load(Ordering::Relaxed))
             });
@@ -192,15 +196,14 @@ impl<R: Read> OracleGeneralReader<R> {
             (a, b.join())
         });
         let b = b.map_err(|_| Error::Invalid("the id-mapping thread panicked".into()))?;
-        let mut a = a?;
-        a.append(b?)?;
+        let t = a?.merge(b?, self.opts.page_size, self.source())?;
         progress(records);
         let whole = records * RECORD as u64;
         if len > whole {
             return Err(truncated(whole, (len - whole) as usize));
         }
         self.offset = whole;
-        Ok(a.finish(self.opts.page_size, self.source()))
+        Ok(t)
     }
 }
 

@@ -136,7 +136,7 @@ impl Feed {
 /// With three CPUs or more and a known size, the ids are mapped on two
 /// threads ([`split_mapping`]): chunks starting in the first half of the
 /// input go to one, into the trace's builder, the others to a second,
-/// into a builder of its own, and [`Builder::append`] merges the two. The
+/// into a builder of its own, and [`Builder::merge`] merges the two. The
 /// first half's parsed chunks can all wait for their mapper (they hold
 /// 8 bytes a reference, 9 with writes), so that the reading goes on to
 /// the second half, and its mapping starts, while the first is mapped.
@@ -189,8 +189,12 @@ where
         }
         drop(work_rx);
         let counter = Arc::clone(&mapped);
-        let mapper =
-            scope.spawn(move || map_in_order(Builder::default(), a_rx, first_line, &counter));
+        let first = if split_at.is_some() {
+            Builder::first_part(0)
+        } else {
+            Builder::default()
+        };
+        let mapper = scope.spawn(move || map_in_order(first, a_rx, first_line, &counter));
         let second = split_at.map(|_| {
             let counter = Arc::clone(&mapped);
             scope.spawn(move || map_in_order(Builder::second_part(), b_rx, 0, &counter))
@@ -207,7 +211,7 @@ where
         let fed = feed(&mut f);
         drop(f);
         let panicked = |_| Error::Invalid("the id-mapping thread panicked".into());
-        let mut a = mapper.join().map_err(panicked)?;
+        let a = mapper.join().map_err(panicked)?;
         // A parse error further on stops the feed: the first part's
         // error, then the second's, are the ones to report.
         if let Some(stop) = a.stop {
@@ -221,11 +225,13 @@ where
                     return Err(stop.at(a.line));
                 }
                 fed?;
-                a.b.append(b.b)?;
+                a.b.merge(b.b, page_size, source)
             }
-            None => fed?,
+            None => {
+                fed?;
+                Ok(a.b.finish(page_size, source))
+            }
         }
-        Ok(a.b.finish(page_size, source))
     })
 }
 
