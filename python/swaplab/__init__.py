@@ -298,8 +298,9 @@ def sim(
     ``swaplab sim --save`` does, for :func:`report` and ``swaplab compare``.
     ``threads``: simulation threads of this call (default: one per core).
     ``stream=True`` (``swaplab sim --stream``): ``trace`` is the path of a
-    native trace, read a row group at a time and never held (memory for the
-    distinct pages only; OPT's next uses spilled under ``spill_dir``, by
+    trace, read a row group at a time and never held (memory for the
+    distinct pages only; OPT's next uses, and the ids of a trace of another
+    format such as oracleGeneral or txt, spilled under ``spill_dir``, by
     default the trace's directory); the same rows, for policies and sizes
     only (no prefetch, device, hints or save).
     """

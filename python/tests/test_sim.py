@@ -56,8 +56,9 @@ def test_a_streamed_simulation_gives_the_same_rows(tmp, cli):
     for kw, msg in (({"prefetch": "vma"}, "drop prefetch"), ({"spill_dir": "."}, None)):
         with pytest.raises(swaplab.SwaplabError, match=msg or "stream=True"):
             swaplab.sim("t.parquet", pol, mem, stream="prefetch" in kw, **kw)
-    # another format streams as it is (read twice: the pages numbered
-    # first), OPT too; a CSV, whose columns need naming, is refused
+    # another format streams as it is (read once: the pages numbered and
+    # their ids spilled first), OPT too; a CSV, whose columns need naming,
+    # is refused
     rng = np.random.default_rng(7)
     pages = np.concatenate([rng.zipf(1.3, 6000) % 3000, np.arange(9000) % 1200])
     with open("t.txt", "w") as f:

@@ -24,8 +24,8 @@
 //! (`IdMap`: the same ids, 16–32 bytes per distinct page), but OPT's
 //! backward pass needs the ids and refuses them. Other tools' formats
 //! (oracleGeneral, csv, txt, …) stream through [`DenseStream::from_source`]:
-//! a first pass numbers their pages (and for OPT spills their ids for the
-//! backward pass), a second streams them.
+//! a first pass numbers their pages and spills their ids, which the
+//! stream reads back (and OPT's backward pass too).
 use crate::dense::{IdMap, MAX_REFS, NEVER};
 use crate::native::{NativeReader, ROWS_PER_GROUP};
 use crate::{Error, RefBatch, RefSource, Result, TraceMeta};
@@ -69,8 +69,10 @@ impl DenseChunk {
 pub struct StreamOptions {
     /// Compute each reference's next use (OPT) in a backward pass first.
     pub next_use: bool,
-    /// Where the next-use spill goes (4 bytes per reference; unlinked at
-    /// once, so it vanishes with the process). Default: the trace's directory.
+    /// Where the spills go: OPT's next uses, and the ids of another
+    /// format's trace ([`DenseStream::from_source`]); 4 bytes per
+    /// reference each, unlinked at once, so they vanish with the process.
+    /// Default: the trace's directory.
     pub spill_dir: Option<PathBuf>,
 }
 
@@ -103,6 +105,16 @@ enum Feed {
         file: SerializedFileReader<File>,
         id_col: usize,
         sizes: Vec<usize>,
+    },
+    /// Ids and write bits the first pass of [`DenseStream::from_source`]
+    /// spilled, read back chunk by chunk (`sizes`: each chunk's
+    /// references; `at`: the next chunk's first reference and first word
+    /// of write bits).
+    Spilled {
+        ids: File,
+        writes: File,
+        sizes: Vec<usize>,
+        at: (u64, u64),
     },
     /// Pages read from a source opened on the stream's thread, numbered
     /// by `map` (`pages`: every page it numbered, in id order).
@@ -252,18 +264,32 @@ impl DenseStream {
     }
 
     /// Opens a trace of another format (anything [`RefSource`] reads:
-    /// oracleGeneral, csv, txt, …) at `path` for streaming. `open` opens
-    /// the source afresh and is called twice: a first pass counts the
-    /// references and numbers the distinct pages (the in-memory loader's
-    /// map, `IdMap`: 16–32 bytes per distinct page, plus 8 for the page
-    /// itself), since a simulation sizes its per-page state before the
-    /// first reference; the second, on the stream's thread, looks each
-    /// page up in that map while the caller simulates. So memory grows
-    /// with the distinct pages, never with the references, at the price
-    /// of reading and decoding the file twice. For OPT the first pass also
-    /// spills the ids (4 bytes per reference) for the backward pass, and
-    /// drops them once it has written the next uses. `progress` receives
-    /// the references the first pass has counted.
+    /// oracleGeneral, csv, txt, …) at `path` for streaming. A simulation
+    /// sizes its per-page state before the first reference, so a first
+    /// pass counts the references and numbers the distinct pages (the
+    /// in-memory loader's map, `IdMap`: 16–32 bytes per distinct page,
+    /// plus 8 for the page itself) and spills each reference's id and
+    /// write bit to unlinked files in [`StreamOptions::spill_dir`] (4
+    /// bytes and one bit per reference: less than any of these formats
+    /// takes per reference, compressed or not). The map is dropped before
+    /// the stream starts, and the second pass, on the stream's thread,
+    /// reads the ids back while the caller simulates: memory grows with
+    /// the distinct pages, never with the references, and the file is
+    /// read and decoded once. OPT's backward pass reads the same spill.
+    ///
+    /// Where the spill cannot be made or written (no such directory, no
+    /// room) and OPT is not asked for, the stream keeps the map and the
+    /// second pass decodes the source again (`open` is then called
+    /// twice): slower, never a failure. A source that changes between
+    /// the two passes is then an error. With OPT a spill that fails is
+    /// the error. `progress` receives the references the first pass has
+    /// counted.
+    ///
+    /// Measured (release build, 50 M references of the standard trace,
+    /// 5.3 M distinct, `swaplab sim FILE --policy lru,clock --mem 10%
+    /// --stream`): the oracleGeneral `.bin` streamed in 2.31 s when its
+    /// second pass decoded and numbered it again, and OPT's `.bin` in
+    /// 4.56 s; see docs/scale.md for the spilled second pass.
     pub fn from_source<F>(
         path: &Path,
         open: F,
@@ -275,29 +301,46 @@ impl DenseStream {
     {
         let name = path.display().to_string();
         let dir = opts.spill_dir_for(path);
-        let ids_spill = if opts.next_use {
-            Some(spill_file(&dir, "ids")?)
-        } else {
-            None
+        let mut spill = match (spill_file(&dir, "ids"), spill_file(&dir, "writes")) {
+            (Ok(ids), Ok(writes)) => Some((ids, writes)),
+            (Err(e), _) | (_, Err(e)) if opts.next_use => return Err(e),
+            _ => None,
         };
         let mut src = open()?;
         let (mut map, mut pages, mut ids) = (IdMap::default(), Vec::new(), Vec::new());
         let (mut b, mut bytes, mut sizes) = (RefBatch::default(), Vec::new(), Vec::new());
-        let (mut count, mut writes) = (0u64, 0u64);
+        let mut words: Vec<u64> = Vec::new();
+        let (mut count, mut writes, mut words_out) = (0u64, 0u64, 0u64);
         while src.next_batch(&mut b, ROWS_PER_GROUP)? {
             ids.clear();
             map.map_batch(&b.page, &mut ids, &mut pages);
-            if let Some(f) = &ids_spill {
-                if count + b.len() as u64 > MAX_REFS as u64 {
-                    return Err(Error::Invalid(format!(
-                        "{name}: more than {MAX_REFS} references: OPT's next-use positions \
-                         are 32-bit; simulate OPT on a part of the trace"
-                    )));
-                }
+            if opts.next_use && count + b.len() as u64 > MAX_REFS as u64 {
+                return Err(Error::Invalid(format!(
+                    "{name}: more than {MAX_REFS} references: OPT's next-use positions \
+                     are 32-bit; simulate OPT on a part of the trace"
+                )));
+            }
+            if let Some((id_file, write_file)) = &spill {
                 bytes.clear();
                 bytes.extend(ids.iter().flat_map(|id| id.to_le_bytes()));
-                f.write_all_at(&bytes, count * 4)
-                    .map_err(|e| spill_full("ids", &dir, count, e))?;
+                words.clear();
+                words.resize(b.len().div_ceil(64), 0);
+                for (word, chunk) in words.iter_mut().zip(b.write.chunks(64)) {
+                    for (i, &w) in chunk.iter().enumerate() {
+                        *word |= u64::from(w) << i;
+                    }
+                }
+                let packed: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+                let wrote = id_file
+                    .write_all_at(&bytes, count * 4)
+                    .and_then(|()| write_file.write_all_at(&packed, words_out * 8));
+                words_out += words.len() as u64;
+                if let Err(e) = wrote {
+                    if opts.next_use {
+                        return Err(spill_full("ids", &dir, count, e));
+                    }
+                    spill = None; // the second pass decodes the source again
+                }
             }
             sizes.push(b.len());
             count += b.len() as u64;
@@ -323,41 +366,38 @@ impl DenseStream {
             writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
         };
         drop(src);
-        let spill = match ids_spill {
-            Some(f) => {
-                let mut starts = Vec::with_capacity(sizes.len());
-                let mut at = 0u64;
-                for &n in &sizes {
-                    starts.push(at);
-                    at += n as u64;
-                }
-                Some(spill_next_use(
-                    &sizes,
-                    meta.distinct_pages,
-                    &dir,
-                    |g, ids| {
-                        bytes.resize(sizes[g] * 4, 0);
-                        f.read_exact_at(&mut bytes, starts[g] * 4).map_err(|e| {
-                            Error::Invalid(format!("reading back OPT's ids spill: {e}"))
-                        })?;
-                        ids.clear();
-                        ids.extend(
-                            bytes
-                                .chunks_exact(4)
-                                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-                        );
-                        Ok(())
-                    },
-                )?)
-            }
-            None => None,
+        let Some((id_file, write_file)) = spill else {
+            let feed = Feed::ByPage {
+                open: Box::new(open),
+                map,
+                pages,
+            };
+            return Self::spawn(meta, name, ("trace", "chunk"), feed, None);
         };
-        let feed = Feed::ByPage {
-            open: Box::new(open),
-            map,
-            pages,
+        drop((map, pages));
+        let mut starts = Vec::with_capacity(sizes.len());
+        let mut at = 0u64;
+        for &n in &sizes {
+            starts.push(at);
+            at += n as u64;
+        }
+        let next_use = if opts.next_use {
+            Some(spill_next_use(
+                &sizes,
+                meta.distinct_pages,
+                &dir,
+                |g, ids| read_spilled_ids(&id_file, starts[g], sizes[g], ids),
+            )?)
+        } else {
+            None
         };
-        Self::spawn(meta, name, ("trace", "chunk"), feed, spill)
+        let feed = Feed::Spilled {
+            ids: id_file,
+            writes: write_file,
+            sizes,
+            at: (0, 0),
+        };
+        Self::spawn(meta, name, ("trace", "chunk"), feed, next_use)
     }
 
     /// Starts the thread that decodes `feed` at most [`IN_FLIGHT`] groups
@@ -401,6 +441,20 @@ impl DenseStream {
                             if r.is_ok() && (c.ids.len() != n || n == 0) {
                                 r = Err(err("row count changed while reading".into()));
                             }
+                            r
+                        }
+                        Feed::Spilled {
+                            ids,
+                            writes,
+                            sizes,
+                            at,
+                        } => {
+                            let n = sizes.get(g).copied().unwrap_or(0);
+                            let words = n.div_ceil(64);
+                            let r = read_spilled_ids(ids, at.0, n, &mut c.ids).and_then(|()| {
+                                read_spilled_words(writes, at.1, words, &mut c.writes)
+                            });
+                            *at = (at.0 + n as u64, at.1 + words as u64);
                             r
                         }
                         Feed::ByPage { open, map, pages } => {
@@ -533,6 +587,36 @@ impl Drop for DenseStream {
             let _ = w.join();
         }
     }
+}
+
+/// Reads back `n` ids spilled at reference `start` of `f` into `ids`
+/// (cleared first).
+fn read_spilled_ids(f: &File, start: u64, n: usize, ids: &mut Vec<u32>) -> Result<()> {
+    let mut bytes = vec![0u8; n * 4];
+    f.read_exact_at(&mut bytes, start * 4)
+        .map_err(|e| Error::Invalid(format!("reading back the ids spill: {e}")))?;
+    ids.clear();
+    ids.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+    );
+    Ok(())
+}
+
+/// Reads back `n` words of write bits spilled at word `start` of `f`
+/// into `words` (cleared first).
+fn read_spilled_words(f: &File, start: u64, n: usize, words: &mut Vec<u64>) -> Result<()> {
+    let mut bytes = vec![0u8; n * 8];
+    f.read_exact_at(&mut bytes, start * 8)
+        .map_err(|e| Error::Invalid(format!("reading back the write-bits spill: {e}")))?;
+    words.clear();
+    words.extend(
+        bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+    );
+    Ok(())
 }
 
 /// Reads `n` little-endian u32s from `f` into `out` (cleared first).
@@ -705,58 +789,86 @@ mod tests {
 
     /// Another format's references (any `RefSource`) stream with the
     /// in-memory loader's ids and write flags, across row groups; the
-    /// metadata counts them; OPT's next use is the loader's; a source
-    /// that changes between the two passes is an error, never an id past
-    /// the counted pages.
+    /// metadata counts them; OPT's next use is the loader's. The source is
+    /// read once, its ids spilled, and the spills are unlinked at once;
+    /// without a directory for the spill (and without OPT) it is read
+    /// twice, to the same ids, and a source that changes between the two
+    /// passes is an error, never an id past the counted pages.
     #[test]
     fn a_source_of_another_format_streams_the_loaders_ids_in_two_passes() {
         let r = refs(ROWS_PER_GROUP * 2 + 777, 200_000, 3);
         let t = DenseTrace::load(&mut VecSource::new(r.clone())).unwrap();
-        let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let (rr, o) = (r.clone(), opened.clone());
-        let counted = std::cell::Cell::new(0u64);
-        let dir = tempfile::tempdir().unwrap();
-        let opts = StreamOptions {
-            next_use: true,
-            spill_dir: Some(dir.path().to_path_buf()),
-        };
         let want_nu = t.next_use();
-        let mut s = DenseStream::from_source(
-            Path::new("refs"),
-            move || {
-                o.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Ok(Box::new(VecSource::new(rr.clone())) as Box<dyn RefSource>)
-            },
-            &opts,
-            &|n| counted.set(n),
-        )
-        .unwrap();
-        assert_eq!(counted.get(), r.len() as u64);
-        let m = s.meta().clone();
-        assert_eq!(
-            (m.count, m.distinct_pages, m.writes),
-            (
-                r.len() as u64,
-                t.distinct() as u64,
-                r.iter().filter(|x| x.op == crate::Op::Write).count() as u64
+        let dir = tempfile::tempdir().unwrap();
+        let nowhere = dir.path().join("no-such-directory");
+        for (next_use, spill_dir, reads) in [
+            (true, dir.path(), 1),
+            (false, dir.path(), 1),
+            (false, nowhere.as_path(), 2),
+        ] {
+            let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let (rr, o) = (r.clone(), opened.clone());
+            let counted = std::cell::Cell::new(0u64);
+            let opts = StreamOptions {
+                next_use,
+                spill_dir: Some(spill_dir.to_path_buf()),
+            };
+            let mut s = DenseStream::from_source(
+                Path::new("refs"),
+                move || {
+                    o.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    Ok(Box::new(VecSource::new(rr.clone())) as Box<dyn RefSource>)
+                },
+                &opts,
+                &|n| counted.set(n),
             )
-        );
-        let (mut at, mut chunks) = (0usize, 0);
-        while let Some(c) = s.next_chunk().unwrap() {
-            assert_eq!(c.start, at as u64);
-            assert_eq!(c.ids, t.ids[at..at + c.len()]);
-            assert_eq!(c.next_use, want_nu[at..at + c.len()]);
-            for i in 0..c.len() {
-                let w = (c.writes[i / 64] >> (i % 64)) & 1 == 1;
-                assert_eq!(w, t.is_write(at + i), "write flag of reference {}", at + i);
+            .unwrap();
+            assert_eq!(counted.get(), r.len() as u64);
+            let m = s.meta().clone();
+            assert_eq!(
+                (m.count, m.distinct_pages, m.writes),
+                (
+                    r.len() as u64,
+                    t.distinct() as u64,
+                    r.iter().filter(|x| x.op == crate::Op::Write).count() as u64
+                )
+            );
+            let (mut at, mut chunks) = (0usize, 0);
+            while let Some(c) = s.next_chunk().unwrap() {
+                assert_eq!(c.start, at as u64);
+                assert_eq!(c.ids, t.ids[at..at + c.len()]);
+                if next_use {
+                    assert_eq!(c.next_use, want_nu[at..at + c.len()]);
+                } else {
+                    assert!(c.next_use.is_empty());
+                }
+                for i in 0..c.len() {
+                    let w = (c.writes[i / 64] >> (i % 64)) & 1 == 1;
+                    assert_eq!(w, t.is_write(at + i), "write flag of reference {}", at + i);
+                }
+                at += c.len();
+                chunks += 1;
             }
-            at += c.len();
-            chunks += 1;
+            assert_eq!((at, chunks), (r.len(), 3));
+            let opened = opened.load(std::sync::atomic::Ordering::SeqCst);
+            assert_eq!(opened, reads, "next use {next_use}, spill in {spill_dir:?}");
+            // The spills (ids, write bits, next use) were unlinked at once.
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
         }
-        assert_eq!((at, chunks), (r.len(), 3));
-        assert_eq!(opened.load(std::sync::atomic::Ordering::SeqCst), 2);
-        // OPT's two spills (ids, next use) were unlinked at once
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // OPT needs the spill: without a place for it, a clear error.
+        let e = DenseStream::from_source(
+            Path::new("refs"),
+            || Ok(Box::new(VecSource::new(Vec::new())) as Box<dyn RefSource>),
+            &StreamOptions {
+                next_use: true,
+                spill_dir: Some(nowhere.clone()),
+            },
+            &|_| {},
+        )
+        .err()
+        .unwrap()
+        .to_string();
+        assert!(e.contains("--spill-dir"), "{e}");
         // The second read differs from the first: a page never counted,
         // one more reference, or one fewer.
         let changed = |second: Vec<Ref>| {
@@ -771,7 +883,10 @@ mod tests {
                     };
                     Ok(Box::new(VecSource::new(v)) as Box<dyn RefSource>)
                 },
-                &StreamOptions::default(),
+                &StreamOptions {
+                    next_use: false,
+                    spill_dir: Some(nowhere.clone()),
+                },
                 &|_| {},
             )
             .unwrap();

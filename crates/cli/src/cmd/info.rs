@@ -12,7 +12,8 @@ pub struct InfoArgs {
     trace: PathBuf,
     /// Stream the trace from disk row group by row group instead of loading it:
     /// memory for the distinct pages only. Same numbers. Another format
-    /// (oracleGeneral, txt) is read twice, the first pass numbering its pages.
+    /// (oracleGeneral, txt) is read once, its pages numbered and their ids
+    /// spilled beside the trace (4 bytes a reference, unlinked at once).
     #[arg(long)]
     stream: bool,
     #[command(flatten)]

@@ -87,12 +87,15 @@ pub struct SimArgs {
     /// reference), and every policy and size fed from one read. Same
     /// results; without --prefetch, --device or --hints. OPT first writes
     /// each reference's next use to a spill file (4 bytes per reference,
-    /// see --spill-dir). Another format (oracleGeneral, txt) is read twice,
-    /// the first pass numbering its pages (and for OPT spilling the ids).
+    /// see --spill-dir). Another format (oracleGeneral, txt) is read once:
+    /// a first pass numbers its pages and spills each reference's id (4
+    /// bytes, in --spill-dir), which the simulation reads back; where no
+    /// spill can be written it reads the file a second time instead.
     #[arg(long)]
     stream: bool,
-    /// With --stream and OPT: the directory of the next-use spill file
-    /// (default: the trace's directory; the file is unlinked at once).
+    /// With --stream: the directory of the spill files (OPT's next uses;
+    /// another format's ids), 4 bytes per reference each (default: the
+    /// trace's directory; the files are unlinked at once).
     #[arg(long, value_name = "DIR", requires = "stream")]
     spill_dir: Option<PathBuf>,
     #[command(flatten)]
@@ -500,8 +503,8 @@ pub(crate) fn stream_error(path: &std::path::Path, e: impl std::fmt::Display) ->
 /// A trace opened for streaming, with what `specs` need (OPT's next use,
 /// spilled under `spill_dir`), and its metadata; refused clearly when it
 /// is missing, unreadable or empty. A native trace streams at once; one
-/// of another format (oracleGeneral, txt) is read twice, a first pass
-/// numbering its pages (`DenseStream::from_source`).
+/// of another format (oracleGeneral, txt) is read once, a first pass
+/// numbering its pages and spilling their ids (`DenseStream::from_source`).
 pub(crate) fn open_stream(
     path: &std::path::Path,
     specs: &[PolicySpec],
@@ -653,12 +656,15 @@ pub struct MrcArgs {
     /// reference), and every policy and size fed from one read. Same
     /// results; without --prefetch, --device or --hints. OPT first writes
     /// each reference's next use to a spill file (4 bytes per reference,
-    /// see --spill-dir). Another format (oracleGeneral, txt) is read twice,
-    /// the first pass numbering its pages (and for OPT spilling the ids).
+    /// see --spill-dir). Another format (oracleGeneral, txt) is read once:
+    /// a first pass numbers its pages and spills each reference's id (4
+    /// bytes, in --spill-dir), which the simulation reads back; where no
+    /// spill can be written it reads the file a second time instead.
     #[arg(long)]
     stream: bool,
-    /// With --stream and OPT: the directory of the next-use spill file
-    /// (default: the trace's directory; the file is unlinked at once).
+    /// With --stream: the directory of the spill files (OPT's next uses;
+    /// another format's ids), 4 bytes per reference each (default: the
+    /// trace's directory; the files are unlinked at once).
     #[arg(long, value_name = "DIR", requires = "stream")]
     spill_dir: Option<PathBuf>,
     #[command(flatten)]
