@@ -306,12 +306,10 @@ impl DenseStream {
             (Err(e), _) | (_, Err(e)) if opts.next_use => return Err(e),
             _ => None,
         };
-        let mut src = open()?;
         let (mut map, mut pages, mut ids) = (IdMap::default(), Vec::new(), Vec::new());
-        let (mut b, mut bytes, mut sizes) = (RefBatch::default(), Vec::new(), Vec::new());
-        let mut words: Vec<u64> = Vec::new();
+        let (mut bytes, mut sizes, mut words) = (Vec::new(), Vec::new(), Vec::<u64>::new());
         let (mut count, mut writes, mut words_out) = (0u64, 0u64, 0u64);
-        while src.next_batch(&mut b, ROWS_PER_GROUP)? {
+        let (open, page_size, source) = read_ahead(open, &mut |b| {
             ids.clear();
             map.map_batch(&b.page, &mut ids, &mut pages);
             if opts.next_use && count + b.len() as u64 > MAX_REFS as u64 {
@@ -352,11 +350,12 @@ impl DenseStream {
                 )));
             }
             progress(count);
-        }
+            Ok(())
+        })?;
         let meta = TraceMeta {
             format_version: crate::model::FORMAT_VERSION,
-            page_size: src.page_size(),
-            source: src.source(),
+            page_size,
+            source,
             count,
             distinct_pages: pages.len() as u64,
             writes,
@@ -365,7 +364,6 @@ impl DenseStream {
             has_id: false,
             writer: format!("swaplab {}", env!("CARGO_PKG_VERSION")),
         };
-        drop(src);
         let Some((id_file, write_file)) = spill else {
             let feed = Feed::ByPage {
                 open: Box::new(open),
@@ -587,6 +585,61 @@ impl Drop for DenseStream {
             let _ = w.join();
         }
     }
+}
+
+/// Reads every batch of the source `open` opens, on a thread of its own
+/// and at most two batches ahead of `each`, which runs on this thread:
+/// the decoding (reading, decompressing, parsing) overlaps the mapping.
+/// Gives back `open` (for a second pass) with the source's page size and
+/// origin. The first error wins: `each`'s, which stops the reading, or
+/// the source's, after `each` has had every batch before it.
+fn read_ahead<F>(
+    open: F,
+    each: &mut dyn FnMut(&RefBatch) -> Result<()>,
+) -> Result<(F, u64, crate::Source)>
+where
+    F: Fn() -> Result<Box<dyn RefSource>> + Send,
+{
+    let (tx, rx) = mpsc::sync_channel::<RefBatch>(2);
+    let (back, spare) = mpsc::channel::<RefBatch>();
+    std::thread::scope(|s| {
+        let reader = std::thread::Builder::new()
+            .name("swaplab-read".into())
+            .spawn_scoped(s, move || {
+                let run = || -> Result<Option<(u64, crate::Source)>> {
+                    let mut src = open()?;
+                    loop {
+                        let mut b = spare.try_recv().unwrap_or_default();
+                        if !src.next_batch(&mut b, ROWS_PER_GROUP)? {
+                            return Ok(Some((src.page_size(), src.source())));
+                        }
+                        if tx.send(b).is_err() {
+                            return Ok(None); // `each` failed: its error is the one
+                        }
+                    }
+                };
+                let r = run();
+                (open, r)
+            })
+            .map_err(|e| Error::Invalid(format!("cannot start the trace reader thread: {e}")))?;
+        let mut done = Ok(());
+        for b in rx.iter() {
+            done = each(&b);
+            if done.is_err() {
+                break;
+            }
+            let _ = back.send(b);
+        }
+        drop(rx);
+        let (open, read) = reader
+            .join()
+            .map_err(|_| Error::Invalid("the trace reader thread panicked".into()))?;
+        done?;
+        match read? {
+            Some((page_size, source)) => Ok((open, page_size, source)),
+            None => Err(Error::Invalid("the trace reader stopped early".into())),
+        }
+    })
 }
 
 /// Reads back `n` ids spilled at reference `start` of `f` into `ids`
