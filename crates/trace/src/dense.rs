@@ -604,8 +604,8 @@ impl Builder {
     /// helper thread only takes a core from the other part, and a part's
     /// table need not double for pages the merge adds (it only looks them
     /// up). On the standard trace both halves have 3.59 M distinct pages,
-    /// past the 3 M at which a table populates the doubling at 4 M: 256
-    /// MiB zeroed for nothing in the first part, 128 in the second.
+    /// past the 3 M at which a table populates the doubling at 4 M: 128
+    /// MiB zeroed in each part for a doubling that never comes.
     pub(crate) fn first_part(refs: usize) -> Self {
         let mut b = Builder::second_part();
         b.ids.reserve_exact(refs);
@@ -654,7 +654,7 @@ impl Builder {
     /// distinct pages in the second half, 1.72 M of them new) inserting
     /// them took 0.11 s on one thread, a doubling of the table included;
     /// looking them up on two, then numbering the new ones in order, takes
-    /// about a third of that.
+    /// 0.047 s.
     pub(crate) fn merge(
         mut self,
         next: Builder,
@@ -855,9 +855,8 @@ mod tests {
         (ids, firsts)
     }
 
-    /// Two builders merged (the two-thread mapping)
-    /// numbers pages as a hash map over the whole input does, wherever the
-    /// input is cut (empty parts, write bits at every offset in a word),
+    /// Two builders merged (the two-thread mapping) number pages as a
+    /// hash map over the whole input does, wherever the input is cut (empty parts, write bits at every offset in a word),
     /// with pages only before the cut, only after, and on both sides.
     #[test]
     fn a_merge_numbers_the_whole_input_in_first_use_order() {

@@ -33,7 +33,6 @@ use parquet::column::reader::ColumnReader;
 use parquet::file::reader::{ChunkReader, FileReader};
 use parquet::file::serialized_reader::SerializedFileReader;
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
@@ -285,11 +284,13 @@ impl DenseStream {
     /// the error. `progress` receives the references the first pass has
     /// counted.
     ///
-    /// Measured (release build, 50 M references of the standard trace,
-    /// 5.3 M distinct, `swaplab sim FILE --policy lru,clock --mem 10%
-    /// --stream`): the oracleGeneral `.bin` streamed in 2.31 s when its
-    /// second pass decoded and numbered it again, and OPT's `.bin` in
-    /// 4.56 s; see docs/scale.md for the spilled second pass.
+    /// The first pass decodes on a thread of its own ([`read_ahead`]).
+    /// Measured (docs/scale.md: release build, 50 M Zipf references over
+    /// 4.4 M distinct pages, `swaplab sim FILE --policy lru,clock --mem
+    /// 10% --stream`): when the second pass decoded and numbered the file
+    /// again, its oracleGeneral `.bin` streamed in 2.38–2.74 s and its
+    /// `.zst` in 4.03–4.11 s; spilled and decoded ahead, 1.81–1.91 s and
+    /// 2.19–2.28 s.
     pub fn from_source<F>(
         path: &Path,
         open: F,
@@ -384,7 +385,7 @@ impl DenseStream {
                 &sizes,
                 meta.distinct_pages,
                 &dir,
-                |g, ids| read_spilled_ids(&id_file, starts[g], sizes[g], ids),
+                |g, ids| read_spilled_ids(&id_file, "ids", starts[g], sizes[g], ids),
             )?)
         } else {
             None
@@ -415,7 +416,7 @@ impl DenseStream {
         let worker = std::thread::Builder::new()
             .name("swaplab-stream".into())
             .spawn(move || {
-                let (mut feed, mut spill) = (feed, spill);
+                let mut feed = feed;
                 let mut source: Option<Box<dyn RefSource>> = None;
                 let mut b = RefBatch::default();
                 let mut start = 0u64;
@@ -449,9 +450,11 @@ impl DenseStream {
                         } => {
                             let n = sizes.get(g).copied().unwrap_or(0);
                             let words = n.div_ceil(64);
-                            let r = read_spilled_ids(ids, at.0, n, &mut c.ids).and_then(|()| {
-                                read_spilled_words(writes, at.1, words, &mut c.writes)
-                            });
+                            let r = read_spilled_ids(ids, "ids", at.0, n, &mut c.ids).and_then(
+                                |()| {
+                                    read_spilled(writes, "write-bits", at.1, words, &mut c.writes, u64::from_le_bytes)
+                                },
+                            );
                             *at = (at.0 + n as u64, at.1 + words as u64);
                             r
                         }
@@ -510,9 +513,8 @@ impl DenseStream {
                         }
                     }
                     if r.is_ok() {
-                        if let Some(f) = spill.as_mut() {
-                            r = read_u32s(f, n, &mut c.next_use)
-                                .map_err(|e| err(format!("reading the next-use spill: {e}")));
+                        if let Some(f) = &spill {
+                            r = read_spilled_ids(f, "next-use", start, n, &mut c.next_use);
                         }
                     }
                     let failed = r.is_err();
@@ -642,47 +644,31 @@ where
     })
 }
 
-/// Reads back `n` ids spilled at reference `start` of `f` into `ids`
-/// (cleared first).
-fn read_spilled_ids(f: &File, start: u64, n: usize, ids: &mut Vec<u32>) -> Result<()> {
-    let mut bytes = vec![0u8; n * 4];
-    f.read_exact_at(&mut bytes, start * 4)
-        .map_err(|e| Error::Invalid(format!("reading back the ids spill: {e}")))?;
-    ids.clear();
-    ids.extend(
-        bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-    );
-    Ok(())
-}
-
-/// Reads back `n` words of write bits spilled at word `start` of `f`
-/// into `words` (cleared first).
-fn read_spilled_words(f: &File, start: u64, n: usize, words: &mut Vec<u64>) -> Result<()> {
-    let mut bytes = vec![0u8; n * 8];
-    f.read_exact_at(&mut bytes, start * 8)
-        .map_err(|e| Error::Invalid(format!("reading back the write-bits spill: {e}")))?;
-    words.clear();
-    words.extend(
-        bytes
-            .chunks_exact(8)
-            .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
-    );
-    Ok(())
-}
-
-/// Reads `n` little-endian u32s from `f` into `out` (cleared first).
-fn read_u32s(f: &mut File, n: usize, out: &mut Vec<u32>) -> std::io::Result<()> {
-    let mut bytes = vec![0u8; n * 4];
-    f.read_exact(&mut bytes)?;
+/// Reads back `n` little-endian words of `W` bytes spilled at word
+/// `start` of `f` into `out` (cleared first); `what` names the spill.
+fn read_spilled<const W: usize, T>(
+    f: &File,
+    what: &str,
+    start: u64,
+    n: usize,
+    out: &mut Vec<T>,
+    from: impl Fn([u8; W]) -> T,
+) -> Result<()> {
+    let mut bytes = vec![0u8; n * W];
+    f.read_exact_at(&mut bytes, start * W as u64)
+        .map_err(|e| Error::Invalid(format!("reading back the {what} spill: {e}")))?;
     out.clear();
     out.extend(
         bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            .chunks_exact(W)
+            .map(|b| from(b.try_into().expect("W bytes"))),
     );
     Ok(())
+}
+
+/// Reads back `n` ids (or next uses) spilled at reference `start`.
+fn read_spilled_ids(f: &File, what: &str, start: u64, n: usize, ids: &mut Vec<u32>) -> Result<()> {
+    read_spilled(f, what, start, n, ids, u32::from_le_bytes)
 }
 
 /// An unlinked file for a spill in `dir` (`what`: its name, and what the
@@ -721,7 +707,7 @@ fn spill_full(what: &str, dir: &Path, refs: u64, e: std::io::Error) -> Error {
 }
 
 /// The backward pass: every reference's next use, written to an unlinked
-/// file in `dir` at its position (4 bytes each) and rewound for reading.
+/// file in `dir` at its position (4 bytes each).
 /// `decode(g, ids)` gives chunk `g`'s ids (`sizes[g]` of them); chunks
 /// are asked for last to first. Memory: one `u32` per distinct page plus
 /// one chunk.
@@ -731,8 +717,7 @@ fn spill_next_use(
     dir: &Path,
     mut decode: impl FnMut(usize, &mut Vec<u32>) -> Result<()>,
 ) -> Result<File> {
-    use std::io::Seek;
-    let mut f = spill_file(dir, "next-use")?;
+    let f = spill_file(dir, "next-use")?;
     let mut last = vec![NEVER; distinct as usize];
     let mut starts = Vec::with_capacity(sizes.len());
     let mut s = 0u64;
@@ -754,8 +739,6 @@ fn spill_next_use(
         f.write_all_at(&bytes, starts[g] * 4)
             .map_err(|e| spill_full("next-use", dir, s, e))?;
     }
-    f.rewind()
-        .map_err(|e| Error::Invalid(format!("rewinding OPT's next-use spill: {e}")))?;
     Ok(f)
 }
 
