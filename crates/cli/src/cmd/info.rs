@@ -13,9 +13,13 @@ pub struct InfoArgs {
     /// Stream the trace from disk row group by row group instead of loading it:
     /// memory for the distinct pages only. Same numbers. Another format
     /// (oracleGeneral, txt) is read once, its pages numbered and their ids
-    /// spilled beside the trace (4 bytes a reference, unlinked at once).
+    /// spilled (4 bytes a reference, in --spill-dir, unlinked at once).
     #[arg(long)]
     stream: bool,
+    /// With --stream: the directory of the ids spill of another format
+    /// (default: the trace's directory; without room it reads the file twice).
+    #[arg(long, value_name = "DIR", requires = "stream")]
+    spill_dir: Option<PathBuf>,
     #[command(flatten)]
     out: crate::OutFlags,
 }
@@ -58,7 +62,7 @@ struct Counted {
 
 fn counted(a: &InfoArgs) -> Result<Counted> {
     if a.stream {
-        let (mut st, meta) = crate::cmd::sim::open_stream(&a.trace, &[], None)?;
+        let (mut st, meta) = crate::cmd::sim::open_stream(&a.trace, &[], a.spill_dir.clone())?;
         let pb = out::progress(meta.count, "distances");
         let r = swaplab_sim::stream::mrc_pass(&mut st, &[], &[], &[], 0, &|n| pb.inc(n));
         pb.finish_and_clear();

@@ -303,12 +303,15 @@ fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
         s[0]["minor_faults"].as_u64().unwrap() + s[0]["major_faults"].as_u64().unwrap(),
         71_311
     );
-    // The peer's file streamed as it is (two passes, no import): the
-    // peer's LRU misses, the same counts as `info`, the in-memory mrc, and
-    // OPT's misses as loaded whole (above: 71,311).
+    // The peer's file streamed as it is (no import; its ids spilled in
+    // a directory of the test's, not beside the shared file): the peer's
+    // LRU misses, the same counts as `info`, the in-memory mrc, and OPT's
+    // misses as loaded whole (above: 71,311).
     let b = bin.to_str().unwrap();
-    assert_eq!(lru_misses(b, &["--stream"]), ["94816", "79438"]);
-    let v = json(&ok(&["info", b, "--stream", "--json"]));
+    let spill = d.path().to_str().unwrap();
+    let stream: &[&str] = &["--stream", "--spill-dir", spill];
+    assert_eq!(lru_misses(b, stream), ["94816", "79438"]);
+    let v = json(&ok(&[&["info", b, "--json"][..], stream].concat()));
     assert_eq!(
         (v["references"].as_u64(), v["distinct_pages"].as_u64()),
         (Some(113_872), Some(48_974))
@@ -320,7 +323,7 @@ fn peer_numbers_through_the_cli_csv_import_and_export_roundtrip() {
         ]
         .concat())
     };
-    assert_eq!(mrc(&["--stream"]), mrc(&[]));
+    assert_eq!(mrc(stream), mrc(&[]));
     let s = json(&ok(&[
         "sim",
         b,
