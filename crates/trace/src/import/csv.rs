@@ -387,6 +387,18 @@ impl<R: BufRead> CsvReader<R> {
     /// (where a field may hold a newline) is read by the csv crate from the
     /// first chunk that has one on, on this thread.
     fn load_dense_par(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
+        let (size, page_size, source) = (self.size, self.opts.page_size, self.source());
+        par::load(size, page_size, source, |a, b| self.run_par(a, b, progress))
+    }
+
+    /// Runs [`par::run`] over the input into `first` (and `second`, from
+    /// its offset on).
+    fn run_par<S: par::Sink>(
+        &mut self,
+        first: S,
+        second: Option<(u64, S)>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(S, Option<S>)> {
         self.done = true;
         let mut inner = self.input.take().expect("not read yet");
         let (name, rows, delim) = (self.name.clone(), self.rows.clone(), self.opts.delimiter);
@@ -396,7 +408,7 @@ impl<R: BufRead> CsvReader<R> {
         }
         let plain = !matches!(delim, b'"' | b'\n' | b'\r');
         let parse = |bytes: &[u8]| parse_chunk(bytes, &rows, delim, fields.get().copied());
-        par::load(
+        par::run(
             parse,
             |feed| {
                 let rest = if plain {
@@ -453,9 +465,8 @@ impl<R: BufRead> CsvReader<R> {
                 }
             },
             self.header_lines + 1,
-            self.opts.page_size,
-            self.source(),
-            self.size,
+            first,
+            second,
         )
     }
 }
@@ -701,6 +712,19 @@ impl<R: BufRead> RefSource for CsvReader<R> {
             return None;
         }
         Some(self.load_dense_par(progress))
+    }
+
+    /// Parsed on every core, before any batch was read; not when the
+    /// batches carry times (a time column), which this does not give.
+    fn feed_all(
+        &mut self,
+        sink: &mut crate::RefSink<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<()>> {
+        if self.done || self.input.is_none() || self.opts.time_column.is_some() {
+            return None;
+        }
+        Some(self.run_par(sink, None, progress).map(|_| ()))
     }
 
     fn source(&self) -> Source {

@@ -286,7 +286,7 @@ impl<R: Read> RefSource for OracleGeneralReader<R> {
     /// one reused buffer and mapped in place, with no batch of times and
     /// write flags in between (the format has no writes; times are not
     /// simulated). A plain file, with more than one CPU, is read and mapped
-    /// in two halves at once ([`Self::load_split`]).
+    /// in two halves at once (`load_split`).
     fn load_dense(&mut self, progress: &mut dyn FnMut(u64)) -> Option<Result<DenseTrace>> {
         if self.offset != 0 || self.done {
             return None;

@@ -8,7 +8,10 @@
 //! numbers are counted per chunk, so an error names its line in the whole
 //! file: the first error in input order is the one reported, as reading
 //! line by line would. With three CPUs or more, a plain file's two halves
-//! are mapped on two threads and merged ([`load`]).
+//! are mapped on two threads and merged ([`load`]). The same pipeline
+//! gives the parsed references in order to any [`Sink`]: a streamed
+//! trace's first pass and `swaplab import`'s writer
+//! ([`RefSource::feed_all`](crate::RefSource::feed_all)).
 use crate::dense::{split_mapping, Builder};
 use crate::{DenseTrace, Error, Result, Source};
 use std::collections::BTreeMap;
@@ -128,10 +131,9 @@ impl Feed {
     }
 }
 
-/// Runs the pipeline: `feed` (on this thread) reads the input and sends
-/// chunks, `parse` (on one worker per core) parses one chunk of whole
-/// lines; `first_line` is the input line number of the first chunk's first
-/// line; `size`, the input's size in bytes when known.
+/// Loads the input to the dense form: `run` is the reader's call of
+/// [`run`] with the builders it is given (the second with the offset its
+/// part starts at); `size`, the input's size in bytes when known.
 ///
 /// With three CPUs or more and a known size, the ids are mapped on two
 /// threads ([`split_mapping`]): chunks starting in the first half of the
@@ -149,20 +151,78 @@ impl Feed {
 /// (`examples/loadformats.rs`, medians of three). With more cores the
 /// parsing has cores of its own and the one mapping thread is the bound,
 /// as for oracleGeneral; that was not measured here.
-pub(crate) fn load<P, F>(
+pub(crate) fn load(
+    size: Option<u64>,
+    page_size: u64,
+    source: Source,
+    run: impl FnOnce(Builder, Option<(u64, Builder)>) -> Result<(Builder, Option<Builder>)>,
+) -> Result<DenseTrace> {
+    let split = size
+        .filter(|_| split_mapping(3))
+        .map(|s| (s / 2, Builder::second_part()));
+    let first = if split.is_some() {
+        Builder::first_part(0)
+    } else {
+        Builder::default()
+    };
+    match run(first, split)? {
+        (a, Some(b)) => a.merge(b, page_size, source),
+        (a, None) => Ok(a.finish(page_size, source)),
+    }
+}
+
+/// What takes the parsed references in input order, on the mapping
+/// thread: a [`Builder`] (the dense form), or any function of a batch of
+/// page numbers and their write flags (empty when all are reads), such as
+/// a streamed trace's first pass or a native writer
+/// ([`RefSource::feed_all`](crate::RefSource::feed_all)).
+pub(crate) trait Sink: Send {
+    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()>;
+    /// Fails if the references of `next`, the sink of the part after this
+    /// one's, would not fit with this one's (for a split load).
+    fn room_for(&self, next: &Self) -> Result<()> {
+        let _ = next;
+        Ok(())
+    }
+}
+
+impl Sink for Builder {
+    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()> {
+        self.push_batch(keys, writes)
+    }
+    fn room_for(&self, next: &Self) -> Result<()> {
+        self.check_room(next.len())
+    }
+}
+
+impl Sink for &mut crate::RefSink<'_> {
+    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()> {
+        self(keys, writes)
+    }
+}
+
+/// Runs the pipeline: `feed` (on this thread) reads the input and sends
+/// chunks, `parse` (on one worker per core) parses one chunk of whole
+/// lines, and one more thread gives the parsed references, in input
+/// order, to `first`; when `second` gives an offset and a sink, the
+/// chunks from that offset on go to the second sink on a thread of its
+/// own ([`load`]). `first_line` is the input line number of the first
+/// chunk's first line. Gives back the sinks, or the first error in input
+/// order.
+pub(crate) fn run<P, F, S>(
     parse: P,
     feed: F,
     first_line: u64,
-    page_size: u64,
-    source: Source,
-    size: Option<u64>,
-) -> Result<DenseTrace>
+    first: S,
+    second: Option<(u64, S)>,
+) -> Result<(S, Option<S>)>
 where
     P: Fn(&[u8]) -> Parsed + Sync,
     F: FnOnce(&mut Feed) -> Result<()>,
+    S: Sink,
 {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let split_at = size.filter(|_| split_mapping(3)).map(|s| s / 2);
+    let split_at = second.as_ref().map(|s| s.0);
     let (work_tx, work_rx) = sync_channel::<(usize, u64, Vec<u8>)>(workers * 2);
     // Room for all the first part's chunks (each at least CHUNK bytes).
     let room = split_at.map_or(0, |s| (s / CHUNK as u64) as usize) + workers * 2;
@@ -189,15 +249,10 @@ where
         }
         drop(work_rx);
         let counter = Arc::clone(&mapped);
-        let first = if split_at.is_some() {
-            Builder::first_part(0)
-        } else {
-            Builder::default()
-        };
         let mapper = scope.spawn(move || map_in_order(first, a_rx, first_line, &counter));
-        let second = split_at.map(|_| {
+        let second = second.map(|(_, b)| {
             let counter = Arc::clone(&mapped);
-            scope.spawn(move || map_in_order(Builder::second_part(), b_rx, 0, &counter))
+            scope.spawn(move || map_in_order(b, b_rx, 0, &counter))
         });
         let mut f = Feed {
             work: work_tx,
@@ -220,25 +275,25 @@ where
         match second.map(|h| h.join().map_err(panicked)).transpose()? {
             Some(b) => {
                 // The one-thread mapping would have stopped there.
-                a.b.check_room(b.b.len())?;
+                a.b.room_for(&b.b)?;
                 if let Some(stop) = b.stop {
                     return Err(stop.at(a.line));
                 }
                 fed?;
-                a.b.merge(b.b, page_size, source)
+                Ok((a.b, Some(b.b)))
             }
             None => {
                 fed?;
-                Ok(a.b.finish(page_size, source))
+                Ok((a.b, None))
             }
         }
     })
 }
 
-/// One part of the input mapped in order: its builder, the line after its
+/// One part of the input mapped in order: its sink, the line after its
 /// last, and where it stopped, if it did.
-struct Part {
-    b: Builder,
+struct Part<S> {
+    b: S,
     line: u64,
     stop: Option<Stop>,
 }
@@ -265,12 +320,12 @@ impl Stop {
 
 /// A mapping thread: one part's parsed chunks, in input order, into a
 /// builder of its own.
-fn map_in_order(
-    mut b: Builder,
+fn map_in_order<S: Sink>(
+    mut b: S,
     rx: Receiver<(u64, Parsed)>,
     first_line: u64,
     mapped: &AtomicU64,
-) -> Part {
+) -> Part<S> {
     let mut waiting: BTreeMap<u64, Parsed> = BTreeMap::new();
     let mut next = 0u64;
     let mut line = first_line;
@@ -278,7 +333,7 @@ fn map_in_order(
         waiting.insert(seq, p);
         while let Some(p) = waiting.remove(&next) {
             next += 1;
-            if let Err(e) = b.push_batch(&p.keys, &p.writes) {
+            if let Err(e) = b.push(&p.keys, &p.writes) {
                 let stop = Some(Stop::Other(e));
                 return Part { b, line, stop };
             }

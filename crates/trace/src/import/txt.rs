@@ -202,13 +202,23 @@ impl<R: BufRead> TxtReader<R> {
     /// The parallel loader (see [`par`]): chunks of lines parsed on every
     /// core, ids mapped on one more thread.
     fn load_dense_par(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
+        let (size, page_size, source) = (self.size, self.opts.page_size, self.source());
+        par::load(size, page_size, source, |a, b| self.run_par(a, b, progress))
+    }
+
+    /// Runs [`par::run`] over the rest of the input into `first` (and
+    /// `second`, from its offset on).
+    fn run_par<S: par::Sink>(
+        &mut self,
+        first: S,
+        second: Option<(u64, S)>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Result<(S, Option<S>)> {
         self.done = true;
         let name = self.name.clone();
-        let first = self.lines.line + 1;
-        let source = self.source();
-        let page_size = self.opts.page_size;
+        let first_line = self.lines.line + 1;
         let inner = self.lines.inner_mut();
-        par::load(
+        par::run(
             parse_chunk,
             |feed| {
                 par::chunk_lines(
@@ -225,10 +235,9 @@ impl<R: BufRead> TxtReader<R> {
                 )?;
                 Ok(())
             },
+            first_line,
             first,
-            page_size,
-            source,
-            self.size,
+            second,
         )
     }
 }
@@ -274,6 +283,18 @@ impl<R: BufRead> RefSource for TxtReader<R> {
             return None;
         }
         Some(self.load_dense_par(progress))
+    }
+
+    /// Parsed on every core, before any batch was read.
+    fn feed_all(
+        &mut self,
+        sink: &mut crate::RefSink<'_>,
+        progress: &mut dyn FnMut(u64),
+    ) -> Option<Result<()>> {
+        if self.done || self.lines.line != 0 {
+            return None;
+        }
+        Some(self.run_par(sink, None, progress).map(|_| ()))
     }
 
     fn source(&self) -> Source {
