@@ -40,6 +40,30 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
         }
         Err(_) => assert!(!batches, "the loader rejected what the batches accepted"),
     }
+    // `feed_all` (csv and txt: the same parser, its batches handed over
+    // in order, as `import` and a streamed trace take them) gives the
+    // batches' references, or an error too.
+    let Ok(mut third) = from_reader(data, "fuzz", format, opts) else {
+        panic!("opened once, not three times");
+    };
+    let (mut fed_pages, mut fed_writes) = (Vec::new(), Vec::new());
+    let fed = third.feed_all(
+        &mut |p: &[u64], w: &[bool]| {
+            fed_pages.extend_from_slice(p);
+            fed_writes.extend_from_slice(w);
+            fed_writes.resize(fed_pages.len(), false);
+            Ok(())
+        },
+        &mut |_| {},
+    );
+    match fed {
+        Some(Ok(())) => {
+            assert!(batches, "feed_all accepted what the batches rejected");
+            assert_eq!((fed_pages, fed_writes), (pages, writes));
+        }
+        Some(Err(_)) => assert!(!batches, "feed_all rejected what the batches accepted"),
+        None => {}
+    }
 }
 
 /// Batch size from the first input byte, so small batches are explored too.

@@ -311,16 +311,57 @@ fn by_loader(format: Format, opts: &ImportOptions, data: &[u8]) -> Result<DenseT
     DenseTrace::load(src.as_mut()).map_err(|e| e.to_string())
 }
 
-/// Both ways give the same trace, or the same error. For CSV the line of
-/// an error may differ where empty rows come before it: the csv crate
-/// numbers a row from where the previous one ended, the parallel loader
-/// from where it starts; there only the rest of the message must agree.
+/// The same input through `feed_all` (csv and txt: the loader's parallel
+/// parser handing over its batches in order, as `import` and a streamed
+/// trace's first pass take them), or None where a source has no such path.
+fn by_feed(
+    format: Format,
+    opts: &ImportOptions,
+    data: &[u8],
+) -> Option<Result<DenseTrace, String>> {
+    let mut src = match import::from_reader(data, "fuzz", format, opts) {
+        Ok(s) => s,
+        Err(e) => return Some(Err(e.to_string())),
+    };
+    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let fed = src.feed_all(
+        &mut |p: &[u64], w: &[bool]| {
+            pages.extend_from_slice(p);
+            writes.extend_from_slice(w);
+            writes.resize(pages.len(), false);
+            Ok(())
+        },
+        &mut |_| {},
+    )?;
+    Some(fed.map_err(|e| e.to_string()).and_then(|()| {
+        DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
+            .map_err(|e| e.to_string())
+    }))
+}
+
+/// Every way gives the same trace, or the same error: the batches, the
+/// dense loader and, where there is one, `feed_all`.
 fn same_both_ways(format: Format, opts: &ImportOptions, data: &[u8]) -> bool {
-    let (a, b) = (
-        by_batches(format, opts, data),
-        by_loader(format, opts, data),
-    );
-    match (&a, &b) {
+    let a = by_batches(format, opts, data);
+    let loaded = agree(format, data, &a, &by_loader(format, opts, data));
+    if let Some(fed) = by_feed(format, opts, data) {
+        assert_eq!(agree(format, data, &a, &fed), loaded);
+    }
+    loaded
+}
+
+/// Two ways gave the same trace (true), or the same error (false). For
+/// CSV the line of an error may differ where empty rows come before it:
+/// the csv crate numbers a row from where the previous one ended, the
+/// parallel loader from where it starts; there only the rest of the
+/// message must agree.
+fn agree(
+    format: Format,
+    data: &[u8],
+    a: &Result<DenseTrace, String>,
+    b: &Result<DenseTrace, String>,
+) -> bool {
+    match (a, b) {
         (Ok(a), Ok(b)) => {
             assert_eq!(
                 a.ids,
