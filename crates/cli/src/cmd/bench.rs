@@ -937,6 +937,13 @@ fn run_sim(
         result.load_rounds,
         lt.render()
     );
+    if result.loads.iter().any(|l| l.vs_native < 1.0) {
+        println!(
+            "below 1: every reference of another format is looked up in a page map (the native file holds dense ids), \
+             and a .zst decompresses on one thread; on two cores that bounds them (docs/decisions.md). \
+             `swaplab import` once, then the native file loads at its own rate"
+        );
+    }
     if let Some(p) = &result.peer {
         let mut pt = Rows::new(&[
             "policy",
