@@ -705,16 +705,17 @@ fn real_programs_run_checked_under_a_limit() {
         return;
     }
     let list = programs.join(",");
-    let rep = json(&lab.expect(
-        0,
-        &[
+    // One sweep of `programs` at `limits`: it exits 0, or 1 when a run
+    // failed (the cell says how).
+    let sweep = |programs: &str, limits: &str| {
+        let args = [
             "sweep",
             "--programs",
-            &list,
+            programs,
             "--size",
             "8M",
             "--limits",
-            "100%,60%",
+            limits,
             "--repeat",
             "1",
             "--swap",
@@ -723,11 +724,38 @@ fn real_programs_run_checked_under_a_limit() {
             "--flush-stats",
             "1ms",
             "--json",
-        ],
-    ));
-    let cells = rep["cells"].as_array().unwrap();
+        ];
+        let o = lab.run(&args);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            matches!(o.status.code(), Some(0 | 1)),
+            "swaplab {args:?}: {out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        json(&out)
+    };
+    let rep = sweep(&list, "100%,60%");
+    let mut cells = rep["cells"].as_array().unwrap().clone();
     assert_eq!(cells.len(), 2 * programs.len(), "{rep}");
-    for c in cells {
+    // An OOM kill in so small a group, with swap to spare, can be the
+    // kernel's even with the statistics flushed (docs/decisions.md,
+    // "Spurious OOM kills from stale memory-cgroup statistics"): a suite
+    // run on a loaded host once saw xz killed at 60 % (7.8 MB), which
+    // passed in every run before and after. Such a cell runs once more,
+    // alone, and must pass then; a program that cannot run at that limit
+    // fails both times.
+    for c in cells.iter_mut() {
+        if c["ok"] == 0 && c["oom"] == 1 {
+            let (p, limit) = (
+                c["variant"].as_str().unwrap(),
+                c["limit_label"].as_str().unwrap(),
+            );
+            eprintln!("{p} at {limit} was OOM-killed: running it again");
+            let again = sweep(p, limit);
+            *c = again["cells"][0].clone();
+        }
+    }
+    for c in &cells {
         let p = c["variant"].as_str().unwrap();
         assert!(programs.contains(&p), "{p}");
         assert_eq!(c["ok"], 1, "{c}");

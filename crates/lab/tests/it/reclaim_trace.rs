@@ -73,15 +73,24 @@ fn the_reclaim_of_a_process_tree_adds_up_to_the_kernels_counters() {
         "traced {written} written, pswpout {swapouts}"
     );
     assert!(written > 0.0, "a sweep larger than memory writes");
-    // cgroup v1's reclaim waits on a folio under writeback and activates
-    // none; v2's activates it (and counts it).
+    // cgroup v1's reclaim waits on a folio under writeback; v2's
+    // activates it (and counts it). v1 too activates and counts one it
+    // meets not yet marked for reclaim, or in an allocation that may not
+    // start I/O (`shrink_folio_list`'s case 2): rare, and a suite run on
+    // a loaded host once counted 1 page of the thousands written. So at
+    // most 1 % of the pages written (or 8), where v2 counts every such
+    // folio it meets.
     let v1 = swaplab_host::cgroup::CgroupMounts::detect()
         .unwrap()
         .memory_fs()
         .map(|f| f.version)
         == Some(swaplab_host::cgroup::CgroupVersion::V1);
     if v1 {
-        assert_eq!(m(MetricName::ReclaimUnderWritebackPages), 0.0);
+        let under = m(MetricName::ReclaimUnderWritebackPages);
+        assert!(
+            under <= (written / 100.0).max(8.0),
+            "{under} pages met under writeback, {written} written"
+        );
     }
     drop(lab);
     assert_restored(&before, &test_name!());
