@@ -327,10 +327,14 @@ fn basic(test: &str, kind: FaultSourceKind) {
 }
 
 fn major(test: &str, kind: FaultSourceKind) {
+    let dir = common::state_dir();
+    // Under the system lock, as `basic` does: taken before it, the
+    // snapshot once held the instance of a tracefs test of this binary
+    // that then finished while this one waited for the lock (a suite run:
+    // "swaplab-PID-0" before, gone after).
+    let base = common::Baseline::take();
     let inst_before = instances();
     let swaps_before = swaps();
-    let dir = common::state_dir();
-    let base = common::Baseline::take();
     let mut session = Session::begin_with(SessionOptions {
         state_dir: Some(dir.path().to_path_buf()),
         ..Default::default()
