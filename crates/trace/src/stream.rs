@@ -312,6 +312,7 @@ impl DenseStream {
             map: IdMap::default(),
             pages: Vec::new(),
             ids: Vec::new(),
+            buf: Vec::new(),
             spill,
             sizes: Vec::new(),
             count: 0,
@@ -579,6 +580,8 @@ struct FirstPass {
     pages: Vec<u64>,
     /// One batch's ids, reused.
     ids: Vec<u32>,
+    /// One batch's spilled bytes, reused.
+    buf: Vec<u8>,
     /// The ids and write-bits spills, while they can be written.
     spill: Option<(File, File)>,
     /// Each batch's references.
@@ -607,18 +610,22 @@ impl FirstPass {
             )));
         }
         if let Some((id_file, write_file)) = &self.spill {
-            let bytes: Vec<u8> = self.ids.iter().flat_map(|id| id.to_le_bytes()).collect();
-            let mut words = vec![0u64; n.div_ceil(64)];
-            for (word, chunk) in words.iter_mut().zip(writes.chunks(64)) {
-                for (i, &w) in chunk.iter().enumerate() {
-                    *word |= u64::from(w) << i;
+            let buf = &mut self.buf;
+            buf.clear();
+            buf.extend(self.ids.iter().flat_map(|id| id.to_le_bytes()));
+            let mut wrote = id_file.write_all_at(buf, self.count * 4);
+            let words = n.div_ceil(64);
+            if wrote.is_ok() {
+                buf.clear();
+                for k in 0..words {
+                    let chunk = writes.get(k * 64..writes.len().min(k * 64 + 64));
+                    let word = chunk.unwrap_or(&[]).iter().enumerate();
+                    let word = word.fold(0u64, |acc, (i, &w)| acc | u64::from(w) << i);
+                    buf.extend(word.to_le_bytes());
                 }
+                wrote = write_file.write_all_at(buf, self.words_out * 8);
             }
-            let packed: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-            let wrote = id_file
-                .write_all_at(&bytes, self.count * 4)
-                .and_then(|()| write_file.write_all_at(&packed, self.words_out * 8));
-            self.words_out += words.len() as u64;
+            self.words_out += words as u64;
             if let Err(e) = wrote {
                 if self.next_use {
                     return Err(spill_full("ids", &self.dir, self.count, e));
