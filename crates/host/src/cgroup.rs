@@ -671,6 +671,35 @@ impl Cgroup {
         Ok(s)
     }
 
+    /// Bytes of the group's memory under writeback now, its swap-outs
+    /// included: memory.stat `total_writeback` (v1, the whole subtree) or
+    /// `file_writeback` (v2, hierarchical; despite its name it is the
+    /// group's `NR_WRITEBACK`, which counts anonymous folios being written
+    /// to swap too). `None` when the kernel gives neither.
+    pub fn writeback_bytes(&self) -> Result<Option<u64>> {
+        let stat = parse_keyed(&util::read_string(&self.file("memory.stat"))?);
+        let key = match self.version {
+            CgroupVersion::V1 => "total_writeback",
+            CgroupVersion::V2 => "file_writeback",
+        };
+        Ok(stat.get(key).copied())
+    }
+
+    /// Waits, for at most `limit`, until none of the group's memory is under
+    /// writeback. The kernel counts a page in `pswpout` when its write is
+    /// submitted, and a device counts it in /proc/diskstats when the write
+    /// completes: a group's swap-outs are all on their devices once this
+    /// returns `Ok(0)`. Returns the bytes still under writeback (0 also when
+    /// the kernel does not say).
+    pub fn wait_writeback(&self, limit: Duration) -> Result<u64> {
+        let mut left = 0;
+        let done = util::poll(limit, Duration::from_millis(2), || {
+            left = self.writeback_bytes()?.unwrap_or(0);
+            Ok((left == 0).then_some(()))
+        })?;
+        Ok(if done.is_some() { 0 } else { left })
+    }
+
     /// The group's memory PSI (`memory.pressure`), `None` when the file is
     /// absent (v1 groups, kernels without PSI).
     pub fn pressure(&self) -> Result<Option<Pressure>> {

@@ -44,6 +44,8 @@ pub const SAMPLE_HZ: u32 = 20;
 /// At most this many samples are kept (about 14 hours at 20 Hz).
 pub const MAX_SAMPLES: usize = 1_000_000;
 const KILL_WAIT: Duration = Duration::from_secs(10);
+/// How long a run's end waits for its group's swap writes to complete.
+const WRITEBACK_WAIT: Duration = Duration::from_secs(2);
 
 /// What happens to the command's stdout and stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -733,6 +735,20 @@ impl Lab {
         };
         let (status, ru) = waited?;
         let wall = end.saturating_duration_since(t0);
+        // The kernel counted the group's last swap-outs in pswpout when it
+        // submitted their writes; the devices count them when they are
+        // written. The areas' last sample waits for those writes.
+        match group.memory.wait_writeback(WRITEBACK_WAIT) {
+            Ok(0) => {}
+            Ok(left) => rec.notes.push(format!(
+                "{left} B of the group's memory was still being written back {} s after \
+                 the command ended: the swap areas' write counts miss it",
+                WRITEBACK_WAIT.as_secs()
+            )),
+            Err(e) => rec
+                .notes
+                .push(format!("waiting for the group's writeback: {e}")),
+        }
         if samples.len() < MAX_SAMPLES {
             samples.push(sampler.sample());
             areas.sample();

@@ -525,6 +525,10 @@ fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     let evil_arg = "<script>alert(1)</script>";
     let prog = lab.path(name).display().to_string();
     lab.expect(0, &["run", "--report", &run_html, "--", &prog, evil_arg]);
+    // The Linux config the report must show, read while this test still
+    // holds the system lock (other tests set vm.swappiness under it).
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
     lab.done_with_system();
 
     // The sweep figure's data: medians of the catalog's runs, cell by cell.
@@ -574,8 +578,6 @@ fn reports_of_a_sweep_a_trace_and_a_run_open_in_a_browser() {
     }
     assert_eq!(checked, 4, "2 variants × 2 limits");
     // The Linux config is this machine's.
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
-    let swappiness = std::fs::read_to_string("/proc/sys/vm/swappiness").unwrap();
     assert!(page.contains(&format!(
         "<th>kernel release</th><td><code>{}</code>",
         release.trim()

@@ -19,6 +19,9 @@ fn status(r: &DoctorReport, name: &str) -> Status {
 
 #[test]
 fn report_matches_the_machine() {
+    // Other tests of this binary set vm.swappiness and add swap areas
+    // under the system lock: the probe and the reads below hold it too.
+    let _system = crate::common::system_lock();
     let r = Doctor::probe();
     eprintln!("{r}");
     let mut names: Vec<&str> = r.probes.iter().map(|p| p.name.as_str()).collect();

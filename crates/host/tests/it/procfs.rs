@@ -153,6 +153,9 @@ fn rusage_of_a_child() {
 
 #[test]
 fn environment_snapshot() {
+    // Other tests of this binary set vm.swappiness under the system lock:
+    // the capture and the reads below hold it too.
+    let _system = common::system_lock();
     let env = Environment::capture().unwrap();
     // SAFETY: uname writes into our zeroed struct.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };

@@ -114,7 +114,10 @@ fn a_swap_file_run_records_its_area() {
     let written_pages = per_device.values().sum::<u64>() as f64 / 8.0;
     assert!(
         written_pages >= swapped_out * 0.98,
-        "the areas' devices wrote {written_pages} pages, the kernel swapped out {swapped_out}"
+        "the areas' devices wrote {written_pages} pages, the kernel swapped out {swapped_out}; \
+         areas {:#?}, notes {:?}",
+        r.swap_areas,
+        r.notes
     );
 
     // The catalog gives the same areas back.
