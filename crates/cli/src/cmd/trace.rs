@@ -581,33 +581,47 @@ pub fn advise(a: AdviseArgs) -> Result<()> {
             "\nverified (sweep s{}, {} runs per variant, base against hinted, interleaved):",
             v.sweep_id, a.repeat
         );
-        let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |x| format!("{x:.d$}"));
-        let mut t = Rows::new(&[
-            "variant",
-            "hints",
-            "base s",
-            "hinted s",
-            "ratio",
-            "p",
-            "majflt base",
-            "majflt hinted",
-            "verdict",
-        ]);
-        t.left = true;
-        for row in &v.rows {
-            t.push(vec![
-                row.variant.clone(),
-                row.what.clone(),
-                f(row.base_s, 2),
-                f(row.hinted_s, 2),
-                f(row.ratio, 3),
-                f(row.p, 3),
-                f(row.majflt.0, 0),
-                f(row.majflt.1, 0),
-                row.reason.clone(),
+        let table = |rows: &[swaplab_study::verify::VerifyRow]| {
+            let f = |x: Option<f64>, d: usize| x.map_or("-".to_string(), |x| format!("{x:.d$}"));
+            let mut t = Rows::new(&[
+                "variant",
+                "hints",
+                "base s",
+                "hinted s",
+                "ratio",
+                "p",
+                "majflt base",
+                "majflt hinted",
+                "verdict",
             ]);
+            t.left = true;
+            for row in rows {
+                t.push(vec![
+                    row.variant.clone(),
+                    row.what.clone(),
+                    f(row.base_s, 2),
+                    f(row.hinted_s, 2),
+                    f(row.ratio, 3),
+                    f(row.p, 3),
+                    f(row.majflt.0, 0),
+                    f(row.majflt.1, 0),
+                    row.reason.clone(),
+                ]);
+            }
+            print!("{}", t.render());
+        };
+        table(&v.rows);
+        if let Some(c) = &v.confirm {
+            println!(
+                "\nthe items that paid alone, together (sweep s{}, against base and the fastest \
+                 above):",
+                c.sweep_id
+            );
+            table(&c.rows);
         }
-        print!("{}", t.render());
+        if let Some((sweep, r)) = &v.kept_by {
+            println!("\nkept: {} ({}, sweep s{sweep})", r.what, r.variant);
+        }
         if v.kept.is_empty() && !v.kept_prefetch {
             println!("\nno hint pays: the hint file written keeps none (run without hints)");
         }

@@ -10,13 +10,18 @@
 //! Each hinted variant is compared with `base` by [`crate::compare`]'s
 //! two-sided Mann–Whitney test on wall time: it **pays** when every run of
 //! it completed, its median wall time is below base's and p < 0.05.
-//! The kept items are those that pay on their own (or, with one item or
-//! when none pays alone, the whole file when `all` pays); everything else
-//! is dropped, with the reason. At `--repeat` 3 or fewer no difference can
-//! reach p < 0.05 (the exact test's smallest p for 3 against 3 is 0.1), so
-//! nothing is kept: the default is 5.
+//!
+//! What is kept was always measured as a whole and paid ([`choose`]): of
+//! the variants that pay, the one with the lowest median wall time. When
+//! several items pay alone and no variant held just them, a second
+//! interleaved sweep measures them together (`together`) against `base`
+//! and that best variant again; together is kept when it pays there and
+//! is faster than the best, else the best is ([`together_wins`]). Every
+//! other item is dropped, with the reason. At `--repeat` 3 or fewer no
+//! difference can reach p < 0.05 (the exact test's smallest p for 3
+//! against 3 is 0.1), so nothing is kept: the default is 5.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use swaplab_analysis::hints::HintFile;
@@ -38,6 +43,9 @@ pub struct VerifyRow {
     pub variant: String,
     /// What it holds (the hint's action and site), for people.
     pub what: String,
+    /// The file's items it ran with: hint indexes (0-based, file order),
+    /// and the number of hints for the prefetcher.
+    pub items: Vec<usize>,
     /// Median wall time of base, seconds.
     pub base_s: Option<f64>,
     /// Median wall time with the hints, seconds.
@@ -61,10 +69,26 @@ pub struct VerifyReport {
     pub sweep_id: i64,
     /// One row per hinted variant.
     pub rows: Vec<VerifyRow>,
+    /// The second sweep, when the items that paid alone were measured
+    /// together: its rows are the best variant of the first, then
+    /// `together`.
+    pub confirm: Option<Round>,
     /// Indexes (0-based, file order) of the hints kept.
     pub kept: Vec<usize>,
     /// The file's `prefetch` is kept.
     pub kept_prefetch: bool,
+    /// The measurement of what is kept (a row of either sweep), with its
+    /// sweep; `None` when nothing is.
+    pub kept_by: Option<(i64, VerifyRow)>,
+}
+
+/// One sweep of the verification and its judged rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    /// The sweep (`swaplab show sN`).
+    pub sweep_id: i64,
+    /// One row per hinted variant.
+    pub rows: Vec<VerifyRow>,
 }
 
 /// Whether hinted runs pay against base runs: (pays, reason). Inputs are
@@ -113,72 +137,56 @@ pub fn rerun_options(traced: &RunRecord) -> RunOptions {
     o
 }
 
-/// Runs the verification sweep for `file` (written per variant under
-/// `work_dir`) and judges each hinted variant.
-pub fn verify(
+/// A variant to run: its name, what it holds in words, and its items.
+struct Planned {
+    name: String,
+    what: String,
+    items: Vec<usize>,
+}
+
+/// The hint file of some of `file`'s items (hint indexes, and
+/// `file.hints.len()` for the prefetcher).
+fn of_items(file: &HintFile, items: &[usize]) -> HintFile {
+    let n = file.hints.len();
+    HintFile {
+        hints: items
+            .iter()
+            .filter(|&&i| i < n)
+            .map(|&i| file.hints[i].clone())
+            .collect(),
+        prefetch: file.prefetch.clone().filter(|_| items.contains(&n)),
+        ..file.clone()
+    }
+}
+
+/// Runs `base` and the `planned` variants as one interleaved sweep (their
+/// hint files written under `work_dir`) and judges each against base.
+fn round(
     lab: &Lab,
     traced: &RunRecord,
     file: &HintFile,
+    planned: &[Planned],
     work_dir: &Path,
     repeat: u32,
     progress: &mut ProgressFn<'_>,
-) -> Result<VerifyReport> {
-    if file.hints.is_empty() && file.prefetch.is_none() {
-        return Err(Error::Invalid(
-            "the hint file has no hints and no prefetch: there is nothing to verify".into(),
-        ));
-    }
-    if repeat < 2 {
-        return Err(Error::Invalid(
-            "--repeat must be at least 2 for a significance test (5 is the default)".into(),
-        ));
-    }
-    std::fs::create_dir_all(work_dir).map_err(|e| Error::io("creating", work_dir, e))?;
-    let write = |name: &str, f: &HintFile| -> Result<PathBuf> {
-        let p = work_dir.join(format!("{name}.toml"));
-        std::fs::write(&p, f.to_toml()).map_err(|e| Error::io("writing", &p, e))?;
-        Ok(p)
-    };
-    let hinted = |name: &str, path: PathBuf| Variant {
-        name: name.into(),
-        options: RunOptions {
-            hints: Some(path),
-            ..Default::default()
-        },
+) -> Result<Round> {
+    let mut variants = vec![Variant {
+        name: "base".into(),
+        options: RunOptions::default(),
         command: None,
-    };
-    let mut variants = vec![
-        Variant {
-            name: "base".into(),
-            options: RunOptions::default(),
-            command: None,
-        },
-        hinted("all", write("all", file)?),
-    ];
-    let items = file.hints.len() + usize::from(file.prefetch.is_some());
-    let mut what = vec![match &file.prefetch {
-        Some(p) => format!("all {} hints + prefetch {p}", file.hints.len()),
-        None => format!("all {} hints", file.hints.len()),
     }];
-    if items > 1 {
-        for (i, h) in file.hints.iter().enumerate() {
-            let one = HintFile {
-                hints: vec![h.clone()],
-                prefetch: None,
-                ..file.clone()
-            };
-            let name = format!("hint{}", i + 1);
-            variants.push(hinted(&name, write(&name, &one)?));
-            what.push(format!("{} at {}", h.action.name(), h.location));
-        }
-        if let Some(p) = &file.prefetch {
-            let only = HintFile {
-                hints: Vec::new(),
-                ..file.clone()
-            };
-            variants.push(hinted("prefetch", write("prefetch", &only)?));
-            what.push(format!("prefetch {p} alone"));
-        }
+    for v in planned {
+        let path = work_dir.join(format!("{}.toml", v.name));
+        std::fs::write(&path, of_items(file, &v.items).to_toml())
+            .map_err(|e| Error::io("writing", &path, e))?;
+        variants.push(Variant {
+            name: v.name.clone(),
+            options: RunOptions {
+                hints: Some(path),
+                ..Default::default()
+            },
+            command: None,
+        });
     }
     let limit = match traced.limit_bytes {
         Some(b) => LimitSpec::Bytes(b),
@@ -216,7 +224,7 @@ pub fn verify(
     };
     let base_wall = wall(&base);
     let mut rows = Vec::new();
-    for (k, v) in req.variants.iter().skip(1).enumerate() {
+    for v in planned {
         let h = of(&v.name);
         let c = compare_sweeps(
             Target::Sweep(report.sweep_id),
@@ -234,7 +242,8 @@ pub fn verify(
         let med = swaplab_analysis::stats::median_of;
         rows.push(VerifyRow {
             variant: v.name.clone(),
-            what: what[k].clone(),
+            what: v.what.clone(),
+            items: v.items.clone(),
             base_s: med(&base_wall),
             hinted_s: med(&hw),
             ratio: row(MetricName::WallNs).and_then(|r| r.ratio),
@@ -244,33 +253,161 @@ pub fn verify(
             reason,
         });
     }
-    let (kept, kept_prefetch) = kept_items(&rows, file.hints.len(), file.prefetch.is_some());
-    Ok(VerifyReport {
+    Ok(Round {
         sweep_id: report.sweep_id,
         rows,
-        kept,
-        kept_prefetch,
     })
 }
 
-/// Which items survive, from the verification rows (`all`, then with
-/// several items one row per hint in file order, then `prefetch`): those
-/// that pay alone; when none does, all of them if `all` pays.
-pub fn kept_items(rows: &[VerifyRow], hints: usize, prefetch: bool) -> (Vec<usize>, bool) {
-    let singles = &rows[1.min(rows.len())..];
-    let mut kept: Vec<usize> = singles
+/// Runs the verification sweep for `file` (written per variant under
+/// `work_dir`), judges each hinted variant, and when the items that paid
+/// alone were never measured together, a second sweep for them.
+pub fn verify(
+    lab: &Lab,
+    traced: &RunRecord,
+    file: &HintFile,
+    work_dir: &Path,
+    repeat: u32,
+    progress: &mut ProgressFn<'_>,
+) -> Result<VerifyReport> {
+    if file.hints.is_empty() && file.prefetch.is_none() {
+        return Err(Error::Invalid(
+            "the hint file has no hints and no prefetch: there is nothing to verify".into(),
+        ));
+    }
+    if repeat < 2 {
+        return Err(Error::Invalid(
+            "--repeat must be at least 2 for a significance test (5 is the default)".into(),
+        ));
+    }
+    std::fs::create_dir_all(work_dir).map_err(|e| Error::io("creating", work_dir, e))?;
+    let n = file.hints.len();
+    let items = n + usize::from(file.prefetch.is_some());
+    let mut planned = vec![Planned {
+        name: "all".into(),
+        what: match &file.prefetch {
+            Some(p) => format!("all {n} hints + prefetch {p}"),
+            None => format!("all {n} hints"),
+        },
+        items: (0..items).collect(),
+    }];
+    if items > 1 {
+        for (i, h) in file.hints.iter().enumerate() {
+            planned.push(Planned {
+                name: format!("hint{}", i + 1),
+                what: format!("{} at {}", h.action.name(), h.location),
+                items: vec![i],
+            });
+        }
+        if let Some(p) = &file.prefetch {
+            planned.push(Planned {
+                name: "prefetch".into(),
+                what: format!("prefetch {p} alone"),
+                items: vec![n],
+            });
+        }
+    }
+    let first = round(lab, traced, file, &planned, work_dir, repeat, progress)?;
+    let (kept_by, confirm) = match choose(&first.rows) {
+        Choice::Nothing => (None, None),
+        Choice::Measured(k) => (Some((first.sweep_id, first.rows[k].clone())), None),
+        Choice::Confirm { together, best } => {
+            let b = &first.rows[best];
+            let names: Vec<String> = first
+                .rows
+                .iter()
+                .skip(1)
+                .filter(|r| r.pays)
+                .map(|r| r.variant.clone())
+                .collect();
+            let second = [
+                Planned {
+                    name: b.variant.clone(),
+                    what: format!("{} (again)", b.what),
+                    items: b.items.clone(),
+                },
+                Planned {
+                    name: "together".into(),
+                    what: format!("{} together", names.join(" + ")),
+                    items: together,
+                },
+            ];
+            let r = round(lab, traced, file, &second, work_dir, repeat, progress)?;
+            let kept = if together_wins(&r.rows[0], &r.rows[1]) {
+                (r.sweep_id, r.rows[1].clone())
+            } else {
+                (first.sweep_id, b.clone())
+            };
+            (Some(kept), Some(r))
+        }
+    };
+    let kept_items = kept_by.as_ref().map_or(&[][..], |(_, r)| &r.items[..]);
+    Ok(VerifyReport {
+        sweep_id: first.sweep_id,
+        kept: kept_items.iter().copied().filter(|&i| i < n).collect(),
+        kept_prefetch: file.prefetch.is_some() && kept_items.contains(&n),
+        rows: first.rows,
+        confirm,
+        kept_by,
+    })
+}
+
+/// What the first sweep's rows (`all` first) decide.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Choice {
+    /// No variant pays: nothing is kept.
+    Nothing,
+    /// Row K pays and is the fastest that does, and the items that paid
+    /// alone are no set left unmeasured: it is kept.
+    Measured(usize),
+    /// Several items paid alone and no variant held just them: a second
+    /// sweep measures them `together` against row `best` (the fastest that
+    /// paid).
+    Confirm {
+        /// The items that paid alone.
+        together: Vec<usize>,
+        /// The row of the fastest variant that paid.
+        best: usize,
+    },
+}
+
+/// The choice from the first sweep's rows: the paying variant with the
+/// lowest median wall time (the first of equals, so `all` before a single
+/// item), unless the items that paid alone were never run together.
+pub fn choose(rows: &[VerifyRow]) -> Choice {
+    let median = |r: &VerifyRow| r.hinted_s.unwrap_or(f64::INFINITY);
+    let best = rows
         .iter()
-        .take(hints)
         .enumerate()
         .filter(|(_, r)| r.pays)
-        .map(|(i, _)| i)
+        .min_by(|(_, a), (_, b)| median(a).total_cmp(&median(b)))
+        .map(|(k, _)| k);
+    let Some(best) = best else {
+        return Choice::Nothing;
+    };
+    let mut together: Vec<usize> = rows
+        .iter()
+        .skip(1)
+        .filter(|r| r.pays)
+        .flat_map(|r| r.items.iter().copied())
         .collect();
-    let mut kept_prefetch = prefetch && singles.get(hints).is_some_and(|r| r.pays);
-    if kept.is_empty() && !kept_prefetch && rows.first().is_some_and(|r| r.pays) {
-        kept = (0..hints).collect();
-        kept_prefetch = prefetch;
+    together.sort_unstable();
+    together.dedup();
+    if together.len() > 1 && !rows.iter().any(|r| r.items == together) {
+        Choice::Confirm { together, best }
+    } else {
+        Choice::Measured(best)
     }
-    (kept, kept_prefetch)
+}
+
+/// Whether the items together are kept over the first sweep's best, from
+/// the second sweep: together pays there, and is faster than the best or
+/// the best did not pay again.
+pub fn together_wins(best_again: &VerifyRow, together: &VerifyRow) -> bool {
+    together.pays
+        && (!best_again.pays
+            || together.hinted_s.unwrap_or(f64::INFINITY)
+                < best_again.hinted_s.unwrap_or(f64::INFINITY))
 }
 
 /// What a row measured, in words: its verdict, the median wall times and
@@ -288,13 +425,13 @@ pub fn measured(row: &VerifyRow, sweep_id: i64) -> String {
 }
 
 /// The hint file after verification: the kept hints, each with what was
-/// `measured` (its own row, or the whole file's when it was kept with
-/// all), the prefetcher when kept, and as comments what was measured for
-/// the prefetcher and every item dropped, with the reason.
+/// `measured` for the set kept (its own row when it was kept alone), the
+/// prefetcher when kept, and as comments what was measured for the
+/// prefetcher, every item dropped (with the reason) and the second sweep.
 pub fn kept_file(file: &HintFile, v: &VerifyReport) -> HintFile {
     let n = file.hints.len();
     let items = n + usize::from(file.prefetch.is_some());
-    // the row of hint i (or of the prefetcher, i = n)
+    // the row of hint i (or of the prefetcher, i = n) alone
     let row_of = |i: usize| -> Option<&VerifyRow> {
         if items > 1 {
             v.rows.get(i + 1)
@@ -302,29 +439,35 @@ pub fn kept_file(file: &HintFile, v: &VerifyReport) -> HintFile {
             v.rows.first()
         }
     };
-    let alone = |i: usize| row_of(i).is_some_and(|r| r.pays);
-    let all = v.rows.first();
+    let basis = v.kept_by.as_ref().map(|(sweep, r)| {
+        let m = measured(r, *sweep);
+        match (r.items.len(), r.variant.as_str()) {
+            (1, _) => m,
+            (_, "all") => format!("with all the file's hints: {m}"),
+            _ => format!("with the items kept, together: {m}"),
+        }
+    });
     let mut out = HintFile {
         hints: Vec::new(),
         prefetch: file.prefetch.clone().filter(|_| v.kept_prefetch),
         ..file.clone()
     };
+    let dropped = |r: &VerifyRow| {
+        if r.pays {
+            "dropped by verification (it pays alone, but a faster set of items was kept)"
+        } else {
+            "dropped by verification"
+        }
+    };
     for (i, h) in file.hints.iter().enumerate() {
-        let row = if alone(i) { row_of(i) } else { all };
         if v.kept.contains(&i) {
             let mut h = h.clone();
-            h.measured = row.map(|r| {
-                let m = measured(r, v.sweep_id);
-                if alone(i) {
-                    m
-                } else {
-                    format!("with all the file's hints: {m}")
-                }
-            });
+            h.measured = basis.clone();
             out.hints.push(h);
         } else if let Some(r) = row_of(i) {
             out.comments.push(format!(
-                "dropped by verification: {} at {}: {}",
+                "{}: {} at {}: {}",
+                dropped(r),
                 h.action.name(),
                 h.location,
                 measured(r, v.sweep_id)
@@ -344,10 +487,19 @@ pub fn kept_file(file: &HintFile, v: &VerifyReport) -> HintFile {
         let what = if v.kept_prefetch {
             "measured"
         } else {
-            "dropped by verification"
+            dropped(r)
         };
         out.comments
             .push(format!("{what}: prefetch {p}: {}", measured(r, v.sweep_id)));
+    }
+    if let Some(c) = &v.confirm {
+        for r in &c.rows {
+            out.comments.push(format!(
+                "measured again: {}: {}",
+                r.what,
+                measured(r, c.sweep_id)
+            ));
+        }
     }
     out
 }
@@ -368,12 +520,13 @@ mod tests {
         assert!(why.starts_with("kept: -19.6 %"), "{why}");
     }
 
-    fn row(variant: &str, pays: bool) -> VerifyRow {
+    fn row(variant: &str, items: &[usize], pays: bool, median: f64) -> VerifyRow {
         VerifyRow {
             variant: variant.into(),
             what: String::new(),
-            base_s: None,
-            hinted_s: None,
+            items: items.to_vec(),
+            base_s: Some(10.0),
+            hinted_s: Some(median),
             ratio: None,
             p: None,
             majflt: (None, None),
@@ -383,39 +536,71 @@ mod tests {
     }
 
     #[test]
-    fn items_that_pay_alone_are_kept_else_all_when_all_pays() {
+    fn the_fastest_set_measured_whole_is_kept_and_an_unmeasured_union_is_measured() {
+        use Choice::*;
         // one item: the `all` row decides
-        assert_eq!(kept_items(&[row("all", true)], 0, true), (vec![], true));
-        assert_eq!(kept_items(&[row("all", false)], 0, true), (vec![], false));
-        assert_eq!(kept_items(&[row("all", true)], 1, false), (vec![0], false));
-        // hints and the prefetcher: each judged alone
+        assert_eq!(choose(&[row("all", &[0], true, 9.0)]), Measured(0));
+        assert_eq!(choose(&[row("all", &[0], false, 9.0)]), Nothing);
+        // two hints and the prefetcher (item 2); the second hint and the
+        // prefetcher pay alone, and no variant held just those two
         let rows = [
-            row("all", true),
-            row("hint1", false),
-            row("hint2", true),
-            row("prefetch", true),
+            row("all", &[0, 1, 2], true, 8.0),
+            row("hint1", &[0], false, 10.5),
+            row("hint2", &[1], true, 9.0),
+            row("prefetch", &[2], true, 8.5),
         ];
-        assert_eq!(kept_items(&rows, 2, true), (vec![1], true));
+        assert_eq!(
+            choose(&rows),
+            Confirm {
+                together: vec![1, 2],
+                best: 0
+            }
+        );
+        // one item pays alone, the whole file is faster: the whole file
+        // (traverse's willneed and mlock: both together beat willneed)
         let rows = [
-            row("all", true),
-            row("hint1", false),
-            row("hint2", false),
-            row("prefetch", true),
+            row("all", &[0, 1], true, 7.0),
+            row("hint1", &[0], true, 9.0),
+            row("hint2", &[1], false, 9.9),
         ];
-        assert_eq!(kept_items(&rows, 2, true), (vec![], true));
-        // nothing pays alone, the whole file does
+        assert_eq!(choose(&rows), Measured(0));
+        // ... and the single item when it is the faster
         let rows = [
-            row("all", true),
-            row("hint1", false),
-            row("prefetch", false),
+            row("all", &[0, 1], true, 9.5),
+            row("hint1", &[0], true, 9.0),
+            row("hint2", &[1], false, 9.9),
         ];
-        assert_eq!(kept_items(&rows, 1, true), (vec![0], true));
+        assert_eq!(choose(&rows), Measured(1));
+        // both hints pay alone and `all` is both: measured, though it did
+        // not pay; the faster single is kept
         let rows = [
-            row("all", false),
-            row("hint1", false),
-            row("prefetch", false),
+            row("all", &[0, 1], false, 9.7),
+            row("hint1", &[0], true, 9.0),
+            row("hint2", &[1], true, 8.5),
         ];
-        assert_eq!(kept_items(&rows, 1, true), (vec![], false));
+        assert_eq!(choose(&rows), Measured(2));
+        // equal medians: the first (the whole file)
+        let rows = [
+            row("all", &[0, 1], true, 9.0),
+            row("hint1", &[0], true, 9.0),
+        ];
+        assert_eq!(choose(&rows), Measured(0));
+        // nothing pays
+        let rows = [
+            row("all", &[0, 1], false, 9.0),
+            row("hint1", &[0], false, 9.0),
+            row("hint2", &[1], false, 11.0),
+        ];
+        assert_eq!(choose(&rows), Nothing);
+        // the second sweep: together when it pays and is faster, or when
+        // the best did not pay again
+        let best = |pays, m| row("all", &[0, 1, 2], pays, m);
+        let together = |pays, m| row("together", &[1, 2], pays, m);
+        assert!(together_wins(&best(true, 8.0), &together(true, 7.5)));
+        assert!(!together_wins(&best(true, 7.5), &together(true, 8.0)));
+        assert!(!together_wins(&best(true, 8.0), &together(true, 8.0)));
+        assert!(together_wins(&best(false, 7.5), &together(true, 8.0)));
+        assert!(!together_wins(&best(false, 9.0), &together(false, 7.0)));
     }
 
     #[test]
@@ -427,18 +612,20 @@ mod tests {
         let mut file = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
         file.comments.push("kept hints together: 100 -> 10".into());
         let mut rows = vec![
-            row("all", true),
-            row("hint1", true),
-            row("hint2", false),
-            row("prefetch", false),
+            row("all", &[0, 1, 2], true, 1.9),
+            row("hint1", &[0], true, 1.6),
+            row("hint2", &[1], false, 2.1),
+            row("prefetch", &[2], false, 2.0),
         ];
         rows[1].reason = "kept: -20.0 % wall time, p = 0.008".into();
         rows[1].base_s = Some(2.0);
-        rows[1].hinted_s = Some(1.6);
         rows[2].reason = "dropped: +1.0 % wall time (not faster)".into();
+        assert_eq!(choose(&rows), Choice::Measured(1));
         let v = VerifyReport {
             sweep_id: 7,
+            kept_by: Some((7, rows[1].clone())),
             rows,
+            confirm: None,
             kept: vec![0],
             kept_prefetch: false,
         };
@@ -461,6 +648,91 @@ mod tests {
         assert!(k.comments[2].starts_with("dropped by verification: prefetch leap: "));
         let back = swaplab_analysis::hints::parse(&k.to_toml(), "k.toml").unwrap();
         assert_eq!(back, k);
+    }
+
+    #[test]
+    fn items_kept_together_carry_the_second_sweeps_measurement() {
+        let text = "version = 1\nmlock_budget = 8192\nprefetch = \"leap\"\n\
+            [[hint]]\nsite = [\"w!f+0x1\"]\naction = \"mlock\"\nbytes = 4096\n\
+            [[hint]]\nsite = [\"w!g+0x1\"]\naction = \"willneed\"\nwindow = 4096\n";
+        let file = swaplab_analysis::hints::parse(text, "h.toml").unwrap();
+        let mut rows = vec![
+            row("all", &[0, 1, 2], true, 8.0),
+            row("hint1", &[0], false, 10.5),
+            row("hint2", &[1], true, 9.0),
+            row("prefetch", &[2], true, 8.5),
+        ];
+        rows[2].reason = "kept: -10.0 % wall time, p = 0.008".into();
+        let Choice::Confirm { together, best } = choose(&rows) else {
+            panic!("{:?}", choose(&rows))
+        };
+        let mut again = rows[best].clone();
+        again.what = "all 2 hints + prefetch leap (again)".into();
+        again.hinted_s = Some(8.2);
+        let mut both = row("together", &together, true, 7.4);
+        both.what = "hint2 + prefetch together".into();
+        both.reason = "kept: -26.0 % wall time, p = 0.008".into();
+        assert!(together_wins(&again, &both));
+        let v = VerifyReport {
+            sweep_id: 7,
+            kept_by: Some((8, both.clone())),
+            rows,
+            confirm: Some(Round {
+                sweep_id: 8,
+                rows: vec![again, both],
+            }),
+            kept: vec![1],
+            kept_prefetch: true,
+        };
+        let k = kept_file(&file, &v);
+        assert_eq!(k.hints.len(), 1);
+        assert_eq!(k.prefetch.as_deref(), Some("leap"));
+        assert_eq!(
+            k.hints[0].measured.as_deref(),
+            Some(
+                "with the items kept, together: kept: -26.0 % wall time, p = 0.008; \
+                 wall 10.00 s -> 7.40 s, major faults - -> - (medians, base -> hinted, sweep s8)"
+            )
+        );
+        assert!(
+            k.comments[0].starts_with("dropped by verification: mlock at : "),
+            "{:?}",
+            k.comments
+        );
+        assert!(k.comments[1].starts_with("measured: prefetch leap: "));
+        assert!(k.comments[2].starts_with("measured again: all 2 hints + prefetch leap (again): "));
+        assert!(
+            k.comments[3].starts_with("measured again: hint2 + prefetch together: kept: -26.0 %")
+        );
+        // the first sweep's best kept instead: hint2 alone paid but is not
+        // in it, and says why
+        let v = VerifyReport {
+            kept_by: Some((7, v.rows[0].clone())),
+            kept: vec![0, 1],
+            ..v
+        };
+        let k = kept_file(&file, &v);
+        assert_eq!(k.hints.len(), 2);
+        assert!(k.hints[0]
+            .measured
+            .as_deref()
+            .unwrap()
+            .starts_with("with all the file's hints: "));
+        let v = VerifyReport {
+            kept_by: Some((7, v.rows[3].clone())),
+            kept: vec![],
+            ..v
+        };
+        let k = kept_file(&file, &v);
+        assert!(k.hints.is_empty());
+        assert!(
+            k.comments[1].starts_with(
+                "dropped by verification (it pays alone, but a faster set of items was kept): \
+                 willneed at : kept: -10.0 %"
+            ),
+            "{:?}",
+            k.comments
+        );
     }
 
     #[test]
