@@ -927,7 +927,8 @@ impl Lab {
                 if b.inactive_calls == 0 && vm.pgscan > 0 {
                     rec.notes.push(format!(
                         "the reclaim trace saw no shrink_inactive_list call while the machine scanned {} pages: \
-                         the multi-generational LRU reclaims without those events (or another process did the reclaiming)",
+                         the multi-generational LRU reclaims without those events before Linux 6.7 (or another \
+                         process did the reclaiming)",
                         vm.pgscan
                     ));
                 }

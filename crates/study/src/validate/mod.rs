@@ -744,8 +744,8 @@ fn measured_reclaim(cell: &[&RunRecord]) -> MeasuredReclaim {
     let median =
         |m: MetricName| crate::bench::touch::median(cell.iter().filter_map(|r| r.get(m)).collect());
     // A run's trace counts its reclaim when it saw calls, or when the
-    // machine scanned nothing either: MGLRU reclaims without the classic
-    // lists' events, and then /proc/vmstat's counters are the ones.
+    // machine scanned nothing either: MGLRU before Linux 6.7 reclaims
+    // without the classic lists' events, and then /proc/vmstat's counters are the ones.
     let traced = !cell.is_empty()
         && cell.iter().all(|r| {
             r.get(MetricName::ReclaimCalls).is_some_and(|c| c > 0.0)
@@ -1143,8 +1143,9 @@ pub fn run(
         timeout: o.timeout,
         flush_stats: o.flush_stats,
         // The runs' own reclaim, per scan outcome, where tracefs allows:
-        // the counters set beside the model's (MeasuredReclaim). MGLRU
-        // reclaims without the classic lists' events, so not under it.
+        // the counters set beside the model's (MeasuredReclaim). Not under
+        // MGLRU: before Linux 6.7 it reclaims without these events, and
+        // from 6.7 its event counts a retried batch's scan twice.
         reclaim_trace: swaplab_host::reclaim_trace::available()
             && !swaplab_lab::record::Mglru::read().is_some_and(|m| m.enabled()),
         ..Default::default()
