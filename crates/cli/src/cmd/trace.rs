@@ -421,9 +421,11 @@ pub struct AdviseArgs {
     #[arg(long)]
     pub json: bool,
     /// Run the traced command again under the traced run's limit and swap,
-    /// base against hinted (interleaved), and keep only the hints that make
-    /// it significantly faster. The default as root when the trace has its
-    /// run record; needs root, like `swaplab run`.
+    /// base against hinted (interleaved), and keep the fastest set of hints
+    /// that makes it significantly faster, measured as a whole (the hints
+    /// that pay alone are run together in a second sweep). The default as
+    /// root when the trace has its run record; needs root, like `swaplab
+    /// run`.
     #[arg(long, conflicts_with = "no_verify")]
     pub verify: bool,
     /// Do not verify (the default when not root): the file keeps the hints
