@@ -10,7 +10,7 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
     };
     let mut b = RefBatch::default();
     let max = max.max(1);
-    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let (mut pages, mut writes, mut times) = (Vec::new(), Vec::new(), Vec::new());
     let batches = loop {
         match src.next_batch(&mut b, max) {
             Ok(true) => {
@@ -18,6 +18,7 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
                 b.check().expect("batch invariant");
                 pages.extend_from_slice(&b.page);
                 writes.extend_from_slice(&b.write);
+                times.extend_from_slice(&b.time_ns);
             }
             Ok(false) => break true,
             Err(_) => break false,
@@ -42,16 +43,17 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
     }
     // `feed_all` (csv and txt: the same parser, its batches handed over
     // in order, as `import` and a streamed trace take them) gives the
-    // batches' references, or an error too.
+    // batches' references and times, or an error too.
     let Ok(mut third) = from_reader(data, "fuzz", format, opts) else {
         panic!("opened once, not three times");
     };
-    let (mut fed_pages, mut fed_writes) = (Vec::new(), Vec::new());
+    let (mut fed_pages, mut fed_writes, mut fed_times) = (Vec::new(), Vec::new(), Vec::new());
     let fed = third.feed_all(
-        &mut |p: &[u64], w: &[bool]| {
+        &mut |p: &[u64], w: &[bool], t: &[u64]| {
             fed_pages.extend_from_slice(p);
             fed_writes.extend_from_slice(w);
             fed_writes.resize(fed_pages.len(), false);
+            fed_times.extend_from_slice(t);
             Ok(())
         },
         &mut |_| {},
@@ -59,7 +61,7 @@ pub fn drain(format: Format, opts: &ImportOptions, data: &[u8], max: usize) {
     match fed {
         Some(Ok(())) => {
             assert!(batches, "feed_all accepted what the batches rejected");
-            assert_eq!((fed_pages, fed_writes), (pages, writes));
+            assert_eq!((fed_pages, fed_writes, fed_times), (pages, writes, times));
         }
         Some(Err(_)) => assert!(!batches, "feed_all rejected what the batches accepted"),
         None => {}

@@ -98,8 +98,9 @@ impl RefBatch {
 }
 
 /// What [`RefSource::feed_all`] gives references to: a batch of page
-/// numbers and their write flags (empty when all are reads).
-pub type RefSink<'a> = dyn FnMut(&[u64], &[bool]) -> crate::Result<()> + Send + 'a;
+/// numbers, their write flags (empty when all are reads) and their times
+/// in ns (empty when the source has none).
+pub type RefSink<'a> = dyn FnMut(&[u64], &[bool], &[u64]) -> crate::Result<()> + Send + 'a;
 
 /// Anything that yields references batch by batch (native reader, importers,
 /// generators).
@@ -124,13 +125,12 @@ pub trait RefSource {
         None
     }
     /// Gives every reference to `sink`, in input order, as batches of
-    /// page numbers and write flags (empty when all are reads), if this
-    /// source has a faster way than its batches: csv and txt parse on
-    /// every core. `sink` runs on another thread; an error it returns
-    /// stops the reading and is the one returned. `progress` receives the
-    /// references given so far. Called before any batch is read; `None`
-    /// means "read my batches", as for a source whose batches carry more
-    /// (a csv with a time column).
+    /// page numbers, write flags (empty when all are reads) and times
+    /// (empty when the batches have none), if this source has a faster way
+    /// than its batches: csv and txt parse on every core. `sink` runs on
+    /// another thread; an error it returns stops the reading and is the
+    /// one returned. `progress` receives the references given so far.
+    /// Called before any batch is read; `None` means "read my batches".
     fn feed_all(
         &mut self,
         _sink: &mut RefSink<'_>,

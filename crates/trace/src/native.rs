@@ -470,12 +470,13 @@ pub fn write_source(
     let mut b = RefBatch::default();
     // csv and txt parse on every core ([`RefSource::feed_all`]).
     let mut written = 0;
-    let mut to_writer = |pages: &[u64], writes: &[bool]| {
+    let mut to_writer = |pages: &[u64], writes: &[bool], times: &[u64]| {
         written += pages.len() as u64;
         b.clear();
         b.page.extend_from_slice(pages);
         b.write.extend_from_slice(writes);
         b.write.resize(pages.len(), false);
+        b.time_ns.extend_from_slice(times);
         w.write(&b)
     };
     let mut given = 0;

@@ -673,7 +673,8 @@ where
                 // error is the one, and this side's is dropped.
                 let run = || -> Result<Option<(u64, crate::Source)>> {
                     let mut src = open()?;
-                    let mut hand_over = |pages: &[u64], writes: &[bool]| {
+                    // A simulation needs no times.
+                    let mut hand_over = |pages: &[u64], writes: &[bool], _: &[u64]| {
                         let mut b = RefBatch::default();
                         b.page.extend_from_slice(pages);
                         b.write.extend_from_slice(writes);

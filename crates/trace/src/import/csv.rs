@@ -388,15 +388,19 @@ impl<R: BufRead> CsvReader<R> {
     /// first chunk that has one on, on this thread.
     fn load_dense_par(&mut self, progress: &mut dyn FnMut(u64)) -> Result<DenseTrace> {
         let (size, page_size, source) = (self.size, self.opts.page_size, self.source());
-        par::load(size, page_size, source, |a, b| self.run_par(a, b, progress))
+        par::load(size, page_size, source, |a, b| {
+            self.run_par(a, b, false, progress)
+        })
     }
 
     /// Runs [`par::run`] over the input into `first` (and `second`, from
-    /// its offset on).
+    /// its offset on), with each reference's time when `keep_time` (and the
+    /// csv has a time column).
     fn run_par<S: par::Sink>(
         &mut self,
         first: S,
         second: Option<(u64, S)>,
+        keep_time: bool,
         progress: &mut dyn FnMut(u64),
     ) -> Result<(S, Option<S>)> {
         self.done = true;
@@ -407,7 +411,9 @@ impl<R: BufRead> CsvReader<R> {
             let _ = fields.set(n);
         }
         let plain = !matches!(delim, b'"' | b'\n' | b'\r');
-        let parse = |bytes: &[u8]| parse_chunk(bytes, &rows, delim, fields.get().copied());
+        let keep_time = keep_time && rows.time.is_some();
+        let parse =
+            |bytes: &[u8]| parse_chunk(bytes, &rows, delim, fields.get().copied(), keep_time);
         par::run(
             parse,
             |feed| {
@@ -439,12 +445,22 @@ impl<R: BufRead> CsvReader<R> {
                 let mut n = fields.get().copied();
                 let mut p = Parsed::default();
                 loop {
-                    let row =
-                        Self::next_row(&mut reader, &mut record, &rows, &mut n, false, &name, 0);
+                    let row = Self::next_row(
+                        &mut reader,
+                        &mut record,
+                        &rows,
+                        &mut n,
+                        keep_time,
+                        &name,
+                        0,
+                    );
                     let end = match row {
                         Ok(None) => true,
-                        Ok(Some(Ok((page, write, _)))) => {
-                            p.push(page, write);
+                        Ok(Some(Ok((page, write, time)))) => {
+                            match time.filter(|_| keep_time) {
+                                Some(t) => p.push_timed(page, write, t),
+                                None => p.push(page, write),
+                            }
                             false
                         }
                         Ok(Some(Err(e))) => {
@@ -563,12 +579,20 @@ fn fast_row(b: &[u8], c: &FastCols) -> Option<(u64, bool, usize)> {
 /// Parses a chunk of whole lines without quote characters (the parallel
 /// loader's worker): rows end at `\n` or `\r`, empty rows are skipped, as
 /// the csv crate reads them. `fields`: every row's field count, if known
-/// (else the chunk's first row's). Rows of plain fields take [`fast_row`].
-fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> Parsed {
+/// (else the chunk's first row's). Rows of plain fields take [`fast_row`],
+/// unless each reference's time is to be kept (`keep_time`).
+fn parse_chunk(
+    bytes: &[u8],
+    rows: &Rows,
+    delim: u8,
+    fields: Option<usize>,
+    keep_time: bool,
+) -> Parsed {
     let mut p = Parsed::default();
     p.keys.reserve(bytes.len() / 8);
     let mut want = fields;
-    let mut fast = FastCols::new(rows, delim, want);
+    let fast_cols = |want| FastCols::new(rows, delim, want).filter(|_| !keep_time);
+    let mut fast = fast_cols(want);
     let mut ends: Vec<usize> = Vec::with_capacity(16);
     let (mut at, mut line) = (0, 0u64);
     'lines: while at < bytes.len() {
@@ -597,7 +621,7 @@ fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> P
             match want {
                 None => {
                     want = Some(len);
-                    fast = FastCols::new(rows, delim, want);
+                    fast = fast_cols(want);
                 }
                 Some(w) if w != len => {
                     p.err = Some(LineError {
@@ -616,7 +640,8 @@ fn parse_chunk(bytes: &[u8], rows: &Rows, delim: u8, fields: Option<usize>) -> P
                 let start = if i == 0 { 0 } else { ends[i - 1] + 1 };
                 Some(&row[start..end])
             };
-            match rows.parse(&field, len, false) {
+            match rows.parse(&field, len, keep_time) {
+                Ok((page, write, Some(t))) if keep_time => p.push_timed(page, write, t),
                 Ok((page, write, _)) => p.push(page, write),
                 Err(e) => {
                     p.err = Some(LineError { line, ..e });
@@ -714,17 +739,17 @@ impl<R: BufRead> RefSource for CsvReader<R> {
         Some(self.load_dense_par(progress))
     }
 
-    /// Parsed on every core, before any batch was read; not when the
-    /// batches carry times (a time column), which this does not give.
+    /// Parsed on every core, before any batch was read, with the time
+    /// column's times.
     fn feed_all(
         &mut self,
         sink: &mut crate::RefSink<'_>,
         progress: &mut dyn FnMut(u64),
     ) -> Option<Result<()>> {
-        if self.done || self.input.is_none() || self.opts.time_column.is_some() {
+        if self.done || self.input.is_none() {
             return None;
         }
-        Some(self.run_par(sink, None, progress).map(|_| ()))
+        Some(self.run_par(sink, None, true, progress).map(|_| ()))
     }
 
     fn source(&self) -> Source {

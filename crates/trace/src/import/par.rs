@@ -55,6 +55,10 @@ pub(crate) struct Parsed {
     pub keys: Vec<u64>,
     /// As long as `keys`, or empty when every reference is a read.
     pub writes: Vec<bool>,
+    /// Each reference's time, ns: as long as `keys` when the chunk was
+    /// parsed with its times (a csv's time column, for `import`), else
+    /// empty.
+    pub times: Vec<u64>,
     /// Newlines in the chunk (the line numbers it moves on by).
     pub lines: u64,
     /// The chunk's first error: the references before it are in `keys`.
@@ -72,6 +76,13 @@ impl Parsed {
         if !self.writes.is_empty() || write {
             self.writes.push(write);
         }
+    }
+
+    /// Appends a reference and its time.
+    #[inline]
+    pub fn push_timed(&mut self, page: u64, write: bool, time: u64) {
+        self.push(page, write);
+        self.times.push(time);
     }
 
     /// Makes `writes` as long as `keys` (or empty).
@@ -173,11 +184,11 @@ pub(crate) fn load(
 
 /// What takes the parsed references in input order, on the mapping
 /// thread: a [`Builder`] (the dense form), or any function of a batch of
-/// page numbers and their write flags (empty when all are reads), such as
-/// a streamed trace's first pass or a native writer
-/// ([`RefSource::feed_all`](crate::RefSource::feed_all)).
+/// page numbers, their write flags (empty when all are reads) and their
+/// times (empty unless parsed), such as a streamed trace's first pass or a
+/// native writer ([`RefSource::feed_all`](crate::RefSource::feed_all)).
 pub(crate) trait Sink: Send {
-    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()>;
+    fn push(&mut self, keys: &[u64], writes: &[bool], times: &[u64]) -> Result<()>;
     /// Fails if the references of `next`, the sink of the part after this
     /// one's, would not fit with this one's (for a split load).
     fn room_for(&self, next: &Self) -> Result<()> {
@@ -187,7 +198,8 @@ pub(crate) trait Sink: Send {
 }
 
 impl Sink for Builder {
-    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()> {
+    /// The dense form has no times.
+    fn push(&mut self, keys: &[u64], writes: &[bool], _times: &[u64]) -> Result<()> {
         self.push_batch(keys, writes)
     }
     fn room_for(&self, next: &Self) -> Result<()> {
@@ -196,8 +208,8 @@ impl Sink for Builder {
 }
 
 impl Sink for &mut crate::RefSink<'_> {
-    fn push(&mut self, keys: &[u64], writes: &[bool]) -> Result<()> {
-        self(keys, writes)
+    fn push(&mut self, keys: &[u64], writes: &[bool], times: &[u64]) -> Result<()> {
+        self(keys, writes, times)
     }
 }
 
@@ -333,7 +345,7 @@ fn map_in_order<S: Sink>(
         waiting.insert(seq, p);
         while let Some(p) = waiting.remove(&next) {
             next += 1;
-            if let Err(e) = b.push(&p.keys, &p.writes) {
+            if let Err(e) = b.push(&p.keys, &p.writes, &p.times) {
                 let stop = Some(Stop::Other(e));
                 return Part { b, line, stop };
             }

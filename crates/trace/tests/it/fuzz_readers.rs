@@ -292,17 +292,23 @@ fn valid_seeds_are_accepted() {
 }
 
 /// A whole input read batch by batch (the sequential readers), as a dense
-/// trace, or the error.
-fn by_batches(format: Format, opts: &ImportOptions, data: &[u8]) -> Result<DenseTrace, String> {
+/// trace and the references' times (empty without), or the error.
+fn by_batches(
+    format: Format,
+    opts: &ImportOptions,
+    data: &[u8],
+) -> Result<(DenseTrace, Vec<u64>), String> {
     let mut src = import::from_reader(data, "fuzz", format, opts).map_err(|e| e.to_string())?;
-    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let (mut pages, mut writes, mut times) = (Vec::new(), Vec::new(), Vec::new());
     let mut b = RefBatch::default();
     while src.next_batch(&mut b, 777).map_err(|e| e.to_string())? {
         pages.extend_from_slice(&b.page);
         writes.extend_from_slice(&b.write);
+        times.extend_from_slice(&b.time_ns);
     }
-    DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
-        .map_err(|e| e.to_string())
+    let t = DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
+        .map_err(|e| e.to_string())?;
+    Ok((t, times))
 }
 
 /// The same input through the dense loader (parallel for csv and txt).
@@ -318,33 +324,44 @@ fn by_feed(
     format: Format,
     opts: &ImportOptions,
     data: &[u8],
-) -> Option<Result<DenseTrace, String>> {
+) -> Option<Result<(DenseTrace, Vec<u64>), String>> {
     let mut src = match import::from_reader(data, "fuzz", format, opts) {
         Ok(s) => s,
         Err(e) => return Some(Err(e.to_string())),
     };
-    let (mut pages, mut writes) = (Vec::new(), Vec::new());
+    let (mut pages, mut writes, mut times) = (Vec::new(), Vec::new(), Vec::new());
     let fed = src.feed_all(
-        &mut |p: &[u64], w: &[bool]| {
+        &mut |p: &[u64], w: &[bool], t: &[u64]| {
             pages.extend_from_slice(p);
             writes.extend_from_slice(w);
             writes.resize(pages.len(), false);
+            times.extend_from_slice(t);
             Ok(())
         },
         &mut |_| {},
     )?;
     Some(fed.map_err(|e| e.to_string()).and_then(|()| {
-        DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
-            .map_err(|e| e.to_string())
+        let t = DenseTrace::from_arrays(&pages, Some(&writes), src.page_size(), src.source())
+            .map_err(|e| e.to_string())?;
+        Ok((t, times))
     }))
 }
 
 /// Every way gives the same trace, or the same error: the batches, the
 /// dense loader and, where there is one, `feed_all`.
 fn same_both_ways(format: Format, opts: &ImportOptions, data: &[u8]) -> bool {
-    let a = by_batches(format, opts, data);
+    let batched = by_batches(format, opts, data);
+    let a = batched
+        .as_ref()
+        .map(|(t, _)| t.clone())
+        .map_err(Clone::clone);
     let loaded = agree(format, data, &a, &by_loader(format, opts, data));
     if let Some(fed) = by_feed(format, opts, data) {
+        // and the same times, where the input has them
+        if let (Ok((_, want)), Ok((_, got))) = (&batched, &fed) {
+            assert_eq!(want, got, "{format}: times differ");
+        }
+        let fed = fed.map(|(t, _)| t);
         assert_eq!(agree(format, data, &a, &fed), loaded);
     }
     loaded
@@ -530,6 +547,14 @@ fn dense_loaders_equal_the_batch_readers_over_many_chunks() {
         ..Default::default()
     };
     assert!(same_both_ways(Format::Csv, &o, &semi));
+    // `feed_all` gives the times too (`import` writes them): row i's is
+    // i / 10 + (i % 10) / 10 µs.
+    let (_, times) = by_feed(Format::Csv, &o, &semi).unwrap().unwrap();
+    assert_eq!(times.len(), lines);
+    for (i, &t) in times.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(t, i / 10 * 1000 + i % 10 * 100, "row {i}");
+    }
 }
 
 /// The edges of a file, every format: empty, header only, CRLF, a last
