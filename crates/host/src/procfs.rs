@@ -138,19 +138,32 @@ pub struct VmStatDelta {
 /// idle + iowait + irq + softirq + steal of /proc/stat's `cpu` line), in
 /// ns: the Journey study's denominator of kswapd's CPU share.
 pub fn cpu_total_ns() -> Result<u64> {
+    cpu_times().map(|t| t.total_ns)
+}
+
+/// The machine's CPU time from /proc/stat, ns over all CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuTimes {
+    /// Busy and idle: user, nice, system, idle, iowait, irq, softirq, steal.
+    pub total_ns: u64,
+    /// Busy: user, nice, system, irq and softirq (not idle, iowait, or
+    /// steal, which is the hypervisor's).
+    pub busy_ns: u64,
+}
+
+/// Reads [`CpuTimes`] from /proc/stat.
+pub fn cpu_times() -> Result<CpuTimes> {
     use ::procfs::CurrentSI;
     let s = ::procfs::KernelStats::current().map_err(|e| proc_err("/proc/stat", e))?;
     let t = &s.total;
-    let ticks = t.user
-        + t.nice
-        + t.system
-        + t.idle
-        + t.iowait.unwrap_or(0)
-        + t.irq.unwrap_or(0)
-        + t.softirq.unwrap_or(0)
-        + t.steal.unwrap_or(0);
+    let busy = t.user + t.nice + t.system + t.irq.unwrap_or(0) + t.softirq.unwrap_or(0);
+    let total = busy + t.idle + t.iowait.unwrap_or(0) + t.steal.unwrap_or(0);
     let tps = ::procfs::ticks_per_second().max(1);
-    Ok(ticks.saturating_mul(1_000_000_000) / tps)
+    let ns = |ticks: u64| ticks.saturating_mul(1_000_000_000) / tps;
+    Ok(CpuTimes {
+        total_ns: ns(total),
+        busy_ns: ns(busy),
+    })
 }
 
 /// System-wide memory PSI (/proc/pressure/memory); `None` without PSI.

@@ -70,6 +70,10 @@ macro_rules! metric_names {
     };
 }
 
+/// Above this many CPUs of other work during a run (`others_cpu_share`),
+/// its notes, and the reports of it, say it ran on a loaded machine.
+pub const LOADED_SHARE: f64 = 0.5;
+
 #[rustfmt::skip]
 metric_names! {
     WallNs = "wall_ns", "ns", "wall-clock time from spawning the command to its exit (wait4 returned)";
@@ -163,6 +167,8 @@ metric_names! {
     ReclaimUnderWritebackPages = "reclaim_under_writeback_pages", "pages", "of the activated, met under writeback (nr_writeback + nr_immediate, --reclaim-trace; cgroup v1 reclaim waits instead and counts none)";
     ReclaimWrittenPages = "reclaim_written_pages", "pages", "of the scanned, neither freed, kept nor activated: mostly those pageout() started writing (--reclaim-trace)";
     ReclaimDeactivatedPages = "reclaim_deactivated_pages", "pages", "folios the command's own reclaim moved from the active to the inactive list (nr_deactivated of mm_vmscan_lru_shrink_active, --reclaim-trace)";
+    OthersCpuNs = "others_cpu_ns", "ns", "busy CPU time of the machine during the run (/proc/stat user, nice, system, irq, softirq) less the command's (wait4 rusage), swaplab's own and kswapd's: other processes' and kernel threads' work, the measure of a loaded machine";
+    OthersCpuShare = "others_cpu_share", "ratio", "others_cpu_ns over the time it was counted, from just before the command started to just after it ended (1.0 = one CPU busy with other work all along)";
 }
 
 /// [`RunRecord::idle_mechanisms`]: the prefetcher (leap, stride).
@@ -717,6 +723,8 @@ mod tests {
         "reclaim_under_writeback_pages",
         "reclaim_written_pages",
         "reclaim_deactivated_pages",
+        "others_cpu_ns",
+        "others_cpu_share",
     ];
 
     #[test]
@@ -742,7 +750,7 @@ mod tests {
             text.starts_with("unknown metric \"majflts\": the metrics are wall_ns, user_ns, "),
             "{text}"
         );
-        assert!(text.ends_with("reclaim_deactivated_pages"), "{text}");
+        assert!(text.ends_with("others_cpu_share"), "{text}");
         // Records keep names this build does not know.
         let mut m = Metrics::new();
         m.put(MetricName::Majflt, 3.0, Scope::Process);

@@ -588,7 +588,9 @@ impl Lab {
         let psi0 = read_psi(group, psi_scope);
         let vm0 = VmStat::read()?;
         let ksw0 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
-        let cpu_total0 = hostproc::cpu_total_ns().ok();
+        let machine0 = hostproc::cpu_times().ok();
+        let counted_from = Instant::now();
+        let own0 = swaplab_host::util::process_cpu_ns();
         self.check_signal()?;
         if let Some(ins) = instruments.as_deref_mut() {
             ins.configure(&mut cmd);
@@ -760,7 +762,9 @@ impl Lab {
         let psi1 = read_psi(group, psi_scope);
         let vm = VmStat::read()?.delta_since(&vm0);
         let ksw1 = kswapd.as_ref().and_then(|k| k.cpu_ns().ok());
-        let cpu_total1 = hostproc::cpu_total_ns().ok();
+        let machine1 = hostproc::cpu_times().ok();
+        let counted_ns = counted_from.elapsed().as_nanos() as f64;
+        let own1 = swaplab_host::util::process_cpu_ns();
         let mut left = std::collections::BTreeSet::new();
         for g in group.groups() {
             left.extend(g.pids().unwrap_or_default());
@@ -938,15 +942,39 @@ impl Lab {
                 "the reclaim trace failed, so the run has no reclaim_* metrics: {e}"
             )),
         }
-        if let (Some(a), Some(b)) = (cpu_total0, cpu_total1) {
-            let total = b.saturating_sub(a) as f64;
+        if let (Some(a), Some(b)) = (machine0, machine1) {
+            let total = b.total_ns.saturating_sub(a.total_ns) as f64;
             put(MetricName::CpuTotalNs, total, Scope::System);
-            if let (Some(k0), Some(k1), true) = (ksw0, ksw1, total > 0.0) {
+            let kswapd_ns = match (ksw0, ksw1) {
+                (Some(k0), Some(k1)) => k1.saturating_sub(k0),
+                _ => 0,
+            };
+            if let (Some(_), Some(_), true) = (ksw0, ksw1, total > 0.0) {
                 put(
                     MetricName::KswapdMachineShare,
-                    k1.saturating_sub(k0) as f64 / total,
+                    kswapd_ns as f64 / total,
                     Scope::System,
                 );
+            }
+            // The machine's busy time that was not the run's: a loaded
+            // machine's other work, which makes the run's times noisy.
+            let others = b
+                .busy_ns
+                .saturating_sub(a.busy_ns)
+                .saturating_sub(ru.utime_ns + ru.stime_ns)
+                .saturating_sub(own1.saturating_sub(own0))
+                .saturating_sub(kswapd_ns) as f64;
+            put(MetricName::OthersCpuNs, others, Scope::System);
+            if counted_ns > 0.0 {
+                let share = others / counted_ns;
+                put(MetricName::OthersCpuShare, share, Scope::System);
+                if share > crate::record::LOADED_SHARE {
+                    rec.notes.push(format!(
+                        "other work kept {share:.2} CPUs busy during the run (others_cpu_share: the \
+                         machine's busy time less the command's, swaplab's and kswapd's): its times \
+                         are from a loaded machine"
+                    ));
+                }
             }
         }
         put(MetricName::LeftoverTasks, leftover as f64, Scope::Cgroup);

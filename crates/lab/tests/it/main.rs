@@ -10,6 +10,7 @@ mod common;
 mod fuzz_options;
 mod heap_sample;
 mod kill;
+mod others_cpu;
 mod parquet_pyarrow;
 mod prefetch;
 mod preload;

@@ -13,7 +13,7 @@ use swaplab_report::{ColumnDoc, Section};
 
 use swaplab_lab::catalog::Catalog;
 use swaplab_lab::error::{Error, Result};
-use swaplab_lab::record::{CgroupInfo, RunRecord, Settings};
+use swaplab_lab::record::{CgroupInfo, RunRecord, Settings, LOADED_SHARE};
 
 pub mod run;
 pub mod trace;
@@ -453,6 +453,30 @@ pub fn mglru_note<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Option<S
     ))
 }
 
+/// The report note on runs made while other work kept the machine busy
+/// (`others_cpu_share` above [`LOADED_SHARE`], where each run's own note
+/// says so too): how many, and the most.
+/// `None` when none was (or no run has the metric).
+pub fn loaded_note<'a>(runs: impl IntoIterator<Item = &'a RunRecord>) -> Option<String> {
+    let (mut n, mut loaded, mut most) = (0usize, 0usize, 0.0f64);
+    for r in runs {
+        n += 1;
+        if let Some(s) = r.get(swaplab_lab::record::MetricName::OthersCpuShare) {
+            if s > LOADED_SHARE {
+                loaded += 1;
+                most = most.max(s);
+            }
+        }
+    }
+    (loaded > 0).then(|| {
+        format!(
+            "{loaded} of {n} run(s) ran while other work kept more than {LOADED_SHARE} CPU busy \
+             (others_cpu_share, at most {most:.2}): their times are from a loaded machine and \
+             noisier than the others'"
+        )
+    })
+}
+
 /// The record's run directory files that exist, with what they hold.
 pub(crate) fn existing(files: Vec<(PathBuf, &str)>) -> Vec<swaplab_report::DataFile> {
     files
@@ -518,5 +542,34 @@ mod mglru_tests {
             min_ttl_ms: None,
         };
         assert_eq!(mglru_note([&record(&c, Some(walks_only))]), None);
+    }
+
+    #[test]
+    fn the_report_says_how_many_runs_ran_on_a_loaded_machine() {
+        use swaplab_lab::record::{MetricName, MetricsExt};
+        use swaplab_lab::timeline::Scope;
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(dir.path()).unwrap();
+        let with = |share: Option<f64>| {
+            let mut r = record(&c, None);
+            if let Some(s) = share {
+                r.metrics.put(MetricName::OthersCpuShare, s, Scope::System);
+            }
+            r
+        };
+        let (quiet, edge, busy, busier, older) = (
+            with(Some(0.1)),
+            with(Some(0.5)),
+            with(Some(0.9)),
+            with(Some(1.4)),
+            with(None),
+        );
+        assert_eq!(loaded_note([&quiet, &edge, &older]), None);
+        let n = loaded_note([&quiet, &busy, &edge, &busier, &older]).unwrap();
+        assert!(
+            n.starts_with("2 of 5 run(s) ran while other work kept more than 0.5 CPU busy"),
+            "{n}"
+        );
+        assert!(n.contains("at most 1.40"), "{n}");
     }
 }

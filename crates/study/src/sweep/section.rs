@@ -302,6 +302,7 @@ pub fn sweep_section(rep: &SweepReport, runs: &[RunRecord]) -> Result<Section> {
     }
     let mut notes = rep.notes.clone();
     notes.extend(crate::report::mglru_note(runs));
+    notes.extend(crate::report::loaded_note(runs));
     let failed: usize = rep.cells.iter().map(|c| c.runs.len() - c.ok).sum();
     if failed > 0 {
         notes.push(format!(
