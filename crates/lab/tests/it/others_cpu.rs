@@ -62,7 +62,7 @@ fn other_work_during_a_run_is_counted_and_said() {
     std::thread::sleep(Duration::from_millis(100));
     let (b0, t0) = (burner.cpu_ns(), Instant::now());
     let set = lab
-        .run(&args("sleep 1"), &RunOptions::default(), 1, &mut |_| {})
+        .run(&args("sleep 2"), &RunOptions::default(), 1, &mut |_| {})
         .unwrap();
     let (b1, elapsed) = (burner.cpu_ns(), t0.elapsed());
     drop(burner);
@@ -80,8 +80,11 @@ fn other_work_during_a_run_is_counted_and_said() {
     let cpus = std::thread::available_parallelism().unwrap().get() as f64;
     let outside = elapsed.as_nanos() as f64 - wall;
     let inside = (b1 - b0) as f64 - outside - 2.0 * 10e6 * cpus;
+    // On a loaded machine (a suite beside the guest kernels) the burner
+    // may get well under a CPU; it must have spun for a fifth of the run
+    // for the bound below to mean anything.
     assert!(
-        inside > 0.5 * wall,
+        inside > 0.2 * wall,
         "the burner did not spin through the run: {} ms of {} ms",
         inside / 1e6,
         wall / 1e6
