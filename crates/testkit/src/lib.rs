@@ -497,6 +497,25 @@ fn lock_file(path: &Path) -> SystemLock {
     }
 }
 
+/// A process's CPU time, ns, as the kernel counts it for that process:
+/// /proc/PID/stat utime + stime (fields 14 and 15, in clock ticks). The
+/// tests' independent reading, not the host crate's parser.
+pub fn proc_cpu_ns(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // The fields after the command name (which may hold spaces and ')'):
+    // state is field 3, utime 14.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    (f[0] + f[1]) * 1_000_000_000 / hz
+}
+
 /// Pids of running `swaplab-workload balloon` processes.
 pub fn balloon_pids() -> Vec<u32> {
     std::fs::read_dir("/proc")

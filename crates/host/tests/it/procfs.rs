@@ -89,24 +89,14 @@ fn kswapd_threads_and_cpu() {
         return;
     }
     assert_eq!(k.threads.len(), nodes.max(1), "{k:?}");
-    // SAFETY: sysconf touches no memory of ours.
-    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
     let raw_ns = || -> u64 {
         k.threads
             .iter()
             .map(|t| {
-                let s = fs::read_to_string(format!("/proc/{}/stat", t.pid)).unwrap();
                 assert!(fs::read_to_string(format!("/proc/{}/comm", t.pid))
                     .unwrap()
                     .starts_with("kswapd"));
-                let rest = &s[s.rfind(')').unwrap() + 2..];
-                let f: Vec<u64> = rest
-                    .split_whitespace()
-                    .skip(11)
-                    .take(2)
-                    .map(|x| x.parse().unwrap())
-                    .collect();
-                (f[0] + f[1]) * 1_000_000_000 / tck
+                swaplab_testkit::proc_cpu_ns(t.pid)
             })
             .sum()
     };

@@ -25,21 +25,9 @@ impl Burner {
         )
     }
 
-    /// Its CPU time so far, ns: /proc/PID/stat utime + stime (in clock
-    /// ticks).
+    /// Its CPU time so far, ns, as the kernel counts it.
     fn cpu_ns(&self) -> u64 {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.0.id())).unwrap();
-        // The fields after the command name: state is field 3, utime 14.
-        let rest = &stat[stat.rfind(')').unwrap() + 2..];
-        let f: Vec<u64> = rest
-            .split_whitespace()
-            .skip(11)
-            .take(2)
-            .map(|x| x.parse().unwrap())
-            .collect();
-        // SAFETY: sysconf reads a constant.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-        (f[0] + f[1]) * 1_000_000_000 / hz
+        swaplab_testkit::proc_cpu_ns(self.0.id())
     }
 }
 
