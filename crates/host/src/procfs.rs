@@ -276,6 +276,22 @@ pub struct Rusage {
 /// Waits for `child` with wait4(2) and returns its exit status and resource
 /// usage. The child is reaped: do not call `child.wait()` afterwards.
 pub fn wait_with_rusage(child: &mut Child) -> Result<(ExitStatus, Rusage)> {
+    loop {
+        if let Some(done) = wait4(child, 0)? {
+            return Ok(done);
+        }
+    }
+}
+
+/// [`wait_with_rusage`] without waiting: `None` while `child` runs. Once
+/// it returned the status, do not call `child.wait()` or `try_wait()`.
+pub fn try_wait_with_rusage(child: &mut Child) -> Result<Option<(ExitStatus, Rusage)>> {
+    wait4(child, libc::WNOHANG)
+}
+
+/// One wait4(2) call on `child` with `flags` (retried on EINTR): its status
+/// and resource usage once it has ended.
+fn wait4(child: &mut Child, flags: libc::c_int) -> Result<Option<(ExitStatus, Rusage)>> {
     use std::os::unix::process::ExitStatusExt;
     let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
@@ -283,9 +299,12 @@ pub fn wait_with_rusage(child: &mut Child) -> Result<(ExitStatus, Rusage)> {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     loop {
         // SAFETY: see above.
-        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+        let r = unsafe { libc::wait4(pid, &mut status, flags, &mut ru) };
         if r == pid {
             break;
+        }
+        if r == 0 {
+            return Ok(None);
         }
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EINTR) {
@@ -293,7 +312,7 @@ pub fn wait_with_rusage(child: &mut Child) -> Result<(ExitStatus, Rusage)> {
         }
     }
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    Ok((
+    Ok(Some((
         ExitStatus::from_raw(status),
         Rusage {
             utime_ns: tv(ru.ru_utime),
@@ -304,7 +323,7 @@ pub fn wait_with_rusage(child: &mut Child) -> Result<(ExitStatus, Rusage)> {
             nvcsw: ru.ru_nvcsw as u64,
             nivcsw: ru.ru_nivcsw as u64,
         },
-    ))
+    )))
 }
 
 /// What a run record says about the machine.

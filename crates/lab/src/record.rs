@@ -168,6 +168,7 @@ metric_names! {
     ReclaimWrittenPages = "reclaim_written_pages", "pages", "of the scanned, neither freed, kept nor activated: mostly those pageout() started writing (--reclaim-trace)";
     ReclaimDeactivatedPages = "reclaim_deactivated_pages", "pages", "folios the command's own reclaim moved from the active to the inactive list (nr_deactivated of mm_vmscan_lru_shrink_active, --reclaim-trace)";
     OthersCpuNs = "others_cpu_ns", "ns", "busy CPU time of the machine during the run (/proc/stat user, nice, system, irq, softirq) less the command's (wait4 rusage), swaplab's own and kswapd's: other processes' and kernel threads' work, the measure of a loaded machine";
+    HelperCpuNs = "helper_cpu_ns", "ns", "CPU time of the commands swaplab ran beside the command for the run (serve's fill and load generator; wait4 rusage), left out of others_cpu_ns";
     OthersCpuShare = "others_cpu_share", "ratio", "others_cpu_ns over the time it was counted, from just before the command started to just after it ended (1.0 = one CPU busy with other work all along)";
 }
 
@@ -724,6 +725,7 @@ mod tests {
         "reclaim_written_pages",
         "reclaim_deactivated_pages",
         "others_cpu_ns",
+        "helper_cpu_ns",
         "others_cpu_share",
     ];
 

@@ -116,6 +116,10 @@ pub struct Lab {
     pub sample_hz: u32,
     /// Where the command's output goes.
     pub output: Output,
+    /// CPU time, ns, of the commands swaplab runs beside a run's command
+    /// for it (serve's fill and load), added by whoever ran them once they
+    /// ended: the run's `others_cpu_ns` leaves it out ([`Lab::helper_cpu`]).
+    helper_cpu_ns: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// The runs of one `swaplab run` (one per repeat).
@@ -164,7 +168,15 @@ impl Lab {
             session: SessionOptions::default(),
             sample_hz: SAMPLE_HZ,
             output: Output::Capture,
+            helper_cpu_ns: Default::default(),
         })
+    }
+
+    /// Where a driver that runs commands beside a run's command (serve's
+    /// fill and load) adds their CPU time, ns, once each has ended: work
+    /// swaplab did for the run, which its `others_cpu_ns` does not count.
+    pub fn helper_cpu(&self) -> std::sync::Arc<std::sync::atomic::AtomicU64> {
+        std::sync::Arc::clone(&self.helper_cpu_ns)
     }
 
     /// The signal guard (e.g. to share its flag).
@@ -591,6 +603,7 @@ impl Lab {
         let machine0 = hostproc::cpu_times().ok();
         let counted_from = Instant::now();
         let own0 = swaplab_host::util::process_cpu_ns();
+        let helpers0 = self.helper_cpu_ns.load(std::sync::atomic::Ordering::SeqCst);
         self.check_signal()?;
         if let Some(ins) = instruments.as_deref_mut() {
             ins.configure(&mut cmd);
@@ -765,6 +778,10 @@ impl Lab {
         let machine1 = hostproc::cpu_times().ok();
         let counted_ns = counted_from.elapsed().as_nanos() as f64;
         let own1 = swaplab_host::util::process_cpu_ns();
+        let helpers = self
+            .helper_cpu_ns
+            .load(std::sync::atomic::Ordering::SeqCst)
+            .saturating_sub(helpers0);
         let mut left = std::collections::BTreeSet::new();
         for g in group.groups() {
             left.extend(g.pids().unwrap_or_default());
@@ -963,8 +980,12 @@ impl Lab {
                 .saturating_sub(a.busy_ns)
                 .saturating_sub(ru.utime_ns + ru.stime_ns)
                 .saturating_sub(own1.saturating_sub(own0))
+                .saturating_sub(helpers)
                 .saturating_sub(kswapd_ns) as f64;
             put(MetricName::OthersCpuNs, others, Scope::System);
+            if helpers > 0 {
+                put(MetricName::HelperCpuNs, helpers as f64, Scope::Swaplab);
+            }
             if counted_ns > 0.0 {
                 let share = others / counted_ns;
                 put(MetricName::OthersCpuShare, share, Scope::System);

@@ -1255,6 +1255,9 @@ struct Driver<'a> {
     done: &'a AtomicBool,
     /// Ctrl-C / SIGTERM.
     interrupted: Arc<AtomicBool>,
+    /// Where the fill's and the load's CPU time goes once each ended
+    /// ([`Lab::helper_cpu`]): the run's own work, not other work.
+    helper_cpu: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Driver<'_> {
@@ -1405,9 +1408,16 @@ impl Driver<'_> {
         let mut child: Child = cmd
             .spawn()
             .map_err(|e| format!("cannot start the {what} command `{}`: {e}", argv[0]))?;
+        let add_cpu = |ru: &swaplab_host::procfs::Rusage| {
+            self.helper_cpu
+                .fetch_add(ru.utime_ns + ru.stime_ns, Ordering::SeqCst);
+        };
         loop {
-            match child.try_wait() {
-                Ok(Some(st)) => return Ok(st.code()),
+            match swaplab_host::procfs::try_wait_with_rusage(&mut child) {
+                Ok(Some((st, ru))) => {
+                    add_cpu(&ru);
+                    return Ok(st.code());
+                }
                 Ok(None) => {}
                 Err(e) => return Err(format!("waiting for the {what} command: {e}")),
             }
@@ -1422,7 +1432,9 @@ impl Driver<'_> {
             };
             if let Some(why) = why {
                 let _ = child.kill();
-                let _ = child.wait();
+                if let Ok((_, ru)) = swaplab_host::procfs::wait_with_rusage(&mut child) {
+                    add_cpu(&ru);
+                }
                 return Err(why);
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -1548,6 +1560,8 @@ const SERVER_METRICS: &[MetricName] = &[
     MetricName::OomKills,
     MetricName::UserNs,
     MetricName::SysNs,
+    MetricName::HelperCpuNs,
+    MetricName::OthersCpuShare,
 ];
 
 /// `swaplab serve` on a [`Lab`]: the server study's operations on lab's
@@ -1625,6 +1639,7 @@ fn serve_once(
         stage: stage.clone(),
         done: &done,
         interrupted: lab.signals().flag(),
+        helper_cpu: lab.helper_cpu(),
     };
     let (rec, driven) = std::thread::scope(|s| {
         let h = s.spawn(|| driver.drive());

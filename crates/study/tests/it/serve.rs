@@ -108,6 +108,10 @@ fn redis_preset_at_100_and_50_percent() {
             "{t:?}"
         );
         assert_eq!(t.requests, Some(40_000));
+        // redis-benchmark's CPU (40,000 requests) is the run's own work,
+        // kept apart from the machine's other work.
+        let helper = r.metrics.get("helper_cpu_ns").copied().unwrap_or(0.0);
+        assert!(helper > 10e6, "the load's CPU: {helper} ns");
         assert!(r.run_dir.join("load.stdout.txt").is_file());
         assert!(r.run_dir.join("timeline.parquet").is_file());
     }
