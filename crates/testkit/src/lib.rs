@@ -564,7 +564,18 @@ mod tests {
         let e = try_lock().unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
         drop(held);
-        try_lock().unwrap();
+        // Free once dropped; but a child another test's thread forked
+        // while it was held shares the descriptor until its exec closes it
+        // (O_CLOEXEC), which on a loaded machine takes a moment (a suite
+        // saw WouldBlock right after the drop).
+        let t = std::time::Instant::now();
+        while let Err(e) = try_lock() {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "still locked 10 s after the drop: {e}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
     }
 
     /// The holder's priority, read back from the kernel: raised (as root)

@@ -435,7 +435,7 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
             "0".into(),
             mode.into(),
         ];
-        let r = run(&lab, cmd, opts(spec));
+        let r = run(&lab, cmd.clone(), opts(spec));
         let mode = format!("{spec} {mode}");
         assert_eq!(
             r.outcome,
@@ -456,10 +456,14 @@ fn exit_or_unmap_while_prefetching_is_quiet_and_leaks_nothing() {
         // It acted during the walk, and the record has its counts.
         assert!(metric(&r, MetricName::PrefetchMadviseCalls) > 0.0, "{mode}");
         assert!(metric(&r, MetricName::PrefetchMajorFaults) > 0.0, "{mode}");
-        if spec.ends_with("pageout=1") {
+        if spec.ends_with("pageout=1") && metric(&r, MetricName::PrefetchPagesPagedOut) == 0.0 {
+            // On a loaded machine (a suite beside the guest kernels) the
+            // pageout thread may not have run before the program went:
+            // once more, and it must page out then.
+            let again = run(&lab, cmd, opts(spec));
             assert!(
-                metric(&r, MetricName::PrefetchPagesPagedOut) > 0.0,
-                "{mode}"
+                metric(&again, MetricName::PrefetchPagesPagedOut) > 0.0,
+                "{mode}: paged out nothing, twice"
             );
         }
         // The record is in the catalog with the prefetcher's counts.
