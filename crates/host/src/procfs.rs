@@ -276,11 +276,14 @@ pub struct Rusage {
 /// Waits for `child` with wait4(2) and returns its exit status and resource
 /// usage. The child is reaped: do not call `child.wait()` afterwards.
 pub fn wait_with_rusage(child: &mut Child) -> Result<(ExitStatus, Rusage)> {
-    loop {
-        if let Some(done) = wait4(child, 0)? {
-            return Ok(done);
-        }
-    }
+    // Without WNOHANG, wait4 returns only once the child has ended.
+    wait4(child, 0)?.ok_or_else(|| {
+        Error::sys(
+            "wait4",
+            child.id().to_string(),
+            std::io::Error::other("returned before the child ended"),
+        )
+    })
 }
 
 /// [`wait_with_rusage`] without waiting: `None` while `child` runs. Once
